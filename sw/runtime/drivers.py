@@ -1,0 +1,155 @@
+"""Drivers: run a compiled kernel on a target and check nothing was lost on the way.
+
+The same user-facing call (:func:`run_kernel`) runs on either transport:
+
+* ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
+* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``tb.harness.run_on_rtl``),
+  which also reports cycles and counters.
+
+Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →
+execute side (callbacks) → results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from .execute import CoreCostModel, ExecuteResult, execute_tokens
+from .golden import AccessFault, run_golden
+from .image import MemoryImage, bind_arguments, build_image
+from .isa import Fault, Limits, SrcKind
+from .kernel import ArgKind, Kernel
+
+__all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "RunResult", "run_kernel",
+           "TARGETS"]
+
+TARGETS = ("golden", "rtl")
+
+
+@dataclass
+class AccessRun:
+    """What the access unit produced for one program run."""
+    data_tokens: list[int]
+    control_tokens: list[int]
+    fault_code: int = 0
+    fault_addr: int = 0
+    cycles: int | None = None                 # access-unit clock cycles, start to done (RTL only)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class Transport(Protocol):
+    name: str
+
+    def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun: ...
+
+
+class GoldenTransport:
+    """The golden model as a transport."""
+    name = "golden"
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits
+
+    def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
+        r = run_golden(program, memory, args, limits=self.limits)
+        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, None,
+                         {"loads": r.loads, "bytes_loaded": r.bytes_loaded})
+
+
+class RtlTransport:
+    """The RTL access unit under Verilator (cocotb). ``config`` is a ``tb.harness.TmuConfig``."""
+    name = "rtl"
+
+    def __init__(self, config=None, backpressure: float = 0.0, seed: int = 0):
+        self.config, self.backpressure, self.seed = config, backpressure, seed
+
+    def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
+        from tb.harness import run_on_rtl   # imported lazily: only the RTL target needs cocotb
+        r = run_on_rtl(program, memory, args, config=self.config, backpressure=self.backpressure,
+                       seed=self.seed)
+        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles, dict(r.stats))
+
+
+@dataclass
+class RunResult:
+    results: tuple                 # the kernel's results (NumPy arrays / scalars), in order
+    access: AccessRun
+    execute: ExecuteResult
+    image: MemoryImage
+    target: str
+
+    @property
+    def cycles(self) -> int | None:
+        return self.access.cycles
+
+
+def _transport(target: str | Transport, **options) -> Transport:
+    if not isinstance(target, str):
+        return target
+    if target == "golden":
+        return GoldenTransport(options.get("limits"))
+    if target == "rtl":
+        return RtlTransport(options.get("config"), options.get("backpressure", 0.0), options.get("seed", 0))
+    raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+
+
+def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> str:
+    """A user-level explanation of an access-unit fault (which input was wrong, and how)."""
+    code = Fault(code)
+    if code == Fault.ADDR_RANGE:
+        where = image.describe(addr)
+        return (f"access unit fault ADDR_RANGE: a load at {where} is outside the memory region it was "
+                f"granted; an index (e.g. in 'indices') is out of range for the table it selects from")
+    if code == Fault.RANGE_ORDER:
+        return (f"access unit fault RANGE_ORDER: layer {addr} got an upper bound below its lower bound; "
+                f"offsets must be non-decreasing")
+    if code == Fault.MISALIGNED:
+        return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
+    return f"access unit fault {code.name} at {addr:#x}"
+
+
+def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden", *,
+               cost: CoreCostModel | None = None, **options) -> RunResult:
+    """Run a compiled kernel on ``args`` (bound by position) and return its results.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        From ``sw.compiler.compile_mlir`` or the PyTorch frontend.
+    args : sequence
+        The function's arguments: NumPy arrays for memrefs (dtype as declared; ``index`` → int64),
+        Python ints or 0-d arrays for scalars. Arrays the kernel writes are written in place.
+    target : {'golden', 'rtl'} or Transport
+    options
+        ``limits`` (golden), ``config``, ``backpressure``, ``seed`` (rtl).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Arguments that do not match the kernel's parameters (names ``argN``).
+    AccessFault
+        The access unit faulted (an index out of range, decreasing offsets, ...): the message says
+        which input and address.
+    """
+    transport = _transport(target, **options)
+    image = build_image(kernel, args)
+    regs = bind_arguments(kernel, args, image)
+    program = kernel.program.encode()
+    access = transport.run(program, image.data, regs)
+    if access.fault_code != Fault.NONE:
+        raise AccessFault(Fault(access.fault_code), access.fault_addr,
+                          explain_fault(kernel, image, access.fault_code, access.fault_addr))
+    executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
+    return RunResult(executed.results, access, executed, image, transport.name)
+
+
+def region_params(kernel: Kernel) -> dict[int, int]:
+    """Region id → parameter index, where the region's base is an argument register bound to a base."""
+    out = {}
+    for n, region in enumerate(kernel.program.regions):
+        if region.base.kind == SrcKind.ARG and region.base.value < len(kernel.arg_map):
+            spec = kernel.arg_map[region.base.value]
+            if spec.kind == ArgKind.BASE:
+                out[n] = spec.param
+    return out

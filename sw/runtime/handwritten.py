@@ -1,0 +1,96 @@
+"""Hand-written access programs: the performance reference for the compiler, and test fixtures.
+
+``embedding_bag_program`` is the access side of ``torch.nn.functional.embedding_bag`` over CSR
+offsets (``offsets`` has ``nbags + 1`` entries), written the way a DAE programmer would:
+
+=====  ==========================  =========================================================
+layer  traversal unit              streams
+=====  ==========================  =========================================================
+0      dense ``b in [0, nbags)``   s0 = offsets[b], s1 = b + 1, s2 = offsets[b + 1]
+1      range ``j in [s0, s2)``     s3 = indices[j], s4 = s3 * dim   (``check_order``)
+2      dense ``d in [0, dim)``     s5 = s4 + d, s6 = table[s5] (the embedding element)
+=====  ==========================  =========================================================
+
+Marshaling: layer-1 ``BEGIN`` pushes control ``BAG_BEGIN`` and operand ``b``; layer-2 ``ITER``
+pushes operand ``s6`` (one token per element); layer-2 ``END`` pushes control ``ROW`` (the core pops
+``dim`` operands and accumulates a row); layer-1 ``END`` pushes control ``BAG_END``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .execute import as_f32, as_f64
+from .isa import Action, ActionKind, AluOp, Event, Layer, Program, Region, Source, Stream, StreamKind
+
+__all__ = ["EmbeddingBagArgs", "embedding_bag_program", "embedding_bag_memory", "embedding_bag_execute",
+           "BAG_BEGIN", "ROW", "BAG_END"]
+
+BAG_BEGIN, ROW, BAG_END = 0, 1, 2
+
+
+class EmbeddingBagArgs:
+    """Argument-register numbers of :func:`embedding_bag_program`."""
+    OFFSETS, INDICES, TABLE, NBAGS, DIM, OFFSETS_BYTES, INDICES_BYTES, TABLE_BYTES = range(8)
+    COUNT = 8
+
+
+def embedding_bag_program(elem_size: int = 4) -> Program:
+    """The program above for a table of ``elem_size``-byte elements (4: f32, 8: f64)."""
+    A = EmbeddingBagArgs
+    S, I, R = Source.stream, Source.index, Source.arg
+    return Program(
+        n_args=A.COUNT,
+        layers=[Layer(Source.imm(0), R(A.NBAGS)),
+                Layer(S(0), S(2), check_order=True),
+                Layer(Source.imm(0), R(A.DIM))],
+        regions=[Region(R(A.OFFSETS), R(A.OFFSETS_BYTES)),
+                 Region(R(A.INDICES), R(A.INDICES_BYTES)),
+                 Region(R(A.TABLE), R(A.TABLE_BYTES))],
+        streams=[Stream(0, StreamKind.MEM, R(A.OFFSETS), I(0), size=8, stride=8, region=0),
+                 Stream(0, StreamKind.ALU, I(0), Source.imm(1), op=AluOp.ADD),
+                 Stream(0, StreamKind.MEM, R(A.OFFSETS), S(1), size=8, stride=8, region=0),
+                 Stream(1, StreamKind.MEM, R(A.INDICES), I(1), size=8, stride=8, region=1),
+                 Stream(1, StreamKind.ALU, S(3), R(A.DIM), op=AluOp.MUL),
+                 Stream(2, StreamKind.ALU, S(4), I(2), op=AluOp.ADD),
+                 Stream(2, StreamKind.MEM, R(A.TABLE), S(5), size=elem_size, stride=elem_size, region=2)],
+        actions=[Action(1, Event.BEGIN, ActionKind.CONTROL, callback=BAG_BEGIN),
+                 Action(1, Event.BEGIN, ActionKind.OPERAND, source=I(0)),
+                 Action(2, Event.ITER, ActionKind.OPERAND, source=S(6)),
+                 Action(2, Event.END, ActionKind.CONTROL, callback=ROW),
+                 Action(1, Event.END, ActionKind.CONTROL, callback=BAG_END)],
+    )
+
+
+def embedding_bag_memory(table: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> tuple[bytes, list[int]]:
+    """Memory image and argument registers for :func:`embedding_bag_program`.
+
+    ``table`` is (num_embeddings, dim) float32/float64, ``indices`` and ``offsets`` int64 with
+    ``offsets`` of length nbags + 1. Tensors are 64-byte aligned from address 0.
+    """
+    from .image import MemoryImage
+    image = MemoryImage()
+    po = image.add(0, "offsets", np.asarray(offsets, dtype=np.int64))
+    pi = image.add(1, "indices", np.asarray(indices, dtype=np.int64))
+    pt = image.add(2, "table", np.ascontiguousarray(table))
+    args = [po.base, pi.base, pt.base, len(offsets) - 1, table.shape[1], po.nbytes, pi.nbytes, pt.nbytes]
+    return image.data, args
+
+
+def embedding_bag_execute(data_tokens, control_tokens, nbags: int, dim: int, dtype=np.float32,
+                          mode: str = "sum") -> np.ndarray:
+    """The execute side of :func:`embedding_bag_program`: (nbags, dim) sums or means."""
+    out = np.zeros((nbags, dim), dtype=dtype)
+    decode = as_f32 if np.dtype(dtype) == np.float32 else as_f64
+    data = iter(data_tokens)
+    bag, count, acc = 0, 0, np.zeros(dim, dtype=dtype)
+    for tok in control_tokens:
+        if tok == BAG_BEGIN:
+            bag, count = next(data), 0
+            acc = np.zeros(dim, dtype=dtype)
+        elif tok == ROW:
+            acc += np.array([decode(next(data)) for _ in range(dim)], dtype=dtype)
+            count += 1
+        elif tok == BAG_END:
+            out[bag] = acc / max(count, 1) if mode == "mean" else acc
+    return out

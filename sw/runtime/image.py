@@ -1,0 +1,140 @@
+"""Memory image: lays tensors out in the access unit's flat address space.
+
+The image is what the memory model is loaded with (back door) before a run: byte address 0 is the
+first byte of ``MemoryImage.data``. Each tensor is placed at an address aligned to
+``MemoryImage.ALIGN`` bytes, C-contiguous and little-endian, and keeps its own region: the argument
+map (``sw.runtime.kernel.ArgSpec``) turns the layout into argument-register values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .kernel import ArgKind, ArgSpec, Kernel, ParamKind
+
+__all__ = ["Placement", "MemoryImage", "build_image", "bind_arguments"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    name: str
+    base: int      # bytes
+    nbytes: int    # bytes
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class MemoryImage:
+    """A flat little-endian memory image; ``data`` is padded to a multiple of 8 bytes."""
+    ALIGN = 64   # bytes: a cache line, so a tensor never shares a line with another
+
+    placements: dict[int, Placement] = field(default_factory=dict)   # parameter index -> placement
+    _chunks: list[tuple[int, bytes]] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, key: int, name: str, array: np.ndarray) -> Placement:
+        """Place ``array`` (any dtype, C order, converted to little-endian) at the next aligned address."""
+        array = np.ascontiguousarray(array)
+        if array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("<"))
+        base = -(-self.size // self.ALIGN) * self.ALIGN
+        raw = array.tobytes()
+        self._chunks.append((base, raw))
+        self.size = base + len(raw)
+        placement = Placement(name, base, len(raw), str(array.dtype), tuple(array.shape))
+        self.placements[key] = placement
+        return placement
+
+    @property
+    def data(self) -> bytes:
+        size = max(8, -(-self.size // 8) * 8)
+        buf = bytearray(size)
+        for base, raw in self._chunks:
+            buf[base:base + len(raw)] = raw
+        return bytes(buf)
+
+    def owner(self, addr: int) -> Placement | None:
+        """The tensor whose bytes contain ``addr``, if any (to explain a fault address)."""
+        for p in self.placements.values():
+            if p.base <= addr < p.base + max(p.nbytes, 1):
+                return p
+        return None
+
+    def describe(self, addr: int) -> str:
+        """Human-readable location of a byte address: ``'table' + 72 bytes`` or the nearest tensor."""
+        p = self.owner(addr)
+        if p is not None:
+            return f"{addr:#x} ({p.name!r} + {addr - p.base} bytes)"
+        if not self.placements:
+            return f"{addr:#x}"
+        near = min(self.placements.values(), key=lambda q: min(abs(addr - q.base), abs(addr - q.base - q.nbytes)))
+        rel = addr - near.base
+        where = f"{rel} bytes from the start" if rel < 0 else f"{rel - near.nbytes} bytes past the end"
+        return f"{addr:#x} ({where} of {near.name!r}, {near.nbytes} bytes at {near.base:#x})"
+
+
+def build_image(kernel: Kernel, args: Sequence) -> MemoryImage:
+    """Place every parameter the access unit reads (``ParamSpec.in_image``) into a new image.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When an argument does not match its parameter (kind, rank, dtype), naming ``argN``.
+    """
+    check_arguments(kernel, args)
+    image = MemoryImage()
+    for n, spec in enumerate(kernel.params):
+        if spec.in_image:
+            image.add(n, spec.name, np.asarray(args[n], dtype=spec.dtype))
+    return image
+
+
+def check_arguments(kernel: Kernel, args: Sequence) -> None:
+    """Check arity, kinds, ranks and dtypes of the call's arguments against the kernel's parameters."""
+    if len(args) != len(kernel.params):
+        raise TypeError(f"kernel {kernel.name!r} takes {len(kernel.params)} arguments "
+                        f"({', '.join(p.name for p in kernel.params)}), not {len(args)}")
+    for n, (spec, value) in enumerate(zip(kernel.params, args)):
+        if spec.kind == ParamKind.MEMREF:
+            if not isinstance(value, np.ndarray):
+                raise TypeError(f"arg{n} ({spec.name}) must be a NumPy array, not {type(value).__name__}")
+            if value.ndim != spec.rank:
+                raise ValueError(f"arg{n} ({spec.name}) must have rank {spec.rank}, not {value.ndim} "
+                                 f"(shape {value.shape})")
+            if value.dtype != np.dtype(spec.dtype):
+                raise ValueError(f"arg{n} ({spec.name}) must have dtype {spec.dtype}, not {value.dtype}")
+        else:
+            if isinstance(value, np.ndarray):
+                if value.ndim != 0:
+                    raise ValueError(f"arg{n} ({spec.name}) must be a scalar (0-d array), not shape {value.shape}")
+                value = value.item()
+            if spec.kind in (ParamKind.INDEX, ParamKind.INT) and not isinstance(value, (int, np.integer)):
+                raise TypeError(f"arg{n} ({spec.name}) must be an integer, not {value!r}")
+
+
+def bind_arguments(kernel: Kernel, args: Sequence, image: MemoryImage) -> list[int]:
+    """Argument-register values (signed 64-bit ints) for one call, from ``kernel.arg_map``."""
+    regs = []
+    for n, spec in enumerate(kernel.arg_map):
+        if spec.kind == ArgKind.CONST:
+            regs.append(int(spec.value))
+            continue
+        param = kernel.params[spec.param]
+        value = args[spec.param]
+        if spec.kind in (ArgKind.BASE, ArgKind.BYTES):
+            if spec.param not in image.placements:
+                raise ValueError(f"argument register {n} needs the address of arg{spec.param} "
+                                 f"({param.name}), which is not in the memory image")
+            p = image.placements[spec.param]
+            regs.append(p.base if spec.kind == ArgKind.BASE else p.nbytes)
+        elif spec.kind == ArgKind.DIM:
+            regs.append(int(np.shape(value)[spec.axis]))
+        elif spec.kind == ArgKind.SCALAR:
+            regs.append(int(np.asarray(value).item()))
+        else:  # pragma: no cover - ArgKind is closed
+            raise AssertionError(spec.kind)
+    return regs

@@ -1,0 +1,34 @@
+# Ember DAE: an open decoupled access-execute embedding engine.
+#   make setup     system package (verilator) + Python packages (editable install, `ember` command)
+#   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
+#   make sim       the main job: Cora sum-aggregation compiled and run on the RTL, checked against PyTorch
+PYTHON ?= python3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SIM_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: help setup test test-all sim verilog clean
+
+help:
+	@grep '^#   make' Makefile | sed 's/^# //'
+
+setup:
+	@if ! command -v verilator >/dev/null 2>&1; then \
+	  echo "installing verilator (Debian package)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq verilator; \
+	fi
+	verilator --version
+	$(PYTHON) -m pip install --quiet "torch==2.13.0"
+	$(PYTHON) -m pip install --quiet -e ".[test]"
+
+test:
+	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all:
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+sim:
+	$(PYTHON) -m sim.workload $(SIM_ARGS)
+
+clean:
+	rm -rf build sim_build .pytest_cache

@@ -1,0 +1,187 @@
+"""``ember``: compile embedding kernels to access programs and run them on the golden model or RTL.
+
+Sub-commands::
+
+    ember compile KERNEL.mlir --emit {scf,slc,dlc,asm,bin} [-o FILE]
+    ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} --out OUT.npz
+    ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
+    ember disasm PROGRAM.bin [-o PROGRAM.s]     disassemble (checks the program like the RTL decoder)
+    ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
+
+Exit status: 0 on success, 1 when a result check fails (``sim``), 2 on bad input (with a message
+on stderr naming the argument and the bad value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+STAGES = ("scf", "slc", "dlc", "asm", "bin")
+
+
+class UserError(Exception):
+    """Bad input from the command line: printed as ``ember: error: ...``, exit status 2."""
+
+
+def _read_text(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"KERNEL {path!r} does not exist or is not a file")
+    return p.read_text()
+
+
+def _write(out: str | None, payload: str | bytes) -> None:
+    if out is None or out == "-":
+        if isinstance(payload, bytes):
+            if sys.stdout.isatty():
+                raise UserError("refusing to write a binary program to a terminal; use -o FILE")
+            sys.stdout.buffer.write(payload)
+        else:
+            sys.stdout.write(payload if payload.endswith("\n") else payload + "\n")
+        return
+    Path(out).write_bytes(payload) if isinstance(payload, bytes) else Path(out).write_text(payload)
+
+
+def cmd_compile(ns) -> int:
+    from sw.compiler import emit
+    text = _read_text(ns.kernel)
+    _write(ns.output, emit(text, ns.emit, filename=ns.kernel))
+    return 0
+
+
+def load_inputs(path: str, n_params: int) -> list:
+    """Bind ``arg0 … argN-1`` of an .npz file by position; 0-d arrays become Python scalars."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"--inputs {path!r} does not exist or is not a file")
+    with np.load(p, allow_pickle=False) as npz:
+        names = set(npz.files)
+        missing = [f"arg{n}" for n in range(n_params) if f"arg{n}" not in names]
+        if missing:
+            raise UserError(f"--inputs {path!r} must hold arrays arg0..arg{n_params - 1}; missing "
+                            f"{', '.join(missing)} (has {', '.join(sorted(names)) or 'nothing'})")
+        extra = sorted(names - {f"arg{n}" for n in range(n_params)})
+        if extra:
+            raise UserError(f"--inputs {path!r} has arrays the kernel does not take: {', '.join(extra)}")
+        args = []
+        for n in range(n_params):
+            a = npz[f"arg{n}"]
+            args.append(a.item() if a.ndim == 0 else np.array(a))
+        return args
+
+
+def cmd_run(ns) -> int:
+    from sw.compiler import compile_mlir
+    from sw.runtime.drivers import run_kernel
+    kernel = compile_mlir(_read_text(ns.kernel), filename=ns.kernel)
+    args = load_inputs(ns.inputs, len(kernel.params))
+    options = {}
+    if ns.target == "rtl":
+        options = {"backpressure": ns.backpressure, "seed": ns.seed}
+    result = run_kernel(kernel, args, ns.target, **options)
+    np.savez(ns.out, **{f"result{n}": np.asarray(r) for n, r in enumerate(result.results)})
+    stats = result.access.stats
+    print(f"target={ns.target} kernel={kernel.name} results={len(result.results)} -> {ns.out}")
+    print(f"loads={stats.get('loads', 0)} bytes_loaded={stats.get('bytes_loaded', 0)} "
+          f"operands={result.execute.operands} callbacks={sum(result.execute.calls.values())}")
+    if result.cycles is not None:
+        print(f"cycles={result.cycles}")
+    return 0
+
+
+def cmd_asm(ns) -> int:
+    from sw.runtime.isa import Program
+    prog = Program.from_asm(_read_text(ns.source))
+    out = ns.output or str(Path(ns.source).with_suffix(".bin"))
+    Path(out).write_bytes(prog.encode())
+    print(f"{out}: {len(prog.encode()) // 4} words")
+    return 0
+
+
+def cmd_disasm(ns) -> int:
+    from sw.runtime.isa import Program
+    p = Path(ns.program)
+    if not p.is_file():
+        raise UserError(f"PROGRAM {ns.program!r} does not exist or is not a file")
+    _write(ns.output, Program.decode(p.read_bytes()).to_asm())
+    return 0
+
+
+def cmd_sim(ns) -> int:
+    from sim.workload import main as sim_main
+    return sim_main(ns)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ember", description="Compile embedding operations to access programs for a decoupled "
+        "access-execute unit, and run them on the golden model or the RTL.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("compile", help="compile an MLIR kernel and print one stage",
+                       description="Lower KERNEL.mlir (func/scf/arith/memref) and print the chosen stage.")
+    p.add_argument("kernel", metavar="KERNEL.mlir")
+    p.add_argument("--emit", choices=STAGES, default="asm",
+                   help="stage to print: scf (parsed input), slc, dlc, asm (readable access program), "
+                        "bin (binary access program); default: asm")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("run", help="compile and run an MLIR kernel on inputs from an .npz file",
+                       description="Arguments are bound by position to arrays arg0, arg1, ... of "
+                       "--inputs (a 0-d array for an index scalar, int64 for memref<?xindex>); every "
+                       "returned memref is written as result0, result1, ... to --out.")
+    p.add_argument("kernel", metavar="KERNEL.mlir")
+    p.add_argument("--inputs", required=True, metavar="IN.npz")
+    p.add_argument("--target", choices=("golden", "rtl"), default="golden")
+    p.add_argument("--out", required=True, metavar="OUT.npz")
+    p.add_argument("--backpressure", type=float, default=0.0,
+                   help="rtl: probability (0..1) that the core is not ready for a token in a cycle")
+    p.add_argument("--seed", type=int, default=0, help="rtl: seed of the back-pressure pattern")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("asm", help="assemble the text form of an access program")
+    p.add_argument("source", metavar="PROGRAM.s")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.set_defaults(func=cmd_asm)
+
+    p = sub.add_parser("disasm", help="check and disassemble a binary access program")
+    p.add_argument("program", metavar="PROGRAM.bin")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.set_defaults(func=cmd_disasm)
+
+    p = sub.add_parser("sim", help="run the default workload (Cora sum-aggregation) and check it",
+                       description="Compile sum-aggregation of node features over the Cora citation "
+                       "graph, run it on the RTL (or golden model), and check against "
+                       "torch.nn.functional.embedding_bag. Exit status 1 on FAIL.")
+    from sim.workload import add_arguments
+    add_arguments(p)
+    p.set_defaults(func=cmd_sim)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    from sw.runtime.golden import AccessFault
+    from sw.runtime.isa import ProgramError
+    try:
+        from sw.compiler import CompileError
+    except ImportError:          # the compiler is optional for asm/disasm
+        CompileError = ()       # type: ignore[assignment]
+    try:
+        return ns.func(ns)
+    except (UserError, ProgramError, AccessFault, ValueError, TypeError, FileNotFoundError) as e:
+        print(f"ember: error: {e}", file=sys.stderr)
+        return 2
+    except CompileError as e:  # type: ignore[misc]
+        print(f"ember: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

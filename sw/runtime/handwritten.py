@@ -24,6 +24,7 @@ from .execute import as_f32, as_f64
 from .isa import Action, ActionKind, AluOp, Event, Layer, Program, Region, Source, Stream, StreamKind
 
 __all__ = ["EmbeddingBagArgs", "embedding_bag_program", "embedding_bag_memory", "embedding_bag_execute",
+           "embedding_bag_kernel",
            "BAG_BEGIN", "ROW", "BAG_END"]
 
 BAG_BEGIN, ROW, BAG_END = 0, 1, 2
@@ -94,3 +95,62 @@ def embedding_bag_execute(data_tokens, control_tokens, nbags: int, dim: int, dty
         elif tok == BAG_END:
             out[bag] = acc / max(count, 1) if mode == "mean" else acc
     return out
+
+
+_EXECUTE_SOURCE = '''
+import numpy as np
+from sw.runtime.execute import {decode}
+
+def execute(args, control, pop):
+    table, indices, offsets, out = args
+    dim = table.shape[1]
+    acc = np.zeros(dim, dtype=np.{dtype})
+    bag = count = 0
+    for token in control:
+        if token == {BAG_BEGIN}:
+            bag, count = pop(), 0
+            acc[:] = 0
+        elif token == {ROW}:
+            acc += np.array([{decode}(pop()) for _ in range(dim)], dtype=np.{dtype})
+            count += 1
+        elif token == {BAG_END}:
+            out[bag] = {finish}
+        elif token == 0xFFFF:
+            break
+    return (out,)
+'''
+
+
+def embedding_bag_kernel(dtype: str = "float32", mode: str = "sum"):
+    """The hand-written program as a :class:`~sw.runtime.kernel.Kernel` with the signature of
+    ``examples/embedding_bag_sum.mlir``: ``(table[N, D], indices[L] int64, offsets[B+1] int64,
+    out[B, D]) -> out``. ``mode`` is ``sum`` or ``mean``.
+
+    Raises
+    ------
+    ValueError
+        For a dtype other than float32/float64 or a mode other than sum/mean.
+    """
+    from .kernel import ArgKind, ArgSpec, Kernel, ParamKind, ParamSpec
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', not {dtype!r}")
+    if mode not in ("sum", "mean"):
+        raise ValueError(f"mode must be 'sum' or 'mean', not {mode!r}")
+    A = EmbeddingBagArgs
+    arg_map = [None] * A.COUNT
+    arg_map[A.OFFSETS], arg_map[A.OFFSETS_BYTES] = ArgSpec(ArgKind.BASE, 2), ArgSpec(ArgKind.BYTES, 2)
+    arg_map[A.INDICES], arg_map[A.INDICES_BYTES] = ArgSpec(ArgKind.BASE, 1), ArgSpec(ArgKind.BYTES, 1)
+    arg_map[A.TABLE], arg_map[A.TABLE_BYTES] = ArgSpec(ArgKind.BASE, 0), ArgSpec(ArgKind.BYTES, 0)
+    arg_map[A.NBAGS], arg_map[A.DIM] = ArgSpec(ArgKind.DIM, 3, 0), ArgSpec(ArgKind.DIM, 0, 1)
+    finish = "acc / max(count, 1)" if mode == "mean" else "acc"
+    source = _EXECUTE_SOURCE.format(decode="as_f32" if dtype == "float32" else "as_f64", dtype=dtype,
+                                    BAG_BEGIN=BAG_BEGIN, ROW=ROW, BAG_END=BAG_END, finish=finish)
+    return Kernel(
+        name=f"embedding_bag_{mode}_handwritten",
+        params=[ParamSpec("table", ParamKind.MEMREF, dtype, 2, True),
+                ParamSpec("indices", ParamKind.MEMREF, "int64", 1, True),
+                ParamSpec("offsets", ParamKind.MEMREF, "int64", 1, True),
+                ParamSpec("out", ParamKind.MEMREF, dtype, 2, False)],
+        program=embedding_bag_program(4 if dtype == "float32" else 8),
+        arg_map=arg_map, execute_source=source, n_results=1, result_dtypes=[dtype],
+        callbacks={BAG_BEGIN: ("bag_begin", 1), ROW: ("row", -1), BAG_END: ("bag_end", 0)})

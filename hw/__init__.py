@@ -1,0 +1,7 @@
+"""Hardware of the DAE embedding engine (Amaranth 0.5).
+
+``hw.tmu``        the access unit (decoder, traversal, marshaling, reorder buffer)
+``hw.core_if``    control/status registers, program load, output queues
+``hw.hbm_model``  the memory model (simulation only)
+``hw.system``     the top level that Verilator builds
+"""

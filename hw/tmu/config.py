@@ -1,0 +1,101 @@
+"""Build-time parameters of the access unit and of the simulated system around it."""
+
+from dataclasses import dataclass, asdict
+
+
+__all__ = ["TmuConfig"]
+
+
+def _is_pow2(n):
+    return n > 0 and (n & (n - 1)) == 0
+
+
+@dataclass(frozen=True)
+class TmuConfig:
+    """Parameters of one built access unit (and of the system it is simulated in).
+
+    Parameters
+    ----------
+    layers : int
+        Traversal layers (one TU each in ISA version 0). Default 4, legal 1..255.
+    streams : int
+        Stream slots. Default 16, legal 1..255.
+    actions : int
+        Marshaling action slots. Default 16, legal 1..255.
+    regions : int
+        Granted memory regions. Default 4, legal 1..255.
+    args : int
+        64-bit argument registers. Default 16, legal 1..255.
+    max_inflight : int
+        Reorder-buffer entries, i.e. marshaled tokens (loads in flight or waiting to drain) the
+        unit keeps between marshaling and the output queues. Default 32, a power of two >= 2.
+    data_queue_depth : int
+        Depth of the 64-bit data output queue, entries. Default 64, >= 2.
+    ctrl_queue_depth : int
+        Depth of the 16-bit control output queue, entries. Default 64, >= 2.
+    watchdog_cycles : int
+        Reset value of the ``WATCHDOG`` register: cycles without a delivered token or a
+        completed load before the unit faults with ``WATCHDOG``. 0 disables. Default 2**20.
+    mem_latency : int
+        Fixed latency of the memory model, cycles from request accepted to response valid.
+        Default 32, legal 1..1024. (A property of the simulated system, not of the unit.)
+    """
+    layers: int = 4
+    streams: int = 16
+    actions: int = 16
+    regions: int = 4
+    args: int = 16
+    max_inflight: int = 32
+    data_queue_depth: int = 64
+    ctrl_queue_depth: int = 64
+    watchdog_cycles: int = 1 << 20
+    mem_latency: int = 32
+
+    def __post_init__(self):
+        for name in ("layers", "streams", "actions", "regions", "args"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 1 <= value <= 255:
+                raise ValueError(f"{name} must be an integer in 1..255, not {value!r}")
+        if not isinstance(self.max_inflight, int) or self.max_inflight < 2 or \
+                not _is_pow2(self.max_inflight):
+            raise ValueError(f"max_inflight must be a power of two >= 2, not {self.max_inflight!r}")
+        for name in ("data_queue_depth", "ctrl_queue_depth"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 2:
+                raise ValueError(f"{name} must be an integer >= 2, not {value!r}")
+        if not isinstance(self.watchdog_cycles, int) or not 0 <= self.watchdog_cycles < 1 << 32:
+            raise ValueError(f"watchdog_cycles must be an integer in 0..2**32-1, "
+                             f"not {self.watchdog_cycles!r}")
+        if not isinstance(self.mem_latency, int) or not 1 <= self.mem_latency <= 1024:
+            raise ValueError(f"mem_latency must be an integer in 1..1024, not {self.mem_latency!r}")
+
+    @classmethod
+    def small(cls):
+        """A small configuration that builds and simulates fast (tests)."""
+        return cls(layers=3, streams=8, actions=8, regions=2, args=8, max_inflight=16,
+                   data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8)
+
+    def as_dict(self):
+        return asdict(self)
+
+    # Derived sizes ------------------------------------------------------------------------
+
+    @property
+    def rob_bits(self):
+        """Bits of a reorder-buffer slot number."""
+        return (self.max_inflight - 1).bit_length()
+
+    @property
+    def tag_bits(self):
+        """Bits of a memory request tag: a ROB slot, or the blocking-load tag (MSB set)."""
+        return self.rob_bits + 1
+
+    @property
+    def program_words(self):
+        """Longest program that fits the configuration, in 32-bit words."""
+        return 4 + 4 * (self.layers + self.regions + self.streams + self.actions)
+
+    @property
+    def ucode_depth(self):
+        """Entries of the traversal microcode: ENTER + NEXT per layer, streams, actions, DONE."""
+        return 2 * self.layers + self.streams + self.actions + 1

@@ -1,0 +1,22 @@
+"""The xDSL context with every dialect the compiler reads or prints."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+from xdsl.dialects.memref import MemRef
+from xdsl.dialects.scf import Scf
+
+from .dialects.dlc import DLC
+from .dialects.slc import SLC
+
+__all__ = ["make_context"]
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for dialect in (Builtin, Func, Scf, Arith, MemRef, SLC, DLC):
+        ctx.load_dialect(dialect)
+    return ctx

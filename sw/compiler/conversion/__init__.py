@@ -1,0 +1,1 @@
+"""Passes that change dialect: SCF -> SLC (decoupling), SLC -> DLC."""

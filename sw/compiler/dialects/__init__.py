@@ -1,0 +1,1 @@
+"""The compiler's own dialects: ``slc`` (structured lookup-compute) and ``dlc`` (decoupled)."""

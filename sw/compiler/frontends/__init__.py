@@ -1,0 +1,1 @@
+"""Frontends: MLIR SCF text (:mod:`.mlir`) and PyTorch (:mod:`.torch`)."""

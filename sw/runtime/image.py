@@ -123,6 +123,13 @@ def bind_arguments(kernel: Kernel, args: Sequence, image: MemoryImage) -> list[i
         if spec.kind == ArgKind.CONST:
             regs.append(int(spec.value))
             continue
+        if spec.kind == ArgKind.EXPR:
+            try:
+                regs.append(int(eval(spec.expr, {"np": np, "__builtins__": {}}, {"args": args})))
+            except Exception as e:  # noqa: BLE001 - report any failure with the expression
+                raise ValueError(f"argument register {n} = {spec.expr!r} cannot be computed from the "
+                                 f"arguments: {e}") from None
+            continue
         param = kernel.params[spec.param]
         value = args[spec.param]
         if spec.kind in (ArgKind.BASE, ArgKind.BYTES):

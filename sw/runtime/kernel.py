@@ -37,6 +37,8 @@ class ArgKind(str, enum.Enum):
     DIM = "dim"         # dimension ``axis`` of memref parameter ``param`` (elements)
     SCALAR = "scalar"   # value of integer/index scalar parameter ``param``
     CONST = "const"     # the constant ``value``
+    EXPR = "expr"       # computed by the core before start: Python expression ``expr`` over ``args``
+                        # (the function's arguments) and ``np``, e.g. "args[2].shape[0] - 1"
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,11 @@ class ArgSpec:
     param: int = -1
     axis: int = 0
     value: int = 0
+    expr: str = ""
 
     def __str__(self) -> str:
+        if self.kind == ArgKind.EXPR:
+            return f"expr {self.expr}"
         if self.kind == ArgKind.CONST:
             return f"const {self.value}"
         if self.kind == ArgKind.DIM:

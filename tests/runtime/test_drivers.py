@@ -83,3 +83,17 @@ def test_image_alignment_and_describe():
     assert len(image.data) == 72 and image.data[64:68] == np.float32(1).tobytes()
     assert image.describe(66) == "0x42 ('b' + 2 bytes)"
     assert image.describe(30) == "0x1e (6 bytes past the end of 'a', 24 bytes at 0x0)"
+
+
+def test_expression_argument_registers():
+    from sw.runtime.image import bind_arguments
+    from sw.runtime.kernel import ArgKind, ArgSpec
+    kernel = embedding_bag_kernel()
+    kernel.arg_map[3] = ArgSpec(ArgKind.EXPR, expr="args[2].shape[0] - 1")    # nbags from the offsets
+    table, indices, offsets, out = inputs()
+    image = MemoryImage()
+    assert bind_arguments(kernel, [table, indices, offsets, out], image)[3] == 3
+    kernel.arg_map[3] = ArgSpec(ArgKind.EXPR, expr="args[9]")
+    with pytest.raises(ValueError, match=r"argument register 3 = 'args\[9\]' cannot be computed from the "
+                                         r"arguments: list index out of range"):
+        bind_arguments(kernel, [table, indices, offsets, out], image)

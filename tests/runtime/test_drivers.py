@@ -86,12 +86,12 @@ def test_image_alignment_and_describe():
 
 
 def test_expression_argument_registers():
-    from sw.runtime.image import bind_arguments
+    from sw.runtime.image import bind_arguments, build_image
     from sw.runtime.kernel import ArgKind, ArgSpec
     kernel = embedding_bag_kernel()
     kernel.arg_map[3] = ArgSpec(ArgKind.EXPR, expr="args[2].shape[0] - 1")    # nbags from the offsets
     table, indices, offsets, out = inputs()
-    image = MemoryImage()
+    image = build_image(kernel, [table, indices, offsets, out])
     assert bind_arguments(kernel, [table, indices, offsets, out], image)[3] == 3
     kernel.arg_map[3] = ArgSpec(ArgKind.EXPR, expr="args[9]")
     with pytest.raises(ValueError, match=r"argument register 3 = 'args\[9\]' cannot be computed from the "

@@ -1,0 +1,63 @@
+"""Combinational datapath pieces shared by the traversal and the reorder buffer."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+
+from .isa import AluOp
+
+
+__all__ = ["extend", "extract", "alu"]
+
+
+def extend(value, width, sign):
+    """Zero- or (if ``sign``) sign-extend the low ``width`` bits of ``value`` to 64 bits."""
+    if width == 64:
+        return value[:64]
+    msb = value[width - 1] & sign
+    return Cat(value[:width], msb.replicate(64 - width))
+
+
+def extract(word, offset, log2_size, sign):
+    """The element of ``1 << log2_size`` bytes at byte ``offset`` of a 64-bit ``word``.
+
+    Returns an unsigned 64-bit value: the element zero- or sign-extended (``sign``).
+    """
+    shifted = (word >> Cat(Const(0, 3), offset))[:64]
+    return Mux(log2_size == 0, extend(shifted, 8, sign),
+           Mux(log2_size == 1, extend(shifted, 16, sign),
+           Mux(log2_size == 2, extend(shifted, 32, sign),
+               shifted)))
+
+
+def alu(m, op, a, b):
+    """64-bit ALU of ``docs/isa.md`` (``a``, ``b`` signed 64-bit). Returns a ``signed(64)`` signal."""
+    res = Signal(signed(64))
+    ua = a.as_unsigned()
+    sh = b[:6]
+    with m.Switch(op):
+        with m.Case(AluOp.ADD):
+            m.d.comb += res.eq(a + b)
+        with m.Case(AluOp.SUB):
+            m.d.comb += res.eq(a - b)
+        with m.Case(AluOp.MUL):
+            m.d.comb += res.eq((a * b)[:64])
+        with m.Case(AluOp.SHL):
+            m.d.comb += res.eq((ua << sh)[:64])
+        with m.Case(AluOp.SHR):
+            m.d.comb += res.eq(ua >> sh)
+        with m.Case(AluOp.SRA):
+            m.d.comb += res.eq(a >> sh)
+        with m.Case(AluOp.AND):
+            m.d.comb += res.eq(a & b)
+        with m.Case(AluOp.OR):
+            m.d.comb += res.eq(a | b)
+        with m.Case(AluOp.XOR):
+            m.d.comb += res.eq(a ^ b)
+        with m.Case(AluOp.MIN):
+            m.d.comb += res.eq(Mux(a < b, a, b))
+        with m.Case(AluOp.MAX):
+            m.d.comb += res.eq(Mux(a < b, b, a))
+        with m.Case(AluOp.LT):
+            m.d.comb += res.eq(a < b)
+        with m.Case(AluOp.EQ):
+            m.d.comb += res.eq(a == b)
+    return res

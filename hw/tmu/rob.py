@@ -1,0 +1,159 @@
+"""Reorder buffer: marshaled tokens in program order, loads completing out of order."""
+
+from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .datapath import extract
+
+
+__all__ = ["AllocLayout", "ReorderBuffer"]
+
+
+class AllocLayout(data.Struct):
+    """One marshaled token entering the reorder buffer."""
+    control:   1       # 1: a control token (low 16 bits of ``value``); 0: a data token
+    load:      1       # 1: ``value`` is not used, the entry waits for the load tagged with its slot
+    value:     64      # the operand or the callback id
+    offset:    3       # load: byte offset of the element in its 64-bit word (bytes)
+    log2_size: 2       # load: log2 of the element size (bytes)
+    sign:      1       # load: sign-extend the element
+
+
+class ReorderBuffer(wiring.Component):
+    """Tokens enter in marshaling order, leave in the same order into two output streams.
+
+    An entry is allocated for every marshaled token. Immediate tokens (control ids, values the
+    traversal already has) are ready at once; a load's entry becomes ready when the response
+    tagged with its slot number arrives. The head drains one ready entry per cycle into ``data``
+    or ``ctrl``; a stalled output holds the head (nothing is dropped). Responses are always
+    accepted, since a load is issued only with its slot already allocated.
+
+    Parameters
+    ----------
+    depth : int
+        Entries, a power of two >= 2.
+
+    Members
+    -------
+    clear : In(1)
+        Empty the buffer (start of a run).
+    alloc_en : In(1)
+        Allocate the entry ``alloc_slot`` with ``alloc`` at this clock edge. Only while ``alloc_ready``.
+    alloc : In(AllocLayout)
+    alloc_ready : Out(1)
+        An entry is free.
+    alloc_slot : Out(range(depth))
+        Slot the next allocation gets; it is the tag of a load issued with it.
+    resp_valid, resp_slot, resp_data : In
+        A load response for ``resp_slot``: the aligned 64-bit word.
+    data : Out(stream.Signature(64))
+        Data tokens (64-bit operands).
+    ctrl : Out(stream.Signature(16))
+        Control tokens (callback ids).
+    count : Out(range(depth + 1))
+        Allocated entries.
+    head_stall : Out(1)
+        The head is ready but its output stream is not.
+    """
+
+    def __init__(self, depth):
+        if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
+        self._depth = depth
+        self._bits = (depth - 1).bit_length()
+        super().__init__({
+            "clear":       In(1),
+            "alloc_en":    In(1),
+            "alloc":       In(AllocLayout),
+            "alloc_ready": Out(1),
+            "alloc_slot":  Out(self._bits),
+            "resp_valid":  In(1),
+            "resp_slot":   In(self._bits),
+            "resp_data":   In(64),
+            "data":        Out(stream.Signature(64)),
+            "ctrl":        Out(stream.Signature(16)),
+            "count":       Out(range(depth + 1)),
+            "head_stall":  Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+
+        head  = Signal(self._bits)
+        tail  = Signal(self._bits)
+        count = Signal(range(depth + 1))
+        meta  = Array(Signal(AllocLayout, name=f"meta_{i}") for i in range(depth))
+        ready = Signal(depth)
+
+        # Values known at marshaling time, and load responses: one write port each.
+        m.submodules.values = values = memory.Memory(shape=64, depth=depth, init=[])
+        m.submodules.loads  = loads  = memory.Memory(shape=64, depth=depth, init=[])
+        values_w = values.write_port()
+        loads_w  = loads.write_port()
+        values_r = values.read_port(transparent_for=(values_w,))
+        loads_r  = loads.read_port(transparent_for=(loads_w,))
+
+        # Allocation.
+        m.d.comb += [
+            self.alloc_ready.eq(count != depth),
+            self.alloc_slot.eq(tail),
+            values_w.addr.eq(tail),
+            values_w.data.eq(self.alloc.value),
+            values_w.en.eq(self.alloc_en),
+        ]
+        # Load responses.
+        m.d.comb += [
+            loads_w.addr.eq(self.resp_slot),
+            loads_w.data.eq(self.resp_data),
+            loads_w.en.eq(self.resp_valid),
+        ]
+
+        # Head. The read ports are addressed with the next head, so their data is the head's.
+        head_meta = meta[head]
+        head_ok = Signal()
+        word = Signal(64)
+        m.d.comb += [
+            head_ok.eq((count != 0) & ready.bit_select(head, 1)),
+            word.eq(Mux(head_meta.load,
+                        extract(loads_r.data, head_meta.offset, head_meta.log2_size, head_meta.sign),
+                        values_r.data)),
+            self.data.valid.eq(head_ok & ~head_meta.control),
+            self.data.payload.eq(word),
+            self.ctrl.valid.eq(head_ok & head_meta.control),
+            self.ctrl.payload.eq(word[:16]),
+        ]
+        pop = Signal()
+        m.d.comb += [
+            pop.eq((self.data.valid & self.data.ready) | (self.ctrl.valid & self.ctrl.ready)),
+            self.head_stall.eq(head_ok & ~pop),
+        ]
+        head_next = Signal(self._bits)
+        m.d.comb += head_next.eq(Mux(self.clear, 0, head + pop))
+        m.d.comb += [values_r.addr.eq(head_next), loads_r.addr.eq(head_next)]
+
+        # Ready bits: set by an immediate allocation or a response, cleared by a load allocation
+        # and by the pop. The slots involved are always distinct within a cycle.
+        ready_next = Signal(depth)
+        set_mask = Signal(depth)
+        clr_mask = Signal(depth)
+        m.d.comb += [
+            set_mask.eq(Mux(self.alloc_en & ~self.alloc.load, 1 << tail, 0)
+                        | Mux(self.resp_valid, 1 << self.resp_slot, 0)),
+            clr_mask.eq(Mux(self.alloc_en & self.alloc.load, 1 << tail, 0)
+                        | Mux(pop, 1 << head, 0)),
+            ready_next.eq((ready & ~clr_mask) | set_mask),
+        ]
+        with m.If(self.alloc_en):
+            m.d.sync += meta[tail].eq(self.alloc)
+        m.d.sync += [
+            ready.eq(ready_next),
+            head.eq(head_next),
+            tail.eq(tail + self.alloc_en),
+            count.eq(count + self.alloc_en - pop),
+        ]
+        with m.If(self.clear):
+            m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]
+        m.d.comb += self.count.eq(count)
+        return m

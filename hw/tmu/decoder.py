@@ -1,0 +1,508 @@
+"""Program decoder: checks an access program and fills the configuration and the microcode."""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import TmuConfig
+from .isa import (MAGIC, VERSION, DONE_TOKEN, HEADER_WORDS, ActionKind, Event, FaultCode,
+                  SourceKind, StreamKind)
+from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
+
+
+__all__ = ["Decoder"]
+
+
+def _first(conds):
+    """Priority encoder over ``[(condition, pc_offset), ...]``: (any, offset of the first)."""
+    err = Const(0)
+    off = Const(0, 2)
+    for cond, o in reversed(conds):
+        err = cond | err
+        off = Mux(cond, o, off)
+    return err, off
+
+
+class Decoder(wiring.Component):
+    """Reads the program from the program memory, checks it, configures the traversal.
+
+    The checks and their order are those of ``sw.runtime.isa.Program.decode`` (which implements
+    ``docs/isa.md``): the header; then phase 1, every descriptor in program order, field checks
+    (ids, kinds, reserved bits, source kinds); then phase 2, every descriptor in program order,
+    semantic checks (visibility of sources, ranges of layer/region/argument numbers, ``step``).
+    The first failing check stops the decoder with its fault code and PC. Phase 3 builds the
+    traversal microcode (``docs/rtl.md``).
+
+    Each descriptor takes 6 cycles per phase (5 to read its 4 words, 1 to check); the microcode
+    build about ``n_layers * (n_streams + 3 * n_actions)`` cycles.
+
+    Parameters
+    ----------
+    config : TmuConfig
+
+    Members
+    -------
+    start : In(1)
+        Pulse: decode the program now in the program memory.
+    prog_len : In(32)
+        Program length in bytes (``PROG_LEN``).
+    args : In(ArrayLayout(64, config.args))
+        Argument registers (region bases and sizes are resolved at decode time).
+    prog_addr : Out(range(program memory depth))
+        Program memory word address; ``prog_data`` is the word the cycle after.
+    prog_data : In(32)
+    done : Out(1)
+        Pulse: decoding finished; ``fault``/``fault_code``/``fault_pc`` valid in the same cycle.
+    fault, fault_code, fault_pc : Out
+    layers, regions, blocking, body_pc, exit_pc : Out
+        Configuration registers, valid after a ``done`` without ``fault``.
+    scfg_w_*, acfg_w_*, ucode_w_* : Out
+        Write ports into the stream/action configuration memories and the microcode memory.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, TmuConfig):
+            raise TypeError(f"config must be a TmuConfig, not {config!r}")
+        self._cfg = config
+        c = config
+        self._pbits = max(1, (c.program_words - 1).bit_length())
+        self._ubits = max(1, (c.ucode_depth - 1).bit_length())
+        self._sbits = max(1, (c.streams - 1).bit_length())
+        self._abits = max(1, (c.actions - 1).bit_length())
+        super().__init__({
+            "start":      In(1),
+            "prog_len":   In(32),
+            "args":       In(data.ArrayLayout(64, c.args)),
+            "prog_addr":  Out(self._pbits),
+            "prog_data":  In(32),
+            "busy":       Out(1),
+            "done":       Out(1),
+            "fault":      Out(1),
+            "fault_code": Out(FaultCode),
+            "fault_pc":   Out(32),
+            "layers":     Out(data.ArrayLayout(LayerCfg, c.layers)),
+            "regions":    Out(data.ArrayLayout(RegionCfg, c.regions)),
+            "blocking":   Out(c.streams),
+            "body_pc":    Out(data.ArrayLayout(self._ubits, c.layers)),
+            "exit_pc":    Out(data.ArrayLayout(self._ubits, c.layers)),
+            "scfg_w_addr": Out(self._sbits),
+            "scfg_w_data": Out(StreamCfg),
+            "scfg_w_en":   Out(1),
+            "acfg_w_addr": Out(self._abits),
+            "acfg_w_data": Out(ActionCfg),
+            "acfg_w_en":   Out(1),
+            "ucode_w_addr": Out(self._ubits),
+            "ucode_w_data": Out(Uop),
+            "ucode_w_en":   Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cfg
+
+        # Header counts.
+        nl    = Signal(8)
+        nr    = Signal(8)
+        ns    = Signal(8)
+        na    = Signal(8)
+        nargs = Signal(8)
+
+        # Walker over the descriptors: section (0 layers, 1 regions, 2 streams, 3 actions),
+        # descriptor number within the section, its first word, the phase (1 or 2).
+        sec   = Signal(2)
+        d     = Signal(8)
+        dbase = Signal(16)
+        phase = Signal(2)
+        fw    = Signal(3)               # word being fetched, 0..4
+        w     = Array(Signal(32, name=f"w{i}") for i in range(4))   # staged descriptor words
+
+        stream_layer = Array(Signal(8, name=f"stream_layer_{i}") for i in range(c.streams))
+        act_layer    = Array(Signal(8, name=f"act_layer_{i}") for i in range(c.actions))
+        act_event    = Array(Signal(2, name=f"act_event_{i}") for i in range(c.actions))
+
+        args  = Array(self.args[i] for i in range(c.args))
+        count = Array([nl, nr, ns, na])
+
+        n_words = Signal(30)
+        m.d.comb += n_words.eq(self.prog_len[2:])
+
+        def fault(code, pc):
+            m.d.sync += [self.fault_code.eq(code), self.fault_pc.eq(pc)]
+            m.next = "FAULT"
+
+        # --- source-word predicates ------------------------------------------------------
+        def s_kind(word):
+            return word[28:32]
+
+        def s_val(word):
+            return word[0:8]
+
+        def src_bad_field(word):
+            """Phase 1: kind 4..15, or a non-IMM source with bits [27:8] set."""
+            return (s_kind(word) > 3) | ((s_kind(word) != SourceKind.IMM.value)
+                                         & (word[8:28] != 0))
+
+        def src_bad_vis(word, *, index_ok, stream_ok):
+            """Phase 2: ARG/INDEX/STREAM out of range or not visible."""
+            k, v = s_kind(word), s_val(word)
+            arg_bad = (k == SourceKind.ARG.value) & (v >= nargs)
+            idx_bad = (k == SourceKind.INDEX.value) & ~index_ok(v)
+            stm_bad = (k == SourceKind.STREAM.value) & ((v >= ns) | ~stream_ok(v))
+            return arg_bad | idx_bad | stm_bad
+
+        def resolve(word):
+            """Value of an IMM or ARG source (regions)."""
+            return Mux(s_kind(word) == SourceKind.ARG.value,
+                       args[s_val(word)],
+                       word[0:28].as_signed())
+
+        def stream_bit(word):
+            """One-hot of the stream a source reads, or 0."""
+            return Mux(s_kind(word) == SourceKind.STREAM.value,
+                       (Const(1, c.streams) << s_val(word))[:c.streams], 0)
+
+        # --- microcode emission with a one-entry delay (to amend fusion flags) -------------
+        wpc        = Signal(self._ubits + 1)
+        pend       = Signal(Uop)
+        pend_valid = Signal()
+        k          = Signal(8)      # build: current layer
+        j          = Signal(8)      # build: scan position
+
+        def pend_write(uop):
+            m.d.comb += [
+                self.ucode_w_addr.eq(wpc),
+                self.ucode_w_data.eq(uop),
+                self.ucode_w_en.eq(pend_valid),
+            ]
+            m.d.sync += wpc.eq(wpc + pend_valid)
+
+        def emit(kind, id_):
+            """Append a uop; returns its microcode address (before the append)."""
+            addr = wpc + pend_valid
+            if kind == UopKind.ACT:
+                absorb = (pend_valid & (pend.kind == UopKind.STREAM) & ~pend.fuse_act
+                          & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
+                with m.If(absorb):
+                    m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_)]
+                with m.Else():
+                    pend_write(pend)
+                    m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                                 pend_valid.eq(1)]
+            elif kind == UopKind.NEXT:
+                fused = Signal(Uop)
+                can = pend_valid & ((pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
+                m.d.comb += fused.eq(pend)
+                with m.If(can):
+                    m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_)]
+                pend_write(fused)
+                m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                             pend_valid.eq(1)]
+            else:
+                pend_write(pend)
+                m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                             pend_valid.eq(1)]
+            return addr
+
+        m.d.comb += self.busy.eq(1)
+        m.d.comb += self.done.eq(0)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.busy.eq(0)
+                with m.If(self.start):
+                    m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
+                                 wpc.eq(0), pend_valid.eq(0)]
+                    m.next = "HDR_FETCH"
+
+            # ---------------------------------------------------------------- header
+            with m.State("HDR_FETCH"):
+                m.d.comb += self.prog_addr.eq(fw)
+                m.d.sync += fw.eq(fw + 1)
+                with m.Switch(fw):
+                    for i in range(1, 5):
+                        with m.Case(i):
+                            m.d.sync += w[i - 1].eq(self.prog_data)
+                with m.If(fw == 4):
+                    m.d.sync += fw.eq(0)
+                    m.next = "HDR_CHECK"
+
+            with m.State("HDR_CHECK"):
+                h_nl, h_nr, h_ns, h_na = w[2][0:8], w[2][8:16], w[2][16:24], w[2][24:32]
+                h_nargs = w[3][0:8]
+                expected = Signal(16)
+                m.d.comb += expected.eq(HEADER_WORDS + 4 * (h_nl + h_nr + h_ns + h_na))
+                with m.If(self.prog_len[:2] != 0):
+                    fault(FaultCode.TRUNCATED, n_words)
+                with m.Elif(n_words < HEADER_WORDS):
+                    with m.If((n_words >= 1) & (w[0] != MAGIC)):
+                        fault(FaultCode.BAD_MAGIC, 0)
+                    with m.Else():
+                        fault(FaultCode.TRUNCATED, n_words)
+                with m.Elif(w[0] != MAGIC):
+                    fault(FaultCode.BAD_MAGIC, 0)
+                with m.Elif(w[1] != VERSION):
+                    with m.If(w[1][0:16] != VERSION):
+                        fault(FaultCode.BAD_VERSION, 1)
+                    with m.Else():
+                        fault(FaultCode.ILLEGAL_FIELD, 1)
+                with m.Elif(w[3][8:32] != 0):
+                    fault(FaultCode.ILLEGAL_FIELD, 3)
+                with m.Elif((h_nl > c.layers) | (h_nr > c.regions) | (h_ns > c.streams)
+                            | (h_na > c.actions)):
+                    fault(FaultCode.RESOURCES, 2)
+                with m.Elif(h_nargs > c.args):
+                    fault(FaultCode.RESOURCES, 3)
+                with m.Elif(h_nl == 0):
+                    fault(FaultCode.RESOURCES, 2)
+                with m.Elif(n_words != expected):
+                    fault(FaultCode.TRUNCATED, n_words)
+                with m.Else():
+                    m.d.sync += [nl.eq(h_nl), nr.eq(h_nr), ns.eq(h_ns), na.eq(h_na),
+                                 nargs.eq(h_nargs),
+                                 phase.eq(1), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
+                    m.next = "D_FETCH"      # n_layers >= 1: section 0 is not empty
+
+            # ---------------------------------------------------------------- descriptors
+            with m.State("SEC_SKIP"):
+                with m.If(count[sec] != 0):
+                    m.next = "D_FETCH"
+                with m.Elif(sec == 3):
+                    m.next = "PHASE_END"
+                with m.Else():
+                    m.d.sync += sec.eq(sec + 1)
+
+            with m.State("D_FETCH"):
+                m.d.comb += self.prog_addr.eq(dbase + fw)
+                m.d.sync += fw.eq(fw + 1)
+                with m.Switch(fw):
+                    for i in range(1, 5):
+                        with m.Case(i):
+                            m.d.sync += w[i - 1].eq(self.prog_data)
+                with m.If(fw == 4):
+                    m.d.sync += fw.eq(0)
+                    m.next = "D_CHECK"
+
+            with m.State("D_CHECK"):
+                w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+                conds1 = {}
+                conds2 = {}
+                # Layers.
+                conds1[0] = [
+                    (w0[0:8] != d, 0), (w0[9:32] != 0, 0),
+                    (src_bad_field(w1), 1), (src_bad_field(w2), 2), (src_bad_field(w3), 3),
+                ]
+                conds2[0] = [
+                    (src_bad_vis(w1, index_ok=lambda v: v < d,
+                                 stream_ok=lambda v: stream_layer[v] < d), 1),
+                    (src_bad_vis(w2, index_ok=lambda v: v < d,
+                                 stream_ok=lambda v: stream_layer[v] < d), 2),
+                    ((s_kind(w3) != SourceKind.IMM.value) | (w3[0:28].as_signed() <= 0), 3),
+                ]
+                # Regions.
+                def region_bad(word):
+                    k_ = s_kind(word)
+                    return (((k_ != SourceKind.IMM.value) & (k_ != SourceKind.ARG.value))
+                            | ((k_ == SourceKind.ARG.value) & (s_val(word) >= nargs)))
+                conds1[1] = [
+                    (w0[0:8] != d, 0), (w0[8:32] != 0, 0), (w3 != 0, 3),
+                    (src_bad_field(w1), 1), (src_bad_field(w2), 2),
+                ]
+                conds2[1] = [(region_bad(w1), 1), (region_bad(w2), 2)]
+                # Streams.
+                st_layer, st_kind, st_sub, st_region = w0[8:16], w0[16:20], w0[20:24], w0[24:32]
+                is_mem = st_kind == StreamKind.MEM.value
+                is_alu = st_kind == StreamKind.ALU.value
+                is_fwd = st_kind == StreamKind.FWD.value
+                conds1[2] = [
+                    (w0[0:8] != d, 0), (st_kind > 2, 0),
+                    (is_mem & st_sub[3], 0),
+                    (is_mem & src_bad_field(w1), 1), (is_mem & src_bad_field(w2), 2),
+                    (is_alu & (st_sub > 12), 0), (is_alu & (st_region != 0), 0),
+                    (is_alu & (w3 != 0), 3),
+                    (is_alu & src_bad_field(w1), 1), (is_alu & src_bad_field(w2), 2),
+                    (is_fwd & ((st_sub != 0) | (st_region != 0)), 0),
+                    (is_fwd & (w2 != 0), 2), (is_fwd & (w3 != 0), 3),
+                    (is_fwd & src_bad_field(w1), 1),
+                ]
+                def stream_src_ok(v):
+                    return ((stream_layer[v] < st_layer)
+                            | ((stream_layer[v] == st_layer) & (v < d)))
+                conds2[2] = [
+                    (st_layer >= nl, 0),
+                    (is_mem & (st_region >= nr), 0),
+                    (src_bad_vis(w1, index_ok=lambda v: v <= st_layer, stream_ok=stream_src_ok), 1),
+                    (~is_fwd & src_bad_vis(w2, index_ok=lambda v: v <= st_layer,
+                                           stream_ok=stream_src_ok), 2),
+                ]
+                # Actions.
+                ac_layer, ac_event, ac_kind = w0[0:8], w0[8:10], w0[10:12]
+                is_op  = ac_kind == ActionKind.OPERAND.value
+                is_ctl = ac_kind == ActionKind.CONTROL.value
+                is_iter = ac_event == Event.ITER.value
+                conds1[3] = [
+                    (w0[12:32] != 0, 0), (ac_event > 2, 0), (ac_kind > 1, 0),
+                    (w2 != 0, 2), (w3 != 0, 3),
+                    (is_op & src_bad_field(w1), 1),
+                    (is_ctl & (w1[16:32] != 0), 1),
+                    (is_ctl & (w1[0:16] == DONE_TOKEN), 1),
+                ]
+                def act_index_ok(v):
+                    return Mux(is_iter, v <= ac_layer, v < ac_layer)
+                def act_stream_ok(v):
+                    return Mux(is_iter, stream_layer[v] <= ac_layer, stream_layer[v] < ac_layer)
+                conds2[3] = [
+                    (ac_layer >= nl, 0),
+                    (is_op & src_bad_vis(w1, index_ok=act_index_ok, stream_ok=act_stream_ok), 1),
+                ]
+
+                err = Signal()
+                off = Signal(2)
+                with m.If(phase == 1):
+                    with m.Switch(sec):
+                        for s_ in range(4):
+                            with m.Case(s_):
+                                e_, o_ = _first(conds1[s_])
+                                m.d.comb += [err.eq(e_), off.eq(o_)]
+                with m.Else():
+                    with m.Switch(sec):
+                        for s_ in range(4):
+                            with m.Case(s_):
+                                e_, o_ = _first(conds2[s_])
+                                m.d.comb += [err.eq(e_), off.eq(o_)]
+
+                with m.If(err):
+                    fault(FaultCode.ILLEGAL_FIELD, dbase + off)
+                with m.Else():
+                    # Store what this phase learned.
+                    with m.If(phase == 1):
+                        with m.If(sec == 2):
+                            m.d.sync += stream_layer[d].eq(st_layer)
+                    with m.Else():
+                        with m.Switch(sec):
+                            with m.Case(0):
+                                layer = self.layers[d[:max(1, (c.layers - 1).bit_length())]]
+                                m.d.sync += [
+                                    layer.lb.eq(w1), layer.ub.eq(w2),
+                                    layer.step.eq(w3[0:28]), layer.check_order.eq(w0[8]),
+                                    self.blocking.eq(self.blocking | stream_bit(w1)
+                                                     | stream_bit(w2)),
+                                ]
+                            with m.Case(1):
+                                region = self.regions[d[:max(1, (c.regions - 1).bit_length())]]
+                                m.d.sync += [region.base.eq(resolve(w1)),
+                                             region.size.eq(resolve(w2))]
+                            with m.Case(2):
+                                m.d.comb += [
+                                    self.scfg_w_addr.eq(d),
+                                    self.scfg_w_en.eq(1),
+                                    self.scfg_w_data.kind.eq(st_kind),
+                                    self.scfg_w_data.mode.eq(st_sub),
+                                    self.scfg_w_data.region.eq(st_region),
+                                    self.scfg_w_data.layer.eq(st_layer),
+                                    self.scfg_w_data.a.eq(w1),
+                                    self.scfg_w_data.b.eq(w2),
+                                    self.scfg_w_data.stride.eq(w3),
+                                ]
+                                m.d.sync += self.blocking.eq(self.blocking | stream_bit(w1)
+                                                             | stream_bit(w2))
+                            with m.Case(3):
+                                m.d.comb += [
+                                    self.acfg_w_addr.eq(d),
+                                    self.acfg_w_en.eq(1),
+                                    self.acfg_w_data.kind.eq(ac_kind),
+                                    self.acfg_w_data.src.eq(w1),
+                                ]
+                                m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event)]
+                    # Advance to the next descriptor.
+                    m.d.sync += dbase.eq(dbase + 4)
+                    with m.If(d + 1 == count[sec]):
+                        m.d.sync += d.eq(0)
+                        with m.If(sec == 3):
+                            m.next = "PHASE_END"
+                        with m.Else():
+                            m.d.sync += sec.eq(sec + 1)
+                            m.next = "SEC_SKIP"
+                    with m.Else():
+                        m.d.sync += d.eq(d + 1)
+                        m.next = "D_FETCH"
+
+            with m.State("PHASE_END"):
+                with m.If(phase == 1):
+                    m.d.sync += [phase.eq(2), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
+                    m.next = "D_FETCH"
+                with m.Else():
+                    m.d.sync += [k.eq(0), j.eq(0)]
+                    m.next = "B_BEGIN"
+
+            # ---------------------------------------------------------------- microcode
+            def scan_actions(event, then):
+                with m.If(j < na):
+                    with m.If((act_layer[j] == k) & (act_event[j] == event.value)):
+                        emit(UopKind.ACT, j)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    then()
+
+            lbits = max(1, (c.layers - 1).bit_length())
+
+            with m.State("B_BEGIN"):
+                def to_enter():
+                    m.next = "B_ENTER"
+                scan_actions(Event.BEGIN, to_enter)
+
+            with m.State("B_ENTER"):
+                addr = emit(UopKind.ENTER, k)
+                m.d.sync += self.body_pc[k[:lbits]].eq(addr + 1)
+                m.next = "B_STREAMS"
+
+            with m.State("B_STREAMS"):
+                with m.If(j < ns):
+                    with m.If(stream_layer[j] == k):
+                        emit(UopKind.STREAM, j)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    m.next = "B_ITER"
+
+            with m.State("B_ITER"):
+                def after_iter():
+                    with m.If(k + 1 < nl):
+                        m.d.sync += k.eq(k + 1)
+                        m.next = "B_BEGIN"
+                    with m.Else():
+                        m.next = "B_NEXT"
+                scan_actions(Event.ITER, after_iter)
+
+            with m.State("B_NEXT"):
+                addr = emit(UopKind.NEXT, k)
+                m.d.sync += self.exit_pc[k[:lbits]].eq(addr + 1)
+                m.next = "B_END"
+
+            with m.State("B_END"):
+                def after_end():
+                    with m.If(k != 0):
+                        m.d.sync += k.eq(k - 1)
+                        m.next = "B_NEXT"
+                    with m.Else():
+                        m.next = "B_DONE"
+                scan_actions(Event.END, after_end)
+
+            with m.State("B_DONE"):
+                emit(UopKind.DONE, 0)
+                m.next = "B_FLUSH"
+
+            with m.State("B_FLUSH"):
+                pend_write(pend)
+                m.d.sync += pend_valid.eq(0)
+                m.next = "FINISH"
+
+            with m.State("FINISH"):
+                m.d.comb += [self.done.eq(1), self.fault.eq(0)]
+                m.next = "IDLE"
+
+            with m.State("FAULT"):
+                m.d.comb += [self.done.eq(1), self.fault.eq(1)]
+                m.next = "IDLE"
+
+        return m

@@ -1,0 +1,59 @@
+"""Configuration registers and microcode of the access unit (filled by the decoder)."""
+
+from amaranth.hdl import signed
+from amaranth.lib import data, enum
+
+from .isa import ActionKind, Source, StreamKind
+
+
+__all__ = ["UopKind", "Uop", "LayerCfg", "RegionCfg", "StreamCfg", "ActionCfg"]
+
+
+class UopKind(enum.Enum, shape=3):
+    """Traversal microcode operations (see ``docs/rtl.md``)."""
+    STREAM = 0   # evaluate stream ``id``
+    ACT    = 1   # fire action ``id``
+    ENTER  = 2   # evaluate layer ``id``'s bounds; empty range: jump to exit_pc[id]
+    NEXT   = 3   # index[id] += step; in range: jump to body_pc[id]
+    DONE   = 4   # push the DONE control token, then finish
+
+
+class Uop(data.Struct):
+    """One microcode entry."""
+    kind:       UopKind
+    id:         8   # stream id, action id or layer, per ``kind``
+    fuse_act:   1   # STREAM: fire action ``act_id`` in the same cycle (first ITER action)
+    act_id:     8
+    fuse_next:  1   # STREAM/ACT: perform ``NEXT next_layer`` in the same cycle
+    next_layer: 8
+
+
+class LayerCfg(data.Struct):
+    """A traversal unit."""
+    lb:          Source
+    ub:          Source
+    step:        signed(28)   # elements, > 0
+    check_order: 1
+
+
+class RegionCfg(data.Struct):
+    """A granted region, resolved at decode time (arguments do not change during a run)."""
+    base: signed(64)   # bytes
+    size: signed(64)   # bytes
+
+
+class StreamCfg(data.Struct):
+    """A stream descriptor as the traversal uses it."""
+    kind:   StreamKind
+    mode:   4            # ALU: AluOp; MEM: MemMode
+    region: 8
+    layer:  8
+    a:      Source
+    b:      Source
+    stride: signed(32)   # MEM: bytes per unit of b
+
+
+class ActionCfg(data.Struct):
+    """An action descriptor as the traversal uses it."""
+    kind: ActionKind
+    src:  Source         # OPERAND: the source; CONTROL: callback id in bits [15:0]

@@ -1,0 +1,259 @@
+"""The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..core_if.signatures import (MemRequestSignature, MemResponseSignature,
+                                  ProgramWriteSignature)
+from .config import TmuConfig
+from .decoder import Decoder
+from .isa import FaultCode
+from .layouts import ActionCfg, StreamCfg, Uop
+from .rob import ReorderBuffer
+from .traversal import Traversal
+
+
+__all__ = ["COUNTERS", "CountersLayout", "TmuControlSignature", "Tmu"]
+
+
+#: Per-run counters, in CSR order (``docs/rtl.md``). All 64-bit, cleared at start.
+COUNTERS = (
+    "cycles",            # cycles from start to done
+    "loads",             # load requests issued (operand + blocking)
+    "bytes_loaded",      # bytes, sum of the element sizes of those loads
+    "blocking_loads",    # of which blocking (the traversal waited for them)
+    "data_tokens",       # tokens pushed into the data queue
+    "control_tokens",    # tokens pushed into the control queue (DONE included)
+    "out_stall_cycles",  # cycles the head token waited for a full output queue
+    "rob_full_cycles",   # cycles an action waited for a free reorder-buffer entry
+    "block_wait_cycles", # cycles the traversal waited for a blocking load
+    "peak_inflight",     # most loads in flight at once
+    "inflight_sum",      # sum over cycles of loads in flight (average = inflight_sum / cycles)
+    "decode_cycles",     # cycles spent decoding (and building the microcode)
+)
+
+CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
+
+
+def program_memory_depth(config):
+    return 1 << max(1, (config.program_words - 1).bit_length())
+
+
+class TmuControlSignature(wiring.Signature):
+    """Control and status of the access unit (initiator side: the core interface).
+
+    Members
+    -------
+    start : Out(1)
+        Pulse: decode and run the program. Ignored while ``busy``.
+    prog : Out(ProgramWriteSignature)
+        Writes into the program memory (word address).
+    prog_len : Out(32)
+        Program length in bytes.
+    args : Out(ArrayLayout(64, config.args))
+        Argument registers; must not change while ``busy``.
+    mem_limit : Out(64)
+        Loads whose element ends beyond this byte address fault with ``ADDR_RANGE``.
+    watchdog : Out(32)
+        Watchdog limit, cycles; 0 disables.
+    busy, done, fault, fault_code, fault_addr : In
+        ``done`` and ``fault`` stay set until the next start.
+    counters : In(CountersLayout)
+    """
+    def __init__(self, config):
+        super().__init__({
+            "start":      Out(1),
+            "prog":       Out(ProgramWriteSignature(max(1, (program_memory_depth(config) - 1)
+                                                        .bit_length()))),
+            "prog_len":   Out(32),
+            "args":       Out(data.ArrayLayout(64, config.args)),
+            "mem_limit":  Out(64),
+            "watchdog":   Out(32),
+            "busy":       In(1),
+            "done":       In(1),
+            "fault":      In(1),
+            "fault_code": In(FaultCode),
+            "fault_addr": In(64),
+            "counters":   In(CountersLayout),
+        })
+
+
+class Tmu(wiring.Component):
+    """The access unit (ISA version 0: one TU per layer, one lane).
+
+    Parameters
+    ----------
+    config : TmuConfig
+
+    Members
+    -------
+    ctl : In(TmuControlSignature(config))
+        Control, status, program load, arguments, counters.
+    req : Out(MemRequestSignature(config.tag_bits))
+        Load requests. Tag ``< max_inflight``: a reorder-buffer slot; tag ``== max_inflight``
+        (MSB set): the blocking load of the traversal (at most one in flight).
+    resp : In(MemResponseSignature(config.tag_bits))
+        Load responses, in any order; always accepted (``resp.ready`` is 1).
+    data : Out(stream.Signature(64))
+        Data tokens, in program order.
+    ctrl : Out(stream.Signature(16))
+        Control tokens, in program order; ``0xFFFF`` (DONE) last after a normal completion.
+    """
+
+    def __init__(self, config=None):
+        config = TmuConfig() if config is None else config
+        if not isinstance(config, TmuConfig):
+            raise TypeError(f"config must be a TmuConfig, not {config!r}")
+        self._cfg = config
+        super().__init__({
+            "ctl":  In(TmuControlSignature(config)),
+            "req":  Out(MemRequestSignature(config.tag_bits)),
+            "resp": In(MemResponseSignature(config.tag_bits)),
+            "data": Out(stream.Signature(64)),
+            "ctrl": Out(stream.Signature(16)),
+        })
+
+    @property
+    def config(self):
+        return self._cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cfg
+
+        m.submodules.decoder   = dec = Decoder(c)
+        m.submodules.traversal = trv = Traversal(c)
+        m.submodules.rob       = rob = ReorderBuffer(c.max_inflight)
+
+        # Program memory (block RAM): written by the core interface, read by the decoder.
+        m.submodules.program = program = memory.Memory(
+            shape=32, depth=program_memory_depth(c), init=[])
+        prog_w = program.write_port()
+        prog_r = program.read_port()
+        m.d.comb += [
+            prog_w.addr.eq(self.ctl.prog.addr), prog_w.data.eq(self.ctl.prog.data),
+            prog_w.en.eq(self.ctl.prog.en),
+            prog_r.addr.eq(dec.prog_addr), dec.prog_data.eq(prog_r.data),
+            dec.prog_len.eq(self.ctl.prog_len),
+            dec.args.eq(self.ctl.args),
+        ]
+
+        # Configuration memories, written by the decoder, read (asynchronously) by the traversal.
+        m.submodules.scfg = scfg = memory.Memory(shape=StreamCfg, depth=c.streams, init=[])
+        m.submodules.acfg = acfg = memory.Memory(shape=ActionCfg, depth=c.actions, init=[])
+        m.submodules.ucode = ucode = memory.Memory(shape=Uop, depth=c.ucode_depth, init=[])
+        scfg_w, acfg_w, ucode_w = scfg.write_port(), acfg.write_port(), ucode.write_port()
+        scfg_r1 = scfg.read_port(domain="comb")
+        scfg_r2 = scfg.read_port(domain="comb")
+        acfg_r  = acfg.read_port(domain="comb")
+        ucode_r = ucode.read_port(domain="comb")
+        m.d.comb += [
+            scfg_w.addr.eq(dec.scfg_w_addr), scfg_w.data.eq(dec.scfg_w_data),
+            scfg_w.en.eq(dec.scfg_w_en),
+            acfg_w.addr.eq(dec.acfg_w_addr), acfg_w.data.eq(dec.acfg_w_data),
+            acfg_w.en.eq(dec.acfg_w_en),
+            ucode_w.addr.eq(dec.ucode_w_addr), ucode_w.data.eq(dec.ucode_w_data),
+            ucode_w.en.eq(dec.ucode_w_en),
+            scfg_r1.addr.eq(trv.scfg_addr), trv.scfg_data.eq(scfg_r1.data),
+            scfg_r2.addr.eq(trv.ocfg_addr), trv.ocfg_data.eq(scfg_r2.data),
+            acfg_r.addr.eq(trv.acfg_addr), trv.acfg_data.eq(acfg_r.data),
+            ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),
+        ]
+
+        # Decoder configuration into the traversal.
+        m.d.comb += [
+            trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
+            trv.blocking.eq(dec.blocking),
+            trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
+            trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
+        ]
+
+        # Memory: requests from the traversal; responses to the ROB or (MSB of the tag) to the
+        # traversal's blocking load.
+        wiring.connect(m, trv.req, wiring.flipped(self.req))
+        blocking_resp = self.resp.payload.tag[c.rob_bits]
+        m.d.comb += [
+            self.resp.ready.eq(1),
+            trv.bresp_valid.eq(self.resp.valid & blocking_resp),
+            trv.bresp_data.eq(self.resp.payload.data),
+            rob.resp_valid.eq(self.resp.valid & ~blocking_resp),
+            rob.resp_slot.eq(self.resp.payload.tag[:c.rob_bits]),
+            rob.resp_data.eq(self.resp.payload.data),
+        ]
+
+        # Marshaling into the reorder buffer, and out.
+        m.d.comb += [
+            rob.alloc_en.eq(trv.rob_alloc_en),
+            rob.alloc.eq(trv.rob_alloc),
+            trv.rob_alloc_ready.eq(rob.alloc_ready),
+            trv.rob_alloc_slot.eq(rob.alloc_slot),
+            trv.rob_empty.eq(rob.count == 0),
+        ]
+        wiring.connect(m, rob.data, wiring.flipped(self.data))
+        wiring.connect(m, rob.ctrl, wiring.flipped(self.ctrl))
+
+        # Run control and status.
+        busy  = Signal()
+        done  = Signal()
+        fault = Signal()
+        fault_code = Signal(FaultCode)
+        fault_addr = Signal(64)
+        m.d.comb += [
+            self.ctl.busy.eq(busy), self.ctl.done.eq(done), self.ctl.fault.eq(fault),
+            self.ctl.fault_code.eq(fault_code), self.ctl.fault_addr.eq(fault_addr),
+        ]
+        start = self.ctl.start & ~busy
+        m.d.comb += rob.clear.eq(start)
+        with m.If(start):
+            m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0),
+                         fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
+        m.d.comb += dec.start.eq(start)
+        with m.If(dec.done):
+            with m.If(dec.fault):
+                m.d.sync += [busy.eq(0), done.eq(1), fault.eq(1),
+                             fault_code.eq(dec.fault_code), fault_addr.eq(dec.fault_pc)]
+        m.d.comb += trv.start.eq(dec.done & ~dec.fault)
+        with m.If(trv.done):
+            m.d.sync += [busy.eq(0), done.eq(1), fault.eq(trv.fault),
+                         fault_code.eq(trv.fault_code), fault_addr.eq(trv.fault_addr)]
+
+        # Watchdog: cycles of the traversal without a token pushed or a load completed.
+        pushed = (self.data.valid & self.data.ready) | (self.ctrl.valid & self.ctrl.ready)
+        progress = pushed | self.resp.valid
+        wd = Signal(32)
+        with m.If(start | progress | ~trv.busy):
+            m.d.sync += wd.eq(0)
+        with m.Else():
+            m.d.sync += wd.eq(wd + 1)
+        m.d.comb += trv.abort.eq(trv.busy & (self.ctl.watchdog != 0) & (wd >= self.ctl.watchdog))
+
+        # Counters.
+        cnt = Signal(CountersLayout)
+        m.d.comb += self.ctl.counters.eq(cnt)
+        inflight = Signal(range(c.max_inflight + 2))
+        issue = trv.stat_issue
+        inflight_next = Signal.like(inflight)
+        m.d.comb += inflight_next.eq(inflight + issue - self.resp.valid)
+        with m.If(start):
+            m.d.sync += [cnt.eq(0), inflight.eq(0)]
+        with m.Elif(busy):
+            m.d.sync += [
+                inflight.eq(inflight_next),
+                cnt.cycles.eq(cnt.cycles + 1),
+                cnt.loads.eq(cnt.loads + issue),
+                cnt.bytes_loaded.eq(cnt.bytes_loaded + Mux(issue, trv.stat_issue_bytes, 0)),
+                cnt.blocking_loads.eq(cnt.blocking_loads + (issue & trv.stat_blocking)),
+                cnt.data_tokens.eq(cnt.data_tokens + (self.data.valid & self.data.ready)),
+                cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
+                cnt.out_stall_cycles.eq(cnt.out_stall_cycles + rob.head_stall),
+                cnt.rob_full_cycles.eq(cnt.rob_full_cycles + trv.stat_rob_stall),
+                cnt.block_wait_cycles.eq(cnt.block_wait_cycles + trv.stat_block_wait),
+                cnt.inflight_sum.eq(cnt.inflight_sum + inflight),
+                cnt.decode_cycles.eq(cnt.decode_cycles + dec.busy),
+            ]
+            with m.If(inflight_next > cnt.peak_inflight):
+                m.d.sync += cnt.peak_inflight.eq(inflight_next)
+        with m.Else():
+            m.d.sync += inflight.eq(0)
+        return m

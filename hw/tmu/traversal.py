@@ -1,0 +1,341 @@
+"""Traversal: executes the microcode the decoder built — layers, streams, marshaling actions."""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..core_if.signatures import MemRequestSignature
+from .config import TmuConfig
+from .datapath import alu, extract
+from .isa import DONE_TOKEN, ActionKind, FaultCode, Source, SourceKind, StreamKind
+from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
+from .rob import AllocLayout
+
+
+__all__ = ["Traversal"]
+
+
+def _bits(n):
+    return max(1, (n - 1).bit_length())
+
+
+class Traversal(wiring.Component):
+    """Runs the loop nest of ``docs/isa.md`` §1 one microcode operation per cycle.
+
+    Microcode (built by :class:`~hw.tmu.decoder.Decoder`)::
+
+        ACT (BEGIN actions of layer 0) ; ENTER 0
+        body_0: STREAM (layer 0) ; ACT (ITER 0) ; ACT (BEGIN 1) ; ENTER 1
+        body_1: ...                                 ; innermost: STREAM ; ACT (ITER)
+                NEXT n-1 ; exit_(n-1): ACT (END n-1) ; NEXT n-2 ; ... ; NEXT 0 ; exit_0: ACT (END 0)
+                DONE
+
+    A ``STREAM`` evaluates one stream (ALU, FWD, or a MEM address with the alignment, region and
+    memory-limit checks). A MEM stream that a bound or another stream reads is *blocking*: its
+    load is issued with the blocking tag and the traversal waits for the data. Any other MEM
+    stream only keeps its (checked) address; an ``OPERAND`` action reading it issues the load,
+    tagged with the reorder-buffer slot it allocates, and does not wait. ``ACT`` allocates one
+    reorder-buffer entry per token. A ``STREAM`` may carry the first ``ITER`` action of its
+    layer (``fuse_act``, the action sees the new value) and a ``STREAM``/``ACT`` may carry the
+    following ``NEXT`` (``fuse_next``), so an innermost iteration of one stream and one operand
+    takes one cycle.
+
+    Parameters
+    ----------
+    config : TmuConfig
+
+    Members
+    -------
+    start : In(1)
+        Pulse: run the microcode from address 0.
+    abort : In(1)
+        Stop at once with ``WATCHDOG`` (the watchdog expired).
+    busy, done, fault, fault_code, fault_addr : Out
+        ``done`` pulses when the run ends: after the ``DONE`` token or, after a fault, once the
+        reorder buffer has drained everything that precedes the fault.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, TmuConfig):
+            raise TypeError(f"config must be a TmuConfig, not {config!r}")
+        c = self._cfg = config
+        self._ubits = _bits(c.ucode_depth)
+        self._sbits = _bits(c.streams)
+        self._abits = _bits(c.actions)
+        self._lbits = _bits(c.layers)
+        self._rbits = _bits(c.regions)
+        self._argbits = _bits(c.args)
+        super().__init__({
+            "start":      In(1),
+            "abort":      In(1),
+            "busy":       Out(1),
+            "done":       Out(1),
+            "fault":      Out(1),
+            "fault_code": Out(FaultCode),
+            "fault_addr": Out(64),
+            "layers":     In(data.ArrayLayout(LayerCfg, c.layers)),
+            "regions":    In(data.ArrayLayout(RegionCfg, c.regions)),
+            "blocking":   In(c.streams),
+            "body_pc":    In(data.ArrayLayout(self._ubits, c.layers)),
+            "exit_pc":    In(data.ArrayLayout(self._ubits, c.layers)),
+            "args":       In(data.ArrayLayout(64, c.args)),
+            "mem_limit":  In(64),
+            "ucode_addr": Out(self._ubits),
+            "ucode_data": In(Uop),
+            "scfg_addr":  Out(self._sbits),
+            "scfg_data":  In(StreamCfg),
+            "ocfg_addr":  Out(self._sbits),
+            "ocfg_data":  In(StreamCfg),
+            "acfg_addr":  Out(self._abits),
+            "acfg_data":  In(ActionCfg),
+            "req":        Out(MemRequestSignature(c.tag_bits)),
+            "bresp_valid": In(1),
+            "bresp_data":  In(64),
+            "rob_alloc_en":    Out(1),
+            "rob_alloc":       Out(AllocLayout),
+            "rob_alloc_ready": In(1),
+            "rob_alloc_slot":  In(c.rob_bits),
+            "rob_empty":       In(1),
+            "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
+            "stat_block_wait":  Out(1),   # waiting for a blocking load
+            "stat_issue":       Out(1),   # a load request is accepted this cycle
+            "stat_issue_bytes": Out(4),   # its element size, bytes
+            "stat_blocking":    Out(1),   # that load is a blocking one
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cfg
+
+        pc   = Signal(self._ubits)
+        vals = Array(Signal(signed(64), name=f"value_{i}") for i in range(c.streams))
+        idx  = Array(Signal(signed(64), name=f"index_{i}") for i in range(c.layers))
+        ubr  = Array(Signal(signed(64), name=f"ub_{i}") for i in range(c.layers))
+        args = Array(self.args[i] for i in range(c.args))
+        layers  = Array(self.layers[i] for i in range(c.layers))
+        regions = Array(self.regions[i] for i in range(c.regions))
+        body_pc = Array(self.body_pc[i] for i in range(c.layers))
+        exit_pc = Array(self.exit_pc[i] for i in range(c.layers))
+
+        def source(src, bypass_en=None, bypass_id=None, bypass_val=None):
+            out = Signal(signed(64))
+            v = src.value
+            with m.Switch(src.kind):
+                with m.Case(SourceKind.IMM):
+                    m.d.comb += out.eq(v.as_signed())
+                with m.Case(SourceKind.ARG):
+                    m.d.comb += out.eq(args[v[:self._argbits]])
+                with m.Case(SourceKind.STREAM):
+                    stored = vals[v[:self._sbits]]
+                    if bypass_en is None:
+                        m.d.comb += out.eq(stored)
+                    else:
+                        m.d.comb += out.eq(Mux(bypass_en & (v[:8] == bypass_id), bypass_val, stored))
+                with m.Case(SourceKind.INDEX):
+                    m.d.comb += out.eq(idx[v[:self._lbits]])
+            return out
+
+        u = self.ucode_data
+        m.d.comb += self.ucode_addr.eq(pc)
+        is_enter = u.kind == UopKind.ENTER
+        lay = layers[u.id[:self._lbits]]
+
+        # --- the stream (or, for ENTER, the bounds) ------------------------------------------
+        m.d.comb += self.scfg_addr.eq(u.id[:self._sbits])
+        sc = self.scfg_data
+        src_a = Signal(Source)
+        src_b = Signal(Source)
+        m.d.comb += [
+            src_a.eq(Mux(is_enter, lay.lb, sc.a)),
+            src_b.eq(Mux(is_enter, lay.ub, sc.b)),
+        ]
+        a_v = source(src_a)
+        b_v = source(src_b)
+        alu_res = alu(m, sc.mode, a_v, b_v)
+
+        addr = Signal(signed(64))
+        m.d.comb += addr.eq(a_v + b_v * sc.stride)
+        log2 = sc.mode[0:2]
+        esize = Signal(4)
+        m.d.comb += esize.eq(Const(1, 4) << log2)
+        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
+        region = regions[sc.region[:self._rbits]]
+        end = addr + esize
+        in_region = (addr >= region.base) & (end <= region.base + region.size)
+        in_image = end <= self.mem_limit
+        s_is_mem = sc.kind == StreamKind.MEM
+        s_fault = Signal()
+        m.d.comb += s_fault.eq(s_is_mem & (misaligned | ~in_region | ~in_image))
+        s_code = Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE)
+        s_result = Signal(signed(64))
+        with m.Switch(sc.kind):
+            with m.Case(StreamKind.ALU):
+                m.d.comb += s_result.eq(alu_res)
+            with m.Case(StreamKind.FWD):
+                m.d.comb += s_result.eq(a_v)
+            with m.Default():
+                m.d.comb += s_result.eq(addr)
+        s_blocking = s_is_mem & self.blocking.bit_select(u.id[:self._sbits], 1)
+
+        # --- the action ------------------------------------------------------------------------
+        fused = (u.kind == UopKind.STREAM) & u.fuse_act
+        m.d.comb += self.acfg_addr.eq(Mux(u.kind == UopKind.ACT, u.id, u.act_id)[:self._abits])
+        ac = self.acfg_data
+        op_v = source(ac.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
+        m.d.comb += self.ocfg_addr.eq(ac.src.value[:self._sbits])
+        oc = self.ocfg_data
+        is_ctl = ac.kind == ActionKind.CONTROL
+        lazy = Signal()
+        m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
+                            & (oc.kind == StreamKind.MEM)
+                            & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
+        m.d.comb += [
+            self.rob_alloc.control.eq(is_ctl),
+            self.rob_alloc.load.eq(lazy),
+            self.rob_alloc.value.eq(Mux(is_ctl, ac.src.as_value()[0:16], op_v)),
+            self.rob_alloc.offset.eq(op_v[0:3]),
+            self.rob_alloc.log2_size.eq(oc.mode[0:2]),
+            self.rob_alloc.sign.eq(oc.mode[2]),
+        ]
+
+        def try_action(on_fire):
+            """Fire the action if an entry is free and (for a load) the request is accepted.
+            ``req.valid`` depends only on ``lazy`` and a free entry, never on ``req.ready``."""
+            with m.If(self.rob_alloc_ready):
+                m.d.comb += [
+                    self.req.valid.eq(lazy),
+                    self.req.payload.addr.eq(op_v),
+                    self.req.payload.tag.eq(self.rob_alloc_slot),
+                    self.stat_issue_bytes.eq(Const(1, 4) << oc.mode[0:2]),
+                ]
+                with m.If(~lazy | self.req.ready):
+                    m.d.comb += self.rob_alloc_en.eq(1)
+                    on_fire()
+            with m.Else():
+                m.d.comb += self.stat_rob_stall.eq(1)
+
+        # --- NEXT (own uop or fused) ------------------------------------------------------------
+        kn = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
+        nidx = Signal(signed(66))
+        cont = Signal()
+        m.d.comb += [
+            nidx.eq(idx[kn] + layers[kn].step),
+            cont.eq(nidx < ubr[kn]),
+        ]
+
+        def advance():
+            with m.If(u.fuse_next):
+                with m.If(cont):
+                    m.d.sync += [idx[kn].eq(nidx), pc.eq(body_pc[kn])]
+                with m.Else():
+                    m.d.sync += pc.eq(exit_pc[kn])
+            with m.Else():
+                m.d.sync += pc.eq(pc + 1)
+
+        # Blocking load in flight.
+        b_sid  = Signal(self._sbits)
+        b_off  = Signal(3)
+        b_log2 = Signal(2)
+        b_sign = Signal()
+
+        def stop(code, addr_):
+            m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
+            m.next = "DRAIN"
+
+        m.d.comb += self.stat_issue.eq(self.req.valid & self.req.ready)
+        m.d.comb += self.busy.eq(1)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.busy.eq(0)
+                with m.If(self.start):
+                    m.d.sync += [pc.eq(0), self.fault_code.eq(FaultCode.NONE),
+                                 self.fault_addr.eq(0)]
+                    m.next = "RUN"
+
+            with m.State("RUN"):
+                with m.If(self.abort):
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.next = "ABORT"
+                with m.Else():
+                    with m.Switch(u.kind):
+                        with m.Case(UopKind.STREAM):
+                            with m.If(s_fault):
+                                stop(s_code, addr.as_unsigned())
+                            with m.Elif(s_blocking):
+                                m.d.comb += [
+                                    self.req.valid.eq(1),
+                                    self.req.payload.addr.eq(addr),
+                                    self.req.payload.tag.eq(1 << c.rob_bits),
+                                    self.stat_issue_bytes.eq(esize),
+                                    self.stat_blocking.eq(1),
+                                ]
+                                with m.If(self.req.ready):
+                                    m.d.sync += [b_sid.eq(u.id), b_off.eq(addr[0:3]),
+                                                 b_log2.eq(log2), b_sign.eq(sc.mode[2])]
+                                    m.next = "BWAIT"
+                            with m.Elif(u.fuse_act):
+                                def on_fire():
+                                    m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+                                    advance()
+                                try_action(on_fire)
+                            with m.Else():
+                                m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+                                advance()
+                        with m.Case(UopKind.ACT):
+                            try_action(advance)
+                        with m.Case(UopKind.ENTER):
+                            k = u.id[:self._lbits]
+                            with m.If(lay.check_order & (b_v < a_v)):
+                                stop(FaultCode.RANGE_ORDER, u.id)
+                            with m.Else():
+                                m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
+                                m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1, exit_pc[k]))
+                        with m.Case(UopKind.NEXT):
+                            with m.If(cont):
+                                m.d.sync += [idx[kn].eq(nidx), pc.eq(body_pc[kn])]
+                            with m.Else():
+                                m.d.sync += pc.eq(pc + 1)
+                        with m.Case(UopKind.DONE):
+                            with m.If(self.rob_alloc_ready):
+                                m.d.comb += [
+                                    self.rob_alloc_en.eq(1),
+                                    self.rob_alloc.control.eq(1),
+                                    self.rob_alloc.load.eq(0),
+                                    self.rob_alloc.value.eq(DONE_TOKEN),
+                                ]
+                                m.next = "FINISH"
+                            with m.Else():
+                                m.d.comb += self.stat_rob_stall.eq(1)
+
+            with m.State("BWAIT"):
+                m.d.comb += self.stat_block_wait.eq(1)
+                with m.If(self.abort):
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.next = "ABORT"
+                with m.Elif(self.bresp_valid):
+                    m.d.sync += vals[b_sid].eq(extract(self.bresp_data, b_off, b_log2, b_sign))
+                    advance()
+                    m.next = "RUN"
+
+            with m.State("FINISH"):
+                with m.If(self.abort):
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.next = "ABORT"
+                with m.Elif(self.rob_empty):
+                    m.d.comb += [self.done.eq(1), self.fault.eq(0)]
+                    m.next = "IDLE"
+
+            with m.State("DRAIN"):
+                with m.If(self.abort):
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.next = "ABORT"
+                with m.Elif(self.rob_empty):
+                    m.d.comb += [self.done.eq(1), self.fault.eq(1)]
+                    m.next = "IDLE"
+
+            with m.State("ABORT"):
+                m.d.comb += [self.done.eq(1), self.fault.eq(1)]
+                m.next = "IDLE"
+
+        return m

@@ -1,0 +1,100 @@
+"""Run an access program on the access unit in the Amaranth simulator (slow; small programs).
+
+Used by the unit tests to check the unit against the golden model without Verilator.
+"""
+
+import random
+import struct
+from dataclasses import dataclass, field
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+
+from hw.hbm_model import FixedLatencyMemory
+from hw.tmu import COUNTERS, Tmu, TmuConfig
+from tb.sim_helpers import run_sim
+
+
+__all__ = ["AmaranthResult", "run_on_amaranth"]
+
+
+@dataclass
+class AmaranthResult:
+    data_tokens: list = field(default_factory=list)
+    control_tokens: list = field(default_factory=list)
+    fault_code: int = 0
+    fault_addr: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+class _Bench(wiring.Elaboratable):
+    def __init__(self, config, words):
+        self.tmu = Tmu(config)
+        self.mem = FixedLatencyMemory(words=words, tag_bits=config.tag_bits,
+                                      latency=config.mem_latency)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tmu = self.tmu
+        m.submodules.mem = self.mem
+        wiring.connect(m, self.tmu.req, self.mem.req)
+        wiring.connect(m, self.mem.resp, self.tmu.resp)
+        return m
+
+
+def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, seed=0,
+                    max_cycles=200_000):
+    config = config or TmuConfig.small()
+    memory = bytes(memory) + bytes(-len(memory) % 8)
+    words = max(8, len(memory) // 8)
+    bench = _Bench(config, words)
+    tmu, mem = bench.tmu, bench.mem
+    result = AmaranthResult()
+    program = bytes(program)
+    pwords = list(struct.unpack(f"<{len(program) // 4}I", program[:len(program) // 4 * 4]))
+    if len(program) % 4:
+        pwords.append(int.from_bytes(program[len(program) // 4 * 4:], "little"))
+
+    async def testbench(ctx):
+        for i in range(len(memory) // 8):
+            ctx.set(mem.backdoor.addr, i)
+            ctx.set(mem.backdoor.data, int.from_bytes(memory[8 * i:8 * i + 8], "little"))
+            ctx.set(mem.backdoor.en, 1)
+            await ctx.tick()
+        ctx.set(mem.backdoor.en, 0)
+        for i, w in enumerate(pwords):
+            ctx.set(tmu.ctl.prog.addr, i)
+            ctx.set(tmu.ctl.prog.data, w)
+            ctx.set(tmu.ctl.prog.en, 1)
+            await ctx.tick()
+        ctx.set(tmu.ctl.prog.en, 0)
+        ctx.set(tmu.ctl.prog_len, len(program))
+        ctx.set(tmu.ctl.mem_limit, len(memory))
+        ctx.set(tmu.ctl.watchdog, config.watchdog_cycles)
+        for i in range(config.args):
+            ctx.set(tmu.ctl.args[i], (args[i] if i < len(args) else 0) & (2**64 - 1))
+        ctx.set(tmu.ctl.start, 1)
+        await ctx.tick()
+        ctx.set(tmu.ctl.start, 0)
+        rng = random.Random(seed)
+        for _ in range(max_cycles):
+            ready = rng.random() >= backpressure
+            ctx.set(tmu.data.ready, ready)
+            ctx.set(tmu.ctrl.ready, ready)
+            if ready and ctx.get(tmu.data.valid):
+                result.data_tokens.append(ctx.get(tmu.data.payload))
+            if ready and ctx.get(tmu.ctrl.valid):
+                result.control_tokens.append(ctx.get(tmu.ctrl.payload))
+            if ctx.get(tmu.ctl.done):
+                break
+            await ctx.tick()
+        else:
+            raise TimeoutError(f"the unit did not finish within {max_cycles} cycles")
+        result.fault_code = ctx.get(tmu.ctl.fault_code).value \
+            if hasattr(ctx.get(tmu.ctl.fault_code), "value") else int(ctx.get(tmu.ctl.fault_code))
+        result.fault_addr = ctx.get(tmu.ctl.fault_addr)
+        for name in COUNTERS:
+            result.stats[name] = ctx.get(getattr(tmu.ctl.counters, name))
+
+    run_sim(bench, testbench)
+    return result

@@ -1,0 +1,1 @@
+"""Backends: the access program (:mod:`.tmu`) and the execute-side Python (:mod:`.python`)."""

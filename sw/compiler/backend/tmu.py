@@ -1,0 +1,262 @@
+"""DLC -> the binary access program (``sw.runtime.isa.Program``) and its argument map.
+
+Mapping (docs/isa.md):
+
+* ``dlc.tu layer k`` -> layer k; ``dlc.mem_stream``/``alu_stream``/``fwd_stream`` -> streams, ids in
+  program order; ``dlc.register_operand``/``register_callback`` -> actions in program order.
+* Registers become sources: an ``index``/integer constant is an ``IMM`` when it fits in 28 bits
+  (else a ``CONST`` argument register); ``memref.dim %arg, c`` is a ``DIM`` argument register; an
+  integer function argument is a ``SCALAR`` argument register; anything else the access side
+  uses at function level (integer arithmetic on those, sizes of ``memref.alloc`` results) is an
+  ``EXPR`` argument register, a Python expression over ``args`` the core evaluates before start.
+* Each memref argument that a memory stream loads gets one region (base = its ``BASE`` argument
+  register, size = its ``BYTES`` argument register); its streams use the base register as ``a``.
+* The program must fit the unit's :class:`~sw.runtime.isa.Limits`; otherwise CompileError names
+  the resource, what the kernel needs and what the unit has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+
+from ...runtime import isa
+from ...runtime.kernel import ArgKind, ArgSpec, ParamKind, ParamSpec
+from ..conversion.scf_to_slc import ALU_OF, is_free_cast
+from ..dialects import dlc
+from ..errors import CompileError, location_of
+from ..frontends.mlir import element_type_name
+
+__all__ = ["AccessProgram", "build_program", "param_specs"]
+
+_EXPR = {
+    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "shl": "({a} << {b})",
+    "sra": "({a} >> {b})", "shr": "(({a} & 0xFFFFFFFFFFFFFFFF) >> {b})", "and": "({a} & {b})",
+    "or": "({a} | {b})", "xor": "({a} ^ {b})", "max": "({a} if {a} >= {b} else {b})",
+    "min": "({a} if {a} <= {b} else {b})",
+}
+
+_EVENTS = {"begin": isa.Event.BEGIN, "iter": isa.Event.ITER, "end": isa.Event.END}
+
+
+@dataclass
+class AccessProgram:
+    """What the backend derives from ``dlc.configure_access``."""
+    program: isa.Program
+    arg_map: list[ArgSpec]
+    in_image: set[int]                                   # parameter numbers the unit loads
+    callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+
+def _constant(value: SSAValue) -> int | None:
+    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp) \
+            and isinstance(value.op.value, IntegerAttr):
+        return value.op.value.value.data
+    return None
+
+
+def param_specs(fn: func.FuncOp, in_image: set[int]) -> list[ParamSpec]:
+    """One ParamSpec per function argument."""
+    specs = []
+    for n, arg in enumerate(fn.args):
+        name = arg.name_hint or f"arg{n}"
+        t = arg.type
+        if isinstance(t, MemRefType):
+            specs.append(ParamSpec(name, ParamKind.MEMREF, element_type_name(t.element_type) or "?",
+                                   t.get_num_dims(), n in in_image))
+        elif isinstance(t, IndexType):
+            specs.append(ParamSpec(name, ParamKind.INDEX, "int64"))
+        elif isinstance(t, IntegerType):
+            specs.append(ParamSpec(name, ParamKind.INT, element_type_name(t) or "?"))
+        elif isinstance(t, Float32Type | Float64Type):
+            specs.append(ParamSpec(name, ParamKind.FLOAT, element_type_name(t) or "?"))
+        else:  # the frontend rejects other types
+            raise CompileError(f"unsupported parameter type {t}", location_of(fn))
+    return specs
+
+
+class _Builder:
+    def __init__(self, fn: func.FuncOp, limits: isa.Limits):
+        self.fn = fn
+        self.limits = limits
+        self.program = isa.Program()
+        self.args: list[ArgSpec] = []
+        self.values: dict[SSAValue, isa.Source] = {}     # dlc streams / tu indices
+        self.regions: dict[int, int] = {}                 # param number -> region id
+        self.callbacks: dict[int, tuple[str, int]] = {}
+        self.pending_operands: dict[tuple[int, str], int] = {}
+        self.first_over: dict[str, Operation] = {}
+
+    def arg(self, spec: ArgSpec, op: Operation) -> isa.Source:
+        if spec not in self.args:
+            self.args.append(spec)
+            if len(self.args) > self.limits.args:
+                self.first_over.setdefault("args", op)
+        return isa.Source.arg(self.args.index(spec))
+
+    def param_of(self, value: SSAValue) -> int | None:
+        if isinstance(value, BlockArgument) and value.block is self.fn.body.block:
+            return value.index
+        return None
+
+    def source(self, value: SSAValue, op: Operation) -> isa.Source:
+        if value in self.values:
+            return self.values[value]
+        param = self.param_of(value)
+        if param is not None and isinstance(value.type, IndexType | IntegerType):
+            return self.arg(ArgSpec(ArgKind.SCALAR, param), op)
+        if isinstance(value, OpResult):
+            owner = value.op
+            if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+                v = owner.value.value.data
+                if isa.IMM_MIN <= v <= isa.IMM_MAX:
+                    return isa.Source.imm(v)
+                return self.arg(ArgSpec(ArgKind.CONST, value=v), op)
+            if isinstance(owner, memref.DimOp):
+                param = self.param_of(owner.source)
+                axis = _constant(owner.index)
+                if param is not None and axis is not None:
+                    return self.arg(ArgSpec(ArgKind.DIM, param, axis=axis), op)
+            if is_free_cast(owner):
+                return self.source(owner.operands[0], op)
+        return self.arg(ArgSpec(ArgKind.EXPR, expr=self.expr(value, op)), op)
+
+    def expr(self, value: SSAValue, op: Operation) -> str:
+        """A Python expression over ``args`` computing a function-level register (ArgKind.EXPR)."""
+        param = self.param_of(value)
+        if param is not None and isinstance(value.type, IndexType | IntegerType):
+            return f"int(args[{param}])"
+        if isinstance(value, OpResult):
+            owner = value.op
+            if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+                return str(owner.value.value.data)
+            if is_free_cast(owner):
+                return self.expr(owner.operands[0], op)
+            if isinstance(owner, memref.DimOp) and (axis := _constant(owner.index)) is not None:
+                src = owner.source
+                mtype = src.type
+                assert isinstance(mtype, MemRefType)
+                if mtype.get_shape()[axis] >= 0:
+                    return str(mtype.get_shape()[axis])
+                if (p := self.param_of(src)) is not None:
+                    return f"args[{p}].shape[{axis}]"
+                if isinstance(src, OpResult) and isinstance(src.op, memref.AllocOp):
+                    dynamic_before = sum(1 for s in mtype.get_shape()[:axis] if s < 0)
+                    return self.expr(src.op.dynamic_sizes[dynamic_before], op)
+            if type(owner) in ALU_OF:
+                a, b = (self.expr(o, op) for o in owner.operands)
+                return _EXPR[ALU_OF[type(owner)]].format(a=a, b=b)
+        what = f"'{value.op.name}'" if isinstance(value, OpResult) else "a block argument"
+        raise CompileError(f"{what} is not a value the access unit can use (constants, sizes, "
+                           "integer arguments and integer arithmetic on them are)", location_of(op))
+
+    def count(self, what: str, items: list, op: Operation, limit: int) -> None:
+        if len(items) > limit:
+            self.first_over.setdefault(what, op)
+
+    def build(self) -> AccessProgram:
+        access = next((o for o in self.fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
+        if access is None:
+            raise CompileError("the function has no dlc.configure_access", location_of(self.fn))
+        prog = self.program
+        for op in access.body.block.ops:
+            if isinstance(op, dlc.TuOp):
+                layer = op.layer.value.data
+                if layer != len(prog.layers):
+                    raise CompileError(f"dlc.tu layer {layer} out of order (expected layer "
+                                       f"{len(prog.layers)})", location_of(op))
+                prog.layers.append(isa.Layer(self.source(op.lb, op), self.source(op.ub, op),
+                                             isa.Source.imm(op.step.value.data),
+                                             op.check_order is not None))
+                self.count("layers", prog.layers, op, self.limits.layers)
+                self.values[op.index] = isa.Source.index(layer)
+            elif isinstance(op, dlc.MemStreamOp):
+                param = self.param_of(op.memref)
+                if param is None:
+                    raise CompileError("a memory stream must load from a memref argument",
+                                       location_of(op))
+                base = self.arg(ArgSpec(ArgKind.BASE, param), op)
+                if param not in self.regions:
+                    size = self.arg(ArgSpec(ArgKind.BYTES, param), op)
+                    self.regions[param] = len(prog.regions)
+                    prog.regions.append(isa.Region(base, size))
+                    self.count("regions", prog.regions, op, self.limits.regions)
+                elem = op.memref.type.element_type
+                signed = isinstance(elem, IntegerType) and elem.width.data < 64
+                size_bytes = 8 if isinstance(elem, IndexType) else elem.bitwidth // 8
+                self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.MEM, base,
+                                               self.source(op.index, op), size=size_bytes,
+                                               signed=signed, stride=op.stride.value.data,
+                                               region=self.regions[param]))
+            elif isinstance(op, dlc.AluStreamOp):
+                self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.ALU,
+                                               self.source(op.lhs, op), self.source(op.rhs, op),
+                                               op=isa.AluOp[op.op.data.upper()]))
+            elif isinstance(op, dlc.FwdStreamOp):
+                self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.FWD,
+                                               self.source(op.value, op)))
+            elif isinstance(op, dlc.RegisterOperandOp):
+                key = (op.layer.value.data, op.event.data)
+                self.pending_operands[key] = self.pending_operands.get(key, 0) + 1
+                self.add_action(op, isa.Action(op.layer.value.data, _EVENTS[op.event.data],
+                                               isa.ActionKind.OPERAND, source=self.source(op.value, op)))
+            elif isinstance(op, dlc.RegisterCallbackOp):
+                layer, event, cb_id = op.layer.value.data, op.event.data, op.id.value.data
+                if not 0 <= cb_id <= isa.MAX_CALLBACK_ID:
+                    raise CompileError(f"callback id must be in [0, {isa.MAX_CALLBACK_ID}], not {cb_id}",
+                                       location_of(op))
+                self.callbacks[cb_id] = (f"layer{layer}_{event}",
+                                         self.pending_operands.pop((layer, event), 0))
+                self.add_action(op, isa.Action(layer, _EVENTS[event], isa.ActionKind.CONTROL,
+                                               callback=cb_id))
+            elif isinstance(op, dlc.YieldOp):
+                pass
+            else:
+                raise CompileError(f"unexpected '{op.name}' in dlc.configure_access", location_of(op))
+        prog.n_args = len(self.args)
+        self.check_limits()
+        try:
+            prog.validate(self.limits)
+        except (isa.ProgramError, ValueError) as e:  # a bug of the compiler, reported clearly
+            raise CompileError(f"internal error: the generated access program is invalid: {e}",
+                               location_of(access)) from None
+        in_image = set(self.regions)
+        return AccessProgram(prog, list(self.args), in_image, self.callbacks)
+
+    def add_stream(self, op: Operation, stream: isa.Stream) -> None:
+        self.values[op.results[0]] = isa.Source.stream(len(self.program.streams))
+        self.program.streams.append(stream)
+        self.count("streams", self.program.streams, op, self.limits.streams)
+
+    def add_action(self, op: Operation, action: isa.Action) -> None:
+        self.program.actions.append(action)
+        self.count("actions", self.program.actions, op, self.limits.actions)
+
+    def check_limits(self) -> None:
+        prog, lim = self.program, self.limits
+        for what, needed, available, field_name in (
+                ("layers", len(prog.layers), lim.layers, "layers"),
+                ("streams", len(prog.streams), lim.streams, "streams"),
+                ("actions", len(prog.actions), lim.actions, "actions"),
+                ("regions", len(prog.regions), lim.regions, "regions"),
+                ("argument registers", len(self.args), lim.args, "args")):
+            if needed > available:
+                op = self.first_over.get(field_name)
+                raise CompileError(f"the kernel does not fit the access unit: it needs {needed} "
+                                   f"{what}, the unit has {available} (Limits.{field_name})",
+                                   location_of(op) if op is not None else location_of(self.fn))
+
+
+def build_program(fn: func.FuncOp, limits: isa.Limits | None = None) -> AccessProgram:
+    """The access program of a DLC function."""
+    return _Builder(fn, limits or isa.Limits()).build()

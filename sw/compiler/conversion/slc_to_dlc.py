@@ -1,0 +1,260 @@
+"""SLC -> DLC: layers, linear addresses, marshaling registrations and the compute loop.
+
+* Each ``slc.for`` becomes a ``dlc.tu`` of the next layer (layer 0 = outermost).
+* A multi-dimensional ``slc.mem_stream m[i0, .., ik]`` becomes ALU streams computing the
+  row-major linear index ``((i0 * d1 + i1) * d2 + ..)`` (``dk`` a ``memref.dim`` register or a
+  static size) and a ``dlc.mem_stream`` with the element size as byte stride.
+* Registers (function-level constants, dims, integer arguments and arithmetic on them) stay
+  function-level values; the backend maps them to immediates and argument registers.
+* Callbacks get ids in program order. For each, the operands (its ``slc.from_stream`` values, in
+  order) are registered, then the control token: a firing pushes its operands, then its id.
+  ``begin``/``end`` callbacks beside a nested loop fire on that loop's layer; ``iter`` callbacks
+  on their own loop's layer.
+* ``dlc.compute_loop`` has one ``dlc.case`` per callback: ``dlc.pop_operand`` per operand, then
+  the callback's body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ..dialects import dlc, slc
+from ..errors import CompileError, location_of
+
+__all__ = ["ConvertSlcToDlc", "lower_function", "element_bytes"]
+
+
+def element_bytes(t) -> int:
+    """Bytes of one memref element (f32/i32: 4, f64/i64/index: 8)."""
+    if isinstance(t, IndexType):
+        return 8
+    width = t.width.data if isinstance(t, IntegerType) else t.bitwidth
+    return width // 8
+
+
+@dataclass
+class _Callback:
+    op: slc.CallbackOp
+    layer: int
+    event: str
+
+
+class _Lowering:
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.fmap: dict[SSAValue, SSAValue] = {}       # old function-level value -> new
+        self.smap: dict[SSAValue, SSAValue] = {}       # old stream value -> new dlc stream
+        self.created: dict[tuple, SSAValue] = {}       # new function-level helper values
+        self.callbacks: list[_Callback] = []
+        self.new_block = Block(arg_types=[a.type for a in fn.args])
+        self.access: dlc.ConfigureAccessOp | None = None
+
+    # ------------------------------------------------------------------ registers
+    def _before_access(self, op: Operation) -> SSAValue:
+        assert self.access is not None
+        self.new_block.insert_op_before(op, self.access)
+        return op.results[0]
+
+    def constant(self, value: int) -> SSAValue:
+        key = ("const", value)
+        if key not in self.created:
+            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            op.results[0].name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
+            self.created[key] = self._before_access(op)
+        return self.created[key]
+
+    def dim(self, old_memref: SSAValue, axis: int) -> SSAValue:
+        """A register holding dimension ``axis`` of memref argument ``old_memref``."""
+        mtype = old_memref.type
+        assert isinstance(mtype, MemRefType)
+        size = mtype.get_shape()[axis]
+        if size >= 0:
+            return self.constant(size)
+        key = ("dim", old_memref, axis)
+        if key not in self.created:
+            op = memref.DimOp(self.fmap[old_memref], self.constant(axis))
+            self.created[key] = self._before_access(op)
+        return self.created[key]
+
+    def remember(self, new: Operation) -> None:
+        """Reuse the prologue's own constants and dims instead of creating duplicates."""
+        if isinstance(new, arith.ConstantOp) and isinstance(new.result.type, IndexType):
+            self.created.setdefault(("const", new.value.value.data), new.result)
+        elif (isinstance(new, memref.DimOp) and isinstance(new.index, OpResult)
+              and isinstance(new.index.op, arith.ConstantOp)):
+            old_src = next((o for o, n in self.fmap.items() if n is new.source), None)
+            if old_src is not None:
+                self.created.setdefault(("dim", old_src, new.index.op.value.value.data), new.result)
+
+    def source(self, old: SSAValue, layer: int) -> SSAValue:
+        """The DLC value of an SLC operand used by something in ``layer``.
+
+        Registers stay function-level values; the backend turns them into immediates or
+        argument registers (arithmetic on registers becomes an ``EXPR`` argument register
+        that the core computes before the start).
+        """
+        if old in self.smap:
+            return self.smap[old]
+        if old not in self.fmap:
+            raise CompileError("an slc operand must be a stream or a function-level register",
+                               location_of(old.op) if isinstance(old, OpResult) else None)
+        return self.fmap[old]
+
+    # ------------------------------------------------------------------ building
+    def append(self, op: Operation) -> None:
+        assert self.access is not None
+        block = self.access.body.block
+        block.insert_op_before(op, block.last_op)
+
+    def run(self) -> func.FuncOp:
+        fn = self.fn
+        for old, new in zip(fn.args, self.new_block.args):
+            new.name_hint = old.name_hint
+            self.fmap[old] = new
+        tops = [op for op in fn.body.block.ops if isinstance(op, slc.ForOp)]
+        if len(tops) != 1:
+            raise CompileError(f"expected one slc.for at function level, found {len(tops)}",
+                               location_of(fn))
+        top = tops[0]
+        for op in fn.body.block.ops:
+            if op is top:
+                self.access = dlc.ConfigureAccessOp()
+                self.access.location = top.location
+                self.new_block.add_op(self.access)
+                compute = dlc.ComputeLoopOp()
+                compute.location = top.location
+                self.new_block.add_op(compute)
+                self.lower_top(top)
+                self.build_compute_loop(compute)
+                continue
+            new = op.clone(value_mapper=dict(self.fmap))
+            self.new_block.add_op(new)
+            self.fmap.update(zip(op.results, new.results))
+            self.remember(new)
+        new_fn = func.FuncOp(fn.sym_name.data, fn.function_type, Region(self.new_block),
+                             fn.sym_visibility, arg_attrs=fn.arg_attrs, res_attrs=fn.res_attrs)
+        new_fn.location = fn.location
+        return new_fn
+
+    def lower_top(self, top: slc.ForOp) -> None:
+        self.lower_loop(top, 0)
+        # Registrations, in callback order: operands first, then the control token.
+        for cb_id, cb in enumerate(self.callbacks):
+            for get in (o for o in cb.op.walk() if isinstance(o, slc.FromStreamOp)):
+                reg = dlc.RegisterOperandOp(cb.layer, cb.event, self.smap[get.stream])
+                reg.location = get.location
+                self.append(reg)
+            reg_cb = dlc.RegisterCallbackOp(cb.layer, cb.event, cb_id)
+            reg_cb.location = cb.op.location
+            self.append(reg_cb)
+
+    def lower_loop(self, loop: slc.ForOp, layer: int) -> None:
+        lb, ub = (self.source(v, layer) for v in (loop.lb, loop.ub))
+        tu = dlc.TuOp(layer, lb, ub, loop.step.value.data, loop.check_order is not None)
+        tu.location = loop.location
+        tu.results[0].name_hint = loop.index.name_hint
+        self.append(tu)
+        self.smap[loop.index] = tu.results[0]
+        has_child = any(isinstance(o, slc.ForOp) for o in loop.body.block.ops)
+        for op in loop.body.block.ops:
+            if isinstance(op, slc.ForOp):
+                self.lower_loop(op, layer + 1)
+            elif isinstance(op, slc.CallbackOp):
+                event = op.event.data
+                self.callbacks.append(_Callback(op, layer + 1 if has_child else layer, event))
+            elif isinstance(op, slc.MemStreamOp):
+                self.lower_mem_stream(op, layer)
+            elif isinstance(op, slc.AluStreamOp):
+                new = dlc.AluStreamOp(layer, op.op.data, self.source(op.lhs, layer),
+                                      self.source(op.rhs, layer), dlc.StreamType(op.result.type.element_type))
+                self.emit_stream(op, new)
+            elif isinstance(op, slc.ToStreamOp):
+                self.emit_stream(op, dlc.FwdStreamOp(layer, self.source(op.value, layer)))
+            elif isinstance(op, slc.CastOp):
+                self.smap[op.result] = self.smap[op.value]
+            elif isinstance(op, slc.YieldOp):
+                pass
+            else:
+                raise CompileError(f"unexpected '{op.name}' in an slc.for body", location_of(op))
+
+    def emit_stream(self, old: Operation, new: Operation) -> None:
+        new.location = old.location
+        new.results[0].name_hint = old.results[0].name_hint
+        self.append(new)
+        self.smap[old.results[0]] = new.results[0]
+
+    def lower_mem_stream(self, op: slc.MemStreamOp, layer: int) -> None:
+        mtype = op.memref.type
+        assert isinstance(mtype, MemRefType)
+        if not (isinstance(op.memref, BlockArgument) and op.memref.block is self.fn.body.block):
+            raise CompileError("a memory stream must load from a memref argument of the function",
+                               location_of(op))
+        linear: SSAValue | None = None
+        for axis, index in enumerate(op.indices):
+            idx = self.source(index, layer)
+            if linear is None:
+                linear = idx
+                continue
+            mul = dlc.AluStreamOp(layer, "mul", linear, self.dim(op.memref, axis),
+                                  dlc.StreamType(IndexType()))
+            mul.location = op.location
+            self.append(mul)
+            add = dlc.AluStreamOp(layer, "add", mul.results[0], idx, dlc.StreamType(IndexType()))
+            add.location = op.location
+            self.append(add)
+            linear = add.results[0]
+        if linear is None:  # rank 0
+            linear = self.constant(0)
+        new = dlc.MemStreamOp(layer, self.fmap[op.memref], linear, element_bytes(mtype.element_type))
+        self.emit_stream(op, new)
+
+    def build_compute_loop(self, compute: dlc.ComputeLoopOp) -> None:
+        block = compute.body.block
+        for cb_id, cb in enumerate(self.callbacks):
+            case = dlc.CaseOp(cb_id)
+            case.location = cb.op.location
+            block.insert_op_before(case, block.last_op)
+            cblock = case.body.block
+            terminator = cblock.last_op
+            pops = []
+            for get in (o for o in cb.op.walk() if isinstance(o, slc.FromStreamOp)):
+                pop = dlc.PopOperandOp(get.result.type)
+                pop.location = get.location
+                pop.results[0].name_hint = get.result.name_hint
+                cblock.insert_op_before(pop, terminator)
+                pops.append(pop.results[0])
+            mapper = dict(self.fmap)
+            for op in cb.op.body.block.ops:
+                if isinstance(op, slc.YieldOp):
+                    continue
+                cblock.insert_op_before(op.clone(value_mapper=mapper), terminator)
+            gets = [o for o in case.walk() if isinstance(o, slc.FromStreamOp)]
+            for get, pop in zip(gets, pops, strict=True):
+                get.results[0].replace_all_uses_with(pop)
+                get.detach()
+                get.erase()
+
+
+def lower_function(fn: func.FuncOp) -> func.FuncOp:
+    """The DLC form of an SLC kernel function (a new op)."""
+    return _Lowering(fn).run()
+
+
+@dataclass(frozen=True)
+class ConvertSlcToDlc(ModulePass):
+    """Lower every SLC function of the module to DLC."""
+
+    name = "convert-slc-to-dlc"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            new = lower_function(fn)
+            op.body.block.insert_op_before(new, fn)
+            fn.detach()
+            fn.erase(safe_erase=False)

@@ -1,0 +1,155 @@
+"""MLIR SCF text frontend: parse, record source locations, check the supported subset.
+
+The input is one ``func.func`` made of ``func``, ``scf``, ``arith`` and ``memref`` operations —
+what torch-mlir, the MLIR sparsifier and Ember's own tests produce for embedding operations.
+Every operation gets a ``FileLineColLoc`` of where it starts in the input (unless the text gives
+an explicit ``loc(...)``), so later stages can report errors at ``line:col``.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from ..context import make_context
+from ..errors import CompileError, Location, location_of
+
+__all__ = ["parse_mlir", "check_supported", "SUPPORTED_OPS", "element_type_name"]
+
+#: Operations the compiler understands. Anything else is a CompileError at its location.
+SUPPORTED_OPS = frozenset({
+    "func.func", "func.return",
+    "scf.for", "scf.if", "scf.yield",
+    "memref.load", "memref.store", "memref.dim", "memref.alloc", "memref.dealloc",
+    "arith.constant",
+    "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui", "arith.remsi",
+    "arith.remui", "arith.floordivsi", "arith.ceildivsi", "arith.andi", "arith.ori", "arith.xori",
+    "arith.shli", "arith.shrsi", "arith.shrui", "arith.maxsi", "arith.minsi", "arith.maxui",
+    "arith.minui",
+    "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.negf", "arith.maximumf",
+    "arith.minimumf", "arith.maxnumf", "arith.minnumf",
+    "arith.cmpi", "arith.cmpf", "arith.select",
+    "arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+    "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+})
+
+_INT_WIDTHS = (1, 8, 16, 32, 64)
+
+
+def element_type_name(t: Attribute) -> str | None:
+    """The NumPy dtype name of a supported scalar type, else None."""
+    if isinstance(t, Float32Type):
+        return "float32"
+    if isinstance(t, Float64Type):
+        return "float64"
+    if isinstance(t, IndexType):
+        return "int64"
+    if isinstance(t, IntegerType) and t.width.data in _INT_WIDTHS:
+        return "bool" if t.width.data == 1 else f"int{t.width.data}"
+    return None
+
+
+#: Element types a memref may have (the access unit loads 4- and 8-byte elements).
+_MEMREF_ELEMENTS = ("f32", "f64", "i32", "i64", "index")
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, recording each operation's start as a FileLineColLoc."""
+
+    def __init__(self, ctx, text: str, filename: str):
+        super().__init__(ctx, text, filename)
+        self._filename = filename
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            loc = start.get_location()
+            op.location = FileLineColLoc(StringAttr(self._filename), IntAttr(loc.line),
+                                         IntAttr(loc.col))
+        return op
+
+
+def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
+    """Parse and verify MLIR text; errors become :class:`CompileError` with a location."""
+    ctx = make_context()
+    try:
+        module = _LocatingParser(ctx, text, filename).parse_module()
+    except ParseError as e:
+        loc = e.span.get_location()
+        raise CompileError(e.msg, Location(filename, loc.line, loc.col)) from None
+    _verify(module)
+    return module
+
+
+def _verify(module: ModuleOp) -> None:
+    # Verify innermost-first so that the error points at the op that is wrong, not its parent.
+    for op in reversed(list(module.walk())):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            raise CompileError(f"invalid '{op.name}': {e}", location_of(op)) from None
+
+
+def _type_ok(t: Attribute) -> bool:
+    if isinstance(t, MemRefType):
+        return str(t.element_type) in _MEMREF_ELEMENTS and isinstance(t.layout, NoneAttr)
+    return element_type_name(t) is not None
+
+
+def check_supported(module: ModuleOp) -> func.FuncOp:
+    """Check the subset and return the kernel function.
+
+    Raises
+    ------
+    CompileError
+        Naming the first unsupported operation or type and its location.
+    """
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    others = [op for op in module.ops if not isinstance(op, func.FuncOp)]
+    if others:
+        raise CompileError(f"unsupported operation '{others[0].name}' at module level",
+                           location_of(others[0]))
+    if len(funcs) != 1:
+        raise CompileError(f"expected one func.func in the module, found {len(funcs)}",
+                           location_of(funcs[1]) if funcs else None)
+    kernel = funcs[0]
+    if kernel.is_declaration:
+        raise CompileError(f"func.func @{kernel.sym_name.data} has no body", location_of(kernel))
+    for arg in kernel.body.block.args:
+        if not _type_ok(arg.type):
+            raise CompileError(f"unsupported type {arg.type} of argument "
+                               f"%{arg.name_hint or arg.index} of @{kernel.sym_name.data}",
+                               location_of(kernel))
+    for op in kernel.body.walk():
+        if op is kernel:
+            continue
+        if op.name not in SUPPORTED_OPS:
+            raise CompileError(f"unsupported operation '{op.name}'", location_of(op))
+        for value in (*op.operands, *op.results):
+            if not _type_ok(value.type):
+                raise CompileError(f"unsupported type {value.type} in '{op.name}'", location_of(op))
+        if isinstance(op, memref.AllocOp) and op.symbol_operands:
+            raise CompileError("unsupported 'memref.alloc' with symbol operands", location_of(op))
+        if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, IndexType | IntegerType
+                                                               | Float32Type | Float64Type):
+            raise CompileError(f"unsupported constant of type {op.result.type}", location_of(op))
+        if isinstance(op, scf.ForOp) and not isinstance(op.lb.type, IndexType):
+            raise CompileError(f"unsupported 'scf.for' over {op.lb.type} (index loops only)",
+                               location_of(op))
+    return kernel

@@ -46,7 +46,7 @@ DONE = 0xFFFF
 
 
 def _wrap(x, bits):
-    x &= (1 << bits) - 1
+    x = int(x) & ((1 << bits) - 1)
     return x - (1 << bits) if x >> (bits - 1) else x
 
 
@@ -234,7 +234,13 @@ class _Gen:
             e(f"{n(op.result)} = {_float_ctor(op.result.type)}({n(op.input)})")
             return
         if isinstance(op, memref.LoadOp):
-            e(f"{n(op.res)} = {n(op.memref)}[{self.subscript(op.indices)}]")
+            load = f"{n(op.memref)}[{self.subscript(op.indices)}]"
+            t = op.res.type
+            if isinstance(t, IntegerType) and t.width.data == 1:
+                load = f"bool({load})"
+            elif isinstance(t, IndexType | IntegerType):
+                load = f"int({load})"
+            e(f"{n(op.res)} = {load}")
             return
         if isinstance(op, memref.StoreOp):
             e(f"{n(op.memref)}[{self.subscript(op.indices)}] = {n(op.value)}")

@@ -13,6 +13,13 @@ from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 __all__ = ["Decoder"]
 
 
+def _pick(m, array, index, shape, name):
+    """``array[index]`` as a signal (operations on an ``Array`` proxy would be replicated)."""
+    sig = Signal(shape, name=name)
+    m.d.comb += sig.eq(array[index])
+    return sig
+
+
 def _first(conds):
     """Priority encoder over ``[(condition, pc_offset), ...]``: (any, offset of the first)."""
     err = Const(0)
@@ -123,6 +130,9 @@ class Decoder(wiring.Component):
         args  = Array(self.args[i] for i in range(c.args))
         count = Array([nl, nr, ns, na])
 
+        def layer_of(v):
+            return _pick(m, stream_layer, v, 8, "layer_of")
+
         n_words = Signal(30)
         m.d.comb += n_words.eq(self.prog_len[2:])
 
@@ -153,7 +163,7 @@ class Decoder(wiring.Component):
         def resolve(word):
             """Value of an IMM or ARG source (regions)."""
             return Mux(s_kind(word) == SourceKind.ARG.value,
-                       args[s_val(word)],
+                       _pick(m, args, s_val(word), 64, "arg"),
                        word[0:28].as_signed())
 
         def stream_bit(word):
@@ -293,9 +303,9 @@ class Decoder(wiring.Component):
                 ]
                 conds2[0] = [
                     (src_bad_vis(w1, index_ok=lambda v: v < d,
-                                 stream_ok=lambda v: stream_layer[v] < d), 1),
+                                 stream_ok=lambda v: layer_of(v) < d), 1),
                     (src_bad_vis(w2, index_ok=lambda v: v < d,
-                                 stream_ok=lambda v: stream_layer[v] < d), 2),
+                                 stream_ok=lambda v: layer_of(v) < d), 2),
                     ((s_kind(w3) != SourceKind.IMM.value) | (w3[0:28].as_signed() <= 0), 3),
                 ]
                 # Regions.
@@ -325,8 +335,8 @@ class Decoder(wiring.Component):
                     (is_fwd & src_bad_field(w1), 1),
                 ]
                 def stream_src_ok(v):
-                    return ((stream_layer[v] < st_layer)
-                            | ((stream_layer[v] == st_layer) & (v < d)))
+                    return ((layer_of(v) < st_layer)
+                            | ((layer_of(v) == st_layer) & (v < d)))
                 conds2[2] = [
                     (st_layer >= nl, 0),
                     (is_mem & (st_region >= nr), 0),
@@ -349,7 +359,7 @@ class Decoder(wiring.Component):
                 def act_index_ok(v):
                     return Mux(is_iter, v <= ac_layer, v < ac_layer)
                 def act_stream_ok(v):
-                    return Mux(is_iter, stream_layer[v] <= ac_layer, stream_layer[v] < ac_layer)
+                    return Mux(is_iter, layer_of(v) <= ac_layer, layer_of(v) < ac_layer)
                 conds2[3] = [
                     (ac_layer >= nl, 0),
                     (is_op & src_bad_vis(w1, index_ok=act_index_ok, stream_ok=act_stream_ok), 1),

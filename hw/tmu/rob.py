@@ -111,7 +111,8 @@ class ReorderBuffer(wiring.Component):
         ]
 
         # Head. The read ports are addressed with the next head, so their data is the head's.
-        head_meta = meta[head]
+        head_meta = Signal(AllocLayout)
+        m.d.comb += head_meta.eq(meta[head])
         head_ok = Signal()
         word = Signal(64)
         m.d.comb += [

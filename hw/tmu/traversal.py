@@ -19,6 +19,13 @@ def _bits(n):
     return max(1, (n - 1).bit_length())
 
 
+def _pick(m, array, index, shape, name):
+    """``array[index]`` as a signal (operations on an ``Array`` proxy would be replicated)."""
+    sig = Signal(shape, name=name)
+    m.d.comb += sig.eq(array[index])
+    return sig
+
+
 class Traversal(wiring.Component):
     """Runs the loop nest of ``docs/isa.md`` §1 one microcode operation per cycle.
 
@@ -126,7 +133,7 @@ class Traversal(wiring.Component):
                 with m.Case(SourceKind.ARG):
                     m.d.comb += out.eq(args[v[:self._argbits]])
                 with m.Case(SourceKind.STREAM):
-                    stored = vals[v[:self._sbits]]
+                    stored = _pick(m, vals, v[:self._sbits], signed(64), "stored")
                     if bypass_en is None:
                         m.d.comb += out.eq(stored)
                     else:
@@ -138,7 +145,7 @@ class Traversal(wiring.Component):
         u = self.ucode_data
         m.d.comb += self.ucode_addr.eq(pc)
         is_enter = u.kind == UopKind.ENTER
-        lay = layers[u.id[:self._lbits]]
+        lay = _pick(m, layers, u.id[:self._lbits], LayerCfg, "lay")
 
         # --- the stream (or, for ENTER, the bounds) ------------------------------------------
         m.d.comb += self.scfg_addr.eq(u.id[:self._sbits])
@@ -159,7 +166,7 @@ class Traversal(wiring.Component):
         esize = Signal(4)
         m.d.comb += esize.eq(Const(1, 4) << log2)
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
-        region = regions[sc.region[:self._rbits]]
+        region = _pick(m, regions, sc.region[:self._rbits], RegionCfg, "region")
         end = addr + esize
         in_region = (addr >= region.base) & (end <= region.base + region.size)
         in_image = end <= self.mem_limit
@@ -218,17 +225,22 @@ class Traversal(wiring.Component):
         kn = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
         nidx = Signal(signed(66))
         cont = Signal()
+        kn_idx  = _pick(m, idx, kn, signed(64), "kn_idx")
+        kn_ub   = _pick(m, ubr, kn, signed(64), "kn_ub")
+        kn_lay  = _pick(m, layers, kn, LayerCfg, "kn_lay")
+        kn_body = _pick(m, body_pc, kn, self._ubits, "kn_body")
+        kn_exit = _pick(m, exit_pc, kn, self._ubits, "kn_exit")
         m.d.comb += [
-            nidx.eq(idx[kn] + layers[kn].step),
-            cont.eq(nidx < ubr[kn]),
+            nidx.eq(kn_idx + kn_lay.step),
+            cont.eq(nidx < kn_ub),
         ]
 
         def advance():
             with m.If(u.fuse_next):
                 with m.If(cont):
-                    m.d.sync += [idx[kn].eq(nidx), pc.eq(body_pc[kn])]
+                    m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
                 with m.Else():
-                    m.d.sync += pc.eq(exit_pc[kn])
+                    m.d.sync += pc.eq(kn_exit)
             with m.Else():
                 m.d.sync += pc.eq(pc + 1)
 
@@ -290,10 +302,11 @@ class Traversal(wiring.Component):
                                 stop(FaultCode.RANGE_ORDER, u.id)
                             with m.Else():
                                 m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
-                                m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1, exit_pc[k]))
+                                m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
+                                                      _pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
-                                m.d.sync += [idx[kn].eq(nidx), pc.eq(body_pc[kn])]
+                                m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
                             with m.Else():
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):

@@ -1,0 +1,78 @@
+"""The simulated system: core interface + access unit + memory model (what Verilator builds)."""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .core_if import CoreInterface, CsrSignature, BackdoorSignature
+from .hbm_model import FixedLatencyMemory
+from .tmu import Tmu, TmuConfig
+
+
+__all__ = ["System"]
+
+
+class System(wiring.Component):
+    """Top level for simulation.
+
+    Parameters
+    ----------
+    config : TmuConfig
+    mem_words : int
+        Memory model size in 64-bit words.
+    storage : str
+        Memory model storage, ``"verilog"`` (Verilator builds) or ``"memory"`` (Amaranth sim).
+
+    Members
+    -------
+    csr : In(CsrSignature(12))
+        Register port of the core interface.
+    backdoor : In(BackdoorSignature)
+        Memory model back door (one 64-bit word per cycle).
+    image_clear, image_load : In(1)
+        Memory model fast image load (``storage="verilog"``).
+    data_out : Out(stream.Signature(64)), ctrl_out : Out(stream.Signature(16))
+        The output queues.
+    busy, done : Out(1)
+        ``STATUS.BUSY`` / ``STATUS.DONE`` as wires (so a testbench can wait without polling).
+    """
+
+    def __init__(self, config=None, *, mem_words=1 << 16, storage="verilog"):
+        config = TmuConfig() if config is None else config
+        self._cfg = config
+        self.core_if = CoreInterface(config)
+        self.tmu = Tmu(config)
+        self.mem = FixedLatencyMemory(words=mem_words, tag_bits=config.tag_bits,
+                                      latency=config.mem_latency, storage=storage)
+        super().__init__({
+            "csr":         In(CsrSignature(12)),
+            "backdoor":    In(BackdoorSignature(self.mem.addr_bits)),
+            "image_clear": In(1),
+            "image_load":  In(1),
+            "data_out":    Out(stream.Signature(64)),
+            "ctrl_out":    Out(stream.Signature(16)),
+            "busy":        Out(1),
+            "done":        Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core_if = cif = self.core_if
+        m.submodules.tmu = tmu = self.tmu
+        m.submodules.mem = mem = self.mem
+        wiring.connect(m, wiring.flipped(self.csr), cif.csr)
+        wiring.connect(m, cif.tmu, tmu.ctl)
+        wiring.connect(m, tmu.data, cif.tmu_data)
+        wiring.connect(m, tmu.ctrl, cif.tmu_ctrl)
+        wiring.connect(m, cif.data_out, wiring.flipped(self.data_out))
+        wiring.connect(m, cif.ctrl_out, wiring.flipped(self.ctrl_out))
+        wiring.connect(m, tmu.req, mem.req)
+        wiring.connect(m, mem.resp, tmu.resp)
+        wiring.connect(m, wiring.flipped(self.backdoor), mem.backdoor)
+        m.d.comb += [
+            mem.image_clear.eq(self.image_clear),
+            mem.image_load.eq(self.image_load),
+            self.busy.eq(tmu.ctl.busy),
+            self.done.eq(tmu.ctl.done),
+        ]
+        return m

@@ -1,0 +1,170 @@
+"""Verilog generation, the cached Verilator build, and running a cocotb test module.
+
+Everything that depends on the cocotb version (the Python runner moved from ``cocotb.runner``
+in 1.9 to ``cocotb_tools.runner`` in 2.x) is imported here and only here.
+
+Build directories live in ``build/rtl/<hash>/``, the hash covering the configuration, the memory
+size and the generated Verilog; a small index keyed by the configuration and the hardware
+sources (``build/rtl/index/``) skips the Verilog generation when nothing changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from hw.tmu import TmuConfig
+
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")     # "Python runners ... are an experimental feature"
+    try:                                # cocotb 1.9
+        from cocotb.runner import get_runner, get_results
+    except ImportError:                 # cocotb 2.x
+        from cocotb_tools.runner import get_runner, get_results   # type: ignore
+
+
+__all__ = ["REPO", "BUILD_ROOT", "TOPLEVEL", "generate_verilog", "build_model", "run_cocotb",
+           "mem_words_for"]
+
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_ROOT = Path(os.environ.get("EMBER_BUILD_DIR", REPO / "build")) / "rtl"
+TOPLEVEL = "ember_system"
+MIN_MEM_WORDS = 1 << 16      # 512 KiB: one model serves all small images
+
+VERILATOR_ARGS = [
+    "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-BLKANDNBLK",
+    "--x-assign", "fast", "--x-initial", "fast", "-O3",
+]
+
+_memo: dict[str, Path] = {}
+
+
+def mem_words_for(nbytes: int) -> int:
+    """Memory model size (64-bit words) for an image of ``nbytes``: a power of two >= 64 Ki words."""
+    words = max(MIN_MEM_WORDS, -(-nbytes // 8))
+    return 1 << (words - 1).bit_length()
+
+
+def generate_verilog(config: TmuConfig, mem_words: int) -> str:
+    """Verilog of the system top (``hw.system.System``) for a configuration."""
+    from amaranth.back import verilog
+    from hw.system import System
+    top = System(config, mem_words=mem_words, storage="verilog")
+    return verilog.convert(top, name=TOPLEVEL, emit_src=False)
+
+
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted((REPO / "hw").rglob("*")):
+        if path.suffix in (".py", ".v") and path.is_file():
+            h.update(str(path.relative_to(REPO)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _storage_verilog() -> Path:
+    from hw.hbm_model import STORAGE_VERILOG
+    return STORAGE_VERILOG
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS, *,
+                waves: bool = False, verbose: bool = False) -> Path:
+    """Build (once) the Verilator model of the system; returns its build directory."""
+    config = config or TmuConfig()
+    waves = waves or os.environ.get("WAVES") == "1"
+    cfg_key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves},
+                         sort_keys=True)
+    key1 = hashlib.sha256((cfg_key + _sources_digest()).encode()).hexdigest()[:16]
+    if key1 in _memo:
+        return _memo[key1]
+    index = BUILD_ROOT / "index" / key1
+    if index.is_file():
+        build_dir = Path(index.read_text().strip())
+        if (build_dir / "BUILT").is_file():
+            _memo[key1] = build_dir
+            return build_dir
+
+    verilog_text = generate_verilog(config, mem_words)
+    storage_text = _storage_verilog().read_text()
+    key2 = hashlib.sha256((cfg_key + verilog_text + storage_text).encode()).hexdigest()[:16]
+    build_dir = BUILD_ROOT / key2
+    with _lock(BUILD_ROOT / f"{key2}.lock"):
+        if not (build_dir / "BUILT").is_file():
+            if build_dir.exists():
+                shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
+            (build_dir / f"{TOPLEVEL}.v").write_text(verilog_text)
+            (build_dir / "ember_hbm_storage.v").write_text(storage_text)
+            (build_dir / "config.json").write_text(cfg_key)
+            runner = get_runner("verilator")
+            env_make = os.environ.get("MAKEFLAGS")
+            os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
+            try:
+                runner.build(
+                    verilog_sources=[build_dir / f"{TOPLEVEL}.v", build_dir / "ember_hbm_storage.v"],
+                    hdl_toplevel=TOPLEVEL,
+                    build_dir=build_dir,
+                    build_args=VERILATOR_ARGS,
+                    waves=waves,
+                    verbose=verbose,
+                    log_file=build_dir / "build.log",
+                )
+            finally:
+                if env_make is None:
+                    os.environ.pop("MAKEFLAGS", None)
+                else:
+                    os.environ["MAKEFLAGS"] = env_make
+            (build_dir / "BUILT").write_text("ok\n")
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text(str(build_dir) + "\n")
+    _memo[key1] = build_dir
+    return build_dir
+
+
+def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[str, str] | None = None,
+               plusargs: list[str] | None = None, waves: bool = False) -> None:
+    """Run the cocotb ``test_module`` (dotted name, importable from the repository root) on a built
+    model. Raises ``RuntimeError`` if a test failed (the log is in ``test_dir/sim.log``)."""
+    runner = get_runner("verilator")
+    extra_env = {"PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in sys.path if p])}
+    extra_env.update(env or {})
+    results = test_dir / "results.xml"
+    log = test_dir / "sim.log"
+    runner.test(
+        test_module=test_module,
+        hdl_toplevel=TOPLEVEL,
+        hdl_toplevel_lang="verilog",
+        build_dir=build_dir,
+        test_dir=test_dir,
+        extra_env=extra_env,
+        plusargs=plusargs or [],
+        waves=waves or os.environ.get("WAVES") == "1",
+        results_xml=str(results),
+        log_file=log,
+    )
+    if not results.is_file():
+        raise RuntimeError(f"cocotb produced no results; see {log}")
+    _, failed = get_results(results)
+    if failed:
+        tail = log.read_text(errors="replace")[-4000:] if log.is_file() else ""
+        raise RuntimeError(f"cocotb test {test_module} failed; log {log}:\n{tail}")

@@ -1,0 +1,176 @@
+"""Run access programs on the RTL (Verilator through cocotb): the API the rest of the project uses.
+
+>>> r = run_on_rtl(program_bytes, memory_bytes, [base, n, ...])
+>>> r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.stats
+
+The Verilator model of ``hw.system.System`` is built once per configuration and memory size
+(``tb.common.build_model``) and reused. A call writes its job (program, memory image as a hex file,
+arguments, back-pressure) into a temporary directory, points ``$EMBER_RTL_JOB`` at it and runs the
+cocotb module ``tb.system.cocotb_top`` in one simulator process; :func:`run_many_on_rtl` runs
+several jobs in one process (what the tests use: one simulator start-up for many programs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from hw.tmu import COUNTERS, TmuConfig
+from tb.common import build_model, mem_words_for, run_cocotb
+
+
+__all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl"]
+
+
+MASK64 = (1 << 64) - 1
+
+
+@dataclass
+class RtlResult:
+    data_tokens: list[int]      # 64-bit operands, in order
+    control_tokens: list[int]   # 16-bit callback ids, in order (ends with 0xFFFF unless faulted)
+    cycles: int                 # cycles from start to done (from the unit's counter)
+    fault_code: int
+    fault_addr: int
+    stats: dict[str, int] = field(default_factory=dict)   # loads issued, bytes loaded, tokens, ...
+
+    @property
+    def faulted(self) -> bool:
+        return self.fault_code != 0
+
+
+@dataclass
+class RtlJob:
+    """One run: what :func:`run_on_rtl` takes."""
+    program: bytes
+    memory: bytes
+    args: Sequence[int]
+    backpressure: float = 0.0
+    seed: int = 0
+    max_cycles: int = 50_000_000
+    watchdog: int | None = None       # override the WATCHDOG register (cycles, 0 disables)
+    backdoor: bool = False            # load memory through the per-word back door (slow)
+
+
+def _hex_image(memory: bytes) -> bytes:
+    """``$readmemh`` text: one 64-bit word per line, word 0 first."""
+    words = np.frombuffer(memory, dtype="<u8").astype(">u8")
+    hexed = words.tobytes().hex().encode()
+    lines = np.frombuffer(hexed, dtype="S16")
+    return b"\n".join(lines.tolist()) + b"\n"
+
+
+def _check_job(job: RtlJob, config: TmuConfig) -> None:
+    if len(job.memory) % 8:
+        raise ValueError(f"memory length must be a multiple of 8 bytes, not {len(job.memory)}")
+    if len(job.args) > config.args:
+        raise ValueError(f"args must have at most {config.args} registers for this configuration, "
+                         f"not {len(job.args)}")
+    if not 0.0 <= job.backpressure < 1.0:
+        raise ValueError(f"backpressure must be in [0, 1), not {job.backpressure!r}")
+
+
+def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
+                    mem_words: int | None = None) -> list[RtlResult]:
+    """Run several jobs in one simulator process (same configuration, same memory size)."""
+    config = config or TmuConfig()
+    for job in jobs:
+        _check_job(job, config)
+    if mem_words is None:
+        mem_words = mem_words_for(max((len(j.memory) for j in jobs), default=0))
+    for job in jobs:
+        if len(job.memory) > 8 * mem_words:
+            raise ValueError(f"memory image of {len(job.memory)} bytes does not fit the model's "
+                             f"{8 * mem_words} bytes")
+    build_dir = build_model(config, mem_words)
+    with tempfile.TemporaryDirectory(prefix="ember_rtl_") as tmp:
+        tmp = Path(tmp)
+        spec = []
+        for n, job in enumerate(jobs):
+            program = bytes(job.program)
+            nwords = -(-len(program) // 4)
+            padded = program + bytes(4 * nwords - len(program))
+            entry = {
+                "program_words": list(struct.unpack(f"<{nwords}I", padded)),
+                "prog_len": len(program),
+                "args": [int(a) & MASK64 for a in job.args] + [0] * (config.args - len(job.args)),
+                "mem_limit": len(job.memory),
+                "backpressure": float(job.backpressure),
+                "seed": int(job.seed),
+                "max_cycles": int(job.max_cycles),
+                "watchdog": job.watchdog,
+            }
+            if job.backdoor:
+                entry["backdoor_words"] = np.frombuffer(job.memory, dtype="<u8").tolist()
+            else:
+                path = tmp / f"image_{n}.hex"
+                path.write_bytes(_hex_image(bytes(job.memory)))
+                entry["image"] = str(path)
+            spec.append(entry)
+        (tmp / "jobs.json").write_text(json.dumps(spec))
+        t0 = time.perf_counter()
+        run_cocotb(build_dir, "tb.system.cocotb_top", test_dir=tmp,
+                   env={"EMBER_RTL_JOB": str(tmp)},
+                   plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}"])
+        wall = time.perf_counter() - t0
+        raw = json.loads((tmp / "results.json").read_text())
+    results = []
+    for job, r in zip(jobs, raw):
+        if r["timeout"]:
+            raise TimeoutError(f"the unit did not finish within {job.max_cycles} cycles")
+        status = r["status"]
+        counters = r["counters"]
+        stats = dict(counters)
+        stats["loads_issued"] = counters["loads"]
+        stats["tokens"] = counters["data_tokens"] + counters["control_tokens"]
+        stats["stall_cycles"] = counters["out_stall_cycles"]
+        stats["avg_inflight_x1000"] = (1000 * counters["inflight_sum"] // counters["cycles"]
+                                       if counters["cycles"] else 0)
+        stats["sim_cycles_per_s"] = int(r["drain_cycles"] / r["drain_wall"]) if r["drain_wall"] else 0
+        stats["sim_wall_ms"] = int(1000 * wall)
+        results.append(RtlResult(
+            data_tokens=r["data"], control_tokens=r["ctrl"], cycles=counters["cycles"],
+            fault_code=(status >> 8) & 0xFF if status & 4 else 0,
+            fault_addr=r["fault_addr"], stats=stats))
+    return results
+
+
+def run_on_rtl(program: bytes, memory: bytes, args: Sequence[int], *,
+               config: "TmuConfig | None" = None, backpressure: float = 0.0, seed: int = 0,
+               max_cycles: int = 50_000_000) -> RtlResult:
+    """Run one access program on the RTL and return its output-queue tokens and status.
+
+    Parameters
+    ----------
+    program : bytes
+        The binary access program (``docs/isa.md``).
+    memory : bytes
+        Flat memory image from byte address 0; length a multiple of 8.
+    args : sequence of int
+        Argument registers (64-bit, signed or unsigned); missing registers are 0.
+    config : TmuConfig, optional
+        The unit's parameters (default: ``TmuConfig()``).
+    backpressure : float
+        Probability in [0, 1) that the core is not ready for a token in a cycle (per queue).
+    seed : int
+        Seed of the back-pressure pattern.
+    max_cycles : int
+        Give up (``TimeoutError``) after this many cycles of draining.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments. ``TimeoutError``: the unit did not finish. ``RuntimeError``: the
+        simulation failed (the message names its log).
+    """
+    job = RtlJob(program, memory, args, backpressure=backpressure, seed=seed,
+                 max_cycles=max_cycles)
+    return run_many_on_rtl([job], config=config)[0]

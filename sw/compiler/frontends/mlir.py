@@ -8,6 +8,8 @@ an explicit ``loc(...)``), so later stages can report errors at ``line:col``.
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     Float32Type,
@@ -77,7 +79,15 @@ class _LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except ParseError as e:
+            m = re.fullmatch(r"Operation (\w+\.[\w.]+) is not registered", e.msg)
+            if m is None:
+                raise
+            loc = start.get_location()
+            raise CompileError(f"unsupported operation '{m[1]}'",
+                               Location(self._filename, loc.line, loc.col)) from None
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(StringAttr(self._filename), IntAttr(loc.line),

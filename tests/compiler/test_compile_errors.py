@@ -1,0 +1,190 @@
+"""Inputs outside the supported subset, or too big for the unit: CompileError, message in full."""
+
+from __future__ import annotations
+
+import pytest
+
+from sw.compiler import CompileError, Location, compile_mlir, emit
+from sw.runtime.isa import Limits
+
+SUM = """\
+func.func @embedding_bag(%table: memref<?x?xf32>, %indices: memref<?xindex>, %offsets: memref<?xindex>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %nbags = memref.dim %out, %c0 : memref<?x?xf32>
+  %dim = memref.dim %table, %c1 : memref<?x?xf32>
+  scf.for %b = %c0 to %nbags step %c1 {
+    %b1 = arith.addi %b, %c1 : index
+    %start = memref.load %offsets[%b] : memref<?xindex>
+    %end = memref.load %offsets[%b1] : memref<?xindex>
+    scf.for %j = %start to %end step %c1 {
+      %row = memref.load %indices[%j] : memref<?xindex>
+      scf.for %d = %c0 to %dim step %c1 {
+        %v = memref.load %table[%row, %d] : memref<?x?xf32>
+        %acc = memref.load %out[%b, %d] : memref<?x?xf32>
+        %sum = arith.addf %acc, %v : f32
+        memref.store %sum, %out[%b, %d] : memref<?x?xf32>
+      }
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+BODY = """\
+        %v = memref.load %table[%row, %d] : memref<?x?xf32>
+        %acc = memref.load %out[%b, %d] : memref<?x?xf32>
+        %sum = arith.addf %acc, %v : f32
+        memref.store %sum, %out[%b, %d] : memref<?x?xf32>
+"""
+
+
+def sum_with(old: str, new: str) -> str:
+    assert old in SUM
+    return SUM.replace(old, new)
+
+
+def error_of(text: str, **kwargs) -> CompileError:
+    with pytest.raises(CompileError) as info:
+        compile_mlir(text, filename="k.mlir", **kwargs)
+    return info.value
+
+
+WHILE = """\
+func.func @f(%t: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %r = scf.while (%i = %c0) : (index) -> index {
+    %c = arith.cmpi slt, %i, %n : index
+    scf.condition(%c) %i : index
+  } do {
+  ^bb0(%i: index):
+    scf.yield %i : index
+  }
+  func.return
+}
+"""
+
+ITER_ARGS = """\
+func.func @f(%t: memref<?xf32>, %out: memref<1xf32>) -> memref<1xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %n = memref.dim %t, %c0 : memref<?xf32>
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %t[%i] : memref<?xf32>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }
+  memref.store %s, %out[%c0] : memref<1xf32>
+  return %out : memref<1xf32>
+}
+"""
+
+NOTHING = """\
+func.func @f(%out: memref<?xf32>) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %n = memref.dim %out, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %zero, %out[%i] : memref<?xf32>
+  }
+  return %out : memref<?xf32>
+}
+"""
+
+MATH = """\
+func.func @f(%t: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %t[%c0] : memref<?xf32>
+  %w = math.sqrt %v : f32
+  func.return
+}
+"""
+
+CASES = {
+    "scf.while": (WHILE, "k.mlir:3:3: unsupported operation 'scf.while'"),
+    "unregistered op": (MATH, "k.mlir:4:3: unsupported operation 'math.sqrt'"),
+    "scf.if around a decoupled load": (
+        sum_with(BODY, "        %pos = arith.cmpi sgt, %row, %c0 : index\n        scf.if %pos {\n"
+                       + BODY.replace("        ", "          ") + "        }\n"),
+        "k.mlir:14:9: unsupported 'scf.if' in a decoupled loop: it contains a load from read-only "
+        "memref %table at 15:11"),
+    "bound loaded from a written memref": (
+        sum_with("    %start = memref.load", "    memref.store %b, %offsets[%b] : memref<?xindex>\n"
+                                            "    %start = memref.load"),
+        "k.mlir:11:5: the lower bound of this 'scf.for' is %start ('memref.load' at 9:5), computed "
+        "on the core; a decoupled loop needs bounds the access unit can compute"),
+    "f16 elements": (
+        SUM.replace("xf32", "xf16").replace(": f32", ": f16"),
+        "k.mlir:1:1: unsupported type memref<?x?xf16> of argument %table of @embedding_bag"),
+    "non-constant step": (
+        sum_with("scf.for %d = %c0 to %dim step %c1", "scf.for %d = %c0 to %dim step %b1"),
+        "k.mlir:12:7: unsupported 'scf.for' with a non-constant step in a decoupled loop"),
+    "iter_args": (ITER_ARGS, "k.mlir:6:3: unsupported 'scf.for' with iter_args in a decoupled loop"),
+    "core value crossing callbacks": (
+        sum_with("    scf.for %j", "    %first = memref.load %out[%b, %c0] : memref<?x?xf32>\n"
+                                    "    scf.for %j").replace(
+            "        %sum = arith.addf %acc, %v : f32",
+            "        %sum0 = arith.addf %acc, %v : f32\n        %sum = arith.addf %sum0, %first : f32"),
+        "k.mlir:17:9: %first ('memref.load' at 10:5) runs on the core in one callback but is used "
+        "in another ('arith.addf'); only access-side values (index arithmetic, loads from "
+        "read-only memrefs) can be passed between callbacks"),
+    "nothing to decouple": (
+        NOTHING, "k.mlir:1:1: nothing to decouple in @f: no 'scf.for' loads from a read-only "
+                 "memref argument"),
+    "two loop nests": (
+        sum_with("  return %out", "  scf.for %x = %c0 to %nbags step %c1 {\n"
+                                  "    %y = memref.load %offsets[%x] : memref<?xindex>\n  }\n"
+                                  "  return %out"),
+        "k.mlir:20:3: unsupported second decoupled 'scf.for' at function level (the access program "
+        "is one loop chain; the first is at 6:3)"),
+    "two nested decoupled loops": (
+        sum_with("      scf.for %d = %c0", "      scf.for %e = %c0 to %dim step %c1 {\n"
+                                          "        %w = memref.load %table[%row, %e] : memref<?x?xf32>\n"
+                                          "      }\n      scf.for %d = %c0"),
+        "k.mlir:15:7: unsupported second decoupled 'scf.for' in one loop body (the access program "
+        "is one loop chain; the first is at 12:7)"),
+    "not MLIR": ("func.func @f( {", "k.mlir:1:15: Expected argument or type"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_unsupported_input_is_a_compile_error(name):
+    text, message = CASES[name]
+    error = error_of(text)
+    assert str(error) == message
+    filename, line, column, rest = message.split(":", 3)
+    assert error.location == Location(filename, int(line), int(column))
+    assert error.message == rest.lstrip()
+
+
+@pytest.mark.parametrize("limits, message", [
+    (Limits(layers=2), "k.mlir:12:7: the kernel does not fit the access unit: it needs 3 layers, "
+                       "the unit has 2 (Limits.layers)"),
+    (Limits(streams=4), "k.mlir:13:9: the kernel does not fit the access unit: it needs 7 streams, "
+                        "the unit has 4 (Limits.streams)"),
+    (Limits(actions=3), "k.mlir:14:9: the kernel does not fit the access unit: it needs 4 actions, "
+                        "the unit has 3 (Limits.actions)"),
+    (Limits(regions=2), "k.mlir:13:9: the kernel does not fit the access unit: it needs 3 regions, "
+                        "the unit has 2 (Limits.regions)"),
+    (Limits(args=7), "k.mlir:13:9: the kernel does not fit the access unit: it needs 8 argument "
+                     "registers, the unit has 7 (Limits.args)"),
+])
+def test_kernel_too_big_for_the_unit(limits, message):
+    assert str(error_of(SUM, limits=limits)) == message
+
+
+def test_exact_fit_compiles():
+    kernel = compile_mlir(SUM, limits=Limits(layers=3, regions=3, streams=7, actions=4, args=8))
+    assert len(kernel.program.streams) == 7
+
+
+def test_emit_reports_errors_too():
+    with pytest.raises(CompileError, match=r"^k\.mlir:3:3: unsupported operation 'scf\.while'$"):
+        emit(WHILE, "scf", filename="k.mlir")
+
+
+def test_error_without_location_prints_the_message_only():
+    error = CompileError("out of luck")
+    assert (str(error), error.location, error.message) == ("out of luck", None, "out of luck")

@@ -37,12 +37,14 @@ __all__ = ["REPO", "BUILD_ROOT", "TOPLEVEL", "generate_verilog", "build_model", 
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = Path(os.environ.get("EMBER_BUILD_DIR", REPO / "build")) / "rtl"
-TOPLEVEL = "ember_system"
+SYSTEM = "ember_system"      # the Amaranth top (hw.system.System)
+TOPLEVEL = "ember_tb_top"    # the Verilog testbench wrapper (tb/system/tb_top.v) Verilator builds
+TB_TOP_VERILOG = Path(__file__).resolve().parent / "system" / "tb_top.v"
 MIN_MEM_WORDS = 1 << 16      # 512 KiB: one model serves all small images
 
 VERILATOR_ARGS = [
     "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-BLKANDNBLK",
-    "--x-assign", "fast", "--x-initial", "fast", "-O3",
+    "--x-assign", "fast", "--x-initial", "fast", "-O3", "--timing",
 ]
 
 _memo: dict[str, Path] = {}
@@ -59,12 +61,12 @@ def generate_verilog(config: TmuConfig, mem_words: int) -> str:
     from amaranth.back import verilog
     from hw.system import System
     top = System(config, mem_words=mem_words, storage="verilog")
-    return verilog.convert(top, name=TOPLEVEL, emit_src=False)
+    return verilog.convert(top, name=SYSTEM, emit_src=False)
 
 
 def _sources_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted((REPO / "hw").rglob("*")):
+    for path in sorted(list((REPO / "hw").rglob("*")) + [TB_TOP_VERILOG]):
         if path.suffix in (".py", ".v") and path.is_file():
             h.update(str(path.relative_to(REPO)).encode())
             h.update(path.read_bytes())
@@ -106,23 +108,27 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
 
     verilog_text = generate_verilog(config, mem_words)
     storage_text = _storage_verilog().read_text()
-    key2 = hashlib.sha256((cfg_key + verilog_text + storage_text).encode()).hexdigest()[:16]
+    tb_text = TB_TOP_VERILOG.read_text()
+    key2 = hashlib.sha256((cfg_key + verilog_text + storage_text + tb_text).encode()).hexdigest()[:16]
     build_dir = BUILD_ROOT / key2
     with _lock(BUILD_ROOT / f"{key2}.lock"):
         if not (build_dir / "BUILT").is_file():
             if build_dir.exists():
                 shutil.rmtree(build_dir)
             build_dir.mkdir(parents=True)
-            (build_dir / f"{TOPLEVEL}.v").write_text(verilog_text)
+            (build_dir / f"{SYSTEM}.v").write_text(verilog_text)
             (build_dir / "ember_hbm_storage.v").write_text(storage_text)
+            (build_dir / f"{TOPLEVEL}.v").write_text(tb_text)
             (build_dir / "config.json").write_text(cfg_key)
             runner = get_runner("verilator")
             env_make = os.environ.get("MAKEFLAGS")
             os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
             try:
                 runner.build(
-                    verilog_sources=[build_dir / f"{TOPLEVEL}.v", build_dir / "ember_hbm_storage.v"],
+                    verilog_sources=[build_dir / f"{SYSTEM}.v", build_dir / "ember_hbm_storage.v",
+                                     build_dir / f"{TOPLEVEL}.v"],
                     hdl_toplevel=TOPLEVEL,
+                    parameters={"ABITS": max(1, (mem_words - 1).bit_length())},
                     build_dir=build_dir,
                     build_args=VERILATOR_ARGS,
                     waves=waves,

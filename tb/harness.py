@@ -119,9 +119,13 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
         t0 = time.perf_counter()
         run_cocotb(build_dir, "tb.system.cocotb_top", test_dir=tmp,
                    env={"EMBER_RTL_JOB": str(tmp)},
-                   plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}"])
+                   plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}",
+                             f"+TOKEN_DATA={tmp / 'tokens_data.hex'}",
+                             f"+TOKEN_CTRL={tmp / 'tokens_ctrl.hex'}"])
         wall = time.perf_counter() - t0
         raw = json.loads((tmp / "results.json").read_text())
+    if len(raw) < len(jobs) and (not raw or not raw[-1]["timeout"]):
+        raise RuntimeError(f"the simulation returned {len(raw)} results for {len(jobs)} jobs")
     results = []
     for job, r in zip(jobs, raw):
         if r["timeout"]:

@@ -1,9 +1,12 @@
 """cocotb test of the system top: runs the jobs that ``tb.harness`` wrote into ``$EMBER_RTL_JOB``.
 
-One simulator process runs a list of jobs (so many small programs share one Verilator start-up).
-Per job: load the memory image (file + ``$readmemh``, or the per-word back door), load the
-program, arguments and memory limit through the registers, start, drain both output queues
-(with seeded random back-pressure), then read the status and the counters.
+The toplevel is the Verilog wrapper ``tb/system/tb_top.v``: it makes the clock, pops both output
+queues with seeded pseudo-random back-pressure and captures the tokens, so Python does nothing
+while the unit runs. One simulator process runs a list of jobs (one Verilator start-up for many
+programs). Per job: load the memory image (a ``$readmemh`` file, or the per-word back door), load
+the program, arguments and memory limit through the registers, start, wait until the run has
+finished and both queues are empty (dumping the capture buffers whenever they fill up), then read
+the status and the counters.
 
 Signals are driven and sampled at the falling clock edge: what is set there is seen by the next
 rising edge, and what is read there has settled after the previous one.
@@ -11,13 +14,11 @@ rising edge, and what is read there has settled after the previous one.
 
 import json
 import os
-import random
 import time
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 
 from hw.core_if import CSR, csr_arg
 from hw.tmu import COUNTERS
@@ -25,21 +26,28 @@ from hw.tmu import COUNTERS
 MASK64 = (1 << 64) - 1
 
 
-class TB:
-    """Clock, reset, register port, memory back door and output-queue sinks of the system top."""
+def read_hex_tokens(path):
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().split():
+        if line.startswith("//") or line.startswith("@"):
+            continue
+        out.append(int(line, 16))
+    return out
 
-    def __init__(self, dut):
+
+class TB:
+    """Register port, memory back door, image load and token capture of ``ember_tb_top``."""
+
+    def __init__(self, dut, job_dir):
         self.dut = dut
+        self.job_dir = Path(job_dir)
         self.fall = FallingEdge(dut.clk)
 
     async def start(self):
         dut = self.dut
-        cocotb.start_soon(Clock(dut.clk, 2, units="ns").start())
         dut.rst.value = 1
-        for sig in (dut.csr__addr, dut.csr__w_en, dut.csr__w_data, dut.csr__r_en,
-                    dut.backdoor__addr, dut.backdoor__data, dut.backdoor__en,
-                    dut.image_clear, dut.image_load, dut.data_out__ready, dut.ctrl_out__ready):
-            sig.value = 0
         for _ in range(3):
             await self.fall
         dut.rst.value = 0
@@ -48,11 +56,11 @@ class TB:
     # All helpers are entered right after a falling edge and return right after one.
     async def write(self, addr, value):
         dut = self.dut
-        dut.csr__addr.value = addr
-        dut.csr__w_data.value = value & 0xFFFF_FFFF
-        dut.csr__w_en.value = 1
+        dut.csr_addr.value = addr
+        dut.csr_w_data.value = value & 0xFFFF_FFFF
+        dut.csr_w_en.value = 1
         await self.fall
-        dut.csr__w_en.value = 0
+        dut.csr_w_en.value = 0
 
     async def write64(self, addr, value):
         await self.write(addr, value & 0xFFFF_FFFF)
@@ -60,19 +68,19 @@ class TB:
 
     async def read(self, addr):
         dut = self.dut
-        dut.csr__addr.value = addr
-        dut.csr__r_en.value = 1
+        dut.csr_addr.value = addr
+        dut.csr_r_en.value = 1
         await self.fall
-        dut.csr__r_en.value = 0
-        return int(dut.csr__r_data.value)
+        dut.csr_r_en.value = 0
+        return int(dut.csr_r_data.value)
 
     async def read64(self, addr):
         lo = await self.read(addr)
         hi = await self.read(addr + 4)
         return lo | hi << 32
 
-    async def load_image_file(self, path, job_dir):
-        os.replace(path, Path(job_dir) / "image.hex")
+    async def load_image_file(self, path):
+        os.replace(path, self.job_dir / "image.hex")
         self.dut.image_clear.value = 1
         self.dut.image_load.value = 1
         await self.fall
@@ -84,19 +92,30 @@ class TB:
         dut.image_clear.value = 1
         await self.fall
         dut.image_clear.value = 0
-        dut.backdoor__en.value = 1
+        dut.bd_en.value = 1
         for i, w in enumerate(words):
-            dut.backdoor__addr.value = i
-            dut.backdoor__data.value = w
+            dut.bd_addr.value = i
+            dut.bd_data.value = w
             await self.fall
-        dut.backdoor__en.value = 0
+        dut.bd_en.value = 0
 
-    async def run_job(self, job, job_dir):
+    async def dump(self, data, ctrl):
+        dut = self.dut
+        dut.dump.value = 1
+        await self.fall
+        dut.dump.value = 0
+        data += read_hex_tokens(self.job_dir / "tokens_data.hex")
+        ctrl += read_hex_tokens(self.job_dir / "tokens_ctrl.hex")
+        for name in ("tokens_data.hex", "tokens_ctrl.hex"):
+            (self.job_dir / name).unlink(missing_ok=True)
+        await self.fall
+
+    async def run_job(self, job):
         dut = self.dut
         if job.get("backdoor_words") is not None:
             await self.load_image_backdoor(job["backdoor_words"])
         else:
-            await self.load_image_file(job["image"], job_dir)
+            await self.load_image_file(job["image"])
         await self.write(CSR.PROG_ADDR, 0)
         for w in job["program_words"]:
             await self.write(CSR.PROG_DATA, w)
@@ -106,13 +125,34 @@ class TB:
         await self.write64(CSR.MEM_LIMIT_LO, job["mem_limit"])
         if job.get("watchdog") is not None:
             await self.write(CSR.WATCHDOG, job["watchdog"])
+        dut.bp_threshold.value = min(65536, round(job["backpressure"] * 65536))
+        dut.seed.value = job["seed"] & 0xFFFF_FFFF
+        dut.seed_load.value = 1
         await self.write(CSR.CTRL, 1)
+        dut.seed_load.value = 0
+        await self.fall                       # the start has cleared DONE
+        dut.capture.value = 1
 
         data, ctrl = [], []
         t0 = time.perf_counter()
-        cycles, timeout = await self.drain(data, ctrl, job["backpressure"], job["seed"],
-                                           job["max_cycles"])
+        sim0 = cocotb.utils.get_sim_time("ns")
+        timeout = False
+        deadline = Timer(2 * job["max_cycles"], "ns")
+        while True:
+            fired = await First(RisingEdge(dut.finished), RisingEdge(dut.cap_full), deadline)
+            if fired is deadline:
+                timeout = True
+                break
+            await self.fall
+            if dut.cap_full.value:
+                await self.dump(data, ctrl)
+                continue
+            break
+        dut.capture.value = 0
+        await self.fall
+        await self.dump(data, ctrl)
         wall = time.perf_counter() - t0
+        sim_cycles = int((cocotb.utils.get_sim_time("ns") - sim0) / 2)
 
         status = await self.read(CSR.STATUS)
         fault_addr = await self.read64(CSR.FAULT_ADDR_LO)
@@ -120,76 +160,19 @@ class TB:
         for i, name in enumerate(COUNTERS):
             counters[name] = await self.read64(CSR.COUNTERS + 8 * i)
         return {"data": data, "ctrl": ctrl, "status": status, "fault_addr": fault_addr,
-                "counters": counters, "timeout": timeout, "drain_cycles": cycles,
+                "counters": counters, "timeout": timeout, "drain_cycles": sim_cycles,
                 "drain_wall": wall}
-
-    async def drain(self, data, ctrl, backpressure, seed, max_cycles):
-        """Pop both queues until the unit is done and both are empty. Returns (cycles, timeout)."""
-        dut = self.dut
-        fall = self.fall
-        dv, dp = dut.data_out__valid, dut.data_out__payload
-        cv, cp = dut.ctrl_out__valid, dut.ctrl_out__payload
-        done = dut.done
-        idle = 0
-        cycles = 0
-        if backpressure <= 0.0:
-            dut.data_out__ready.value = 1
-            dut.ctrl_out__ready.value = 1
-            while cycles < max_cycles:
-                await fall
-                cycles += 1
-                d = dv.value
-                c = cv.value
-                if d:
-                    data.append(int(dp.value))
-                if c:
-                    ctrl.append(int(cp.value))
-                if not (d or c):
-                    if done.value:
-                        idle += 1
-                        if idle >= 4:
-                            break
-                else:
-                    idle = 0
-        else:
-            rng = random.Random(seed)
-            rnd = rng.random
-            dr, cr = dut.data_out__ready, dut.ctrl_out__ready
-            dut.data_out__ready.value = 0
-            dut.ctrl_out__ready.value = 0
-            while cycles < max_cycles:
-                await fall
-                cycles += 1
-                rd = rnd() >= backpressure
-                rc = rnd() >= backpressure
-                dr.value = rd
-                cr.value = rc
-                d = dv.value
-                c = cv.value
-                if d and rd:
-                    data.append(int(dp.value))
-                if c and rc:
-                    ctrl.append(int(cp.value))
-                if not (d or c):
-                    if done.value:
-                        idle += 1
-                        if idle >= 4:
-                            break
-                else:
-                    idle = 0
-        dut.data_out__ready.value = 0
-        dut.ctrl_out__ready.value = 0
-        await fall
-        return cycles, cycles >= max_cycles
 
 
 @cocotb.test()
 async def run_jobs(dut):
     job_dir = Path(os.environ["EMBER_RTL_JOB"])
     jobs = json.loads((job_dir / "jobs.json").read_text())
-    tb = TB(dut)
+    tb = TB(dut, job_dir)
     await tb.start()
     results = []
     for job in jobs:
-        results.append(await tb.run_job(job, job_dir))
+        results.append(await tb.run_job(job))
+        if results[-1]["timeout"]:
+            break
     (job_dir / "results.json").write_text(json.dumps(results))

@@ -66,9 +66,9 @@ def scf_for_bag(spec: BagSpec) -> str:
          "  %c0 = arith.constant 0 : index",
          "  %c1 = arith.constant 1 : index",
          f"  %nbags = memref.dim %out, %c0 : {mt}",
-         f"  %dim = memref.dim %table, %c1 : {mt}",
-         f"  %zero = arith.constant 0.0 : {t}"]
+         f"  %dim = memref.dim %table, %c1 : {mt}"]
     if spec.mode == "max":
+        L.append(f"  %zero = arith.constant 0.0 : {t}")
         L.append(f"  %ninf = arith.constant {_NEG_INF[t]} : {t}")
     if pad:
         L.append(f"  %pad = arith.constant {spec.padding_idx} : index")

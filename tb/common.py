@@ -50,6 +50,21 @@ VERILATOR_ARGS = [
 _memo: dict[str, Path] = {}
 
 
+def _runner():
+    """The cocotb Verilator runner, without ``--public-flat-rw`` (which makes every signal of the
+    design VPI-visible and the model several times slower): the wrapper marks the few signals the
+    testbench touches with ``/*verilator public_flat_rw*/``."""
+    base = get_runner("verilator")
+
+    class _Verilator(type(base)):
+        def _build_command(self):
+            cmds = super()._build_command()
+            cmds[0] = [arg for arg in cmds[0] if arg != "--public-flat-rw"]
+            return cmds
+
+    return _Verilator()
+
+
 def mem_words_for(nbytes: int) -> int:
     """Memory model size (64-bit words) for an image of ``nbytes``: a power of two >= 64 Ki words."""
     words = max(MIN_MEM_WORDS, -(-nbytes // 8))
@@ -120,7 +135,7 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
             (build_dir / "ember_hbm_storage.v").write_text(storage_text)
             (build_dir / f"{TOPLEVEL}.v").write_text(tb_text)
             (build_dir / "config.json").write_text(cfg_key)
-            runner = get_runner("verilator")
+            runner = _runner()
             env_make = os.environ.get("MAKEFLAGS")
             os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
             try:

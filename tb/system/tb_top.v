@@ -18,33 +18,35 @@ module ember_tb_top #(
     parameter DATA_CAP = 1 << 20,
     parameter CTRL_CAP = 1 << 18
 ) ();
-    reg clk = 1'b0;
+    reg clk /*verilator public_flat_rw*/ = 1'b0;
     always #1 clk = ~clk;
 
-    reg              rst = 1'b1;
-    reg  [11:0]      csr_addr = 0;
-    reg              csr_w_en = 0;
-    reg  [31:0]      csr_w_data = 0;
-    reg              csr_r_en = 0;
-    wire [31:0]      csr_r_data;
-    reg  [ABITS-1:0] bd_addr = 0;
-    reg  [63:0]      bd_data = 0;
-    reg              bd_en = 0;
-    reg              image_clear = 0;
-    reg              image_load = 0;
+    reg              rst /*verilator public_flat_rw*/ = 1'b1;
+    reg  [11:0]      csr_addr /*verilator public_flat_rw*/ = 0;
+    reg              csr_w_en /*verilator public_flat_rw*/ = 0;
+    reg  [31:0]      csr_w_data /*verilator public_flat_rw*/ = 0;
+    reg              csr_r_en /*verilator public_flat_rw*/ = 0;
+    wire [31:0]      csr_r_data /*verilator public_flat_rw*/;
+    reg  [ABITS-1:0] bd_addr /*verilator public_flat_rw*/ = 0;
+    reg  [63:0]      bd_data /*verilator public_flat_rw*/ = 0;
+    reg              bd_en /*verilator public_flat_rw*/ = 0;
+    reg              image_clear /*verilator public_flat_rw*/ = 0;
+    reg              image_load /*verilator public_flat_rw*/ = 0;
 
-    reg              capture = 0;
-    reg  [16:0]      bp_threshold = 0;
-    reg  [31:0]      seed = 1;
-    reg              seed_load = 0;
-    reg              dump = 0;
+    reg              capture /*verilator public_flat_rw*/ = 0;
+    reg  [16:0]      bp_threshold /*verilator public_flat_rw*/ = 0;
+    reg  [31:0]      seed /*verilator public_flat_rw*/ = 1;
+    reg              seed_load /*verilator public_flat_rw*/ = 0;
+    reg              dump /*verilator public_flat_rw*/ = 0;
     reg  [31:0]      data_n = 0;
     reg  [31:0]      ctrl_n = 0;
-    reg              cap_full = 0;
-    reg              finished = 0;
+    reg              cap_full /*verilator public_flat_rw*/ = 0;
+    reg              finished /*verilator public_flat_rw*/ = 0;
     reg  [2:0]       quiet = 0;
 
-    wire             data_valid, ctrl_valid, busy, done;
+    wire             data_valid, ctrl_valid;
+    wire             busy /*verilator public_flat_rw*/;
+    wire             done /*verilator public_flat_rw*/;
     wire [63:0]      data_payload;
     wire [15:0]      ctrl_payload;
 

@@ -55,15 +55,4 @@ def emit(text: str, stage: str, *, filename: str = "<input>",
     assert isinstance(result, Compilation)
     if stage == "bin":
         return result.kernel.program.encode()
-    return _asm_with_header(result.kernel)
-
-
-def _asm_with_header(kernel: Kernel) -> str:
-    lines = [f"# kernel {kernel.name}: access program (docs/isa.md), argument registers:"]
-    for n, spec in enumerate(kernel.arg_map):
-        pname = f" ({kernel.params[spec.param].name})" if 0 <= spec.param < len(kernel.params) else ""
-        lines.append(f"#   a{n} = {spec}{pname}")
-    lines.append("# callbacks (id: name, operands):")
-    for cb_id, (name, n_ops) in sorted(kernel.callbacks.items()):
-        lines.append(f"#   {cb_id}: {name}, {n_ops}")
-    return "\n".join(lines) + "\n" + kernel.program.to_asm()
+    return result.kernel.program.to_asm()

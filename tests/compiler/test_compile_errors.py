@@ -105,6 +105,13 @@ func.func @f(%t: memref<?xf32>) {
 CASES = {
     "scf.while": (WHILE, "k.mlir:3:3: unsupported operation 'scf.while'"),
     "unregistered op": (MATH, "k.mlir:4:3: unsupported operation 'math.sqrt'"),
+    "scf.while without operands (custom syntax xDSL cannot parse)": (
+        "func.func @f() {\n  scf.while : () -> () {\n    %t = arith.constant true\n"
+        "    scf.condition(%t)\n  } do {\n    scf.yield\n  }\n  return\n}\n",
+        "k.mlir:2:3: unsupported operation 'scf.while'"),
+    "a type where an op should be": (
+        sum_with("arith.addf %acc, %v : f32", "arith.addf %acc, %v : f32 f32"),
+        "k.mlir:16:9: Operation f32 is not registered"),
     "scf.if around a decoupled load": (
         sum_with(BODY, "        %pos = arith.cmpi sgt, %row, %c0 : index\n        scf.if %pos {\n"
                        + BODY.replace("        ", "          ") + "        }\n"),
@@ -145,7 +152,7 @@ CASES = {
                                           "      }\n      scf.for %d = %c0"),
         "k.mlir:15:7: unsupported second decoupled 'scf.for' in one loop body (the access program "
         "is one loop chain; the first is at 12:7)"),
-    "not MLIR": ("func.func @f( {", "k.mlir:1:15: Expected argument or type"),
+    "not MLIR": ("func.func @f( {", "k.mlir:1:15: Expected argument or type in 'func.func'"),
 }
 
 

@@ -70,6 +70,10 @@ def element_type_name(t: Attribute) -> str | None:
 _MEMREF_ELEMENTS = ("f32", "f64", "i32", "i64", "index")
 
 
+#: The name of the operation starting at a position (after its result list).
+_OP_NAME = re.compile(r'(?:%[\w$.-]+(?::\d+)?\s*(?:,\s*%[\w$.-]+(?::\d+)?\s*)*=\s*)?"?([A-Za-z_][\w$.]*)')
+
+
 class _LocatingParser(Parser):
     """xDSL's parser, recording each operation's start as a FileLineColLoc."""
 
@@ -82,12 +86,18 @@ class _LocatingParser(Parser):
         try:
             op = super().parse_operation()
         except ParseError as e:
-            m = re.fullmatch(r"Operation (\w+\.[\w.]+) is not registered", e.msg)
-            if m is None:
-                raise
+            # Report at the innermost operation: unsupported ops by name, else the parse error.
             loc = start.get_location()
-            raise CompileError(f"unsupported operation '{m[1]}'",
-                               Location(self._filename, loc.line, loc.col)) from None
+            here = Location(self._filename, loc.line, loc.col)
+            m = re.fullmatch(r"Operation (\w+\.[\w.]+) is not registered", e.msg)
+            if m is not None:
+                raise CompileError(f"unsupported operation '{m[1]}'", here) from None
+            name = _OP_NAME.match(start.input.content, start.start)
+            if name is not None and "." in name[1] and name[1] not in SUPPORTED_OPS:
+                raise CompileError(f"unsupported operation '{name[1]}'", here) from None
+            at = e.span.get_location()
+            what = f" in '{name[1]}'" if name is not None and "." in name[1] else ""
+            raise CompileError(f"{e.msg}{what}", Location(self._filename, at.line, at.col)) from None
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(StringAttr(self._filename), IntAttr(loc.line),

@@ -1,14 +1,3 @@
-# kernel embedding_bag_f64: access program (docs/isa.md), argument registers:
-#   a0 = dim arg3[0] (out)
-#   a1 = base arg2 (offsets)
-#   a2 = bytes arg2 (offsets)
-#   a3 = base arg1 (indices)
-#   a4 = bytes arg1 (indices)
-#   a5 = dim arg0[1] (table)
-#   a6 = base arg0 (table)
-#   a7 = bytes arg0 (table)
-# callbacks (id: name, operands):
-#   0: layer2_iter, 3
 .version 0
 .args 8
 layer 0  lb=#0 ub=a0 step=#1

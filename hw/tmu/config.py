@@ -72,7 +72,7 @@ class TmuConfig:
     @classmethod
     def small(cls):
         """A small configuration that builds and simulates fast (tests)."""
-        return cls(layers=3, streams=8, actions=8, regions=2, args=8, max_inflight=16,
+        return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8)
 
     def as_dict(self):

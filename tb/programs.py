@@ -1,0 +1,267 @@
+"""Access programs and memory images for the hardware tests (built with ``sw.runtime.isa``).
+
+Every generator returns a :class:`Case`: program bytes, memory image, argument registers and a
+name. The expected result is always the golden model's (``sw.runtime.golden.run_golden``).
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from sw.runtime.handwritten import embedding_bag_memory, embedding_bag_program
+from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limits, Program,
+                            Region, Source, Stream, StreamKind)
+
+
+__all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
+           "fault_cases", "mutated_cases", "watchdog_case"]
+
+
+@dataclass
+class Case:
+    name: str
+    program: bytes
+    memory: bytes
+    args: Sequence[int]
+
+
+def limits_of(config) -> Limits:
+    """The golden model's ``Limits`` for a ``TmuConfig``."""
+    return Limits(layers=config.layers, regions=config.regions, streams=config.streams,
+                  actions=config.actions, args=config.args)
+
+
+def embedding_bag_case(name, rows, dim, lengths, *, seed=0, elem_size=4, indices=None):
+    """Hand-written embedding-bag program (3 layers) over a random table."""
+    rng = np.random.default_rng(seed)
+    dtype = np.float32 if elem_size == 4 else np.float64
+    table = rng.standard_normal((rows, dim)).astype(dtype)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if indices is None:
+        indices = rng.integers(0, rows, int(lengths.sum()))
+    indices = np.asarray(indices, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    memory, args = embedding_bag_memory(table, indices, offsets)
+    return Case(name, embedding_bag_program(elem_size).encode(), memory, args)
+
+
+def _data_image(rng, words=64):
+    """Memory: 64 random words, then 64 bytes of small values 0..7 (bounds/indices)."""
+    data = [rng.getrandbits(64) for _ in range(words)]
+    small = bytes(rng.randrange(8) for _ in range(64))
+    mem = struct.pack(f"<{words}Q", *data) + small
+    return mem, 0, 8 * words, 8 * words, 64
+
+
+def alu_case(seed=0):
+    """One layer over 16 words: loads of every size/sign, every ALU op, FWD; all pushed."""
+    rng = random.Random(seed)
+    mem, dbase, dbytes, sbase, sbytes = _data_image(rng)
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    streams = [
+        Stream(0, StreamKind.MEM, R(0), I(0), size=8, stride=8, region=0),            # s0
+        Stream(0, StreamKind.MEM, R(0), I(0), size=4, stride=8, signed=True, region=0),
+        Stream(0, StreamKind.MEM, R(0), I(0), size=2, stride=6, signed=True, region=0),
+        Stream(0, StreamKind.MEM, R(0), I(0), size=1, stride=3, region=0),             # s3
+        Stream(0, StreamKind.ALU, S(0), R(2), op=AluOp.ADD),                            # s4 (blocking s0)
+    ]
+    ops = rng.sample(list(AluOp), 10)    # 16 stream slots; seeds together cover every op
+    pushes = [S(0), S(1), S(2), S(3), S(4)]
+    operand_choices = [S(0), S(1), S(2), S(3), S(4), I(0), R(2), R(3), imm(-5), imm(63), imm(7)]
+    for op in ops:
+        a, b = rng.choice(operand_choices), rng.choice(operand_choices)
+        streams.append(Stream(0, StreamKind.ALU, a, b, op=op))
+        pushes.append(S(len(streams) - 1))
+    streams.append(Stream(0, StreamKind.FWD, R(3)))
+    pushes.append(S(len(streams) - 1))
+    # Only 16 actions fit the default configuration: push a selection, plus control ids.
+    rng.shuffle(pushes)
+    actions = [Action(0, Event.BEGIN, ActionKind.CONTROL, callback=0x1234),
+               Action(0, Event.BEGIN, ActionKind.OPERAND, source=R(3))]
+    actions += [Action(0, Event.ITER, ActionKind.OPERAND, source=p) for p in pushes[:12]]
+    actions += [Action(0, Event.ITER, ActionKind.CONTROL, callback=7),
+                Action(0, Event.END, ActionKind.CONTROL, callback=0xFFFE)]
+    prog = Program(n_args=4,
+                   layers=[Layer(imm(0), imm(16), imm(1))],
+                   regions=[Region(R(0), R(1))],
+                   streams=streams[:16], actions=actions)
+    args = [dbase, dbytes, rng.getrandbits(64), -rng.getrandbits(40)]
+    return Case(f"alu_{seed}", prog.encode(), mem, args)
+
+
+def random_case(seed, *, layers=3, streams=8, actions=8, regions=2, args=8):
+    """A random valid program over a small image: dense and range layers, MEM/ALU/FWD streams
+    with visible sources, actions on every event. Loops are short; loads may fault (the golden
+    model says how)."""
+    rng = random.Random(seed)
+    mem, dbase, dbytes, sbase, sbytes = _data_image(rng)
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    n_layers = rng.randint(1, layers)
+    n_args = args
+    argv = [dbase, dbytes, sbase, sbytes] + [rng.randrange(1, 5) for _ in range(n_args - 4)]
+    prog = Program(n_args=n_args)
+    prog.regions = [Region(R(0), R(1)), Region(R(2), R(3))][:regions]
+    stream_layer = []
+
+    def visible_streams(k, strictly_below=False):
+        return [sid for sid, L in enumerate(stream_layer) if (L < k if strictly_below else L <= k)]
+
+    def operand(k, for_stream=True):
+        choices = [imm(rng.randrange(-3, 9)), R(rng.randrange(n_args))]
+        choices += [I(rng.randrange(k + 1))]
+        vis = visible_streams(k)
+        if vis:
+            choices += [S(rng.choice(vis))] * 2
+        return rng.choice(choices)
+
+    # Layers first (bounds may use streams of the layer above, created below in order).
+    budget = streams
+    for k in range(n_layers):
+        kind = rng.choice(["dense", "range"]) if k > 0 else "dense"
+        if kind == "range" and budget >= 2:
+            # lb = small[x], ub = small[x] + t  (non-decreasing usually; check_order on)
+            lo = len(stream_layer)
+            stream_layer.append(k - 1)
+            prog.streams.append(Stream(k - 1, StreamKind.MEM, R(2), I(k - 1), size=1, stride=1,
+                                       region=1 if regions > 1 else 0))
+            stream_layer.append(k - 1)
+            prog.streams.append(Stream(k - 1, StreamKind.ALU, S(lo), imm(rng.randrange(-1, 4)),
+                                       op=AluOp.ADD))
+            budget -= 2
+            prog.layers.append(Layer(S(lo), S(lo + 1), imm(rng.choice([1, 1, 2])),
+                                     check_order=rng.random() < 0.8))
+        else:
+            prog.layers.append(Layer(imm(rng.randrange(0, 2)), imm(rng.randrange(1, 5)),
+                                     imm(rng.choice([1, 1, 2]))))
+        # A few streams of this layer.
+        for _ in range(rng.randrange(0, 3)):
+            if budget == 0:
+                break
+            sid = len(stream_layer)
+            kind = rng.choice(["mem", "mem", "alu", "fwd"])
+            if kind == "mem":
+                size = rng.choice([1, 2, 4, 8])
+                idx = rng.choice([I(rng.randrange(k + 1)), imm(rng.randrange(8))]
+                                 + [S(s) for s in visible_streams(k)])
+                s = Stream(k, StreamKind.MEM, R(0), idx, size=size,
+                           stride=size * rng.choice([1, 1, 2, -1]), signed=rng.random() < 0.5,
+                           region=0)
+            elif kind == "alu":
+                s = Stream(k, StreamKind.ALU, operand(k), operand(k), op=rng.choice(list(AluOp)))
+            else:
+                s = Stream(k, StreamKind.FWD, operand(k))
+            stream_layer.append(k)
+            prog.streams.append(s)
+            budget -= 1
+    # Actions.
+    for _ in range(rng.randrange(1, actions + 1)):
+        k = rng.randrange(n_layers)
+        event = rng.choice(list(Event))
+        if rng.random() < 0.35:
+            prog.actions.append(Action(k, event, ActionKind.CONTROL, callback=rng.randrange(0xFFFF)))
+        else:
+            lim = k if event == Event.ITER else k - 1
+            choices = [imm(rng.randrange(-100, 100)), R(rng.randrange(n_args))]
+            if lim >= 0:
+                choices += [I(rng.randrange(lim + 1))]
+                vis = visible_streams(lim)
+                choices += [S(rng.choice(vis))] * 3 if vis else []
+            prog.actions.append(Action(k, event, ActionKind.OPERAND, source=rng.choice(choices)))
+    return Case(f"random_{seed}", prog.encode(), mem, argv)
+
+
+def _words(program):
+    return list(struct.unpack(f"<{len(program) // 4}I", program))
+
+
+def _pack(words):
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def fault_cases(config):
+    """Named programs that fault, one per fault code the golden model can produce."""
+    base = embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0])
+    words = _words(base.program)
+    cases = []
+
+    w = list(words); w[0] ^= 1
+    cases.append(Case("bad_magic", _pack(w), base.memory, base.args))
+    w = list(words); w[1] = 1
+    cases.append(Case("bad_version", _pack(w), base.memory, base.args))
+    w = list(words); w[1] = 1 << 16
+    cases.append(Case("version_reserved", _pack(w), base.memory, base.args))
+    # Too many layers: the header announces config.layers + 1 layers (length consistent).
+    n = config.layers + 1
+    hdr = [MAGIC, 0, n, 0] + sum(([k, Source.imm(0).encode(), Source.imm(1).encode(),
+                                   Source.imm(1).encode()] for k in range(n)), [])
+    cases.append(Case("too_many_layers", _pack(hdr), base.memory, base.args))
+    w = list(words); w[3] = config.args + 1
+    cases.append(Case("too_many_args", _pack(w), base.memory, base.args))
+    # Illegal field: stream 1 kind = 3.
+    stream1 = 4 + 4 * (3 + 3) + 4
+    w = list(words); w[stream1] = (w[stream1] & ~(0xF << 16)) | (3 << 16)
+    cases.append(Case("illegal_stream_kind", _pack(w), base.memory, base.args))
+    w = list(words); w[4] |= 1 << 31
+    cases.append(Case("layer_reserved_bit", _pack(w), base.memory, base.args))
+    # Not visible: layer 1 lb reads stream 3 (layer 1).
+    w = list(words); w[4 + 4 + 1] = Source.stream(3).encode()
+    cases.append(Case("source_not_visible", _pack(w), base.memory, base.args))
+    # Truncated / too long / not a multiple of 4.
+    cases.append(Case("truncated", _pack(words[:-1]), base.memory, base.args))
+    cases.append(Case("too_long", _pack(words + [0]), base.memory, base.args))
+    cases.append(Case("odd_length", base.program + b"\x00\x00", base.memory, base.args))
+    cases.append(Case("header_only_2_words", _pack(words[:2]), base.memory, base.args))
+    cases.append(Case("empty", b"", base.memory, base.args))
+    # Run-time: an index past the table (ADDR_RANGE), decreasing offsets (RANGE_ORDER),
+    # misaligned load, a load beyond the memory image.
+    c = embedding_bag_case("addr_range", rows=4, dim=3, lengths=[2, 1], indices=[1, 4, 0])
+    cases.append(c)
+    c = embedding_bag_case("range_order", rows=4, dim=2, lengths=[2, -1, 1], indices=[1, 2, 3])
+    cases.append(c)
+    c = embedding_bag_case("misaligned", rows=4, dim=2, lengths=[1, 1], indices=[0, 1])
+    args = list(c.args); args[2] += 4     # table base off by 4 bytes, f32 elements fine ...
+    prog = embedding_bag_program(8)       # ... but 8-byte elements are misaligned
+    cases.append(Case("misaligned", prog.encode(), c.memory, args))
+    # The table region (granted) extends past the memory image, and a row lies beyond it.
+    c = embedding_bag_case("beyond_image", rows=4, dim=2, lengths=[1, 1], indices=[0, 1])
+    args = list(c.args); args[7] += 4096; args[2] = len(c.memory) - 8
+    cases.append(Case("beyond_image", c.program, c.memory, args))
+    return cases
+
+
+def mutated_cases(seed, count, config):
+    """Valid programs with one random word or bit changed: exercises every decoder check
+    against the golden loader (code and PC)."""
+    rng = random.Random(seed)
+    bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
+             alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
+                                for i in range(4)]
+    out = []
+    for n in range(count):
+        base = rng.choice(bases)
+        w = _words(base.program)
+        pc = rng.randrange(len(w))
+        r = rng.random()
+        if r < 0.5:
+            w[pc] ^= 1 << rng.randrange(32)
+        elif r < 0.7:
+            w[pc] = rng.getrandbits(32)
+        elif r < 0.85:
+            field = rng.choice([0, 8, 16, 20, 24, 28])
+            w[pc] = (w[pc] & ~(0xF << field)) | (rng.randrange(16) << field)
+        else:
+            w[pc] = (w[pc] & 0xFFFFFF00) | rng.randrange(256)
+        out.append(Case(f"mutated_{seed}_{n}", _pack(w), base.memory, base.args))
+    return out
+
+
+def watchdog_case():
+    """A long loop that marshals nothing and loads nothing: only the watchdog stops it."""
+    prog = Program(layers=[Layer(Source.imm(0), Source.imm(1 << 26))],
+                   actions=[Action(0, Event.END, ActionKind.CONTROL, callback=1)])
+    return Case("watchdog", prog.encode(), bytes(64), [])

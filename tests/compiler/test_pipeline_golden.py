@@ -65,3 +65,24 @@ def test_alloc_example_computes_nbags_in_an_expr_register():
     kernel = compile_mlir((EXAMPLES / "embedding_bag_alloc.mlir").read_text())
     assert str(kernel.arg_map[0]) == "expr (args[2].shape[0] - 1)"
     assert [p.in_image for p in kernel.params] == [True, True, True]
+
+
+def test_execute_side_of_the_mean_example_matches_golden():
+    kernel = compile_mlir((EXAMPLES / "embedding_bag_mean.mlir").read_text())
+    assert kernel.execute_source == (GOLDEN / "embedding_bag_mean.execute.py").read_text()
+
+
+def test_passes_run_as_an_xdsl_pipeline():
+    from xdsl.passes import PassPipeline
+
+    from sw.compiler.context import make_context
+    from sw.compiler.conversion.scf_to_slc import ConvertScfToSlc
+    from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
+    from sw.compiler.frontends.mlir import parse_mlir
+
+    text = (EXAMPLES / "embedding_bag_mean.mlir").read_text()
+    module = parse_mlir(text)
+    PassPipeline((ConvertScfToSlc(), ConvertSlcToDlc())).apply(make_context(), module)
+    module.verify()
+    assert str(module) + "\n" == emit(text, "dlc")
+    assert (ConvertScfToSlc.name, ConvertSlcToDlc.name) == ("convert-scf-to-slc", "convert-slc-to-dlc")

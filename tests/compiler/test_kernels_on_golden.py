@@ -266,3 +266,35 @@ def test_callback_arith_follows_mlir_semantics():
                 (p.astype(np.float64) ** 2).astype(np.float32), np.zeros(6, np.float32),
                 np.where(p >= 0.5, p + np.float32(1.5), np.float32(-1.0))]
     np.testing.assert_array_equal(fout, np.stack(cols, axis=1).astype(np.float32))
+
+
+SCALED = """\
+func.func @scaled(%table: memref<10x4xf32>, %indices: memref<?xi64>, %n: index, %scale: f32, %out: memref<?x4xf32>) -> memref<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %j = %c0 to %n step %c1 {
+    %r = memref.load %indices[%j] : memref<?xi64>
+    %row = arith.index_cast %r : i64 to index
+    scf.for %d = %c0 to %c4 step %c1 {
+      %v = memref.load %table[%row, %d] : memref<10x4xf32>
+      %w = arith.mulf %v, %scale : f32
+      memref.store %w, %out[%j, %d] : memref<?x4xf32>
+    }
+  }
+  return %out : memref<?x4xf32>
+}
+"""
+
+
+def test_static_shapes_and_scalar_arguments():
+    kernel = compile_mlir(SCALED)
+    assert [str(a) for a in kernel.arg_map] == ["scalar arg2", "base arg1", "bytes arg1",
+                                               "base arg0", "bytes arg0"]
+    assert "stream 1 layer=1 alu  mul a=s0 b=#4" in kernel.program.to_asm()   # static dim: IMM
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((10, 4)).astype(np.float32)
+    indices = np.array([9, 0, 3], dtype=np.int64)
+    out = np.zeros((3, 4), np.float32)
+    result = run_kernel(kernel, [table, indices, 3, 0.5, out], "golden")
+    np.testing.assert_array_equal(result.results[0], table[indices] * np.float32(0.5))

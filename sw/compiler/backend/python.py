@@ -139,6 +139,14 @@ class _Gen:
         self.emit(0, "def execute(args, control, pop):")
         if params:
             self.emit(1, f"{', '.join(params)}, = args")
+        for arg in fn.args:   # scalars arrive as Python numbers or 0-d arrays
+            t = arg.type
+            if isinstance(t, Float32Type | Float64Type):
+                self.emit(1, f"{self.name(arg)} = {_float_ctor(t)}({self.name(arg)})")
+            elif isinstance(t, IntegerType) and t.width.data == 1:
+                self.emit(1, f"{self.name(arg)} = bool({self.name(arg)})")
+            elif isinstance(t, IndexType | IntegerType):
+                self.emit(1, f"{self.name(arg)} = _wrap({self.name(arg)}, {_width(t)})")
         self.emit(1, "with np.errstate(all='ignore'):  # IEEE results (inf, nan), as in MLIR")
         body = [op for op in fn.body.block.ops]
         for op in body:

@@ -166,23 +166,27 @@ def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[s
                plusargs: list[str] | None = None, waves: bool = False) -> None:
     """Run the cocotb ``test_module`` (dotted name, importable from the repository root) on a built
     model. Raises ``RuntimeError`` if a test failed (the log is in ``test_dir/sim.log``)."""
-    runner = get_runner("verilator")
+    runner = _runner()
     extra_env = {"PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in sys.path if p])}
     extra_env.update(env or {})
-    results = test_dir / "results.xml"
     log = test_dir / "sim.log"
-    runner.test(
-        test_module=test_module,
-        hdl_toplevel=TOPLEVEL,
-        hdl_toplevel_lang="verilog",
-        build_dir=build_dir,
-        test_dir=test_dir,
-        extra_env=extra_env,
-        plusargs=plusargs or [],
-        waves=waves or os.environ.get("WAVES") == "1",
-        results_xml=str(results),
-        log_file=log,
-    )
+    try:
+        # results_xml must stay unset under pytest (the runner then names the file itself).
+        results = runner.test(
+            test_module=test_module,
+            hdl_toplevel=TOPLEVEL,
+            hdl_toplevel_lang="verilog",
+            build_dir=build_dir,
+            test_dir=test_dir,
+            extra_env=extra_env,
+            plusargs=plusargs or [],
+            waves=waves or os.environ.get("WAVES") == "1",
+            log_file=log,
+        )
+    except Exception as e:
+        tail = log.read_text(errors="replace")[-4000:] if log.is_file() else ""
+        raise RuntimeError(f"cocotb test {test_module} failed ({e}); log {log}:\n{tail}") from None
+    results = Path(results)
     if not results.is_file():
         raise RuntimeError(f"cocotb produced no results; see {log}")
     _, failed = get_results(results)

@@ -24,7 +24,7 @@ from .backend.python import generate_execute
 from .backend.tmu import AccessProgram, build_program, param_specs
 from .conversion.scf_to_slc import decouple_function
 from .conversion.slc_to_dlc import lower_function
-from .errors import CompileError, location_of
+from .errors import CompileError
 from .frontends.mlir import check_supported, element_type_name, parse_mlir
 
 __all__ = ["STAGES", "Compilation", "run_pipeline"]

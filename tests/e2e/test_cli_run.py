@@ -16,12 +16,13 @@ def write_inputs(path, *, bad_index=False):
     table = rng.standard_normal((9, 3)).astype(np.float32)
     indices = np.array([8, 8, 0, 4], dtype=np.int64)
     offsets = np.array([0, 2, 2, 4], dtype=np.int64)
+    expected = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
+                                                 torch.from_numpy(offsets[:-1]), mode="sum").numpy()
     if bad_index:
-        indices[2] = 9
+        indices[2] = 9                                     # one past the last row
     # foreign_bag_f32 takes (offsets, table, out, indices)
     np.savez(path, arg0=offsets, arg1=table, arg2=np.zeros((3, 3), np.float32), arg3=indices)
-    return torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
-                                             torch.from_numpy(offsets[:-1]), mode="sum").numpy()
+    return expected
 
 
 @pytest.mark.parametrize("stage", ["scf", "slc", "dlc", "asm"])

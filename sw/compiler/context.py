@@ -6,6 +6,7 @@ from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
+from xdsl.dialects.math import Math
 from xdsl.dialects.memref import MemRef
 from xdsl.dialects.scf import Scf
 
@@ -17,6 +18,6 @@ __all__ = ["make_context"]
 
 def make_context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Func, Scf, Arith, MemRef, SLC, DLC):
+    for dialect in (Builtin, Func, Scf, Arith, Math, MemRef, SLC, DLC):
         ctx.load_dialect(dialect)
     return ctx

@@ -298,3 +298,32 @@ def test_static_shapes_and_scalar_arguments():
     out = np.zeros((3, 4), np.float32)
     result = run_kernel(kernel, [table, indices, 3, 0.5, out], "golden")
     np.testing.assert_array_equal(result.results[0], table[indices] * np.float32(0.5))
+
+
+FMA = """\
+func.func @fma(%a: memref<?xf64>, %b: memref<?xf64>, %c: memref<?xf64>, %out: memref<?xf64>) -> memref<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {
+    %x = memref.load %a[%i] : memref<?xf64>
+    %y = memref.load %b[%i] : memref<?xf64>
+    %z = memref.load %c[%i] : memref<?xf64>
+    %r = math.fma %x, %y, %z : f64
+    memref.store %r, %out[%i] : memref<?xf64>
+  }
+  return %out : memref<?xf64>
+}
+"""
+
+
+def test_math_fma_rounds_once():
+    from fractions import Fraction
+    kernel = compile_mlir(FMA)
+    a = np.array([1 + 2.0**-30, 0.1, np.inf], dtype=np.float64)
+    b = np.array([1 - 2.0**-30, 3.0, 1.0], dtype=np.float64)
+    c = np.array([-1.0, -0.3, 1.0], dtype=np.float64)
+    result = run_kernel(kernel, [a, b, c, np.zeros(3)], "golden").results[0]
+    exact = [float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(a[:2], b[:2], c[:2])]
+    assert result.tolist() == exact + [np.inf]
+    assert result[0] == -(2.0**-60) != a[0] * b[0] + c[0]      # a separate multiply would give 0

@@ -74,8 +74,16 @@ def test_per_sample_weights():
     offsets, weights = torch.tensor([0, 2, 2, 5]), torch.randn(8)
     tk = compile_torch(bag, (INP, offsets, weights))
     assert tk.spec.per_sample_weights
-    # PyTorch fuses the weight multiply into an FMA; the compiled code rounds the product first.
-    torch.testing.assert_close(run(tk, INP, offsets, weights), bag(INP, offsets, weights).detach())
+    assert "%new = math.fma %w, %v, %acc : f32" in tk.scf      # as PyTorch: one rounding
+    assert torch.equal(run(tk, INP, offsets, weights), bag(INP, offsets, weights).detach())
+
+
+def test_per_sample_weights_f64():
+    torch.manual_seed(2)
+    bag = torch.nn.EmbeddingBag(10, 5, mode="sum", dtype=torch.float64)
+    offsets, weights = torch.tensor([0, 2, 2, 5]), torch.randn(8, dtype=torch.float64)
+    tk = compile_torch(bag, (INP, offsets, weights))
+    assert torch.equal(run(tk, INP, offsets, weights), bag(INP, offsets, weights).detach())
 
 
 def test_function_calling_f_embedding_bag_is_traced_with_torch_export():

@@ -1,6 +1,7 @@
 """MLIR SCF text frontend: parse, record source locations, check the supported subset.
 
-The input is one ``func.func`` made of ``func``, ``scf``, ``arith`` and ``memref`` operations —
+The input is one ``func.func`` made of ``func``, ``scf``, ``arith`` and ``memref`` operations
+(and ``math.fma``) —
 what torch-mlir, the MLIR sparsifier and Ember's own tests produce for embedding operations.
 Every operation gets a ``FileLineColLoc`` of where it starts in the input (unless the text gives
 an explicit ``loc(...)``), so later stages can report errors at ``line:col``.
@@ -48,6 +49,7 @@ SUPPORTED_OPS = frozenset({
     "arith.cmpi", "arith.cmpf", "arith.select",
     "arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
     "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+    "math.fma",
 })
 
 _INT_WIDTHS = (1, 8, 16, 32, 64)

@@ -11,7 +11,7 @@ How the op is found:
   attributes instead: its ``forward`` is exactly ``F.embedding_bag`` with them.
 
 Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``sum``, as in
-PyTorch); ``include_last_offset``; ``padding_idx``; float32 and float64 weights; 1-D input with
+PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``; ``padding_idx``; float32 and float64 weights; 1-D input with
 offsets or 2-D input (fixed-length bags). Not supported (CompileError): ``max_norm``, other ops in
 the traced function, other weight dtypes.
 
@@ -100,13 +100,16 @@ def scf_for_bag(spec: BagSpec) -> str:
               "      }"]
     L += ["      scf.for %d = %c0 to %dim step %c1 {",
           f"        %v = memref.load %table[%row, %d] : {mt}"]
-    x = "%v"
-    if spec.per_sample_weights:
+    if spec.mode == "max":
+        update = f"%new = arith.maximumf %acc, %v : {t}"
+    elif spec.per_sample_weights and t == "f32":   # PyTorch's CPU float32 kernel uses an FMA
+        update = f"%new = math.fma %w, %v, %acc : {t}"
+    elif spec.per_sample_weights:                  # ... its float64 kernel multiplies, then adds
         L.append(f"        %wv = arith.mulf %w, %v : {t}")
-        x = "%wv"
-    inner = [f"%acc = memref.load %out[%b, %d] : {mt}",
-             (f"%new = arith.maximumf %acc, {x} : {t}" if spec.mode == "max"
-              else f"%new = arith.addf %acc, {x} : {t}"),
+        update = f"%new = arith.addf %acc, %wv : {t}"
+    else:
+        update = f"%new = arith.addf %acc, %v : {t}"
+    inner = [f"%acc = memref.load %out[%b, %d] : {mt}", update,
              f"memref.store %new, %out[%b, %d] : {mt}"]
     if pad:
         L += ["        %keep = arith.cmpi ne, %row, %pad : index",

@@ -327,3 +327,24 @@ def test_math_fma_rounds_once():
     exact = [float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(a[:2], b[:2], c[:2])]
     assert result.tolist() == exact + [np.inf]
     assert result[0] == -(2.0**-60) != a[0] * b[0] + c[0]      # a separate multiply would give 0
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+def test_spmm_csr_example_against_torch_sparse(kernels):
+    rng = np.random.default_rng(7)
+    dense = rng.standard_normal((6, 9)).astype(np.float32) * (rng.random((6, 9)) < 0.4)
+    dense[2] = 0                                                    # an empty row
+    csr = torch.from_numpy(dense).to_sparse_csr()
+    x = rng.standard_normal((9, 5)).astype(np.float32)
+    rowptr, col = csr.crow_indices().numpy(), csr.col_indices().numpy()
+    val = csr.values().numpy()
+    kernel = kernels["spmm_csr"]
+    assert str(kernel.arg_map[0]) == "expr args[4][0]"
+    out = np.zeros((6, 5), np.float32)
+    result = run_kernel(kernel, [rowptr, col, val, x, np.array([6]), out], "golden").results[0]
+    expected = np.zeros((6, 5), np.float32)
+    for i in range(6):                                              # the kernel's order of sums
+        for j in range(rowptr[i], rowptr[i + 1]):
+            expected[i] = expected[i] + val[j] * x[col[j]]
+    np.testing.assert_array_equal(result, expected)
+    np.testing.assert_allclose(result, (csr @ torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-6)

@@ -7,7 +7,8 @@ Mapping (docs/isa.md):
 * Registers become sources: an ``index``/integer constant is an ``IMM`` when it fits in 28 bits
   (else a ``CONST`` argument register); ``memref.dim %arg, c`` is a ``DIM`` argument register; an
   integer function argument is a ``SCALAR`` argument register; anything else the access side
-  uses at function level (integer arithmetic on those, sizes of ``memref.alloc`` results) is an
+  uses at function level (integer arithmetic on those, sizes of ``memref.alloc`` results,
+  integer loads from argument memrefs) is an
   ``EXPR`` argument register, a Python expression over ``args`` the core evaluates before start.
 * Each memref argument that a memory stream loads gets one region (base = its ``BASE`` argument
   register, size = its ``BYTES`` argument register); its streams use the base register as ``a``.
@@ -135,7 +136,7 @@ class _Builder:
         """A Python expression over ``args`` computing a function-level register (ArgKind.EXPR)."""
         param = self.param_of(value)
         if param is not None and isinstance(value.type, IndexType | IntegerType):
-            return f"int(args[{param}])"
+            return f"args[{param}]"
         if isinstance(value, OpResult):
             owner = value.op
             if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
@@ -156,6 +157,9 @@ class _Builder:
             if type(owner) in ALU_OF:
                 a, b = (self.expr(o, op) for o in owner.operands)
                 return _EXPR[ALU_OF[type(owner)]].format(a=a, b=b)
+            if isinstance(owner, memref.LoadOp) and (p := self.param_of(owner.memref)) is not None:
+                index = ", ".join(self.expr(i, op) for i in owner.indices) or "()"
+                return f"args[{p}][{index}]"
         what = f"'{value.op.name}'" if isinstance(value, OpResult) else "a block argument"
         raise CompileError(f"{what} is not a value the access unit can use (constants, sizes, "
                            "integer arguments and integer arithmetic on them are)", location_of(op))

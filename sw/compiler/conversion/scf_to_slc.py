@@ -9,7 +9,8 @@ Rules (docs/compiler.md, "Decoupling"):
   access unit, its step a positive constant, and it may not carry ``iter_args``. The decoupled
   loops form one chain: at most one decoupled loop per loop body, one at function level.
 * **Registers** are function-level integer values: constants, ``memref.dim`` with a constant
-  axis, integer arguments and integer arithmetic on them. Register ops found inside loops are
+  axis, integer arguments, integer loads from read-only memrefs at register indices, and integer
+  arithmetic on them. Register ops found inside loops are
   hoisted to function level (they are pure and loop-invariant).
 * Integer arithmetic on streams and registers (``addi subi muli shli shrsi shrui andi ori xori
   maxsi minsi`` on ``index``/``i64``) becomes ``slc.alu_stream``; ``index_cast``/``extsi`` to a
@@ -140,6 +141,16 @@ class _Decoupler:
             return _is_wide_int(op.results[0].type) and all(o in self.regs for o in op.operands)
         return False
 
+    def is_register_load(self, op: Operation) -> bool:
+        """A function-level integer load from a read-only memref at register indices.
+
+        The core reads it before the start (an EXPR argument register). Only at function level:
+        hoisting a load out of a loop could fault where the loop would not have run.
+        """
+        return (isinstance(op, memref.LoadOp) and op.memref in self.readonly
+                and isinstance(op.res.type, IndexType | IntegerType)
+                and all(i in self.regs for i in op.indices))
+
     # ------------------------------------------------------------------ building
     def hoist(self, op: Operation) -> None:
         """Clone a pure register/constant op from a loop body to function level."""
@@ -179,7 +190,7 @@ class _Decoupler:
                 continue
             new = op.clone(value_mapper=dict(self.fmap))
             new_block.add_op(new)
-            register = self.top is None and self.is_register_op(op)
+            register = self.top is None and (self.is_register_op(op) or self.is_register_load(op))
             for old_r, new_r in zip(op.results, new.results):
                 self.fmap[old_r] = new_r
                 if register:

@@ -15,7 +15,7 @@ import numpy as np
 
 from sw.runtime.handwritten import embedding_bag_memory, embedding_bag_program
 from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limits, Program,
-                            Region, Source, Stream, StreamKind)
+                            ProgramError, Region, Source, Stream, StreamKind)
 
 
 __all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
@@ -234,16 +234,37 @@ def fault_cases(config):
     return cases
 
 
+def _bound_fingerprint(prog):
+    """The layer bounds and every stream they (transitively) read: what decides trip counts."""
+    from sw.runtime.isa import SrcKind
+    deps, todo = set(), []
+    for layer in prog.layers:
+        todo += [s.value for s in (layer.lb, layer.ub) if s.kind == SrcKind.STREAM]
+    while todo:
+        sid = todo.pop()
+        if sid in deps:
+            continue
+        deps.add(sid)
+        st = prog.streams[sid]
+        todo += [s.value for s in (st.a, st.b) if s.kind == SrcKind.STREAM]
+    return ([(layer.lb, layer.ub) for layer in prog.layers],
+            sorted((sid, repr(prog.streams[sid])) for sid in deps))
+
+
 def mutated_cases(seed, count, config):
     """Valid programs with one random word or bit changed: exercises every decoder check
-    against the golden loader (code and PC)."""
+    against the golden loader (code and PC). Mutations that still decode but change what a loop
+    bound depends on are redrawn (they could make a loop run for 2**60 iterations)."""
     rng = random.Random(seed)
     bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
              alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
                                 for i in range(4)]
+    limits = limits_of(config)
+    fingerprints = [_bound_fingerprint(Program.decode(b.program)) for b in bases]
     out = []
-    for n in range(count):
-        base = rng.choice(bases)
+    while len(out) < count:
+        which = rng.randrange(len(bases))
+        base = bases[which]
         w = _words(base.program)
         pc = rng.randrange(len(w))
         r = rng.random()
@@ -256,7 +277,14 @@ def mutated_cases(seed, count, config):
             w[pc] = (w[pc] & ~(0xF << field)) | (rng.randrange(16) << field)
         else:
             w[pc] = (w[pc] & 0xFFFFFF00) | rng.randrange(256)
-        out.append(Case(f"mutated_{seed}_{n}", _pack(w), base.memory, base.args))
+        program = _pack(w)
+        try:
+            decoded = Program.decode(program, limits)
+        except ProgramError:
+            decoded = None
+        if decoded is not None and _bound_fingerprint(decoded) != fingerprints[which]:
+            continue
+        out.append(Case(f"mutated_{seed}_{len(out)}", program, base.memory, base.args))
     return out
 
 

@@ -47,7 +47,7 @@ def _embedding_bag_cases():
 @pytest.mark.parametrize("backpressure", [0.0, 0.3, 0.7])
 def test_programs_match_golden(backpressure):
     cases = _embedding_bag_cases() + [alu_case(s) for s in range(3)]
-    cases += [random_case(s) for s in range(30)]
+    cases += [random_case(s) for s in range(60)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(backpressure * 100))):
         assert_matches(case, r, CFG)
 
@@ -70,7 +70,7 @@ def test_faults_match_golden():
 
 def test_decoder_against_golden_loader():
     """Programs with one corrupted word: the same fault code and PC as sw.runtime.isa."""
-    cases = mutated_cases(11, 150, CFG)
+    cases = mutated_cases(11, 600, CFG)
     for case, r in zip(cases, _run(cases, backpressure=0.2)):
         assert_matches(case, r, CFG)
 

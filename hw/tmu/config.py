@@ -39,6 +39,12 @@ class TmuConfig:
     mem_latency : int
         Fixed latency of the memory model, cycles from request accepted to response valid.
         Default 32, legal 1..1024. (A property of the simulated system, not of the unit.)
+    prefetchers : int
+        Run-ahead engines for blocking memory streams whose address is affine in their layer's
+        index (``docs/rtl.md``). Default 4, legal 0..16; ``prefetchers * prefetch_depth`` must not
+        exceed ``max_inflight``.
+    prefetch_depth : int
+        Loads one engine keeps ahead of the traversal. Default 8, a power of two >= 2.
     """
     layers: int = 4
     streams: int = 16
@@ -50,6 +56,8 @@ class TmuConfig:
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20
     mem_latency: int = 32
+    prefetchers: int = 4
+    prefetch_depth: int = 8
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -68,12 +76,22 @@ class TmuConfig:
                              f"not {self.watchdog_cycles!r}")
         if not isinstance(self.mem_latency, int) or not 1 <= self.mem_latency <= 1024:
             raise ValueError(f"mem_latency must be an integer in 1..1024, not {self.mem_latency!r}")
+        if not isinstance(self.prefetchers, int) or not 0 <= self.prefetchers <= 16:
+            raise ValueError(f"prefetchers must be an integer in 0..16, not {self.prefetchers!r}")
+        if not isinstance(self.prefetch_depth, int) or self.prefetch_depth < 2 or \
+                not _is_pow2(self.prefetch_depth):
+            raise ValueError(f"prefetch_depth must be a power of two >= 2, "
+                             f"not {self.prefetch_depth!r}")
+        if self.prefetchers * self.prefetch_depth > self.max_inflight:
+            raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
+                             f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
 
     @classmethod
     def small(cls):
         """A small configuration that builds and simulates fast (tests)."""
         return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
-                   data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8)
+                   data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
+                   prefetch_depth=4)
 
     def as_dict(self):
         return asdict(self)
@@ -87,8 +105,9 @@ class TmuConfig:
 
     @property
     def tag_bits(self):
-        """Bits of a memory request tag: a ROB slot, or the blocking-load tag (MSB set)."""
-        return self.rob_bits + 1
+        """Bits of a memory request tag: ``{kind[1:0], index[rob_bits-1:0]}`` with kind 0 a ROB
+        slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot)."""
+        return self.rob_bits + 2
 
     @property
     def program_words(self):
@@ -97,5 +116,6 @@ class TmuConfig:
 
     @property
     def ucode_depth(self):
-        """Entries of the traversal microcode: ENTER + NEXT per layer, streams, actions, DONE."""
-        return 2 * self.layers + self.streams + self.actions + 1
+        """Entries of the traversal microcode: ENTER + NEXT per layer, streams, actions, DONE,
+        PREFETCH per engine."""
+        return 2 * self.layers + self.streams + self.actions + 1 + self.prefetchers

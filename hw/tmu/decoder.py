@@ -76,6 +76,8 @@ class Decoder(wiring.Component):
         self._ubits = max(1, (c.ucode_depth - 1).bit_length())
         self._sbits = max(1, (c.streams - 1).bit_length())
         self._abits = max(1, (c.actions - 1).bit_length())
+        self._engines = max(1, c.prefetchers)
+        self._ebits = max(1, (self._engines - 1).bit_length())
         super().__init__({
             "start":      In(1),
             "prog_len":   In(32),
@@ -101,7 +103,46 @@ class Decoder(wiring.Component):
             "ucode_w_addr": Out(self._ubits),
             "ucode_w_data": Out(Uop),
             "ucode_w_en":   Out(1),
+            # Run-ahead engines: which stream each serves, and each stream's engine.
+            "pf_valid":     Out(self._engines),
+            "pf_stream":    Out(data.ArrayLayout(8, self._engines)),
+            "pf_layer":     Out(data.ArrayLayout(8, self._engines)),
+            "pf_c":         Out(data.ArrayLayout(signed(28), self._engines)),
+            "stream_pf":    Out(c.streams),
+            "stream_pf_id": Out(data.ArrayLayout(self._ebits, c.streams)),
         })
+
+    def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
+                       cand, cand_c):
+        """Phase 2, stream ``d``: is it ``INDEX own + c``; is it a MEM stream whose address is
+        ``a + (INDEX own + c) * stride`` with ``a`` invariant during its layer's traversal?"""
+        ka, va, kb, vb = w1[28:32], w1[0:8], w2[28:32], w2[0:8]
+        imm_a, imm_b = w1[0:28].as_signed(), w2[0:28].as_signed()
+        own_a = (ka == SourceKind.INDEX.value) & (va == layer)
+        own_b = (kb == SourceKind.INDEX.value) & (vb == layer)
+        is_add = (kind == StreamKind.ALU.value) & (sub == 0)
+        with m.If((kind == StreamKind.FWD.value) & own_a):
+            m.d.sync += [idxplus.bit_select(d[:self._sbits], 1).eq(1),
+                         idxplus_c[d[:self._sbits]].eq(0)]
+        with m.Elif(is_add & own_a & (kb == SourceKind.IMM.value)):
+            m.d.sync += [idxplus.bit_select(d[:self._sbits], 1).eq(1),
+                         idxplus_c[d[:self._sbits]].eq(imm_b)]
+        with m.Elif(is_add & own_b & (ka == SourceKind.IMM.value)):
+            m.d.sync += [idxplus.bit_select(d[:self._sbits], 1).eq(1),
+                         idxplus_c[d[:self._sbits]].eq(imm_a)]
+        invariant = ((ka == SourceKind.IMM.value) | (ka == SourceKind.ARG.value)
+                     | ((ka == SourceKind.INDEX.value) & (va < layer))
+                     | ((ka == SourceKind.STREAM.value) & (layer_of(va) < layer)))
+        via = ((kb == SourceKind.STREAM.value) & idxplus.bit_select(vb[:self._sbits], 1)
+               & (layer_of(vb) == layer))
+        is_mem = kind == StreamKind.MEM.value
+        with m.If(is_mem & invariant & own_b):
+            m.d.sync += [cand.bit_select(d[:self._sbits], 1).eq(1),
+                         cand_c[d[:self._sbits]].eq(0)]
+        with m.Elif(is_mem & invariant & via):
+            m.d.sync += [cand.bit_select(d[:self._sbits], 1).eq(1),
+                         cand_c[d[:self._sbits]].eq(
+                             _pick(m, idxplus_c, vb[:self._sbits], signed(28), "idxplus_c_b"))]
 
     def elaborate(self, platform):
         m = Module()
@@ -126,6 +167,13 @@ class Decoder(wiring.Component):
         stream_layer = Array(Signal(8, name=f"stream_layer_{i}") for i in range(c.streams))
         act_layer    = Array(Signal(8, name=f"act_layer_{i}") for i in range(c.actions))
         act_event    = Array(Signal(2, name=f"act_event_{i}") for i in range(c.actions))
+
+        # Phase 2: streams whose value is ``INDEX own + c`` and MEM streams affine in their index.
+        idxplus   = Signal(c.streams)
+        idxplus_c = Array(Signal(signed(28), name=f"idxplus_c_{i}") for i in range(c.streams))
+        cand      = Signal(c.streams)
+        cand_c    = Array(Signal(signed(28), name=f"cand_c_{i}") for i in range(c.streams))
+        e_next    = Signal(range(self._engines + 1))
 
         args  = Array(self.args[i] for i in range(c.args))
         count = Array([nl, nr, ns, na])
@@ -221,7 +269,8 @@ class Decoder(wiring.Component):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.start):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
-                                 wpc.eq(0), pend_valid.eq(0)]
+                                 wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0),
+                                 self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
             # ---------------------------------------------------------------- header
@@ -415,6 +464,8 @@ class Decoder(wiring.Component):
                                 ]
                                 m.d.sync += self.blocking.eq(self.blocking | stream_bit(w1)
                                                              | stream_bit(w2))
+                                self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
+                                                    layer_of, idxplus, idxplus_c, cand, cand_c)
                             with m.Case(3):
                                 m.d.comb += [
                                     self.acfg_w_addr.eq(d),
@@ -441,8 +492,33 @@ class Decoder(wiring.Component):
                     m.d.sync += [phase.eq(2), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
                     m.next = "D_FETCH"
                 with m.Else():
-                    m.d.sync += [k.eq(0), j.eq(0)]
-                    m.next = "B_BEGIN"
+                    m.d.sync += [k.eq(nl - 1), j.eq(0)]
+                    m.next = "B_ASSIGN"
+
+            # ---------------------------------------------------------------- run-ahead engines
+            # Blocking affine streams get engines, deepest layer first, then by stream id.
+            with m.State("B_ASSIGN"):
+                with m.If(j < ns):
+                    with m.If(cand.bit_select(j[:self._sbits], 1)
+                              & self.blocking.bit_select(j[:self._sbits], 1)
+                              & (layer_of(j) == k) & (e_next < c.prefetchers)):
+                        e = e_next[:self._ebits]
+                        m.d.sync += [
+                            self.pf_valid.bit_select(e, 1).eq(1),
+                            self.pf_stream[e].eq(j),
+                            self.pf_layer[e].eq(k),
+                            self.pf_c[e].eq(_pick(m, cand_c, j, signed(28), "cand_c_j")),
+                            self.stream_pf.bit_select(j[:self._sbits], 1).eq(1),
+                            self.stream_pf_id[j[:self._sbits]].eq(e),
+                            e_next.eq(e_next + 1),
+                        ]
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    with m.If(k == 0):
+                        m.next = "B_BEGIN"
+                    with m.Else():
+                        m.d.sync += k.eq(k - 1)
 
             # ---------------------------------------------------------------- microcode
             def scan_actions(event, then):
@@ -462,9 +538,18 @@ class Decoder(wiring.Component):
                 scan_actions(Event.BEGIN, to_enter)
 
             with m.State("B_ENTER"):
-                addr = emit(UopKind.ENTER, k)
-                m.d.sync += self.body_pc[k[:lbits]].eq(addr + 1)
-                m.next = "B_STREAMS"
+                emit(UopKind.ENTER, k)
+                m.next = "B_PF"
+
+            with m.State("B_PF"):
+                with m.If(j < self._engines):
+                    e = j[:self._ebits]
+                    with m.If(self.pf_valid.bit_select(e, 1) & (self.pf_layer[e] == k)):
+                        emit(UopKind.PREFETCH, j)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += [j.eq(0), self.body_pc[k[:lbits]].eq(wpc + pend_valid)]
+                    m.next = "B_STREAMS"
 
             with m.State("B_STREAMS"):
                 with m.If(j < ns):

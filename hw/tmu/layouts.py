@@ -16,6 +16,7 @@ class UopKind(enum.Enum, shape=3):
     ENTER  = 2   # evaluate layer ``id``'s bounds; empty range: jump to exit_pc[id]
     NEXT   = 3   # index[id] += step; in range: jump to body_pc[id]
     DONE   = 4   # push the DONE control token, then finish
+    PREFETCH = 5 # start run-ahead engine ``id`` for the layer just entered
 
 
 class Uop(data.Struct):

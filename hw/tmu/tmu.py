@@ -10,6 +10,7 @@ from .config import TmuConfig
 from .decoder import Decoder
 from .isa import FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop
+from .prefetch import Prefetcher
 from .rob import ReorderBuffer
 from .traversal import Traversal
 
@@ -163,24 +164,81 @@ class Tmu(wiring.Component):
 
         # Decoder configuration into the traversal.
         m.d.comb += [
+            trv.pf_stream.eq(dec.pf_stream), trv.pf_layer.eq(dec.pf_layer),
+            trv.pf_c.eq(dec.pf_c), trv.stream_pf.eq(dec.stream_pf),
+            trv.stream_pf_id.eq(dec.stream_pf_id),
             trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
             trv.blocking.eq(dec.blocking),
             trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
             trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
         ]
 
-        # Memory: requests from the traversal; responses to the ROB or (MSB of the tag) to the
-        # traversal's blocking load.
-        wiring.connect(m, trv.req, wiring.flipped(self.req))
-        blocking_resp = self.resp.payload.tag[c.rob_bits]
+        # Run-ahead engines.
+        engines = []
+        for e in range(c.prefetchers):
+            eng = Prefetcher(c.prefetch_depth)
+            m.submodules[f"prefetch_{e}"] = eng
+            engines.append(eng)
+            m.d.comb += [
+                eng.start.eq(trv.pf_start[e]),
+                eng.p_base.eq(trv.pf_base), eng.p_lb.eq(trv.pf_lb), eng.p_ub.eq(trv.pf_ub),
+                eng.p_step.eq(trv.pf_step), eng.p_c.eq(trv.pf_cc), eng.p_stride.eq(trv.pf_stride),
+                eng.p_log2.eq(trv.pf_log2), eng.p_sign.eq(trv.pf_sign),
+                eng.p_rbase.eq(trv.pf_rbase), eng.p_rsize.eq(trv.pf_rsize),
+                eng.mem_limit.eq(self.ctl.mem_limit),
+                trv.pf_head_valid[e].eq(eng.head_valid),
+                trv.pf_head_data[e].eq(eng.head_data),
+                trv.pf_busy[e].eq(eng.busy),
+                trv.pf_idle[e].eq(eng.idle),
+                eng.pop.eq(trv.pf_pop[e]),
+            ]
+
+        # Memory requests: the traversal first, then the engines in index order (deepest layer
+        # first, as the decoder assigns them). Tags: {kind, index}, kind 0 ROB slot, 1 blocking,
+        # 2 prefetch slot.
+        kind_lo = c.rob_bits
+        pbits = (c.prefetch_depth - 1).bit_length()
+        issue_bytes = Signal(4)
+        issue_blocking = Signal()
+        m.d.comb += [
+            self.req.valid.eq(trv.req.valid),
+            self.req.payload.eq(trv.req.payload),
+            trv.req.ready.eq(self.req.ready),
+            issue_bytes.eq(trv.stat_issue_bytes),
+            issue_blocking.eq(trv.stat_blocking),
+        ]
+        taken = trv.req.valid
+        for e, eng in enumerate(engines):
+            grant = Signal(name=f"grant_{e}")
+            m.d.comb += grant.eq(eng.req_valid & ~taken)
+            with m.If(grant):
+                m.d.comb += [
+                    self.req.valid.eq(1),
+                    self.req.payload.addr.eq(eng.req_addr),
+                    self.req.payload.tag.eq((2 << kind_lo) | (e << pbits) | eng.req_slot),
+                    issue_bytes.eq(eng.esize),
+                    issue_blocking.eq(1),
+                ]
+            m.d.comb += eng.req_grant.eq(grant & self.req.ready)
+            taken = taken | eng.req_valid
+
+        resp_kind = self.resp.payload.tag[kind_lo:kind_lo + 2]
+        resp_index = self.resp.payload.tag[:kind_lo]
         m.d.comb += [
             self.resp.ready.eq(1),
-            trv.bresp_valid.eq(self.resp.valid & blocking_resp),
+            trv.bresp_valid.eq(self.resp.valid & (resp_kind == 1)),
             trv.bresp_data.eq(self.resp.payload.data),
-            rob.resp_valid.eq(self.resp.valid & ~blocking_resp),
-            rob.resp_slot.eq(self.resp.payload.tag[:c.rob_bits]),
+            rob.resp_valid.eq(self.resp.valid & (resp_kind == 0)),
+            rob.resp_slot.eq(resp_index),
             rob.resp_data.eq(self.resp.payload.data),
         ]
+        for e, eng in enumerate(engines):
+            m.d.comb += [
+                eng.resp_valid.eq(self.resp.valid & (resp_kind == 2)
+                                  & (resp_index[pbits:] == e)),
+                eng.resp_slot.eq(resp_index[:pbits]),
+                eng.resp_data.eq(self.resp.payload.data),
+            ]
 
         # Marshaling into the reorder buffer, and out.
         m.d.comb += [
@@ -205,6 +263,8 @@ class Tmu(wiring.Component):
         ]
         start = self.ctl.start & ~busy
         m.d.comb += rob.clear.eq(start)
+        for eng in engines:
+            m.d.comb += eng.clear.eq(start)
         with m.If(start):
             m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0),
                          fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
@@ -232,7 +292,7 @@ class Tmu(wiring.Component):
         cnt = Signal(CountersLayout)
         m.d.comb += self.ctl.counters.eq(cnt)
         inflight = Signal(range(c.max_inflight + 2))
-        issue = trv.stat_issue
+        issue = self.req.valid & self.req.ready
         inflight_next = Signal.like(inflight)
         m.d.comb += inflight_next.eq(inflight + issue - self.resp.valid)
         with m.If(start):
@@ -242,8 +302,8 @@ class Tmu(wiring.Component):
                 inflight.eq(inflight_next),
                 cnt.cycles.eq(cnt.cycles + 1),
                 cnt.loads.eq(cnt.loads + issue),
-                cnt.bytes_loaded.eq(cnt.bytes_loaded + Mux(issue, trv.stat_issue_bytes, 0)),
-                cnt.blocking_loads.eq(cnt.blocking_loads + (issue & trv.stat_blocking)),
+                cnt.bytes_loaded.eq(cnt.bytes_loaded + Mux(issue, issue_bytes, 0)),
+                cnt.blocking_loads.eq(cnt.blocking_loads + (issue & issue_blocking)),
                 cnt.data_tokens.eq(cnt.data_tokens + (self.data.valid & self.data.ready)),
                 cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
                 cnt.out_stall_cycles.eq(cnt.out_stall_cycles + rob.head_stall),

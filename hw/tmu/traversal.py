@@ -72,6 +72,8 @@ class Traversal(wiring.Component):
         self._lbits = _bits(c.layers)
         self._rbits = _bits(c.regions)
         self._argbits = _bits(c.args)
+        E = self._engines = max(1, c.prefetchers)
+        self._ebits = _bits(E)
         super().__init__({
             "start":      In(1),
             "abort":      In(1),
@@ -108,6 +110,28 @@ class Traversal(wiring.Component):
             "stat_issue":       Out(1),   # a load request is accepted this cycle
             "stat_issue_bytes": Out(4),   # its element size, bytes
             "stat_blocking":    Out(1),   # that load is a blocking one
+            # Run-ahead engines (hw/tmu/prefetch.py).
+            "pf_stream":     In(data.ArrayLayout(8, E)),
+            "pf_layer":      In(data.ArrayLayout(8, E)),
+            "pf_c":          In(data.ArrayLayout(signed(28), E)),
+            "stream_pf":     In(c.streams),
+            "stream_pf_id":  In(data.ArrayLayout(self._ebits, c.streams)),
+            "pf_start":      Out(E),
+            "pf_base":       Out(signed(64)),
+            "pf_lb":         Out(signed(64)),
+            "pf_ub":         Out(signed(64)),
+            "pf_step":       Out(signed(28)),
+            "pf_cc":         Out(signed(28)),
+            "pf_stride":     Out(signed(32)),
+            "pf_log2":       Out(2),
+            "pf_sign":       Out(1),
+            "pf_rbase":      Out(signed(64)),
+            "pf_rsize":      Out(signed(64)),
+            "pf_head_valid": In(E),
+            "pf_head_data":  In(data.ArrayLayout(64, E)),
+            "pf_busy":       In(E),
+            "pf_idle":       In(E),
+            "pf_pop":        Out(E),
         })
 
     def elaborate(self, platform):
@@ -148,7 +172,11 @@ class Traversal(wiring.Component):
         lay = _pick(m, layers, u.id[:self._lbits], LayerCfg, "lay")
 
         # --- the stream (or, for ENTER, the bounds) ------------------------------------------
-        m.d.comb += self.scfg_addr.eq(u.id[:self._sbits])
+        is_pf = u.kind == UopKind.PREFETCH
+        pf_e = u.id[:self._ebits]
+        pf_streams = Array(self.pf_stream[i] for i in range(self._engines))
+        m.d.comb += self.scfg_addr.eq(Mux(is_pf, _pick(m, pf_streams, pf_e, 8, "pf_sid"),
+                                          u.id)[:self._sbits])
         sc = self.scfg_data
         src_a = Signal(Source)
         src_b = Signal(Source)
@@ -183,6 +211,30 @@ class Traversal(wiring.Component):
             with m.Default():
                 m.d.comb += s_result.eq(addr)
         s_blocking = s_is_mem & self.blocking.bit_select(u.id[:self._sbits], 1)
+
+        # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
+        pf_L = _pick(m, Array(self.pf_layer[i] for i in range(self._engines)), pf_e, 8, "pf_L")
+        pf_Ls = pf_L[:self._lbits]
+        m.d.comb += [
+            self.pf_base.eq(a_v),
+            self.pf_lb.eq(_pick(m, idx, pf_Ls, signed(64), "pf_lb_v")),
+            self.pf_ub.eq(_pick(m, ubr, pf_Ls, signed(64), "pf_ub_v")),
+            self.pf_step.eq(_pick(m, layers, pf_Ls, LayerCfg, "pf_lay").step),
+            self.pf_cc.eq(_pick(m, Array(self.pf_c[i] for i in range(self._engines)), pf_e,
+                                signed(28), "pf_c_v")),
+            self.pf_stride.eq(sc.stride),
+            self.pf_log2.eq(log2),
+            self.pf_sign.eq(sc.mode[2]),
+            self.pf_rbase.eq(region.base),
+            self.pf_rsize.eq(region.size),
+        ]
+        s_pf = self.stream_pf.bit_select(u.id[:self._sbits], 1)
+        s_pf_e = _pick(m, Array(self.stream_pf_id[i] for i in range(c.streams)),
+                       u.id[:self._sbits], self._ebits, "s_pf_e")
+        s_pf_head = self.pf_head_valid.bit_select(s_pf_e, 1)
+        s_pf_busy = self.pf_busy.bit_select(s_pf_e, 1)
+        s_pf_data = _pick(m, Array(self.pf_head_data[i] for i in range(self._engines)), s_pf_e,
+                          64, "s_pf_data")
 
         # --- the action ------------------------------------------------------------------------
         fused = (u.kind == UopKind.STREAM) & u.fuse_act
@@ -274,6 +326,13 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.STREAM):
                             with m.If(s_fault):
                                 stop(s_code, addr.as_unsigned())
+                            with m.Elif(s_blocking & s_pf & s_pf_head):
+                                # The engine has the value already.
+                                m.d.sync += vals[u.id[:self._sbits]].eq(s_pf_data)
+                                m.d.comb += self.pf_pop.bit_select(s_pf_e, 1).eq(1)
+                                advance()
+                            with m.Elif(s_blocking & s_pf & s_pf_busy):
+                                m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
                             with m.Elif(s_blocking):
                                 m.d.comb += [
                                     self.req.valid.eq(1),
@@ -308,6 +367,10 @@ class Traversal(wiring.Component):
                             with m.If(cont):
                                 m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
                             with m.Else():
+                                m.d.sync += pc.eq(pc + 1)
+                        with m.Case(UopKind.PREFETCH):
+                            with m.If(self.pf_idle.bit_select(pf_e, 1)):
+                                m.d.comb += self.pf_start.bit_select(pf_e, 1).eq(1)
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.rob_alloc_ready):

@@ -1,0 +1,179 @@
+"""Run-ahead engine for a blocking memory stream whose address is affine in its layer's index."""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from .datapath import extract
+
+
+__all__ = ["Prefetcher"]
+
+
+class Prefetcher(wiring.Component):
+    """Issues the loads of one stream for the coming iterations of its layer.
+
+    The decoder attaches an engine to a *blocking* MEM stream of layer ``L`` whose element index
+    is ``i + c`` (``b`` is ``INDEX L``, or a stream of layer ``L`` that is ``ADD(INDEX L, IMM c)``
+    or ``FWD INDEX L``) and whose base ``a`` does not change during a traversal of ``L``. When the
+    traversal enters ``L`` (microcode ``PREFETCH``) the engine latches the base, bounds and step,
+    then issues ``a + (i + c) * stride`` for ``i = lb, lb + step, ...`` while ``i < ub``, at most
+    ``depth`` ahead of the traversal, with the unit's alignment, region and memory-limit checks:
+    the first address that fails stops the engine (the traversal then faults on it in program
+    order). The traversal takes the values from the head, in order, one per iteration.
+
+    Parameters
+    ----------
+    depth : int
+        Entries, a power of two.
+
+    Members
+    -------
+    clear : In(1)
+        Forget everything (start of a run).
+    start : In(1)
+        Pulse with the ``p_*`` parameters valid. Only while ``idle``.
+    req_valid, req_addr, req_slot : Out
+        A load to issue; ``req_valid`` never depends on ``req_grant``.
+    req_grant : In(1)
+        The request is accepted by the memory this cycle.
+    resp_valid, resp_slot, resp_data : In
+        A response for one of this engine's slots.
+    head_valid, head_data : Out
+        The oldest value has arrived (extracted element, zero/sign-extended).
+    busy : Out(1)
+        The next value will come from this engine (issued, or about to be issued).
+    pop : In(1)
+        The traversal takes the head.
+    idle : Out(1)
+        No response outstanding (a ``start`` is safe).
+    esize : Out(4)
+        Element size of the issued loads, bytes.
+    """
+
+    def __init__(self, depth):
+        if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
+        self._depth = depth
+        self._bits = (depth - 1).bit_length()
+        super().__init__({
+            "clear":      In(1),
+            "start":      In(1),
+            "p_base":     In(signed(64)),   # bytes: value of the stream's a
+            "p_lb":       In(signed(64)),   # elements
+            "p_ub":       In(signed(64)),
+            "p_step":     In(signed(28)),
+            "p_c":        In(signed(28)),   # element index = i + c
+            "p_stride":   In(signed(32)),   # bytes per element index
+            "p_log2":     In(2),            # log2 of the element size, bytes
+            "p_sign":     In(1),
+            "p_rbase":    In(signed(64)),   # region, bytes
+            "p_rsize":    In(signed(64)),
+            "mem_limit":  In(64),
+            "req_valid":  Out(1),
+            "req_addr":   Out(64),
+            "req_slot":   Out(self._bits),
+            "req_grant":  In(1),
+            "resp_valid": In(1),
+            "resp_slot":  In(self._bits),
+            "resp_data":  In(64),
+            "head_valid": Out(1),
+            "head_data":  Out(64),
+            "busy":       Out(1),
+            "pop":        In(1),
+            "idle":       Out(1),
+            "esize":      Out(4),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+
+        active  = Signal()
+        cur_i   = Signal(signed(66))
+        addr    = Signal(signed(64))
+        delta   = Signal(signed(64))
+        ub      = Signal(signed(64))
+        step    = Signal(signed(28))
+        log2    = Signal(2)
+        sign    = Signal()
+        rbase   = Signal(signed(64))
+        rsize   = Signal(signed(64))
+        head    = Signal(self._bits)
+        tail    = Signal(self._bits)
+        count   = Signal(range(depth + 1))      # issued and not popped
+        pending = Signal(range(depth + 1))      # issued and not answered
+        arrived = Signal(depth)
+        offset  = Array(Signal(3, name=f"offset_{i}") for i in range(depth))
+
+        m.submodules.data = data = memory.Memory(shape=64, depth=depth, init=[])
+        data_w = data.write_port()
+        data_r = data.read_port(domain="comb")
+        m.d.comb += [
+            data_w.addr.eq(self.resp_slot), data_w.data.eq(self.resp_data),
+            data_w.en.eq(self.resp_valid),
+            data_r.addr.eq(head),
+        ]
+        head_offset = Signal(3)
+        m.d.comb += head_offset.eq(offset[head])
+        m.d.comb += [
+            self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
+            self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
+            self.idle.eq(pending == 0),
+            self.esize.eq(Const(1, 4) << log2),
+        ]
+
+        # Issue.
+        esize = Signal(4)
+        m.d.comb += esize.eq(Const(1, 4) << log2)
+        in_range = cur_i < ub
+        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
+        end = addr + esize
+        ok = ~misaligned & (addr >= rbase) & (end <= rbase + rsize) & (end <= self.mem_limit)
+        want = active & in_range & (count != depth)
+        m.d.comb += [
+            self.req_valid.eq(want & ok),
+            self.req_addr.eq(addr),
+            self.req_slot.eq(tail),
+            self.busy.eq((count != 0) | (active & in_range & ok)),
+        ]
+        issue = self.req_valid & self.req_grant
+        with m.If(active & ((want & ~ok) | ~in_range)):
+            m.d.sync += active.eq(0)          # end of the range, or an address that would fault
+        with m.If(issue):
+            m.d.sync += [
+                offset[tail].eq(addr[0:3]),
+                tail.eq(tail + 1),
+                cur_i.eq(cur_i + step),
+                addr.eq(addr + delta),
+            ]
+
+        # Arrivals and pops.
+        set_mask = Mux(self.resp_valid, Const(1, depth) << self.resp_slot, 0)
+        clr_mask = Mux(self.pop, Const(1, depth) << head, 0)
+        m.d.sync += [
+            arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
+            count.eq(count + issue - self.pop),
+            pending.eq(pending + issue - self.resp_valid),
+            head.eq(head + self.pop),
+        ]
+
+        with m.If(self.start):
+            first = self.p_lb + self.p_c
+            m.d.sync += [
+                active.eq(1),
+                cur_i.eq(self.p_lb),
+                addr.eq(self.p_base + first * self.p_stride),
+                delta.eq(self.p_step * self.p_stride),
+                ub.eq(self.p_ub),
+                step.eq(self.p_step),
+                log2.eq(self.p_log2),
+                sign.eq(self.p_sign),
+                rbase.eq(self.p_rbase),
+                rsize.eq(self.p_rsize),
+                head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
+            ]
+        with m.If(self.clear):
+            m.d.sync += [active.eq(0), head.eq(0), tail.eq(0), count.eq(0), pending.eq(0),
+                         arrived.eq(0)]
+        return m

@@ -113,10 +113,23 @@ class Decoder(wiring.Component):
         })
 
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
-                       cand, cand_c):
+                       cand, cand_c, inv):
         """Phase 2, stream ``d``: is it ``INDEX own + c``; is it a MEM stream whose address is
-        ``a + (INDEX own + c) * stride`` with ``a`` invariant during its layer's traversal?"""
+        ``a + (INDEX own + c) * stride`` with ``a`` invariant during its layer's traversal; is it
+        an ALU/FWD stream whose value is invariant (it is then evaluated once per layer entry)?"""
         ka, va, kb, vb = w1[28:32], w1[0:8], w2[28:32], w2[0:8]
+
+        def src_invariant(k_, v_):
+            return ((k_ == SourceKind.IMM.value) | (k_ == SourceKind.ARG.value)
+                    | ((k_ == SourceKind.INDEX.value) & (v_ < layer))
+                    | ((k_ == SourceKind.STREAM.value)
+                       & ((layer_of(v_) < layer)
+                          | ((layer_of(v_) == layer) & inv.bit_select(v_[:self._sbits], 1)))))
+
+        with m.If(((kind == StreamKind.FWD.value) & src_invariant(ka, va))
+                  | ((kind == StreamKind.ALU.value) & src_invariant(ka, va)
+                     & src_invariant(kb, vb))):
+            m.d.sync += inv.bit_select(d[:self._sbits], 1).eq(1)
         imm_a, imm_b = w1[0:28].as_signed(), w2[0:28].as_signed()
         own_a = (ka == SourceKind.INDEX.value) & (va == layer)
         own_b = (kb == SourceKind.INDEX.value) & (vb == layer)
@@ -130,9 +143,7 @@ class Decoder(wiring.Component):
         with m.Elif(is_add & own_b & (ka == SourceKind.IMM.value)):
             m.d.sync += [idxplus.bit_select(d[:self._sbits], 1).eq(1),
                          idxplus_c[d[:self._sbits]].eq(imm_a)]
-        invariant = ((ka == SourceKind.IMM.value) | (ka == SourceKind.ARG.value)
-                     | ((ka == SourceKind.INDEX.value) & (va < layer))
-                     | ((ka == SourceKind.STREAM.value) & (layer_of(va) < layer)))
+        invariant = src_invariant(ka, va)
         via = ((kb == SourceKind.STREAM.value) & idxplus.bit_select(vb[:self._sbits], 1)
                & (layer_of(vb) == layer))
         is_mem = kind == StreamKind.MEM.value
@@ -172,6 +183,7 @@ class Decoder(wiring.Component):
         idxplus   = Signal(c.streams)
         idxplus_c = Array(Signal(signed(28), name=f"idxplus_c_{i}") for i in range(c.streams))
         cand      = Signal(c.streams)
+        inv       = Signal(c.streams)   # ALU/FWD stream constant during its layer's traversal
         cand_c    = Array(Signal(signed(28), name=f"cand_c_{i}") for i in range(c.streams))
         e_next    = Signal(range(self._engines + 1))
 
@@ -223,6 +235,7 @@ class Decoder(wiring.Component):
         wpc        = Signal(self._ubits + 1)
         pend       = Signal(Uop)
         pend_valid = Signal()
+        pend_hoist = Signal()       # the pending uop runs once per layer entry: fuse nothing into it
         k          = Signal(8)      # build: current layer
         j          = Signal(8)      # build: scan position
 
@@ -234,21 +247,25 @@ class Decoder(wiring.Component):
             ]
             m.d.sync += wpc.eq(wpc + pend_valid)
 
-        def emit(kind, id_):
+        def emit(kind, id_, hoisted=False):
             """Append a uop; returns its microcode address (before the append)."""
             addr = wpc + pend_valid
+            m.d.sync += pend_hoist.eq(hoisted)
             if kind == UopKind.ACT:
-                absorb = (pend_valid & (pend.kind == UopKind.STREAM) & ~pend.fuse_act
+                absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                          & ~pend.fuse_act
                           & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
                 with m.If(absorb):
-                    m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_)]
+                    m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_),
+                                 pend_hoist.eq(0)]
                 with m.Else():
                     pend_write(pend)
                     m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
                                  pend_valid.eq(1)]
             elif kind == UopKind.NEXT:
                 fused = Signal(Uop)
-                can = pend_valid & ((pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
+                can = pend_valid & ~pend_hoist & ((pend.kind == UopKind.STREAM)
+                                                  | (pend.kind == UopKind.ACT))
                 m.d.comb += fused.eq(pend)
                 with m.If(can):
                     m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_)]
@@ -269,7 +286,7 @@ class Decoder(wiring.Component):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.start):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
-                                 wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0),
+                                 wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -465,7 +482,8 @@ class Decoder(wiring.Component):
                                 m.d.sync += self.blocking.eq(self.blocking | stream_bit(w1)
                                                              | stream_bit(w2))
                                 self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
-                                                    layer_of, idxplus, idxplus_c, cand, cand_c)
+                                                    layer_of, idxplus, idxplus_c, cand, cand_c,
+                                                    inv)
                             with m.Case(3):
                                 m.d.comb += [
                                     self.acfg_w_addr.eq(d),
@@ -538,14 +556,25 @@ class Decoder(wiring.Component):
                 scan_actions(Event.BEGIN, to_enter)
 
             with m.State("B_ENTER"):
-                emit(UopKind.ENTER, k)
-                m.next = "B_PF"
+                emit(UopKind.ENTER, k, hoisted=True)
+                m.next = "B_HOIST"
+
+            # Invariant ALU/FWD streams: once per layer entry, before the engines start (an
+            # engine's base may be one of them).
+            with m.State("B_HOIST"):
+                with m.If(j < ns):
+                    with m.If((stream_layer[j] == k) & inv.bit_select(j[:self._sbits], 1)):
+                        emit(UopKind.STREAM, j, hoisted=True)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    m.next = "B_PF"
 
             with m.State("B_PF"):
                 with m.If(j < self._engines):
                     e = j[:self._ebits]
                     with m.If(self.pf_valid.bit_select(e, 1) & (self.pf_layer[e] == k)):
-                        emit(UopKind.PREFETCH, j)
+                        emit(UopKind.PREFETCH, j, hoisted=True)
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
                     m.d.sync += [j.eq(0), self.body_pc[k[:lbits]].eq(wpc + pend_valid)]
@@ -553,7 +582,7 @@ class Decoder(wiring.Component):
 
             with m.State("B_STREAMS"):
                 with m.If(j < ns):
-                    with m.If(stream_layer[j] == k):
+                    with m.If((stream_layer[j] == k) & ~inv.bit_select(j[:self._sbits], 1)):
                         emit(UopKind.STREAM, j)
                     m.d.sync += j.eq(j + 1)
                 with m.Else():

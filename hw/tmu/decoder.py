@@ -178,6 +178,11 @@ class Decoder(wiring.Component):
         stream_layer = Array(Signal(8, name=f"stream_layer_{i}") for i in range(c.streams))
         act_layer    = Array(Signal(8, name=f"act_layer_{i}") for i in range(c.actions))
         act_event    = Array(Signal(2, name=f"act_event_{i}") for i in range(c.actions))
+        # An action that reads a stream (which one), and the MEM streams: an OPERAND of a
+        # non-blocking MEM stream issues a load, every other action is an immediate token.
+        act_reads    = Signal(c.actions)
+        act_sid      = Array(Signal(8, name=f"act_sid_{i}") for i in range(c.actions))
+        stream_mem   = Signal(c.streams)
 
         # Phase 2: streams whose value is ``INDEX own + c`` and MEM streams affine in their index.
         idxplus   = Signal(c.streams)
@@ -255,8 +260,18 @@ class Decoder(wiring.Component):
                 absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
                           & ~pend.fuse_act
                           & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
+                sid = _pick(m, act_sid, id_[:self._abits], 8, "act_sid_j")[:self._sbits]
+                immediate = ~(act_reads.bit_select(id_[:self._abits], 1)
+                              & stream_mem.bit_select(sid, 1)
+                              & ~self.blocking.bit_select(sid, 1))
+                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate
+                           & ((pend.kind == UopKind.ACT)
+                              | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):
                     m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_),
+                                 pend_hoist.eq(0)]
+                with m.Elif(absorb2):
+                    m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_),
                                  pend_hoist.eq(0)]
                 with m.Else():
                     pend_write(pend)
@@ -287,6 +302,7 @@ class Decoder(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
                                  wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
+                                 act_reads.eq(0), stream_mem.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -481,6 +497,7 @@ class Decoder(wiring.Component):
                                 ]
                                 m.d.sync += self.blocking.eq(self.blocking | stream_bit(w1)
                                                              | stream_bit(w2))
+                                m.d.sync += stream_mem.bit_select(d[:self._sbits], 1).eq(is_mem)
                                 self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
                                                     layer_of, idxplus, idxplus_c, cand, cand_c,
                                                     inv)
@@ -491,7 +508,10 @@ class Decoder(wiring.Component):
                                     self.acfg_w_data.kind.eq(ac_kind),
                                     self.acfg_w_data.src.eq(w1),
                                 ]
-                                m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event)]
+                                m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
+                                             act_reads.bit_select(d[:self._abits], 1).eq(
+                                                 is_op & (s_kind(w1) == SourceKind.STREAM.value)),
+                                             act_sid[d].eq(s_val(w1))]
                     # Advance to the next descriptor.
                     m.d.sync += dbase.eq(dbase + 4)
                     with m.If(d + 1 == count[sec]):

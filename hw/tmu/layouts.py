@@ -25,6 +25,8 @@ class Uop(data.Struct):
     id:         8   # stream id, action id or layer, per ``kind``
     fuse_act:   1   # STREAM: fire action ``act_id`` in the same cycle (first ITER action)
     act_id:     8
+    fuse_act2:  1   # STREAM with fuse_act, or ACT: also fire action ``act2_id`` (an immediate
+    act2_id:    8   # token, no load) in the same cycle, allocating the next reorder-buffer entry
     fuse_next:  1   # STREAM/ACT: perform ``NEXT next_layer`` in the same cycle
     next_layer: 8
 

@@ -43,6 +43,12 @@ class ReorderBuffer(wiring.Component):
     alloc : In(AllocLayout)
     alloc_ready : Out(1)
         An entry is free.
+    alloc2_en : In(1)
+        With ``alloc_en``: also allocate the entry after it with ``alloc2`` (an immediate token;
+        ``alloc2.load`` must be 0). Only while ``alloc2_ready``.
+    alloc2 : In(AllocLayout)
+    alloc2_ready : Out(1)
+        Two entries are free.
     alloc_slot : Out(range(depth))
         Slot the next allocation gets; it is the tag of a load issued with it.
     resp_valid, resp_slot, resp_data : In
@@ -68,6 +74,9 @@ class ReorderBuffer(wiring.Component):
             "alloc":       In(AllocLayout),
             "alloc_ready": Out(1),
             "alloc_slot":  Out(self._bits),
+            "alloc2_en":    In(1),
+            "alloc2":       In(AllocLayout),
+            "alloc2_ready": Out(1),
             "resp_valid":  In(1),
             "resp_slot":   In(self._bits),
             "resp_data":   In(64),
@@ -87,22 +96,33 @@ class ReorderBuffer(wiring.Component):
         meta  = Array(Signal(AllocLayout, name=f"meta_{i}") for i in range(depth))
         ready = Signal(depth)
 
-        # Values known at marshaling time, and load responses: one write port each.
-        m.submodules.values = values = memory.Memory(shape=64, depth=depth, init=[])
+        # Values known at marshaling time: two banks (even and odd slots), so that two entries
+        # can be allocated in a cycle with one write port per bank. Load responses: one memory.
+        half = depth // 2
+        m.submodules.values0 = values0 = memory.Memory(shape=64, depth=half, init=[])
+        m.submodules.values1 = values1 = memory.Memory(shape=64, depth=half, init=[])
         m.submodules.loads  = loads  = memory.Memory(shape=64, depth=depth, init=[])
-        values_w = values.write_port()
+        banks_w = [values0.write_port(), values1.write_port()]
+        banks_r = [values0.read_port(transparent_for=(banks_w[0],)),
+                   values1.read_port(transparent_for=(banks_w[1],))]
         loads_w  = loads.write_port()
-        values_r = values.read_port(transparent_for=(values_w,))
         loads_r  = loads.read_port(transparent_for=(loads_w,))
 
         # Allocation.
+        tail2 = Signal(self._bits)
         m.d.comb += [
+            tail2.eq(tail + 1),
             self.alloc_ready.eq(count != depth),
+            self.alloc2_ready.eq(count < depth - 1),
             self.alloc_slot.eq(tail),
-            values_w.addr.eq(tail),
-            values_w.data.eq(self.alloc.value),
-            values_w.en.eq(self.alloc_en),
         ]
+        for b, port in enumerate(banks_w):
+            with m.If(self.alloc_en & (tail[0] == b)):
+                m.d.comb += [port.addr.eq(tail[1:]), port.data.eq(self.alloc.value),
+                             port.en.eq(1)]
+            with m.Elif(self.alloc2_en & (tail2[0] == b)):
+                m.d.comb += [port.addr.eq(tail2[1:]), port.data.eq(self.alloc2.value),
+                             port.en.eq(1)]
         # Load responses.
         m.d.comb += [
             loads_w.addr.eq(self.resp_slot),
@@ -119,7 +139,7 @@ class ReorderBuffer(wiring.Component):
             head_ok.eq((count != 0) & ready.bit_select(head, 1)),
             word.eq(Mux(head_meta.load,
                         extract(loads_r.data, head_meta.offset, head_meta.log2_size, head_meta.sign),
-                        values_r.data)),
+                        Mux(head[0], banks_r[1].data, banks_r[0].data))),
             self.data.valid.eq(head_ok & ~head_meta.control),
             self.data.payload.eq(word),
             self.ctrl.valid.eq(head_ok & head_meta.control),
@@ -132,7 +152,8 @@ class ReorderBuffer(wiring.Component):
         ]
         head_next = Signal(self._bits)
         m.d.comb += head_next.eq(Mux(self.clear, 0, head + pop))
-        m.d.comb += [values_r.addr.eq(head_next), loads_r.addr.eq(head_next)]
+        m.d.comb += [banks_r[0].addr.eq(head_next[1:]), banks_r[1].addr.eq(head_next[1:]),
+                     loads_r.addr.eq(head_next)]
 
         # Ready bits: set by an immediate allocation or a response, cleared by a load allocation
         # and by the pop. The slots involved are always distinct within a cycle.
@@ -141,6 +162,7 @@ class ReorderBuffer(wiring.Component):
         clr_mask = Signal(depth)
         m.d.comb += [
             set_mask.eq(Mux(self.alloc_en & ~self.alloc.load, 1 << tail, 0)
+                        | Mux(self.alloc2_en, 1 << tail2, 0)
                         | Mux(self.resp_valid, 1 << self.resp_slot, 0)),
             clr_mask.eq(Mux(self.alloc_en & self.alloc.load, 1 << tail, 0)
                         | Mux(pop, 1 << head, 0)),
@@ -148,11 +170,13 @@ class ReorderBuffer(wiring.Component):
         ]
         with m.If(self.alloc_en):
             m.d.sync += meta[tail].eq(self.alloc)
+        with m.If(self.alloc2_en):
+            m.d.sync += meta[tail2].eq(self.alloc2)
         m.d.sync += [
             ready.eq(ready_next),
             head.eq(head_next),
-            tail.eq(tail + self.alloc_en),
-            count.eq(count + self.alloc_en - pop),
+            tail.eq(tail + self.alloc_en + self.alloc2_en),
+            count.eq(count + self.alloc_en + self.alloc2_en - pop),
         ]
         with m.If(self.clear):
             m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]

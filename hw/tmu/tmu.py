@@ -148,6 +148,7 @@ class Tmu(wiring.Component):
         scfg_r1 = scfg.read_port(domain="comb")
         scfg_r2 = scfg.read_port(domain="comb")
         acfg_r  = acfg.read_port(domain="comb")
+        acfg_r2 = acfg.read_port(domain="comb")
         ucode_r = ucode.read_port(domain="comb")
         m.d.comb += [
             scfg_w.addr.eq(dec.scfg_w_addr), scfg_w.data.eq(dec.scfg_w_data),
@@ -159,6 +160,7 @@ class Tmu(wiring.Component):
             scfg_r1.addr.eq(trv.scfg_addr), trv.scfg_data.eq(scfg_r1.data),
             scfg_r2.addr.eq(trv.ocfg_addr), trv.ocfg_data.eq(scfg_r2.data),
             acfg_r.addr.eq(trv.acfg_addr), trv.acfg_data.eq(acfg_r.data),
+            acfg_r2.addr.eq(trv.acfg2_addr), trv.acfg2_data.eq(acfg_r2.data),
             ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),
         ]
 
@@ -245,6 +247,9 @@ class Tmu(wiring.Component):
             rob.alloc_en.eq(trv.rob_alloc_en),
             rob.alloc.eq(trv.rob_alloc),
             trv.rob_alloc_ready.eq(rob.alloc_ready),
+            rob.alloc2_en.eq(trv.rob_alloc2_en),
+            rob.alloc2.eq(trv.rob_alloc2),
+            trv.rob_alloc2_ready.eq(rob.alloc2_ready),
             trv.rob_alloc_slot.eq(rob.alloc_slot),
             trv.rob_empty.eq(rob.count == 0),
         ]

@@ -97,12 +97,17 @@ class Traversal(wiring.Component):
             "ocfg_data":  In(StreamCfg),
             "acfg_addr":  Out(self._abits),
             "acfg_data":  In(ActionCfg),
+            "acfg2_addr": Out(self._abits),
+            "acfg2_data": In(ActionCfg),
             "req":        Out(MemRequestSignature(c.tag_bits)),
             "bresp_valid": In(1),
             "bresp_data":  In(64),
             "rob_alloc_en":    Out(1),
             "rob_alloc":       Out(AllocLayout),
             "rob_alloc_ready": In(1),
+            "rob_alloc2_en":    Out(1),
+            "rob_alloc2":       Out(AllocLayout),
+            "rob_alloc2_ready": In(1),
             "rob_alloc_slot":  In(c.rob_bits),
             "rob_empty":       In(1),
             "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
@@ -257,10 +262,23 @@ class Traversal(wiring.Component):
             self.rob_alloc.sign.eq(oc.mode[2]),
         ]
 
+        # The second action of the cycle (``fuse_act2``): an immediate token.
+        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
+        m.d.comb += self.acfg2_addr.eq(u.act2_id[:self._abits])
+        ac2 = self.acfg2_data
+        op2_v = source(ac2.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
+        is_ctl2 = ac2.kind == ActionKind.CONTROL
+        m.d.comb += [
+            self.rob_alloc2.control.eq(is_ctl2),
+            self.rob_alloc2.load.eq(0),
+            self.rob_alloc2.value.eq(Mux(is_ctl2, ac2.src.as_value()[0:16], op2_v)),
+        ]
+        room = Mux(dual, self.rob_alloc2_ready, self.rob_alloc_ready)
+
         def try_action(on_fire):
-            """Fire the action if an entry is free and (for a load) the request is accepted.
-            ``req.valid`` depends only on ``lazy`` and a free entry, never on ``req.ready``."""
-            with m.If(self.rob_alloc_ready):
+            """Fire the action(s) if entries are free and (for a load) the request is accepted.
+            ``req.valid`` depends only on ``lazy`` and free entries, never on ``req.ready``."""
+            with m.If(room):
                 m.d.comb += [
                     self.req.valid.eq(lazy),
                     self.req.payload.addr.eq(op_v),
@@ -268,7 +286,7 @@ class Traversal(wiring.Component):
                     self.stat_issue_bytes.eq(Const(1, 4) << oc.mode[0:2]),
                 ]
                 with m.If(~lazy | self.req.ready):
-                    m.d.comb += self.rob_alloc_en.eq(1)
+                    m.d.comb += [self.rob_alloc_en.eq(1), self.rob_alloc2_en.eq(dual)]
                     on_fire()
             with m.Else():
                 m.d.comb += self.stat_rob_stall.eq(1)

@@ -60,6 +60,7 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                 ctx.set(dut.resp_data, p[2])
             else:
                 ctx.set(dut.resp_valid, 0)
+            ctx.set(dut.alloc2_en, 0)
             if i < n and ctx.get(dut.alloc_ready) and rng.random() < 0.8:
                 control, load, value, offset, log2, sign = tokens[i]
                 slot = ctx.get(dut.alloc_slot)
@@ -69,11 +70,20 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                 if load:
                     pending.append((cycle + rng.randrange(1, 12), slot, value))
                 i += 1
+                # A second, immediate token in the same cycle.
+                if (i < n and not tokens[i][1] and ctx.get(dut.alloc2_ready)
+                        and rng.random() < 0.5):
+                    control, load, value, offset, log2, sign = tokens[i]
+                    ctx.set(dut.alloc2_en, 1)
+                    ctx.set(dut.alloc2, {"control": control, "load": 0, "value": value,
+                                         "offset": 0, "log2_size": 0, "sign": 0})
+                    i += 1
             else:
                 ctx.set(dut.alloc_en, 0)
             await ctx.tick()
             cycle += 1
         ctx.set(dut.alloc_en, 0)
+        ctx.set(dut.alloc2_en, 0)
         ctx.set(dut.resp_valid, 0)
 
     async def consumer(ctx):

@@ -181,6 +181,7 @@ class Decoder(wiring.Component):
         # An action that reads a stream (which one), and the MEM streams: an OPERAND of a
         # non-blocking MEM stream issues a load, every other action is an immediate token.
         act_reads    = Signal(c.actions)
+        act_ctl      = Signal(c.actions)
         act_sid      = Array(Signal(8, name=f"act_sid_{i}") for i in range(c.actions))
         stream_mem   = Signal(c.streams)
 
@@ -264,7 +265,10 @@ class Decoder(wiring.Component):
                 immediate = ~(act_reads.bit_select(id_[:self._abits], 1)
                               & stream_mem.bit_select(sid, 1)
                               & ~self.blocking.bit_select(sid, 1))
-                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate
+                first = Mux(pend.kind == UopKind.ACT, pend.id, pend.act_id)[:self._abits]
+                two_ctl = (act_ctl.bit_select(first, 1)
+                           & act_ctl.bit_select(id_[:self._abits], 1))
+                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
                            & ((pend.kind == UopKind.ACT)
                               | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):
@@ -302,7 +306,7 @@ class Decoder(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
                                  wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
-                                 act_reads.eq(0), stream_mem.eq(0),
+                                 act_reads.eq(0), stream_mem.eq(0), act_ctl.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -511,7 +515,8 @@ class Decoder(wiring.Component):
                                 m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
                                              act_reads.bit_select(d[:self._abits], 1).eq(
                                                  is_op & (s_kind(w1) == SourceKind.STREAM.value)),
-                                             act_sid[d].eq(s_val(w1))]
+                                             act_sid[d].eq(s_val(w1)),
+                                             act_ctl.bit_select(d[:self._abits], 1).eq(is_ctl)]
                     # Advance to the next descriptor.
                     m.d.sync += dbase.eq(dbase + 4)
                     with m.If(d + 1 == count[sec]):

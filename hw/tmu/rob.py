@@ -1,4 +1,4 @@
-"""Reorder buffer: marshaled tokens in program order, loads completing out of order."""
+"""Reorder buffer: marshaled data tokens in program order, loads completing out of order."""
 
 from amaranth.hdl import Array, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
@@ -11,23 +11,23 @@ __all__ = ["AllocLayout", "ReorderBuffer"]
 
 
 class AllocLayout(data.Struct):
-    """One marshaled token entering the reorder buffer."""
-    control:   1       # 1: a control token (low 16 bits of ``value``); 0: a data token
+    """One marshaled data token entering the reorder buffer."""
     load:      1       # 1: ``value`` is not used, the entry waits for the load tagged with its slot
-    value:     64      # the operand or the callback id
+    value:     64      # the operand
     offset:    3       # load: byte offset of the element in its 64-bit word (bytes)
     log2_size: 2       # load: log2 of the element size (bytes)
     sign:      1       # load: sign-extend the element
 
 
 class ReorderBuffer(wiring.Component):
-    """Tokens enter in marshaling order, leave in the same order into two output streams.
+    """Data tokens enter in marshaling order and leave in the same order.
 
-    An entry is allocated for every marshaled token. Immediate tokens (control ids, values the
-    traversal already has) are ready at once; a load's entry becomes ready when the response
-    tagged with its slot number arrives. The head drains one ready entry per cycle into ``data``
-    or ``ctrl``; a stalled output holds the head (nothing is dropped). Responses are always
-    accepted, since a load is issued only with its slot already allocated.
+    An entry is allocated for every marshaled operand. Immediate operands (values the traversal
+    already has) are ready at once; a load's entry becomes ready when the response tagged with
+    its slot number arrives. The head drains one ready entry per cycle into ``data``; a stalled
+    output holds the head (nothing is dropped). Responses are always accepted, since a load is
+    issued only with its slot already allocated. (Control tokens are always immediate and do not
+    need reordering: they go to the control queue directly.)
 
     Parameters
     ----------
@@ -55,8 +55,6 @@ class ReorderBuffer(wiring.Component):
         A load response for ``resp_slot``: the aligned 64-bit word.
     data : Out(stream.Signature(64))
         Data tokens (64-bit operands).
-    ctrl : Out(stream.Signature(16))
-        Control tokens (callback ids).
     count : Out(range(depth + 1))
         Allocated entries.
     head_stall : Out(1)
@@ -81,7 +79,6 @@ class ReorderBuffer(wiring.Component):
             "resp_slot":   In(self._bits),
             "resp_data":   In(64),
             "data":        Out(stream.Signature(64)),
-            "ctrl":        Out(stream.Signature(16)),
             "count":       Out(range(depth + 1)),
             "head_stall":  Out(1),
         })
@@ -140,14 +137,12 @@ class ReorderBuffer(wiring.Component):
             word.eq(Mux(head_meta.load,
                         extract(loads_r.data, head_meta.offset, head_meta.log2_size, head_meta.sign),
                         Mux(head[0], banks_r[1].data, banks_r[0].data))),
-            self.data.valid.eq(head_ok & ~head_meta.control),
+            self.data.valid.eq(head_ok),
             self.data.payload.eq(word),
-            self.ctrl.valid.eq(head_ok & head_meta.control),
-            self.ctrl.payload.eq(word[:16]),
         ]
         pop = Signal()
         m.d.comb += [
-            pop.eq((self.data.valid & self.data.ready) | (self.ctrl.valid & self.ctrl.ready)),
+            pop.eq(self.data.valid & self.data.ready),
             self.head_stall.eq(head_ok & ~pop),
         ]
         head_next = Signal(self._bits)

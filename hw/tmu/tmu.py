@@ -1,7 +1,7 @@
 """The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import (MemRequestSignature, MemResponseSignature,
@@ -254,7 +254,15 @@ class Tmu(wiring.Component):
             trv.rob_empty.eq(rob.count == 0),
         ]
         wiring.connect(m, rob.data, wiring.flipped(self.data))
-        wiring.connect(m, rob.ctrl, wiring.flipped(self.ctrl))
+        # Control tokens need no reordering (the queues are independent): a small FIFO.
+        m.submodules.ctrl_fifo = ctrl_fifo = fifo.SyncFIFO(width=16, depth=4)
+        m.d.comb += [
+            ctrl_fifo.w_data.eq(trv.ctrl_w_data),
+            ctrl_fifo.w_en.eq(trv.ctrl_w_en),
+            trv.ctrl_w_rdy.eq(ctrl_fifo.w_rdy),
+            trv.ctrl_empty.eq(~ctrl_fifo.r_rdy),
+        ]
+        wiring.connect(m, ctrl_fifo.r_stream, wiring.flipped(self.ctrl))
 
         # Run control and status.
         busy  = Signal()
@@ -311,7 +319,8 @@ class Tmu(wiring.Component):
                 cnt.blocking_loads.eq(cnt.blocking_loads + (issue & issue_blocking)),
                 cnt.data_tokens.eq(cnt.data_tokens + (self.data.valid & self.data.ready)),
                 cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
-                cnt.out_stall_cycles.eq(cnt.out_stall_cycles + rob.head_stall),
+                cnt.out_stall_cycles.eq(cnt.out_stall_cycles
+                                        + (rob.head_stall | (self.ctrl.valid & ~self.ctrl.ready))),
                 cnt.rob_full_cycles.eq(cnt.rob_full_cycles + trv.stat_rob_stall),
                 cnt.block_wait_cycles.eq(cnt.block_wait_cycles + trv.stat_block_wait),
                 cnt.inflight_sum.eq(cnt.inflight_sum + inflight),

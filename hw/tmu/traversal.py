@@ -110,6 +110,10 @@ class Traversal(wiring.Component):
             "rob_alloc2_ready": In(1),
             "rob_alloc_slot":  In(c.rob_bits),
             "rob_empty":       In(1),
+            "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
+            "ctrl_w_data": Out(16),
+            "ctrl_w_rdy":  In(1),     # the control FIFO has room (does not depend on ctrl_w_en)
+            "ctrl_empty":  In(1),     # the control FIFO is empty
             "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
             "stat_block_wait":  Out(1),   # waiting for a blocking load
             "stat_issue":       Out(1),   # a load request is accepted this cycle
@@ -253,32 +257,44 @@ class Traversal(wiring.Component):
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
                             & (oc.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
-        m.d.comb += [
-            self.rob_alloc.control.eq(is_ctl),
-            self.rob_alloc.load.eq(lazy),
-            self.rob_alloc.value.eq(Mux(is_ctl, ac.src.as_value()[0:16], op_v)),
-            self.rob_alloc.offset.eq(op_v[0:3]),
-            self.rob_alloc.log2_size.eq(oc.mode[0:2]),
-            self.rob_alloc.sign.eq(oc.mode[2]),
-        ]
 
-        # The second action of the cycle (``fuse_act2``): an immediate token.
+        # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
+        # control token (the decoder does not pair two).
         dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
         m.d.comb += self.acfg2_addr.eq(u.act2_id[:self._abits])
         ac2 = self.acfg2_data
         op2_v = source(ac2.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
-        is_ctl2 = ac2.kind == ActionKind.CONTROL
-        m.d.comb += [
-            self.rob_alloc2.control.eq(is_ctl2),
-            self.rob_alloc2.load.eq(0),
-            self.rob_alloc2.value.eq(Mux(is_ctl2, ac2.src.as_value()[0:16], op2_v)),
-        ]
-        room = Mux(dual, self.rob_alloc2_ready, self.rob_alloc_ready)
+        is_ctl2 = dual & (ac2.kind == ActionKind.CONTROL)
+        is_op2 = dual & (ac2.kind == ActionKind.OPERAND)
+
+        # Operands go into the reorder buffer (the first operand of the cycle through port 1);
+        # control tokens, always immediate, straight into the control FIFO.
+        with m.If(is_ctl):
+            m.d.comb += [
+                self.rob_alloc.load.eq(0),
+                self.rob_alloc.value.eq(op2_v),
+                self.ctrl_w_data.eq(ac.src.as_value()[0:16]),
+            ]
+        with m.Else():
+            m.d.comb += [
+                self.rob_alloc.load.eq(lazy),
+                self.rob_alloc.value.eq(op_v),
+                self.rob_alloc.offset.eq(op_v[0:3]),
+                self.rob_alloc.log2_size.eq(oc.mode[0:2]),
+                self.rob_alloc.sign.eq(oc.mode[2]),
+                self.ctrl_w_data.eq(ac2.src.as_value()[0:16]),
+            ]
+        m.d.comb += [self.rob_alloc2.load.eq(0), self.rob_alloc2.value.eq(op2_v)]
+        n_ops = Signal(2)
+        m.d.comb += n_ops.eq(~is_ctl + is_op2)
+        room = Mux(n_ops == 2, self.rob_alloc2_ready,
+                   Mux(n_ops == 1, self.rob_alloc_ready, 1))
+        need_ctrl = is_ctl | is_ctl2
 
         def try_action(on_fire):
-            """Fire the action(s) if entries are free and (for a load) the request is accepted.
-            ``req.valid`` depends only on ``lazy`` and free entries, never on ``req.ready``."""
-            with m.If(room):
+            """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
+            the request is accepted. ``req.valid`` never depends on ``req.ready``."""
+            with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(lazy),
                     self.req.payload.addr.eq(op_v),
@@ -286,10 +302,11 @@ class Traversal(wiring.Component):
                     self.stat_issue_bytes.eq(Const(1, 4) << oc.mode[0:2]),
                 ]
                 with m.If(~lazy | self.req.ready):
-                    m.d.comb += [self.rob_alloc_en.eq(1), self.rob_alloc2_en.eq(dual)]
+                    m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
+                                 self.ctrl_w_en.eq(need_ctrl)]
                     on_fire()
             with m.Else():
-                m.d.comb += self.stat_rob_stall.eq(1)
+                m.d.comb += self.stat_rob_stall.eq(~room)
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
         kn = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
@@ -391,16 +408,9 @@ class Traversal(wiring.Component):
                                 m.d.comb += self.pf_start.bit_select(pf_e, 1).eq(1)
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):
-                            with m.If(self.rob_alloc_ready):
-                                m.d.comb += [
-                                    self.rob_alloc_en.eq(1),
-                                    self.rob_alloc.control.eq(1),
-                                    self.rob_alloc.load.eq(0),
-                                    self.rob_alloc.value.eq(DONE_TOKEN),
-                                ]
+                            with m.If(self.ctrl_w_rdy):
+                                m.d.comb += [self.ctrl_w_en.eq(1), self.ctrl_w_data.eq(DONE_TOKEN)]
                                 m.next = "FINISH"
-                            with m.Else():
-                                m.d.comb += self.stat_rob_stall.eq(1)
 
             with m.State("BWAIT"):
                 m.d.comb += self.stat_block_wait.eq(1)
@@ -416,7 +426,7 @@ class Traversal(wiring.Component):
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
-                with m.Elif(self.rob_empty):
+                with m.Elif(self.rob_empty & self.ctrl_empty):
                     m.d.comb += [self.done.eq(1), self.fault.eq(0)]
                     m.next = "IDLE"
 
@@ -424,7 +434,7 @@ class Traversal(wiring.Component):
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
-                with m.Elif(self.rob_empty):
+                with m.Elif(self.rob_empty & self.ctrl_empty):
                     m.d.comb += [self.done.eq(1), self.fault.eq(1)]
                     m.next = "IDLE"
 

@@ -15,7 +15,8 @@ def _sext(v, bits):
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_in_order_drain_with_out_of_order_responses(backpressure):
-    """Random mix of immediate tokens and loads answered out of order after random delays."""
+    """Random mix of immediate operands and loads answered out of order after random delays,
+    with one or two allocations per cycle."""
     depth = 8
     dut = ReorderBuffer(depth)
     rng = random.Random(7)
@@ -23,10 +24,8 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
     # Token stream: (control, load, value/word, offset, log2, sign)
     tokens = []
     for i in range(n):
-        kind = rng.choice(["data", "ctrl", "load"])
-        if kind == "ctrl":
-            tokens.append((1, 0, rng.getrandbits(16), 0, 0, 0))
-        elif kind == "data":
+        kind = rng.choice(["data", "load"])
+        if kind == "data":
             tokens.append((0, 0, rng.getrandbits(64), 0, 0, 0))
         else:
             log2 = rng.randrange(4)
@@ -36,7 +35,7 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
     def expect(t):
         control, load, value, offset, log2, sign = t
         if not load:
-            return ("ctrl", value & 0xFFFF) if control else ("data", value)
+            return ("data", value)
         bits = 8 << log2
         elem = (value >> (8 * offset)) & ((1 << bits) - 1)
         if sign:
@@ -65,7 +64,7 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                 control, load, value, offset, log2, sign = tokens[i]
                 slot = ctx.get(dut.alloc_slot)
                 ctx.set(dut.alloc_en, 1)
-                ctx.set(dut.alloc, {"control": control, "load": load, "value": value,
+                ctx.set(dut.alloc, {"load": load, "value": value,
                                     "offset": offset, "log2_size": log2, "sign": sign})
                 if load:
                     pending.append((cycle + rng.randrange(1, 12), slot, value))
@@ -75,7 +74,7 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                         and rng.random() < 0.5):
                     control, load, value, offset, log2, sign = tokens[i]
                     ctx.set(dut.alloc2_en, 1)
-                    ctx.set(dut.alloc2, {"control": control, "load": 0, "value": value,
+                    ctx.set(dut.alloc2, {"load": 0, "value": value,
                                          "offset": 0, "log2_size": 0, "sign": 0})
                     i += 1
             else:
@@ -91,11 +90,8 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
         while len(out) < n:
             r = crng.random() >= backpressure
             ctx.set(dut.data.ready, r)
-            ctx.set(dut.ctrl.ready, r)
             if r and ctx.get(dut.data.valid):
                 out.append(("data", ctx.get(dut.data.payload)))
-            if r and ctx.get(dut.ctrl.valid):
-                out.append(("ctrl", ctx.get(dut.ctrl.payload)))
             await ctx.tick()
 
     run_sim(dut, producer, consumer)

@@ -92,8 +92,9 @@ class Tmu(wiring.Component):
     ctl : In(TmuControlSignature(config))
         Control, status, program load, arguments, counters.
     req : Out(MemRequestSignature(config.tag_bits))
-        Load requests. Tag ``< max_inflight``: a reorder-buffer slot; tag ``== max_inflight``
-        (MSB set): the blocking load of the traversal (at most one in flight).
+        Load requests. Tag ``{kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the
+        traversal's blocking load (at most one in flight); kind 2, a run-ahead engine's slot
+        (``engine * prefetch_depth + slot``).
     resp : In(MemResponseSignature(config.tag_bits))
         Load responses, in any order; always accepted (``resp.ready`` is 1).
     data : Out(stream.Signature(64))

@@ -31,21 +31,23 @@ class Traversal(wiring.Component):
 
     Microcode (built by :class:`~hw.tmu.decoder.Decoder`)::
 
-        ACT (BEGIN actions of layer 0) ; ENTER 0
-        body_0: STREAM (layer 0) ; ACT (ITER 0) ; ACT (BEGIN 1) ; ENTER 1
+        ACT (BEGIN actions of layer 0) ; ENTER 0 ; STREAM (invariant) ; PREFETCH (engines)
+        body_0: STREAM (layer 0) ; ACT (ITER 0) ; ACT (BEGIN 1) ; ENTER 1 ; ...
         body_1: ...                                 ; innermost: STREAM ; ACT (ITER)
                 NEXT n-1 ; exit_(n-1): ACT (END n-1) ; NEXT n-2 ; ... ; NEXT 0 ; exit_0: ACT (END 0)
                 DONE
 
     A ``STREAM`` evaluates one stream (ALU, FWD, or a MEM address with the alignment, region and
     memory-limit checks). A MEM stream that a bound or another stream reads is *blocking*: its
+    value comes from its run-ahead engine (``hw/tmu/prefetch.py``) if it has one, otherwise its
     load is issued with the blocking tag and the traversal waits for the data. Any other MEM
     stream only keeps its (checked) address; an ``OPERAND`` action reading it issues the load,
-    tagged with the reorder-buffer slot it allocates, and does not wait. ``ACT`` allocates one
-    reorder-buffer entry per token. A ``STREAM`` may carry the first ``ITER`` action of its
-    layer (``fuse_act``, the action sees the new value) and a ``STREAM``/``ACT`` may carry the
-    following ``NEXT`` (``fuse_next``), so an innermost iteration of one stream and one operand
-    takes one cycle.
+    tagged with the reorder-buffer slot it allocates, and does not wait. An ``OPERAND`` action
+    allocates one reorder-buffer entry; a ``CONTROL`` action writes the control FIFO. A
+    ``STREAM`` may carry the first ``ITER`` action of its layer (``fuse_act``, the action sees
+    the new value), a ``STREAM``+action or an ``ACT`` may carry a second, immediate action
+    (``fuse_act2``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
+    (``fuse_next``). See ``docs/rtl.md``.
 
     Parameters
     ----------

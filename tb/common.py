@@ -44,7 +44,7 @@ MIN_MEM_WORDS = 1 << 16      # 512 KiB: one model serves all small images
 
 VERILATOR_ARGS = [
     "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-BLKANDNBLK",
-    "--x-assign", "fast", "--x-initial", "fast", "-O3", "--timing",
+    "-Wno-TIMESCALEMOD", "--x-assign", "fast", "--x-initial", "fast", "-O3", "--timing",
 ]
 
 _memo: dict[str, Path] = {}

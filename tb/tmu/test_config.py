@@ -1,0 +1,33 @@
+"""TmuConfig: defaults, the small configuration, argument errors."""
+
+import pytest
+
+from hw.tmu import TmuConfig
+
+
+def test_defaults():
+    c = TmuConfig()
+    assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
+    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (32, 64, 64)
+    assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 8)
+    assert c.tag_bits == 7 and c.program_words == 164
+    s = TmuConfig.small()
+    assert s.max_inflight >= 16 and s.layers == 3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"layers": 0}, "layers must be an integer in 1..255, not 0"),
+    ({"args": 256}, "args must be an integer in 1..255, not 256"),
+    ({"max_inflight": 24}, "max_inflight must be a power of two >= 2, not 24"),
+    ({"data_queue_depth": 1}, "data_queue_depth must be an integer >= 2, not 1"),
+    ({"watchdog_cycles": -1}, "watchdog_cycles must be an integer in 0..2**32-1, not -1"),
+    ({"mem_latency": 0}, "mem_latency must be an integer in 1..1024, not 0"),
+    ({"prefetchers": 17}, "prefetchers must be an integer in 0..16, not 17"),
+    ({"prefetch_depth": 3}, "prefetch_depth must be a power of two >= 2, not 3"),
+    ({"prefetchers": 8, "prefetch_depth": 8},
+     "prefetchers * prefetch_depth must be at most max_inflight (32), not 64"),
+])
+def test_errors(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        TmuConfig(**kwargs)
+    assert str(e.value) == message

@@ -109,8 +109,8 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
     """Build (once) the Verilator model of the system; returns its build directory."""
     config = config or TmuConfig()
     waves = waves or os.environ.get("WAVES") == "1"
-    cfg_key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves},
-                         sort_keys=True)
+    cfg_key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves,
+                          "verilator_args": VERILATOR_ARGS}, sort_keys=True)
     key1 = hashlib.sha256((cfg_key + _sources_digest()).encode()).hexdigest()[:16]
     if key1 in _memo:
         return _memo[key1]

@@ -1,5 +1,7 @@
 """The access unit in the Amaranth simulator against the golden model (small programs)."""
 
+import dataclasses
+
 import pytest
 
 from hw.tmu import TmuConfig
@@ -10,12 +12,16 @@ from tb.tmu.amaranth_bench import run_on_amaranth
 SMALL = TmuConfig.small()
 
 
+@pytest.mark.parametrize("config", [SMALL, dataclasses.replace(SMALL, prefetchers=0),
+                                    dataclasses.replace(SMALL, max_inflight=2, prefetchers=1,
+                                                        prefetch_depth=2)],
+                         ids=["small", "no_prefetch", "tiny_rob"])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
-def test_embedding_bag(backpressure):
+def test_embedding_bag(backpressure, config):
     case = embedding_bag_case("eb", rows=5, dim=3, lengths=[2, 0, 3], indices=[4, 0, 4, 4, 1])
-    r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL,
+    r = run_on_amaranth(case.program, case.memory, case.args, config=config,
                         backpressure=backpressure, seed=3)
-    assert_matches(case, r, SMALL)
+    assert_matches(case, r, config)
     assert r.stats["peak_inflight"] >= 1
     assert r.stats["data_tokens"] == len(r.data_tokens)
 

@@ -22,6 +22,12 @@ class Prefetcher(wiring.Component):
     the first address that fails stops the engine (the traversal then faults on it in program
     order). The traversal takes the values from the head, in order, one per iteration.
 
+    *Continuation*: a range that starts where the previous one ended (CSR offsets) with the same
+    base, stride, step and region continues the same sequence: a ``start`` whose ``p_lb`` is the
+    index of the head keeps the engine's entries. Once an engine has continued, it also issues
+    past ``ub`` (speculatively: loads have no side effects, and an address that fails a check is
+    not issued), so the next range's first values are already on their way.
+
     Parameters
     ----------
     depth : int
@@ -33,6 +39,9 @@ class Prefetcher(wiring.Component):
         Forget everything (start of a run).
     start : In(1)
         Pulse with the ``p_*`` parameters valid. Only while ``idle``.
+    idle : Out(1)
+        A ``start`` with the current ``p_*`` is possible: it continues the sequence, or no
+        response is outstanding.
     req_valid, req_addr, req_slot : Out
         A load to issue; ``req_valid`` never depends on ``req_grant``.
     req_grant : In(1)
@@ -45,8 +54,6 @@ class Prefetcher(wiring.Component):
         The next value will come from this engine (issued, or about to be issued).
     pop : In(1)
         The traversal takes the head.
-    idle : Out(1)
-        No response outstanding (a ``start`` is safe).
     esize : Out(4)
         Element size of the issued loads, bytes.
     """
@@ -90,6 +97,12 @@ class Prefetcher(wiring.Component):
         depth = self._depth
 
         active  = Signal()
+        params  = Signal()                      # the p_* registers hold a sequence
+        seq     = Signal()                      # a range continued: issue past ub
+        head_i  = Signal(signed(66))            # index of the head entry
+        base    = Signal(signed(64))
+        stride  = Signal(signed(32))
+        cc      = Signal(signed(28))
         cur_i   = Signal(signed(66))
         addr    = Signal(signed(64))
         delta   = Signal(signed(64))
@@ -116,10 +129,16 @@ class Prefetcher(wiring.Component):
         ]
         head_offset = Signal(3)
         m.d.comb += head_offset.eq(offset[head])
+        match = Signal()
+        m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_base == base)
+                             & (self.p_stride == stride) & (self.p_c == cc)
+                             & (self.p_step == step) & (self.p_log2 == log2)
+                             & (self.p_sign == sign) & (self.p_rbase == rbase)
+                             & (self.p_rsize == rsize))
         m.d.comb += [
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
             self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
-            self.idle.eq(pending == 0),
+            self.idle.eq(match | (pending == 0)),
             self.esize.eq(Const(1, 4) << log2),
         ]
 
@@ -130,7 +149,7 @@ class Prefetcher(wiring.Component):
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         end = addr + esize
         ok = ~misaligned & (addr >= rbase) & (end <= rbase + rsize) & (end <= self.mem_limit)
-        want = active & in_range & (count != depth)
+        want = active & (in_range | seq) & (count != depth)
         m.d.comb += [
             self.req_valid.eq(want & ok),
             self.req_addr.eq(addr),
@@ -138,8 +157,8 @@ class Prefetcher(wiring.Component):
             self.busy.eq((count != 0) | (active & in_range & ok)),
         ]
         issue = self.req_valid & self.req_grant
-        with m.If(active & ((want & ~ok) | ~in_range)):
-            m.d.sync += active.eq(0)          # end of the range, or an address that would fault
+        with m.If(want & ~ok):
+            m.d.sync += active.eq(0)          # an address that would fault: stop
         with m.If(issue):
             m.d.sync += [
                 offset[tail].eq(addr[0:3]),
@@ -157,11 +176,21 @@ class Prefetcher(wiring.Component):
             pending.eq(pending + issue - self.resp_valid),
             head.eq(head + self.pop),
         ]
+        with m.If(self.pop):
+            m.d.sync += head_i.eq(head_i + step)
 
-        with m.If(self.start):
+        with m.If(self.start & match):
+            m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
+        with m.Elif(self.start):
             first = self.p_lb + self.p_c
             m.d.sync += [
                 active.eq(1),
+                params.eq(1),
+                seq.eq(0),
+                head_i.eq(self.p_lb),
+                base.eq(self.p_base),
+                stride.eq(self.p_stride),
+                cc.eq(self.p_c),
                 cur_i.eq(self.p_lb),
                 addr.eq(self.p_base + first * self.p_stride),
                 delta.eq(self.p_step * self.p_stride),
@@ -174,6 +203,6 @@ class Prefetcher(wiring.Component):
                 head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
             ]
         with m.If(self.clear):
-            m.d.sync += [active.eq(0), head.eq(0), tail.eq(0), count.eq(0), pending.eq(0),
-                         arrived.eq(0)]
+            m.d.sync += [active.eq(0), params.eq(0), seq.eq(0), head.eq(0), tail.eq(0),
+                         count.eq(0), pending.eq(0), arrived.eq(0)]
         return m

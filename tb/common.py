@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -139,17 +140,18 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
             env_make = os.environ.get("MAKEFLAGS")
             os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
             try:
-                runner.build(
-                    verilog_sources=[build_dir / f"{SYSTEM}.v", build_dir / "ember_hbm_storage.v",
-                                     build_dir / f"{TOPLEVEL}.v"],
-                    hdl_toplevel=TOPLEVEL,
-                    parameters={"ABITS": max(1, (mem_words - 1).bit_length())},
-                    build_dir=build_dir,
-                    build_args=VERILATOR_ARGS,
-                    waves=waves,
-                    verbose=verbose,
-                    log_file=build_dir / "build.log",
-                )
+                with contextlib.redirect_stdout(io.StringIO()):   # "INFO: Running command ..."
+                    runner.build(
+                        verilog_sources=[build_dir / f"{SYSTEM}.v", build_dir / "ember_hbm_storage.v",
+                                         build_dir / f"{TOPLEVEL}.v"],
+                        hdl_toplevel=TOPLEVEL,
+                        parameters={"ABITS": max(1, (mem_words - 1).bit_length())},
+                        build_dir=build_dir,
+                        build_args=VERILATOR_ARGS,
+                        waves=waves,
+                        verbose=verbose,
+                        log_file=build_dir / "build.log",
+                    )
             finally:
                 if env_make is None:
                     os.environ.pop("MAKEFLAGS", None)
@@ -172,17 +174,18 @@ def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[s
     log = test_dir / "sim.log"
     try:
         # results_xml must stay unset under pytest (the runner then names the file itself).
-        results = runner.test(
-            test_module=test_module,
-            hdl_toplevel=TOPLEVEL,
-            hdl_toplevel_lang="verilog",
-            build_dir=build_dir,
-            test_dir=test_dir,
-            extra_env=extra_env,
-            plusargs=plusargs or [],
-            waves=waves or os.environ.get("WAVES") == "1",
-            log_file=log,
-        )
+        with contextlib.redirect_stdout(io.StringIO()):       # "INFO: Running command ..."
+            results = runner.test(
+                test_module=test_module,
+                hdl_toplevel=TOPLEVEL,
+                hdl_toplevel_lang="verilog",
+                build_dir=build_dir,
+                test_dir=test_dir,
+                extra_env=extra_env,
+                plusargs=plusargs or [],
+                waves=waves or os.environ.get("WAVES") == "1",
+                log_file=log,
+            )
     except Exception as e:
         tail = log.read_text(errors="replace")[-4000:] if log.is_file() else ""
         raise RuntimeError(f"cocotb test {test_module} failed ({e}); log {log}:\n{tail}") from None

@@ -5,8 +5,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import TmuConfig
-from .isa import (MAGIC, VERSION, DONE_TOKEN, HEADER_WORDS, ActionKind, Event, FaultCode,
-                  SourceKind, StreamKind)
+from .isa import (MAGIC, VERSION, DONE_TOKEN, HEADER_WORDS, ActionKind, ActionWord0, ArgsWord,
+                  ControlWord1, CountsWord, Event, FaultCode, LayerWord0, MemMode, RegionWord0,
+                  Source, SourceKind, StreamKind, StreamWord0, VersionWord)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 
 
@@ -18,6 +19,21 @@ def _pick(m, array, index, shape, name):
     sig = Signal(shape, name=name)
     m.d.comb += sig.eq(array[index])
     return sig
+
+
+def _src_kind(word):
+    """Kind of a source word, as a plain value (4..15 are illegal)."""
+    return Source(word).kind.as_value()
+
+
+def _src_num(word):
+    """Argument, stream or layer number of a non-IMM source (bits [27:8] are reserved)."""
+    return Source(word).value[:8]
+
+
+def _src_imm(word):
+    """The signed immediate of an IMM source."""
+    return Source(word).value.as_signed()
 
 
 def _first(conds):
@@ -117,7 +133,7 @@ class Decoder(wiring.Component):
         """Phase 2, stream ``d``: is it ``INDEX own + c``; is it a MEM stream whose address is
         ``a + (INDEX own + c) * stride`` with ``a`` invariant during its layer's traversal; is it
         an ALU/FWD stream whose value is invariant (it is then evaluated once per layer entry)?"""
-        ka, va, kb, vb = w1[28:32], w1[0:8], w2[28:32], w2[0:8]
+        ka, va, kb, vb = _src_kind(w1), _src_num(w1), _src_kind(w2), _src_num(w2)
 
         def src_invariant(k_, v_):
             return ((k_ == SourceKind.IMM.value) | (k_ == SourceKind.ARG.value)
@@ -130,7 +146,7 @@ class Decoder(wiring.Component):
                   | ((kind == StreamKind.ALU.value) & src_invariant(ka, va)
                      & src_invariant(kb, vb))):
             m.d.sync += inv.bit_select(d[:self._sbits], 1).eq(1)
-        imm_a, imm_b = w1[0:28].as_signed(), w2[0:28].as_signed()
+        imm_a, imm_b = _src_imm(w1), _src_imm(w2)
         own_a = (ka == SourceKind.INDEX.value) & (va == layer)
         own_b = (kb == SourceKind.INDEX.value) & (vb == layer)
         is_add = (kind == StreamKind.ALU.value) & (sub == 0)
@@ -207,16 +223,12 @@ class Decoder(wiring.Component):
             m.next = "FAULT"
 
         # --- source-word predicates ------------------------------------------------------
-        def s_kind(word):
-            return word[28:32]
-
-        def s_val(word):
-            return word[0:8]
+        s_kind, s_val = _src_kind, _src_num
 
         def src_bad_field(word):
             """Phase 1: kind 4..15, or a non-IMM source with bits [27:8] set."""
             return (s_kind(word) > 3) | ((s_kind(word) != SourceKind.IMM.value)
-                                         & (word[8:28] != 0))
+                                         & (Source(word).value[8:] != 0))
 
         def src_bad_vis(word, *, index_ok, stream_ok):
             """Phase 2: ARG/INDEX/STREAM out of range or not visible."""
@@ -230,7 +242,7 @@ class Decoder(wiring.Component):
             """Value of an IMM or ARG source (regions)."""
             return Mux(s_kind(word) == SourceKind.ARG.value,
                        _pick(m, args, s_val(word), 64, "arg"),
-                       word[0:28].as_signed())
+                       _src_imm(word))
 
         def stream_bit(word):
             """One-hot of the stream a source reads, or 0."""
@@ -323,8 +335,10 @@ class Decoder(wiring.Component):
                     m.next = "HDR_CHECK"
 
             with m.State("HDR_CHECK"):
-                h_nl, h_nr, h_ns, h_na = w[2][0:8], w[2][8:16], w[2][16:24], w[2][24:32]
-                h_nargs = w[3][0:8]
+                counts, argsw, version = CountsWord(w[2]), ArgsWord(w[3]), VersionWord(w[1])
+                h_nl, h_nr, h_ns, h_na = (counts.n_layers, counts.n_regions, counts.n_streams,
+                                          counts.n_actions)
+                h_nargs = argsw.n_args
                 expected = Signal(16)
                 m.d.comb += expected.eq(HEADER_WORDS + 4 * (h_nl + h_nr + h_ns + h_na))
                 with m.If(self.prog_len[:2] != 0):
@@ -337,11 +351,11 @@ class Decoder(wiring.Component):
                 with m.Elif(w[0] != MAGIC):
                     fault(FaultCode.BAD_MAGIC, 0)
                 with m.Elif(w[1] != VERSION):
-                    with m.If(w[1][0:16] != VERSION):
+                    with m.If(version.version != VERSION):
                         fault(FaultCode.BAD_VERSION, 1)
                     with m.Else():
                         fault(FaultCode.ILLEGAL_FIELD, 1)
-                with m.Elif(w[3][8:32] != 0):
+                with m.Elif(argsw.reserved != 0):
                     fault(FaultCode.ILLEGAL_FIELD, 3)
                 with m.Elif((h_nl > c.layers) | (h_nr > c.regions) | (h_ns > c.streams)
                             | (h_na > c.actions)):
@@ -380,11 +394,12 @@ class Decoder(wiring.Component):
 
             with m.State("D_CHECK"):
                 w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+                lw0, rw0, sw0, aw0 = LayerWord0(w0), RegionWord0(w0), StreamWord0(w0), ActionWord0(w0)
                 conds1 = {}
                 conds2 = {}
                 # Layers.
                 conds1[0] = [
-                    (w0[0:8] != d, 0), (w0[9:32] != 0, 0),
+                    (lw0.id != d, 0), (lw0.reserved != 0, 0),
                     (src_bad_field(w1), 1), (src_bad_field(w2), 2), (src_bad_field(w3), 3),
                 ]
                 conds2[0] = [
@@ -392,7 +407,7 @@ class Decoder(wiring.Component):
                                  stream_ok=lambda v: layer_of(v) < d), 1),
                     (src_bad_vis(w2, index_ok=lambda v: v < d,
                                  stream_ok=lambda v: layer_of(v) < d), 2),
-                    ((s_kind(w3) != SourceKind.IMM.value) | (w3[0:28].as_signed() <= 0), 3),
+                    ((s_kind(w3) != SourceKind.IMM.value) | (_src_imm(w3) <= 0), 3),
                 ]
                 # Regions.
                 def region_bad(word):
@@ -400,18 +415,19 @@ class Decoder(wiring.Component):
                     return (((k_ != SourceKind.IMM.value) & (k_ != SourceKind.ARG.value))
                             | ((k_ == SourceKind.ARG.value) & (s_val(word) >= nargs)))
                 conds1[1] = [
-                    (w0[0:8] != d, 0), (w0[8:32] != 0, 0), (w3 != 0, 3),
+                    (rw0.id != d, 0), (rw0.reserved != 0, 0), (w3 != 0, 3),
                     (src_bad_field(w1), 1), (src_bad_field(w2), 2),
                 ]
                 conds2[1] = [(region_bad(w1), 1), (region_bad(w2), 2)]
                 # Streams.
-                st_layer, st_kind, st_sub, st_region = w0[8:16], w0[16:20], w0[20:24], w0[24:32]
+                st_layer, st_kind = sw0.layer, sw0.kind.as_value()
+                st_sub, st_region = sw0.mode, sw0.region
                 is_mem = st_kind == StreamKind.MEM.value
                 is_alu = st_kind == StreamKind.ALU.value
                 is_fwd = st_kind == StreamKind.FWD.value
                 conds1[2] = [
-                    (w0[0:8] != d, 0), (st_kind > 2, 0),
-                    (is_mem & st_sub[3], 0),
+                    (sw0.id != d, 0), (st_kind > 2, 0),
+                    (is_mem & (MemMode(st_sub).reserved != 0), 0),
                     (is_mem & src_bad_field(w1), 1), (is_mem & src_bad_field(w2), 2),
                     (is_alu & (st_sub > 12), 0), (is_alu & (st_region != 0), 0),
                     (is_alu & (w3 != 0), 3),
@@ -431,16 +447,17 @@ class Decoder(wiring.Component):
                                            stream_ok=stream_src_ok), 2),
                 ]
                 # Actions.
-                ac_layer, ac_event, ac_kind = w0[0:8], w0[8:10], w0[10:12]
+                ac_layer, ac_event, ac_kind = aw0.layer, aw0.event.as_value(), aw0.kind.as_value()
+                cw1 = ControlWord1(w1)
                 is_op  = ac_kind == ActionKind.OPERAND.value
                 is_ctl = ac_kind == ActionKind.CONTROL.value
                 is_iter = ac_event == Event.ITER.value
                 conds1[3] = [
-                    (w0[12:32] != 0, 0), (ac_event > 2, 0), (ac_kind > 1, 0),
+                    (aw0.reserved != 0, 0), (ac_event > 2, 0), (ac_kind > 1, 0),
                     (w2 != 0, 2), (w3 != 0, 3),
                     (is_op & src_bad_field(w1), 1),
-                    (is_ctl & (w1[16:32] != 0), 1),
-                    (is_ctl & (w1[0:16] == DONE_TOKEN), 1),
+                    (is_ctl & (cw1.reserved != 0), 1),
+                    (is_ctl & (cw1.callback == DONE_TOKEN), 1),
                 ]
                 def act_index_ok(v):
                     return Mux(is_iter, v <= ac_layer, v < ac_layer)
@@ -479,7 +496,8 @@ class Decoder(wiring.Component):
                                 layer = self.layers[d[:max(1, (c.layers - 1).bit_length())]]
                                 m.d.sync += [
                                     layer.lb.eq(w1), layer.ub.eq(w2),
-                                    layer.step.eq(w3[0:28]), layer.check_order.eq(w0[8]),
+                                    layer.step.eq(_src_imm(w3)),
+                                    layer.check_order.eq(lw0.check_order),
                                     self.blocking.eq(self.blocking | stream_bit(w1)
                                                      | stream_bit(w2)),
                                 ]

@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from ..core_if.signatures import MemRequestSignature
 from .config import TmuConfig
 from .datapath import alu, extract
-from .isa import DONE_TOKEN, ActionKind, FaultCode, Source, SourceKind, StreamKind
+from .isa import (DONE_TOKEN, ActionKind, ControlWord1, FaultCode, MemMode, Source, SourceKind,
+                  StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 from .rob import AllocLayout
 
@@ -201,7 +202,8 @@ class Traversal(wiring.Component):
 
         addr = Signal(signed(64))
         m.d.comb += addr.eq(a_v + b_v * sc.stride)
-        log2 = sc.mode[0:2]
+        s_mode = MemMode(sc.mode)
+        log2 = s_mode.log2_size
         esize = Signal(4)
         m.d.comb += esize.eq(Const(1, 4) << log2)
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
@@ -235,7 +237,7 @@ class Traversal(wiring.Component):
                                 signed(28), "pf_c_v")),
             self.pf_stride.eq(sc.stride),
             self.pf_log2.eq(log2),
-            self.pf_sign.eq(sc.mode[2]),
+            self.pf_sign.eq(s_mode.sign),
             self.pf_rbase.eq(region.base),
             self.pf_rsize.eq(region.size),
         ]
@@ -254,6 +256,7 @@ class Traversal(wiring.Component):
         op_v = source(ac.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
         m.d.comb += self.ocfg_addr.eq(ac.src.value[:self._sbits])
         oc = self.ocfg_data
+        o_mode = MemMode(oc.mode)
         is_ctl = ac.kind == ActionKind.CONTROL
         lazy = Signal()
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
@@ -275,16 +278,16 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 self.rob_alloc.load.eq(0),
                 self.rob_alloc.value.eq(op2_v),
-                self.ctrl_w_data.eq(ac.src.as_value()[0:16]),
+                self.ctrl_w_data.eq(ControlWord1(ac.src.as_value()).callback),
             ]
         with m.Else():
             m.d.comb += [
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
                 self.rob_alloc.offset.eq(op_v[0:3]),
-                self.rob_alloc.log2_size.eq(oc.mode[0:2]),
-                self.rob_alloc.sign.eq(oc.mode[2]),
-                self.ctrl_w_data.eq(ac2.src.as_value()[0:16]),
+                self.rob_alloc.log2_size.eq(o_mode.log2_size),
+                self.rob_alloc.sign.eq(o_mode.sign),
+                self.ctrl_w_data.eq(ControlWord1(ac2.src.as_value()).callback),
             ]
         m.d.comb += [self.rob_alloc2.load.eq(0), self.rob_alloc2.value.eq(op2_v)]
         n_ops = Signal(2)
@@ -301,7 +304,7 @@ class Traversal(wiring.Component):
                     self.req.valid.eq(lazy),
                     self.req.payload.addr.eq(op_v),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Const(1, 4) << oc.mode[0:2]),
+                    self.stat_issue_bytes.eq(Const(1, 4) << o_mode.log2_size),
                 ]
                 with m.If(~lazy | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
@@ -380,7 +383,7 @@ class Traversal(wiring.Component):
                                 ]
                                 with m.If(self.req.ready):
                                     m.d.sync += [b_sid.eq(u.id), b_off.eq(addr[0:3]),
-                                                 b_log2.eq(log2), b_sign.eq(sc.mode[2])]
+                                                 b_log2.eq(log2), b_sign.eq(s_mode.sign)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
                                 def on_fire():

@@ -4,7 +4,8 @@
 >>> r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.stats
 
 The Verilator model of ``hw.system.System`` is built once per configuration and memory size
-(``tb.common.build_model``) and reused. A call writes its job (program, memory image as a hex file,
+(``tb.common.build_model``) and reused. With ``WAVES=1`` in the environment the model is built with
+tracing and the waveform of each call is copied to ``build/rtl/waves/``. A call writes its job (program, memory image as a hex file,
 arguments, back-pressure) into a temporary directory, points ``$EMBER_RTL_JOB`` at it and runs the
 cocotb module ``tb.system.cocotb_top`` in one simulator process; :func:`run_many_on_rtl` runs
 several jobs in one process (what the tests use: one simulator start-up for many programs).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import tempfile
 import time
@@ -24,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from hw.tmu import COUNTERS, TmuConfig
-from tb.common import build_model, mem_words_for, run_cocotb
+from tb.common import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
 __all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl"]
@@ -123,6 +125,13 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
                              f"+TOKEN_DATA={tmp / 'tokens_data.hex'}",
                              f"+TOKEN_CTRL={tmp / 'tokens_ctrl.hex'}"])
         wall = time.perf_counter() - t0
+        if os.environ.get("WAVES") == "1":                   # keep the waveform
+            waves_dir = BUILD_ROOT / "waves"
+            waves_dir.mkdir(parents=True, exist_ok=True)
+            for f in list(tmp.glob("*.vcd")) + list(tmp.glob("*.fst")):
+                dest = waves_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{f.name}"
+                shutil.copyfile(f, dest)
+                print(f"waveform: {dest}")
         raw = json.loads((tmp / "results.json").read_text())
     if len(raw) < len(jobs) and (not raw or not raw[-1]["timeout"]):
         raise RuntimeError(f"the simulation returned {len(raw)} results for {len(jobs)} jobs")

@@ -68,10 +68,7 @@ def main(ns: argparse.Namespace) -> int:
     print(f"program: {ns.program}{' (' + ns.kernel + ')' if ns.program == 'compiled' else ''}; target: {ns.target}")
 
     t0 = time.perf_counter()
-    if ns.program == "handwritten":
-        got, access = _run_handwritten(g, x, ns)
-    else:
-        got, access = _run_compiled(g, x, ns)
+    got, access = _run(g, x, ns)
     wall = time.perf_counter() - t0
 
     ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -98,29 +95,23 @@ def main(ns: argparse.Namespace) -> int:
     return 1
 
 
-def _transport(ns):
-    from sw.runtime.drivers import GoldenTransport, RtlTransport
-    return RtlTransport(backpressure=ns.backpressure, seed=ns.seed) if ns.target == "rtl" else GoldenTransport()
-
-
-def _run_handwritten(g, x, ns):
-    from sw.runtime.handwritten import embedding_bag_execute, embedding_bag_memory, embedding_bag_program
-    memory, args = embedding_bag_memory(x, g.indices, g.offsets)
-    access = _transport(ns).run(embedding_bag_program(4).encode(), memory, args)
-    if access.fault_code:
-        raise RuntimeError(f"access unit fault {access.fault_code} at {access.fault_addr:#x}")
-    return embedding_bag_execute(access.data_tokens, access.control_tokens, g.num_nodes, ns.dim), access
-
-
-def _run_compiled(g, x, ns):
+def _kernel(ns):
+    """The kernel to run: the compiler's output for ``--kernel``, or the hand-written program."""
+    if ns.program == "handwritten":
+        from sw.runtime.handwritten import embedding_bag_kernel
+        return embedding_bag_kernel("float32", "sum")
     from sw.compiler import compile_mlir
-    from sw.runtime.drivers import run_kernel
     path = Path(ns.kernel)
     if not path.is_file():
         raise FileNotFoundError(f"--kernel {ns.kernel!r} does not exist")
-    kernel = compile_mlir(path.read_text(), filename=str(path))
+    return compile_mlir(path.read_text(), filename=str(path))
+
+
+def _run(g, x, ns):
+    from sw.runtime.drivers import run_kernel
+    options = {"backpressure": ns.backpressure, "seed": ns.seed} if ns.target == "rtl" else {}
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    result = run_kernel(kernel, [x, g.indices, g.offsets, out], _transport(ns))
+    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
     return np.asarray(result.results[0]), result.access
 
 

@@ -167,18 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    from sw.compiler import CompileError
     from sw.runtime.golden import AccessFault
-    from sw.runtime.isa import ProgramError
-    try:
-        from sw.compiler import CompileError
-    except ImportError:          # the compiler is optional for asm/disasm
-        CompileError = ()       # type: ignore[assignment]
     try:
         return ns.func(ns)
-    except (UserError, ProgramError, AccessFault, ValueError, TypeError, FileNotFoundError) as e:
-        print(f"ember: error: {e}", file=sys.stderr)
-        return 2
-    except CompileError as e:  # type: ignore[misc]
+    except (UserError, CompileError, AccessFault, ValueError, TypeError, FileNotFoundError) as e:
+        # ValueError covers ProgramError (a malformed program) and bad arguments.
         print(f"ember: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,7 @@
 """The binary access program (``docs/isa.md``, version 0) as Amaranth shapes.
 
 This module mirrors the tables of ``docs/isa.md`` once; every other RTL module takes field
-positions, codes and constants from here. ``tb/test_isa_mirror.py`` checks them against
+positions, codes and constants from here. ``tb/tmu/test_isa_mirror.py`` checks them against
 ``sw/runtime/isa.py``.
 """
 

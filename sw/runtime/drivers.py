@@ -18,8 +18,8 @@ from typing import Protocol, Sequence
 from .execute import CoreCostModel, ExecuteResult, execute_tokens
 from .golden import AccessFault, run_golden
 from .image import MemoryImage, bind_arguments, build_image
-from .isa import Fault, Limits, SrcKind
-from .kernel import ArgKind, Kernel
+from .isa import Fault, Limits
+from .kernel import Kernel
 
 __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "RunResult", "run_kernel",
            "TARGETS"]
@@ -143,13 +143,3 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
     return RunResult(executed.results, access, executed, image, transport.name)
 
-
-def region_params(kernel: Kernel) -> dict[int, int]:
-    """Region id → parameter index, where the region's base is an argument register bound to a base."""
-    out = {}
-    for n, region in enumerate(kernel.program.regions):
-        if region.base.kind == SrcKind.ARG and region.base.value < len(kernel.arg_map):
-            spec = kernel.arg_map[region.base.value]
-            if spec.kind == ArgKind.BASE:
-                out[n] = spec.param
-    return out

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .execute import as_f32, as_f64
 from .isa import Action, ActionKind, AluOp, Event, Layer, Program, Region, Source, Stream, StreamKind
 
-__all__ = ["EmbeddingBagArgs", "embedding_bag_program", "embedding_bag_memory", "embedding_bag_execute",
-           "embedding_bag_kernel",
+__all__ = ["EmbeddingBagArgs", "embedding_bag_program", "embedding_bag_memory", "embedding_bag_kernel",
            "BAG_BEGIN", "ROW", "BAG_END"]
 
 BAG_BEGIN, ROW, BAG_END = 0, 1, 2
@@ -76,25 +74,6 @@ def embedding_bag_memory(table: np.ndarray, indices: np.ndarray, offsets: np.nda
     pt = image.add(2, "table", np.ascontiguousarray(table))
     args = [po.base, pi.base, pt.base, len(offsets) - 1, table.shape[1], po.nbytes, pi.nbytes, pt.nbytes]
     return image.data, args
-
-
-def embedding_bag_execute(data_tokens, control_tokens, nbags: int, dim: int, dtype=np.float32,
-                          mode: str = "sum") -> np.ndarray:
-    """The execute side of :func:`embedding_bag_program`: (nbags, dim) sums or means."""
-    out = np.zeros((nbags, dim), dtype=dtype)
-    decode = as_f32 if np.dtype(dtype) == np.float32 else as_f64
-    data = iter(data_tokens)
-    bag, count, acc = 0, 0, np.zeros(dim, dtype=dtype)
-    for tok in control_tokens:
-        if tok == BAG_BEGIN:
-            bag, count = next(data), 0
-            acc = np.zeros(dim, dtype=dtype)
-        elif tok == ROW:
-            acc += np.array([decode(next(data)) for _ in range(dim)], dtype=dtype)
-            count += 1
-        elif tok == BAG_END:
-            out[bag] = acc / max(count, 1) if mode == "mean" else acc
-    return out
 
 
 _EXECUTE_SOURCE = '''

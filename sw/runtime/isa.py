@@ -407,7 +407,7 @@ class Program:
             base += DESCRIPTOR_WORDS * len(getattr(self, name))
         raise AssertionError(section)
 
-    def _check_source(self, s: Source, pc: int, *, layer_lt: int, index_le: int,
+    def _check_source(self, s: Source, pc: int, *, index_le: int,
                       stream_ok, what: str) -> None:
         def bad(msg):
             raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"{what}: {msg}")
@@ -420,14 +420,13 @@ class Program:
                 bad(f"stream s{s.value} does not exist ({len(self.streams)} streams)")
             if not stream_ok(s.value):
                 bad(f"stream s{s.value} is not visible here")
-        del layer_lt
 
     def _check_semantics(self) -> None:
         n_layers = len(self.layers)
         for n, layer in enumerate(self.layers):
             pc = self._pc("layers", n)
             for word, (name, s) in enumerate((("lb", layer.lb), ("ub", layer.ub)), start=1):
-                self._check_source(s, pc + word, layer_lt=n, index_le=n - 1,
+                self._check_source(s, pc + word, index_le=n - 1,
                                    stream_ok=lambda sid, n=n: self.streams[sid].layer < n,
                                    what=f"layer {n} {name}")
             if layer.step.kind != SrcKind.IMM or layer.step.value <= 0:
@@ -439,7 +438,7 @@ class Program:
                 if s.kind not in (SrcKind.IMM, SrcKind.ARG):
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc + word,
                                        f"region {n} base/size must be an immediate or argument, not {s}")
-                self._check_source(s, pc + word, layer_lt=0, index_le=-1, stream_ok=lambda sid: False,
+                self._check_source(s, pc + word, index_le=-1, stream_ok=lambda sid: False,
                                    what=f"region {n}")
         for n, s in enumerate(self.streams):
             pc = self._pc("streams", n)
@@ -451,7 +450,7 @@ class Program:
                                    f"stream {n} region must be below n_regions={len(self.regions)}, not {s.region}")
             ops = [(1, s.a)] + ([] if s.kind == StreamKind.FWD else [(2, s.b)])
             for word, op in ops:
-                self._check_source(op, pc + word, layer_lt=s.layer, index_le=s.layer,
+                self._check_source(op, pc + word, index_le=s.layer,
                                    stream_ok=lambda sid, n=n, L=s.layer: (self.streams[sid].layer < L
                                                                            or (self.streams[sid].layer == L and sid < n)),
                                    what=f"stream {n}")
@@ -462,7 +461,7 @@ class Program:
                                    f"action {n} layer must be below n_layers={n_layers}, not {a.layer}")
             if a.kind == ActionKind.OPERAND:
                 limit = a.layer if a.event == Event.ITER else a.layer - 1
-                self._check_source(a.source, pc + 1, layer_lt=limit + 1, index_le=limit,
+                self._check_source(a.source, pc + 1, index_le=limit,
                                    stream_ok=lambda sid, limit=limit: self.streams[sid].layer <= limit,
                                    what=f"action {n} ({a.event.name})")
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from sw.runtime.golden import AccessFault, run_golden
-from sw.runtime.handwritten import (BAG_BEGIN, BAG_END, ROW, embedding_bag_execute, embedding_bag_memory,
+from sw.runtime.execute import execute_tokens
+from sw.runtime.handwritten import (BAG_BEGIN, BAG_END, ROW, embedding_bag_kernel, embedding_bag_memory,
                                     embedding_bag_program)
 from sw.runtime.isa import (DONE_TOKEN, Action, ActionKind, AluOp, Event, Fault, Layer, Program, Region,
                             Source, Stream, StreamKind)
@@ -45,7 +46,9 @@ def test_embedding_bag_matches_pytorch_on_random_shapes(mode, dtype, size, seed)
     memory, args = embedding_bag_memory(table, indices, offsets)
     r = run_golden(embedding_bag_program(size), memory, args)
     assert not r.faulted
-    got = embedding_bag_execute(r.data_tokens, r.control_tokens, nbags, dim, dtype, mode)
+    out = np.zeros((nbags, dim), dtype=dtype)
+    kernel = embedding_bag_kernel(np.dtype(dtype).name, mode)
+    got = execute_tokens(kernel, [table, indices, offsets, out], r.data_tokens, r.control_tokens).results[0]
     np.testing.assert_allclose(got, reference(table, indices, offsets, mode), rtol=1e-6, atol=1e-6)
 
 

@@ -31,6 +31,8 @@ class SourceKind(enum.Enum, shape=4):
     ARG    = 1
     STREAM = 2
     INDEX  = 3
+    COUNT  = 4   # ISA v1 only (docs/isa.md §7.3); this RTL decodes v0: kinds > 3 are ILLEGAL_FIELD
+    FIRST  = 5   # ISA v1 only
 
 
 class StreamKind(enum.Enum, shape=4):
@@ -82,6 +84,7 @@ class FaultCode(enum.Enum, shape=8):
     RANGE_ORDER   = 7
     WATCHDOG      = 8
     TRUNCATED     = 9
+    BLOCK_LENGTH  = 10  # ISA v1 only (docs/isa.md §7.7); never raised by this (v0) RTL
 
 
 class Source(data.Struct):

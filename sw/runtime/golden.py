@@ -1,6 +1,7 @@
 """Golden functional model of the access unit: runs a binary access program, cycle-free.
 
-It executes ``docs/isa.md`` §1 literally (the normative pseudo-code) over a flat memory image and
+It executes ``docs/isa.md`` §1 (version 0) and §7 (version 1: lockstep layers lane by lane with
+tail masks, block streams, the operand packer) literally (the normative pseudo-code) over a flat memory image and
 produces the exact data-queue and control-queue token streams. The RTL is compared with it token
 by token (``tb/``), and the execute side consumes its tokens when the target is ``golden``.
 
@@ -14,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .isa import (DONE_TOKEN, MASK64, ActionKind, AluOp, Event, Fault, Limits, Program, SrcKind,
-                  StreamKind, _to_signed64)
+from .isa import (DONE_TOKEN, MASK64, ActionKind, AluOp, Event, Fault, LayerMode, Limits, Program,
+                  SrcKind, StreamKind, _to_signed64)
 
 __all__ = ["AccessFault", "GoldenResult", "run_golden"]
 
@@ -77,46 +78,92 @@ def _alu(op: AluOp, a: int, b: int) -> int:
     return _to_signed64(r)
 
 
+class _Packer:
+    """The data-queue packer of docs/isa.md §7.5: one partial 64-bit token and a byte offset."""
+
+    def __init__(self, out: list[int]):
+        self.out = out
+        self.token = 0
+        self.offset = 0          # bytes used in the partial token
+
+    def put(self, value: int, width: int) -> None:
+        at = -(-self.offset // width) * width          # round_up(offset, width)
+        if at + width > 8:
+            self.flush()
+            at = 0
+        self.token |= (value & ((1 << (8 * width)) - 1)) << (8 * at)
+        self.offset = at + width
+        if self.offset == 8:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.offset:
+            self.out.append(self.token)
+        self.token, self.offset = 0, 0
+
+
 class _Machine:
-    def __init__(self, prog: Program, memory: bytes, args: Sequence[int], result: GoldenResult):
+    def __init__(self, prog: Program, memory: bytes, args: Sequence[int], result: GoldenResult,
+                 limits: Limits):
         self.prog = prog
         self.mem = memory
         self.args = [_to_signed64(int(a)) for a in args]
         self.out = result
+        self.limits = limits
         n = len(prog.layers)
-        self.index = [0] * n
-        self.value = [0] * len(prog.streams)
+        self.index: list = [0] * n        # int, or a list of lane indices for a LOCKSTEP layer
+        self.first = [0] * n
+        self.count = [1] * n
+        self.value: list = [0] * len(prog.streams)   # int, list of lanes, or list of block elements
         self.by_layer = [[sid for sid, s in enumerate(prog.streams) if s.layer == k] for k in range(n)]
         self.actions = {(k, e): [a for a in prog.actions if a.layer == k and a.event == e]
                         for k in range(n) for e in Event}
         self.regions = [(self.src(r.base), self.src(r.size)) for r in prog.regions]
+        self.packer = _Packer(result.data_tokens)
         result.iterations = [0] * n
 
-    def src(self, s) -> int:
+    def src(self, s):
+        """The value of a source: an int, or a list (the lanes of a vector, a block's elements)."""
         if s.kind == SrcKind.IMM:
             return s.value
         if s.kind == SrcKind.ARG:
             return self.args[s.value]
         if s.kind == SrcKind.STREAM:
             return self.value[s.value]
-        return self.index[s.value]
+        if s.kind == SrcKind.INDEX:
+            return self.index[s.value]
+        if s.kind == SrcKind.COUNT:
+            return self.count[s.value]
+        return self.first[s.value]
 
-    def load(self, sid: int) -> int:
+    def lane(self, s, lane: int) -> int:
+        v = self.src(s)
+        return v[lane] if isinstance(v, list) else v
+
+    def check(self, sid: int, addr: int, nbytes: int, size: int) -> None:
+        """Alignment, region and memory-size checks of docs/isa.md §1 for ``nbytes`` at ``addr``."""
         s = self.prog.streams[sid]
-        addr = _to_signed64(self.src(s.a) + self.src(s.b) * s.stride)
-        base, size = self.regions[s.region]
+        base, rsize = self.regions[s.region]
         uaddr = addr & MASK64
-        if addr % s.size:
+        if addr % size:
             raise AccessFault(Fault.MISALIGNED, uaddr,
-                              f"stream {sid} loads {s.size} bytes at misaligned address {uaddr:#x}")
-        if not (base <= addr and addr + s.size <= base + size):
+                              f"stream {sid} loads {size} bytes at misaligned address {uaddr:#x}")
+        if not base <= addr:
             raise AccessFault(Fault.ADDR_RANGE, uaddr,
                               f"stream {sid} loads address {uaddr:#x}, outside region {s.region} "
-                              f"[{base:#x}, {base + size:#x})")
-        if addr + s.size > len(self.mem):
-            raise AccessFault(Fault.ADDR_RANGE, uaddr,
-                              f"stream {sid} loads address {uaddr:#x}, beyond the memory image "
+                              f"[{base:#x}, {base + rsize:#x})")
+        if addr + nbytes > base + rsize:
+            bad = addr + max(0, (base + rsize - addr) // size) * size   # first element outside
+            raise AccessFault(Fault.ADDR_RANGE, bad & MASK64,
+                              f"stream {sid} loads address {bad & MASK64:#x}, outside region {s.region} "
+                              f"[{base:#x}, {base + rsize:#x})")
+        if addr + nbytes > len(self.mem):
+            bad = addr + max(0, (len(self.mem) - addr) // size) * size
+            raise AccessFault(Fault.ADDR_RANGE, bad & MASK64,
+                              f"stream {sid} loads address {bad & MASK64:#x}, beyond the memory image "
                               f"({len(self.mem)} bytes)")
+
+    def read(self, s, addr: int) -> int:
         raw = int.from_bytes(self.mem[addr:addr + s.size], "little")
         if s.signed and raw >> (8 * s.size - 1):
             raw -= 1 << (8 * s.size)
@@ -124,31 +171,85 @@ class _Machine:
         self.out.bytes_loaded += s.size
         return _to_signed64(raw)
 
+    def load(self, sid: int, a: int, b: int) -> int:
+        s = self.prog.streams[sid]
+        addr = _to_signed64(a + b * s.stride)
+        self.check(sid, addr, s.size, s.size)
+        return self.read(s, addr)
+
+    def load_block(self, sid: int) -> list[int]:
+        s = self.prog.streams[sid]
+        n = self.src(s.count)
+        if n < 0 or n > self.limits.max_block:
+            raise AccessFault(Fault.BLOCK_LENGTH, sid,
+                              f"block stream {sid} has count {n}, must be in [0, {self.limits.max_block}]")
+        if n == 0:
+            return []
+        start = _to_signed64(self.src(s.a) + self.src(s.b) * s.size)
+        self.check(sid, start, n * s.size, s.size)
+        return [self.read(s, start + e * s.size) for e in range(n)]
+
+    def evaluate(self, sid: int, lanes: int | None) -> None:
+        """One stream's value: scalar (``lanes`` None) or lane by lane (masked lanes 0)."""
+        s = self.prog.streams[sid]
+        if s.block:
+            self.value[sid] = self.load_block(sid)
+            return
+        if lanes is None:
+            a = self.src(s.a)
+            if s.kind == StreamKind.MEM:
+                self.value[sid] = self.load(sid, a, self.src(s.b))
+            elif s.kind == StreamKind.ALU:
+                self.value[sid] = _alu(s.op, a, self.src(s.b))
+            else:
+                self.value[sid] = a
+            return
+        vec = [0] * lanes
+        self.value[sid] = vec
+        for lane in range(self.count[s.layer]):
+            a = self.lane(s.a, lane)
+            if s.kind == StreamKind.MEM:
+                vec[lane] = self.load(sid, a, self.lane(s.b, lane))
+            elif s.kind == StreamKind.ALU:
+                vec[lane] = _alu(s.op, a, self.lane(s.b, lane))
+            else:
+                vec[lane] = a
+
     def fire(self, layer: int, event: Event) -> None:
         for a in self.actions[(layer, event)]:
             if a.kind == ActionKind.OPERAND:
-                self.out.data_tokens.append(self.src(a.source) & MASK64)
+                value = self.src(a.source)
+                width = a.esize
+                for element in (value if isinstance(value, list) else (value,)):
+                    self.packer.put(element, width)
+                if not a.join:
+                    self.packer.flush()
             else:
                 self.out.control_tokens.append(a.callback)
+        self.packer.flush()
 
     def traverse(self, k: int) -> None:
         layer = self.prog.layers[k]
         lb, ub, step = self.src(layer.lb), self.src(layer.ub), self.src(layer.step)
         if layer.check_order and ub < lb:
             raise AccessFault(Fault.RANGE_ORDER, k, f"layer {k} has ub={ub} < lb={lb}")
-        streams = self.prog.streams
         last = k + 1 == len(self.prog.layers)
+        if layer.mode == LayerMode.LOCKSTEP:
+            lanes = layer.lanes
+            for i in range(lb, ub, lanes * step):
+                count = min(lanes, -(-(ub - i) // step))
+                self.first[k], self.count[k] = i, count
+                self.index[k] = [i + l * step if l < count else 0 for l in range(lanes)]
+                self.out.iterations[k] += count
+                for sid in self.by_layer[k]:
+                    self.evaluate(sid, lanes)
+                self.fire(k, Event.ITER)
+            return                       # a LOCKSTEP layer is the last layer (docs/isa.md §7.2)
         for i in range(lb, ub, step):
-            self.index[k] = i
+            self.index[k] = self.first[k] = i
             self.out.iterations[k] += 1
             for sid in self.by_layer[k]:
-                s = streams[sid]
-                if s.kind == StreamKind.MEM:
-                    self.value[sid] = self.load(sid)
-                elif s.kind == StreamKind.ALU:
-                    self.value[sid] = _alu(s.op, self.src(s.a), self.src(s.b))
-                else:
-                    self.value[sid] = self.src(s.a)
+                self.evaluate(sid, None)
             self.fire(k, Event.ITER)
             if not last:
                 self.fire(k + 1, Event.BEGIN)
@@ -175,7 +276,10 @@ def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
     args : sequence of int
         Argument registers (64-bit; signed or unsigned Python ints). Missing registers read 0.
     limits : Limits, optional
-        The unit's resources; a program exceeding them fails to decode (``RESOURCES``).
+        The unit's configuration (default ``Limits()``: the RTL's, version 0 only); a program
+        exceeding its resources or using a version/feature it lacks fails to decode
+        (``RESOURCES``/``BAD_VERSION``). A version-1 program needs e.g.
+        ``Limits.from_file("configs/tmu_vector.json")``.
     raise_on_fault : bool
         Raise :class:`AccessFault` on a run-time fault instead of returning it in the result.
 
@@ -188,10 +292,11 @@ def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
     """
     if isinstance(program, Program):
         program = program.encode()
+    limits = limits or Limits()
     prog = Program.decode(bytes(program), limits)
     args = list(args) + [0] * max(0, prog.n_args - len(args))
     result = GoldenResult()
-    machine = _Machine(prog, bytes(memory), args, result)
+    machine = _Machine(prog, bytes(memory), args, result, limits)
     try:
         machine.run()
     except AccessFault as fault:

@@ -214,6 +214,9 @@ class _Gen:
             else:
                 e(f"{n(op.result)} = _fma64({a}, {b}, {c})")
             return
+        if isinstance(op, math.SqrtOp):   # IEEE-754 correctly rounded in f32 and f64, as np.sqrt
+            e(f"{n(op.result)} = {_float_ctor(op.result.type)}(np.sqrt({n(op.operand)}))")
+            return
         if isinstance(op, arith.NegfOp):
             e(f"{n(op.result)} = {_float_ctor(op.result.type)}(-{n(op.operand)})")
             return

@@ -49,7 +49,7 @@ SUPPORTED_OPS = frozenset({
     "arith.cmpi", "arith.cmpf", "arith.select",
     "arith.index_cast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
     "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
-    "math.fma",
+    "math.fma", "math.sqrt",
 })
 
 _INT_WIDTHS = (1, 8, 16, 32, 64)

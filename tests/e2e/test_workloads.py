@@ -1,0 +1,143 @@
+"""The five workload classes end to end (``sw.workloads``): each MLIR kernel in ``examples/`` compiled,
+run on the golden model (every -O level the compiler accepts) and on the RTL (ISA v0, -O0), checked
+against PyTorch — bit for bit where the accumulation order is PyTorch's, else within ``rtol`` and
+bit for bit against a sequential NumPy reference of the kernel's order (see ``sw/workloads.py``)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from sw.compiler import CompileError, compile_mlir
+from sw.runtime.drivers import AccessRun, run_kernel
+from sw.workloads import WORKLOADS, dlrm_trace, load_reuse_histogram
+
+LEVELS = (0, 1, 2, 3)
+_HAS_OPT = "opt_level" in inspect.signature(compile_mlir).parameters
+
+
+def compile_workload(w, opt_level: int = 0):
+    text = w.path.read_text()
+    if not _HAS_OPT:
+        if opt_level:
+            pytest.skip("compile_mlir has no opt_level yet (only -O0 exists)")
+        return compile_mlir(text, filename=w.example)
+    return compile_mlir(text, filename=w.example, opt_level=opt_level)
+
+
+@pytest.fixture(scope="module")
+def o0():
+    return {name: compile_workload(w) for name, w in WORKLOADS.items()}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_on_golden_matches_pytorch(o0, name):
+    w = WORKLOADS[name]
+    for seed in (0, 1):
+        args = w.make("small", seed)
+        w.check(args, run_kernel(o0[name], args, "golden").results)
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.parametrize("level", LEVELS[1:])
+def test_every_opt_level_gives_the_same_results(o0, name, level):
+    w = WORKLOADS[name]
+    try:
+        kernel = compile_workload(w, level)
+    except CompileError as e:          # a level that does not apply to this kernel must say why
+        assert str(e), "empty CompileError"
+        pytest.skip(f"-O{level} does not compile {name}: {e}")
+    args = w.make("small", 3)
+    base = run_kernel(o0[name], [a.copy() if isinstance(a, np.ndarray) else a for a in args], "golden")
+    got = run_kernel(kernel, args, "golden")
+    w.check(args, got.results)
+    for a, b in zip(got.results, base.results):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_full_size_on_golden(o0, name):
+    w = WORKLOADS[name]
+    args = w.make("full", 0)
+    w.check(args, run_kernel(o0[name], args, "golden").results)
+
+
+def test_o0_token_counts_per_lookup(o0):
+    """Ember's -O0 form, counted by hand from the kernels: one operand per value a callback uses,
+    one control token per callback firing."""
+    w = WORKLOADS["kg_transe"]
+    args = w.make("small", 0)
+    r = run_kernel(o0["kg_transe"], args, "golden")
+    n, dim = len(args[3]), args[1].shape[1]
+    assert len(r.access.data_tokens) == n * dim * 4 + n        # eh, er, et, t per element; t at end
+    assert len(r.access.control_tokens) == n * dim + n + 1      # iter, end, DONE
+    w = WORKLOADS["spattn_gather"]
+    args = w.make("small", 0)
+    r = run_kernel(o0["spattn_gather"], args, "golden")
+    elements = len(args[1]) * int(args[4]) * args[2].shape[1]
+    assert len(r.access.data_tokens) == 4 * elements           # k, orow, d, v
+    assert len(r.access.control_tokens) == elements + 1
+
+
+def test_dlrm_trace_follows_the_reuse_histogram():
+    lo, hi, share = load_reuse_histogram()
+    assert share[0] == pytest.approx(0.342, abs=2e-3) and (lo[0], hi[0]) == (0, 1)
+    indices, offsets = dlrm_trace(1_000_000, 1000, 100, seed=0)
+    assert offsets[0] == 0 and offsets[-1] == len(indices) == 100_000
+    assert np.all(np.diff(offsets) >= 0) and (np.diff(offsets) == 0).any()
+    _, counts = np.unique(indices, return_counts=True)
+    # share of distinct rows looked up once / at most 4 times: Meta's 0.342 and 0.635
+    assert np.mean(counts == 1) == pytest.approx(0.342, abs=0.03)
+    assert np.mean(counts <= 4) == pytest.approx(0.635, abs=0.03)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(num_rows=0, nbags=1, pooling=1), "num_rows must be >= 1, not 0"),
+    (dict(num_rows=5, nbags=0, pooling=1), "nbags must be >= 1, not 0"),
+    (dict(num_rows=5, nbags=1, pooling=-2), "pooling must be >= 0, not -2"),
+])
+def test_dlrm_trace_rejects_bad_sizes(bad, message):
+    with pytest.raises(ValueError, match=message):
+        dlrm_trace(**bad)
+
+
+class _Replay:
+    """A transport that hands back a run already made on the RTL (one simulator start for all)."""
+    name = "rtl"
+
+    def __init__(self, program: bytes, result):
+        self.program, self.result = program, result
+
+    def run(self, program, memory, args):
+        assert program == self.program
+        r = self.result
+        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles, dict(r.stats))
+
+
+@pytest.mark.rtl
+def test_all_workloads_on_rtl_match_golden_and_pytorch(o0):
+    """Every workload (small inputs, -O0 = ISA v0) in one simulator process: the RTL's tokens equal
+    the golden model's, and the results PyTorch's."""
+    from sw.runtime.golden import run_golden
+    from sw.runtime.image import bind_arguments, build_image
+    from tb.harness import RtlJob, run_many_on_rtl
+    jobs, cases = [], []
+    for name, w in WORKLOADS.items():
+        k = o0[name]
+        args = w.make("small", 2)
+        image = build_image(k, args)
+        regs = bind_arguments(k, args, image)
+        program = k.program.encode()
+        jobs.append(RtlJob(program, image.data, regs, backpressure=0.25, seed=len(jobs)))
+        cases.append((name, w, k, args, program, run_golden(program, image.data, regs)))
+    results = run_many_on_rtl(jobs)
+    for (name, w, k, args, program, gold), rtl in zip(cases, results):
+        assert rtl.fault_code == 0, name
+        assert rtl.control_tokens == gold.control_tokens, name
+        assert rtl.data_tokens == gold.data_tokens, name
+        run = run_kernel(k, args, _Replay(program, rtl))
+        w.check(args, run.results)
+        assert run.cycles > 0

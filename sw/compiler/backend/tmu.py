@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     Float32Type,
+    ModuleOp,
     Float64Type,
     IndexType,
     IntegerAttr,
@@ -35,10 +36,14 @@ from ...runtime import isa
 from ...runtime.kernel import ArgKind, ArgSpec, ParamKind, ParamSpec
 from ..conversion.scf_to_slc import ALU_OF, is_free_cast
 from ..dialects import dlc
+from .resources import ResourceError, to_program, to_tmu
 from ..errors import CompileError, location_of
 from ..frontends.mlir import element_type_name
 
-__all__ = ["AccessProgram", "build_program", "param_specs"]
+__all__ = ["AccessProgram", "build_program", "param_specs", "SUPPORTS_V1"]
+
+#: The backend emits ISA version 1 (docs/isa.md §7) for configurations that have it.
+SUPPORTS_V1 = True
 
 _EXPR = {
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "shl": "({a} << {b})",
@@ -50,6 +55,42 @@ _EXPR = {
 _EVENTS = {"begin": isa.Event.BEGIN, "iter": isa.Event.ITER, "end": isa.Event.END}
 
 
+# DLC vector forms (the IR engineer's dlc.py); absent in older trees.
+_FirstLaneOp = getattr(dlc, "FirstLaneOp", None)
+_MaskStreamOp = getattr(dlc, "MaskStreamOp", None)
+_BufStreamOp = getattr(dlc, "BufStreamOp", None)
+_BufferType = getattr(dlc, "BufferType", None)
+_PACK = {8: 0, 4: 1, 2: 2, 1: 3}
+_MODES = {"scalar": isa.LayerMode.SINGLE, "broadcast": isa.LayerMode.BROADCAST,
+          "vector": isa.LayerMode.LOCKSTEP}
+
+
+def _layer_mode(op: "dlc.TuOp") -> tuple[isa.LayerMode, int]:
+    """ISA layer mode and lanes of a ``dlc.tu`` (``config`` scalar / broadcast / vector)."""
+    config = getattr(op, "config", None)
+    name = config.data if config is not None else "scalar"
+    mode = _MODES[name]
+    lanes = op.vlen.value.data if mode == isa.LayerMode.LOCKSTEP else 1
+    return mode, lanes
+
+
+def _element_type(t):
+    return getattr(t, "element_type", t)
+
+
+def _element_bytes(t, op: Operation) -> int:
+    """Bytes of one element of type ``t`` in memory and in a packed token."""
+    if isinstance(t, IndexType):
+        return 8
+    width = getattr(t, "bitwidth", None)
+    if isinstance(t, IntegerType):
+        width = t.width.data
+    if width is None or width > 64:
+        raise CompileError(f"element type {t} has no size the access unit can load or pack",
+                           location_of(op))
+    return max(1, width // 8)
+
+
 @dataclass
 class AccessProgram:
     """What the backend derives from ``dlc.configure_access``."""
@@ -57,6 +98,7 @@ class AccessProgram:
     arg_map: list[ArgSpec]
     in_image: set[int]                                   # parameter numbers the unit loads
     callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    tmu: ModuleOp | None = None                          # the tmu.program (``--emit tmu``)
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -96,6 +138,8 @@ class _Builder:
         self.regions: dict[int, int] = {}                 # param number -> region id
         self.callbacks: dict[int, tuple[str, int]] = {}
         self.pending_operands: dict[tuple[int, str], int] = {}
+        self.ops_of_layer: list[Operation] = []           # the dlc.tu of each layer
+        self.feature_op: dict[isa.Feature, Operation] = {}  # first op needing a v1 feature
         self.first_over: dict[str, Operation] = {}
 
     def arg(self, spec: ArgSpec, op: Operation) -> isa.Source:
@@ -179,10 +223,12 @@ class _Builder:
                 if layer != len(prog.layers):
                     raise CompileError(f"dlc.tu layer {layer} out of order (expected layer "
                                        f"{len(prog.layers)})", location_of(op))
+                mode, lanes = _layer_mode(op)
                 prog.layers.append(isa.Layer(self.source(op.lb, op), self.source(op.ub, op),
                                              isa.Source.imm(op.step.value.data),
-                                             op.check_order is not None))
+                                             op.check_order is not None, mode, lanes))
                 self.count("layers", prog.layers, op, self.limits.layers)
+                self.ops_of_layer.append(op)
                 self.values[op.index] = isa.Source.index(layer)
             elif isinstance(op, dlc.MemStreamOp):
                 param = self.param_of(op.memref)
@@ -212,8 +258,12 @@ class _Builder:
             elif isinstance(op, dlc.RegisterOperandOp):
                 key = (op.layer.value.data, op.event.data)
                 self.pending_operands[key] = self.pending_operands.get(key, 0) + 1
-                self.add_action(op, isa.Action(op.layer.value.data, _EVENTS[op.event.data],
-                                               isa.ActionKind.OPERAND, source=self.source(op.value, op)))
+                packed = getattr(op, "packed", None) is not None
+                pack = _PACK[_element_bytes(_element_type(op.value.type), op)] if packed else 0
+                action = isa.Action(op.layer.value.data, _EVENTS[op.event.data],
+                                    isa.ActionKind.OPERAND, source=self.source(op.value, op), pack=pack,
+                                    join=getattr(op, "join", None) is not None)
+                self.add_action(op, action)
             elif isinstance(op, dlc.RegisterCallbackOp):
                 layer, event, cb_id = op.layer.value.data, op.event.data, op.id.value.data
                 if not 0 <= cb_id <= isa.MAX_CALLBACK_ID:
@@ -223,11 +273,24 @@ class _Builder:
                                          self.pending_operands.pop((layer, event), 0))
                 self.add_action(op, isa.Action(layer, _EVENTS[event], isa.ActionKind.CONTROL,
                                                callback=cb_id))
+            elif _FirstLaneOp is not None and isinstance(op, _FirstLaneOp):
+                src = self.source(op.value, op)
+                if src.kind != isa.SrcKind.INDEX:
+                    raise CompileError("dlc.first_lane is supported on a vector layer's index only "
+                                       "(ISA source FIRST)", location_of(op))
+                self.values[op.result] = isa.Source.first(src.value)
+            elif _MaskStreamOp is not None and isinstance(op, _MaskStreamOp):
+                # a lane mask reaches the core as the count of active lanes (docs/isa.md §7.3)
+                self.values[op.result] = isa.Source.count(op.layer.value.data)
+            elif _BufStreamOp is not None and isinstance(op, _BufStreamOp):
+                self.add_block_stream(op)
             elif isinstance(op, dlc.YieldOp):
                 pass
             else:
                 raise CompileError(f"unexpected '{op.name}' in dlc.configure_access", location_of(op))
         prog.n_args = len(self.args)
+        self.promote_broadcast()
+        prog.version = prog.required_version()
         self.check_limits()
         try:
             prog.validate(self.limits)
@@ -235,19 +298,125 @@ class _Builder:
             raise CompileError(f"internal error: the generated access program is invalid: {e}",
                                location_of(access)) from None
         in_image = set(self.regions)
-        return AccessProgram(prog, list(self.args), in_image, self.callbacks)
+        try:
+            tmu_module = to_tmu(prog, self.args, self.limits)
+        except ResourceError as e:          # check_limits reports these with a location first
+            raise CompileError(str(e), location_of(access)) from None
+        mapped = to_program(tmu_module)
+        if mapped != prog:                  # the printed tmu IR must be what is encoded
+            raise CompileError("internal error: the tmu.program does not encode the access program",
+                               location_of(access))
+        return AccessProgram(mapped, list(self.args), in_image, self.callbacks, tmu_module)
+
+    def region_of(self, op: Operation, memref: SSAValue) -> tuple[int, isa.Source]:
+        param = self.param_of(memref)
+        if param is None:
+            raise CompileError("a memory stream must load from a memref argument", location_of(op))
+        base = self.arg(ArgSpec(ArgKind.BASE, param), op)
+        if param not in self.regions:
+            size = self.arg(ArgSpec(ArgKind.BYTES, param), op)
+            self.regions[param] = len(self.program.regions)
+            self.program.regions.append(isa.Region(base, size))
+            self.count("regions", self.program.regions, op, self.limits.regions)
+        return self.regions[param], base
+
+    def add_block_stream(self, op: Operation) -> None:
+        """``dlc.buf_stream``: a BLOCK memory stream (docs/isa.md §7.4) of ``len`` elements from
+        element ``index * stride / size``."""
+        region, base = self.region_of(op, op.memref)
+        elem = op.memref.type.element_type
+        size = _element_bytes(elem, op)
+        stride = op.stride.value.data
+        index = self.source(op.index, op)
+        if stride != size:
+            if stride <= 0 or stride % size:
+                raise CompileError(f"a buffer stream's stride must be a positive multiple of the "
+                                   f"element size ({size} bytes), not {stride}", location_of(op))
+            scaled = isa.Stream(op.layer.value.data, isa.StreamKind.ALU, index,
+                                isa.Source.imm(stride // size), op=isa.AluOp.MUL)
+            self.program.streams.append(scaled)
+            self.count("streams", self.program.streams, op, self.limits.streams)
+            index = isa.Source.stream(len(self.program.streams) - 1)
+        signed = isinstance(elem, IntegerType) and elem.width.data < 64
+        self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.MEM, base, index,
+                                       size=size, signed=signed, region=region, block=True,
+                                       count=self.source(op.length, op)))
 
     def add_stream(self, op: Operation, stream: isa.Stream) -> None:
         self.values[op.results[0]] = isa.Source.stream(len(self.program.streams))
         self.program.streams.append(stream)
         self.count("streams", self.program.streams, op, self.limits.streams)
+        if stream.block:
+            self.feature_op.setdefault(isa.Feature.BLOCK, op)
+        in_layer = sum(1 for s in self.program.streams if s.layer == stream.layer)
+        if in_layer > self.limits.slots_per_layer:
+            self.first_over.setdefault(f"slots{stream.layer}", op)
 
     def add_action(self, op: Operation, action: isa.Action) -> None:
+        if action.pack:
+            self.feature_op.setdefault(isa.Feature.PACK, op)
         self.program.actions.append(action)
         self.count("actions", self.program.actions, op, self.limits.actions)
 
+    def promote_broadcast(self) -> None:
+        """A scalar layer whose index or streams a lockstep layer's streams read becomes
+        BROADCAST (its values must reach the lanes; docs/isa.md §7.6)."""
+        prog = self.program
+        for s in prog.streams:
+            if prog.layers[s.layer].mode != isa.LayerMode.LOCKSTEP:
+                continue
+            for src in (s.a, s.b, s.count):
+                if src is None:
+                    continue
+                if src.kind == isa.SrcKind.STREAM:
+                    layer = prog.streams[src.value].layer
+                elif src.kind in (isa.SrcKind.INDEX, isa.SrcKind.COUNT, isa.SrcKind.FIRST):
+                    layer = src.value
+                else:
+                    continue
+                if layer < s.layer and prog.layers[layer].mode == isa.LayerMode.SINGLE:
+                    prog.layers[layer].mode = isa.LayerMode.BROADCAST
+
+    def check_features(self) -> None:
+        """Refuse v1 features the configuration lacks (CompileError naming feature, need, have)."""
+        prog, lim = self.program, self.limits
+        name = f"'{lim.name}'" if lim.name else "the configuration"
+        for n, layer in enumerate(prog.layers):
+            if layer.mode == isa.LayerMode.LOCKSTEP:
+                self.feature_op.setdefault(isa.Feature.LOCKSTEP, self.ops_of_layer[n])
+            elif layer.mode == isa.LayerMode.BROADCAST:
+                self.feature_op.setdefault(isa.Feature.BROADCAST, self.ops_of_layer[n])
+        what = {isa.Feature.LOCKSTEP: "a vector (lockstep) layer", isa.Feature.BROADCAST: "a broadcast layer",
+                isa.Feature.BLOCK: "a block (buffer) stream", isa.Feature.PACK: "packed operands"}
+        if prog.version not in lim.versions:
+            feature = next((f for f in isa.Feature if f in self.feature_op), None)
+            op = self.feature_op.get(feature, self.fn) if feature else self.fn
+            detail = f" ({what[feature]}, ISA feature '{feature.value}')" if feature else ""
+            raise CompileError(f"the kernel needs ISA version {prog.version}{detail}; {name} supports "
+                               f"ISA version(s) {', '.join(map(str, lim.versions))} only (Limits.versions). "
+                               f"Compile at -O0 or for a configuration with the vector extension "
+                               f"(configs/tmu_vector.json)", location_of(op))
+        for feature, op in self.feature_op.items():
+            if feature not in lim.features:
+                raise CompileError(f"the kernel needs the ISA feature '{feature.value}' ({what[feature]}); "
+                                   f"{name} has {sorted(f.value for f in lim.features) or 'no v1 features'} "
+                                   f"(Limits.features)", location_of(op))
+        for n, layer in enumerate(prog.layers):
+            if layer.lanes > lim.lanes:
+                raise CompileError(f"the kernel does not fit the access unit: layer {n} needs "
+                                   f"{layer.lanes} lanes, the unit has {lim.lanes} (Limits.lanes)",
+                                   location_of(self.ops_of_layer[n]))
+
     def check_limits(self) -> None:
         prog, lim = self.program, self.limits
+        self.check_features()
+        for n in range(len(prog.layers)):
+            needed = sum(1 for s in prog.streams if s.layer == n)
+            if needed > lim.slots_per_layer:
+                op = self.first_over.get(f"slots{n}", self.fn)
+                raise CompileError(f"the kernel does not fit the access unit: layer {n} needs {needed} "
+                                   f"stream slots, the unit has {lim.slots_per_layer} per layer "
+                                   f"(Limits.streams_per_layer)", location_of(op))
         for what, needed, available, field_name in (
                 ("layers", len(prog.layers), lim.layers, "layers"),
                 ("streams", len(prog.streams), lim.streams, "streams"),

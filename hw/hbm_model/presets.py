@@ -108,9 +108,9 @@ def _parse_mapping(mapping) -> list[str]:
     for t in MAPPING_FIELDS:
         n = tokens.count(t)
         if n > 1 or (n == 0 and t != "ra"):
-            raise ValueError(f"address_mapping {mapping!r} must contain {t!r} exactly once"
-                             + (" (ra: at most once)" if t == "ra" else "")
-                             + f", not {n} times")
+            rule = "at most once" if t == "ra" else "exactly once"
+            raise ValueError(f"address_mapping {mapping!r} must contain {t!r} {rule}, "
+                             f"not {n} times")
     return tokens
 
 

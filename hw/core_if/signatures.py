@@ -13,28 +13,34 @@ ADDR_BITS = 64   # byte addresses on the access unit's side
 
 
 def mem_request_layout(tag_bits):
-    """Payload of a load request."""
+    """Payload of a memory request (``docs/hbm_model.md`` §2 "Ingress")."""
     return data.StructLayout({
-        "addr": unsigned(ADDR_BITS),  # bytes; the response carries the aligned 64-bit word
-        "tag":  unsigned(tag_bits),   # returned unchanged with the response
+        "addr":  unsigned(ADDR_BITS),  # bytes; a read returns the aligned 64-bit word
+        "tag":   unsigned(tag_bits),   # returned unchanged with the response
+        "write": unsigned(1),          # 0: read (load), 1: write (store)
+        "wdata": unsigned(64),         # write data, the aligned 64-bit word containing addr
+        "wstrb": unsigned(8),          # write byte enables of wdata (bit i: byte i); 0 for reads
     })
 
 
 def mem_response_layout(tag_bits):
-    """Payload of a load response."""
+    """Payload of a memory response (one per request, reads and writes)."""
     return data.StructLayout({
-        "tag":  unsigned(tag_bits),   # tag of the request
-        "data": unsigned(64),         # the aligned 64-bit word containing the requested byte
+        "tag":   unsigned(tag_bits),   # tag of the request
+        "write": unsigned(1),          # the request was a write (data is then 0)
+        "data":  unsigned(64),         # read: the aligned 64-bit word containing the address
     })
 
 
 def MemRequestSignature(tag_bits):
-    """Load requests, one per cycle at most (source side: access unit)."""
+    """Memory requests, one per cycle at most (source side: access unit). The access unit only
+    loads today and drives ``write = 0``."""
     return stream.Signature(mem_request_layout(tag_bits))
 
 
 def MemResponseSignature(tag_bits):
-    """Load responses, one per cycle at most, in any order (source side: memory)."""
+    """Memory responses, one per cycle at most, in any order across requests (source side:
+    memory); matched to requests by tag."""
     return stream.Signature(mem_response_layout(tag_bits))
 
 

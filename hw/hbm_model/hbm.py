@@ -1,0 +1,722 @@
+"""The HBM memory model in RTL (simulation model; synthesisability not required).
+
+Implements the cycle semantics of ``docs/hbm_model.md`` §2 exactly (the Python reference model
+``hw/hbm_model/reference.py`` implements the same contract; ``tb/hbm_model/test_hbm_differential.py``
+checks the two against each other request by request). Structure (one concept per submodule):
+
+* :class:`AddressDecoder` — byte address → channel, bank group, bank, row (the preset's
+  DRAMSim3-style ``address_mapping``, via ``HbmPreset.field_bits()``);
+* :class:`Channel` — one channel: its request queue (age-ordered, collapsing) and FR-FCFS
+  scheduler, its banks (:class:`BankTimer`), its channel-wide timing (:class:`ChannelTimer`),
+  refresh state and its response FIFO (issued column commands, each with its completion time);
+* :class:`RefreshTimer` — the all-channel ``tREFI`` tick;
+* :class:`ResponseArbiter` — one response per cycle, round-robin over the channels;
+* ``blocks.Storage`` / ``blocks.Statistics`` — data (read/written at acceptance, §4) and §5.
+
+Timing is kept as saturating **down-counters**: a constraint "``t >= X + d``" set by an event at
+cycle ``X`` loads ``d - 1`` at the end of ``X`` (keeping the larger of that and the running
+count), and the constraint holds in cycle ``t`` iff the counter is 0. This is exact for every
+constraint of §2 (each is a maximum over past events of ``X + d`` with a constant ``d``); the
+read-after-write turnaround only looks at the *last* write: ``tWTR_L`` if it was to the same bank
+group, else ``tWTR_S`` (§2; the reference model reads it the same way).
+"""
+
+import hashlib
+
+from amaranth.hdl import (Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal,
+                          Signal)
+from amaranth.lib import data, fifo, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..core_if.signatures import BackdoorSignature, MemRequestSignature, MemResponseSignature
+from .blocks import Statistics, Storage, TIME_BITS, stat_names
+
+
+__all__ = ["HbmMemory", "AddressDecoder", "Channel", "BankTimer", "ChannelTimer", "RefreshTimer",
+           "ResponseArbiter", "DerivedTiming"]
+
+
+def _bits(n):
+    """Bits of an unsigned value up to ``n``."""
+    return max(1, int(n).bit_length())
+
+
+class DerivedTiming:
+    """The unit-cycle constants the RTL needs, from ``preset.unit_timing()`` (``docs/hbm_model.md``
+    §1: ``tCCD_S' = max(tCCD_S, tBURST)``, ``RL = tCL + tBURST``, ``WL' = tWL + tBURST``).
+
+    Every attribute is a delay ``d`` in unit cycles of a constraint ``t >= X + d``.
+    """
+
+    def __init__(self, preset):
+        t = preset.unit_timing()
+        g = lambda name: int(getattr(t, name))
+        self.burst = g("tBURST")
+        self.rl = g("tCL") + self.burst                      # RD issue -> response valid
+        self.wl = g("tWL") + self.burst                      # WR issue -> response valid
+        self.rcd = g("tRCD")                                 # ACT -> RD/WR, same bank
+        self.rc = g("tRC")                                   # ACT -> ACT, same bank
+        self.rp = g("tRP")                                   # PRE -> ACT, same bank
+        self.ras = g("tRAS")                                 # ACT -> PRE
+        self.rtp = g("tRTP")                                 # RD -> PRE
+        self.wtp = g("tWL") + self.burst + g("tWR")          # WR -> PRE
+        self.rrd_s = g("tRRD_S")                             # ACT -> ACT, any bank
+        self.rrd_l = g("tRRD_L")                             # ACT -> ACT, same bank group
+        self.faw = g("tFAW")                                 # fourth-last ACT -> ACT
+        self.rfc = g("tRFC")                                 # REF -> ACT
+        self.refi = g("tREFI")                               # refresh period
+        self.ccd_s = max(g("tCCD_S"), self.burst)            # column -> column, any bank group
+        self.ccd_l = max(g("tCCD_L"), self.burst)            # column -> column, same bank group
+        self.wtr_s = g("tWL") + self.burst + g("tWTR_S")     # WR -> RD
+        self.wtr_l = g("tWL") + self.burst + g("tWTR_L")     # WR -> RD, same bank group
+        self.rtw = g("tCL") + self.burst + g("tRTRS") - g("tWL")   # RD -> WR
+        for name, value in vars(self).items():
+            if value < 0 and name != "rtw":
+                raise ValueError(f"preset {preset.name!r}: derived delay {name} = {value} < 0")
+        if self.rl < 1 or self.wl < 1:
+            raise ValueError(f"preset {preset.name!r}: read/write latency must be >= 1 cycle")
+        # Completions leave a channel in issue order only if a RD after a WR (and a WR after a
+        # RD) cannot complete first; the single response FIFO per channel relies on it.
+        if not (min(self.wtr_s, self.wtr_l) + self.rl >= self.wl and self.rtw + self.wl >= self.rl):
+            raise ValueError(f"preset {preset.name!r}: tWTR_S/tRTRS too small for in-order "
+                             f"completion within a channel")
+
+
+def _countdown(m, counter, loads, *, keep_max=True):
+    """Next value of a constraint counter: decrement to 0; an event ``(cond, d)`` loads ``d - 1``
+    (the larger of it and the decremented count if ``keep_max``)."""
+    nxt = Mux(counter == 0, 0, counter - 1)
+    for cond, d in loads:
+        if d - 1 <= 0:
+            continue
+        if keep_max:
+            nxt = Mux(cond & (nxt < d - 1), d - 1, nxt)
+        else:
+            nxt = Mux(cond, d - 1, nxt)
+    m.d.sync += counter.eq(nxt)
+
+
+class AddressDecoder(wiring.Component):
+    """Byte address → (channel, bank group, bank within the channel, row) by the preset's field
+    bits (``HbmPreset.field_bits()``: name → (lsb, width) in the byte address).
+
+    Members
+    -------
+    addr : In(64)
+    channel : Out(range(channels)); bank_group : Out(range(bank_groups));
+    bank : Out(range(banks)) (``bank_group * banks_per_group + bank-in-group``); row : Out(row_bits)
+    """
+
+    def __init__(self, preset):
+        fields = preset.field_bits()
+        self._f = {key: fields.get(key, (0, 0))
+                   for key in ("channel", "bank_group", "bank", "row")}
+        self.row_bits = max(1, self._f["row"][1])
+        self._bpg = preset.banks_per_group
+        super().__init__({
+            "addr":       In(64),
+            "channel":    Out(range(max(2, preset.channels))),
+            "bank_group": Out(range(max(2, preset.bank_groups))),
+            "bank":       Out(range(max(2, preset.bank_groups * preset.banks_per_group))),
+            "row":        Out(self.row_bits),
+        })
+
+    def _field(self, key):
+        lsb, width = self._f[key]
+        return self.addr[lsb:lsb + width] if width else Const(0, 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        bg, ba = self._field("bank_group"), self._field("bank")
+        m.d.comb += [
+            self.channel.eq(self._field("channel")),
+            self.bank_group.eq(bg),
+            self.bank.eq(bg * self._bpg + ba),
+            self.row.eq(self._field("row")),
+        ]
+        return m
+
+
+class BankTimer(wiring.Component):
+    """One bank: open/closed, the open row, and its per-bank constraints (§2 "Legality").
+
+    Members
+    -------
+    act, pre, rd, wr : In(1)
+        Command to this bank in this cycle (``pre`` also for PREA); ``act_row`` the row to open.
+    is_open : Out(1); open_row : Out(row_bits)
+    act_ready : Out(1)
+        ``t >= PRE + tRP`` and ``t >= ACT + tRC`` (the bank-local part of ``act_ok``; also the
+        per-bank condition of REF).
+    pre_ready : Out(1)
+        ``t >= ACT + tRAS``, ``t >= RD + tRTP``, ``t >= WR + tWL + tBURST + tWR``.
+    col_ready : Out(1)
+        ``t >= ACT + tRCD``.
+    """
+
+    def __init__(self, timing, row_bits):
+        self._t = timing
+        super().__init__({
+            "act": In(1), "act_row": In(row_bits), "pre": In(1), "rd": In(1), "wr": In(1),
+            "is_open": Out(1), "open_row": Out(row_bits),
+            "act_ready": Out(1), "pre_ready": Out(1), "col_ready": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        t = self._t
+        act_wait = Signal(_bits(max(t.rc, t.rp)))
+        pre_wait = Signal(_bits(max(t.ras, t.rtp, t.wtp)))
+        col_wait = Signal(_bits(t.rcd))
+        _countdown(m, act_wait, [(self.act, t.rc), (self.pre, t.rp)])
+        _countdown(m, pre_wait, [(self.act, t.ras), (self.rd, t.rtp), (self.wr, t.wtp)])
+        _countdown(m, col_wait, [(self.act, t.rcd)])
+        with m.If(self.act):
+            m.d.sync += [self.is_open.eq(1), self.open_row.eq(self.act_row)]
+        with m.If(self.pre):
+            m.d.sync += self.is_open.eq(0)
+        m.d.comb += [
+            self.act_ready.eq(act_wait == 0),
+            self.pre_ready.eq(pre_wait == 0),
+            self.col_ready.eq(col_wait == 0),
+        ]
+        return m
+
+
+class ChannelTimer(wiring.Component):
+    """The channel-wide constraints of §2: ACT spacing (tRRD_S/L, tFAW, tRFC), column spacing
+    (tCCD_S'/L'), read/write turnaround (last WR + tWTR_S/L, last RD → WR).
+
+    Members
+    -------
+    act, col_rd, col_wr, ref : In(1); act_group, col_group : In(range(bank_groups))
+        Commands issued this cycle.
+    act_ok, rd_ok, wr_ok : Out(bank_groups)
+        Per bank group: the channel-wide part of ``act_ok``/``rd_ok``/``wr_ok`` holds.
+    """
+
+    def __init__(self, timing, bank_groups):
+        self._t = timing
+        self._g = bank_groups
+        super().__init__({
+            "act": In(1), "act_group": In(range(max(2, bank_groups))),
+            "col_rd": In(1), "col_wr": In(1), "col_group": In(range(max(2, bank_groups))),
+            "ref": In(1),
+            "act_ok": Out(bank_groups), "rd_ok": Out(bank_groups), "wr_ok": Out(bank_groups),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        t, G = self._t, self._g
+        col = self.col_rd | self.col_wr
+
+        rrd_s = Signal(_bits(t.rrd_s))
+        rfc = Signal(_bits(t.rfc))
+        _countdown(m, rrd_s, [(self.act, t.rrd_s)])
+        _countdown(m, rfc, [(self.ref, t.rfc)])
+        # tFAW: counters of the last four ACTs, newest first; slot 3 is the fourth-last.
+        faw = [Signal(_bits(t.faw), name=f"faw_{i}") for i in range(4)]
+        for i, slot in enumerate(faw):
+            dec = Mux(slot == 0, 0, slot - 1)
+            src = Mux(faw[i - 1] == 0, 0, faw[i - 1] - 1) if i else max(t.faw - 1, 0)
+            m.d.sync += slot.eq(Mux(self.act, src, dec))
+        ccd_s = Signal(_bits(t.ccd_s))
+        _countdown(m, ccd_s, [(col, t.ccd_s)])
+        wtr_s = Signal(_bits(t.wtr_s))
+        wtr_l = Signal(_bits(t.wtr_l))
+        last_wr_group = Signal(range(max(2, G)))
+        _countdown(m, wtr_s, [(self.col_wr, t.wtr_s)], keep_max=False)
+        _countdown(m, wtr_l, [(self.col_wr, t.wtr_l)], keep_max=False)
+        with m.If(self.col_wr):
+            m.d.sync += last_wr_group.eq(self.col_group)
+        rtw = Signal(_bits(max(t.rtw, 0)))
+        _countdown(m, rtw, [(self.col_rd, t.rtw)])
+
+        act_common = (rrd_s == 0) & (rfc == 0) & (faw[3] == 0)
+        for g in range(G):
+            rrd_l = Signal(_bits(t.rrd_l), name=f"rrd_l_{g}")
+            ccd_l = Signal(_bits(t.ccd_l), name=f"ccd_l_{g}")
+            _countdown(m, rrd_l, [(self.act & (self.act_group == g), t.rrd_l)])
+            _countdown(m, ccd_l, [(col & (self.col_group == g), t.ccd_l)])
+            col_common = (ccd_s == 0) & (ccd_l == 0)
+            m.d.comb += [
+                self.act_ok[g].eq(act_common & (rrd_l == 0)),
+                self.rd_ok[g].eq(col_common & Mux(last_wr_group == g, wtr_l == 0, wtr_s == 0)),
+                self.wr_ok[g].eq(col_common & (rtw == 0)),
+            ]
+        return m
+
+
+class RefreshTimer(wiring.Component):
+    """``tick`` in every cycle ``t = k * tREFI``, ``k >= 1`` (all channels at once, §2 "Refresh").
+
+    Members
+    -------
+    tick : Out(1)
+    """
+
+    def __init__(self, refi):
+        if refi < 1:
+            raise ValueError(f"tREFI must be >= 1 unit cycle, not {refi}")
+        self._refi = refi
+        super().__init__({"tick": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        phase = Signal(range(self._refi))        # t mod tREFI
+        first = Signal(init=1)                   # t == 0
+        m.d.sync += [phase.eq(Mux(phase == self._refi - 1, 0, phase + 1)), first.eq(0)]
+        m.d.comb += self.tick.eq((phase == 0) & ~first)
+        return m
+
+
+def _lowest(m, bits, name):
+    """One-hot of the lowest set bit of ``bits`` (0 if none)."""
+    oh = Signal(len(bits), name=name)
+    m.d.comb += oh.eq(bits & -bits)
+    return oh
+
+
+def _select(onehot, values):
+    """The value whose bit is set in ``onehot`` (AND-OR; 0 if none)."""
+    out = 0
+    for i, v in enumerate(values):
+        out = out | Mux(onehot[i], v, 0)
+    return out
+
+
+class Channel(wiring.Component):
+    """One channel: request queue, FR-FCFS scheduler, banks, refresh, response FIFO (§2).
+
+    The queue is age-ordered and collapsing: entry 0 is the oldest; a column command removes its
+    entry and the younger ones move down; an accepted request is appended at the tail. Each entry
+    keeps its bank and bank group one-hot and two status bits, *bank open* and *row hit*, updated
+    by the ACT/PRE commands to its bank (and computed at enqueue from the bank state after this
+    cycle's commands), so the scheduler needs no per-entry bank multiplexers. Every decision
+    uses the state at the start of the cycle (registers only).
+
+    Members
+    -------
+    enq : In(1); enq_bank, enq_row, enq_tag, enq_write : In
+        A request to this channel is accepted in this cycle (candidate from the next cycle).
+    full : Out(1); occupancy : Out(range(queue_depth + 1))
+        Queue state at the start of the cycle (``req.ready`` for this channel is ``~full``).
+    enq_kind : Out(2)
+        Classification of the request being enqueued against the bank state at the start of the
+        next cycle, its first as a candidate: 0 hit, 1 miss (closed), 2 conflict (other row).
+    refresh_tick : In(1); now : In(TIME_BITS)
+    resp_valid : Out(1); resp_tag : Out(tag_bits); resp_write : Out(1); resp_take : In(1)
+        Head of the response FIFO once its completion time is reached; ``resp_take`` pops it.
+    act, pre, ref, col : Out(1)
+        Commands issued in this cycle (``pre`` also for PREA), for the statistics.
+    """
+
+    def __init__(self, preset, timing, *, tag_bits, row_bits):
+        self._p = preset
+        self._t = timing
+        self._tag_bits = tag_bits
+        self._row_bits = row_bits
+        self._banks = preset.bank_groups * preset.banks_per_group
+        q = preset.queue_depth
+        super().__init__({
+            "enq": In(1), "enq_bank": In(range(max(2, self._banks))), "enq_row": In(row_bits),
+            "enq_tag": In(tag_bits), "enq_write": In(1),
+            "full": Out(1), "occupancy": Out(range(q + 1)), "enq_kind": Out(2),
+            "refresh_tick": In(1), "now": In(TIME_BITS),
+            "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
+            "resp_take": In(1),
+            "act": Out(1), "pre": Out(1), "ref": Out(1), "col": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p, t = self._p, self._t
+        Q, B, G = p.queue_depth, self._banks, p.bank_groups
+        bpg = p.banks_per_group
+        closed_page = p.page_policy == "closed"
+        all_banks = (1 << B) - 1
+
+        # -- banks and channel timing -------------------------------------------------------
+        banks = []
+        for b in range(B):
+            bank = BankTimer(t, self._row_bits)
+            m.submodules[f"bank_{b}"] = bank
+            banks.append(bank)
+        m.submodules.timer = timer = ChannelTimer(t, G)
+        is_open = Cat(bk.is_open for bk in banks)
+        act_ready = Cat(bk.act_ready for bk in banks)
+        pre_ready = Cat(bk.pre_ready for bk in banks)
+        col_ready = Cat(bk.col_ready for bk in banks)
+
+        # -- request queue (registers; entry 0 oldest) ---------------------------------------
+        count = Signal(range(Q + 1))
+        e_bank = [Signal(B, name=f"q{i}_bank") for i in range(Q)]      # one-hot
+        e_group = [Signal(G, name=f"q{i}_group") for i in range(Q)]    # one-hot
+        e_row = [Signal(self._row_bits, name=f"q{i}_row") for i in range(Q)]
+        e_tag = [Signal(self._tag_bits, name=f"q{i}_tag") for i in range(Q)]
+        e_write = [Signal(name=f"q{i}_write") for i in range(Q)]
+        e_open = [Signal(name=f"q{i}_open") for i in range(Q)]         # its bank is open
+        e_hit = [Signal(name=f"q{i}_hit") for i in range(Q)]           # ... on its row
+        valid = Signal(Q)
+        for i in range(Q):
+            m.d.comb += valid[i].eq(i < count)
+        m.d.comb += [self.full.eq(count == Q), self.occupancy.eq(count)]
+
+        # -- refresh state -----------------------------------------------------------------------
+        pending_reg = Signal()
+        pending = Signal()
+        m.d.comb += pending.eq(pending_reg | self.refresh_tick) if p.refresh else pending.eq(0)
+
+        # -- response FIFO: issued column commands, completion order = issue order ----------------
+        m.submodules.resp_fifo = rf = fifo.SyncFIFO(width=self._tag_bits + 1 + TIME_BITS,
+                                                    depth=p.response_depth)
+        head_due = rf.r_data[self._tag_bits + 1:]
+        m.d.comb += [
+            self.resp_valid.eq(rf.r_rdy & (head_due <= self.now)),
+            self.resp_tag.eq(rf.r_data[:self._tag_bits]),
+            self.resp_write.eq(rf.r_data[self._tag_bits]),
+            rf.r_en.eq(self.resp_take),
+        ]
+
+        # -- per-entry conditions (state at the start of the cycle) -----------------------------
+        hit = Signal(Q)
+        col_req = Signal(Q)
+        row_req = Signal(Q)
+        bank_hit = Signal(B)       # some queued request hits the bank's open row
+        m.d.comb += bank_hit.eq(_select(hit, e_bank))
+        for i in range(Q):
+            m.d.comb += hit[i].eq(valid[i] & e_hit[i])
+            rd_ok = (timer.rd_ok & e_group[i]).any()
+            wr_ok = (timer.wr_ok & e_group[i]).any()
+            m.d.comb += col_req[i].eq(hit[i] & (col_ready & e_bank[i]).any()
+                                      & Mux(e_write[i], wr_ok, rd_ok))
+            can_act = (~e_open[i] & (act_ready & e_bank[i]).any()
+                       & (timer.act_ok & e_group[i]).any())
+            can_pre = e_open[i] & ((pre_ready & ~bank_hit) & e_bank[i]).any()
+            m.d.comb += row_req[i].eq(valid[i] & ~e_hit[i] & (can_act | can_pre))
+
+        # -- command selection: the oldest candidate ----------------------------------------------
+        col_oh = _lowest(m, col_req, "col_oh")
+        row_oh = _lowest(m, row_req, "row_oh")
+        col_go = Signal()
+        m.d.comb += col_go.eq(col_req.any() & ~pending & rf.w_rdy)
+        sel_bank = Signal(B)
+        sel_group = Signal(G)
+        sel_row = Signal(self._row_bits)
+        sel_open = Signal()
+        m.d.comb += [sel_bank.eq(_select(row_oh, e_bank)), sel_group.eq(_select(row_oh, e_group)),
+                     sel_row.eq(_select(row_oh, e_row)), sel_open.eq(_select(row_oh, e_open))]
+        col_bank = Signal(B)
+        col_group = Signal(G)
+        col_write = Signal()
+        col_tag = Signal(self._tag_bits)
+        m.d.comb += [col_bank.eq(_select(col_oh, e_bank)), col_group.eq(_select(col_oh, e_group)),
+                     col_write.eq(_select(col_oh, e_write)), col_tag.eq(_select(col_oh, e_tag))]
+
+        act_vec = Signal(B)        # one-hot ACT
+        pre_vec = Signal(B)        # one-hot PRE, or every open bank (PREA)
+        do_ref = Signal()
+        with m.If(pending):
+            with m.If(is_open.any()):
+                with m.If((~is_open | pre_ready) == all_banks):
+                    m.d.comb += pre_vec.eq(is_open)
+            with m.Elif(act_ready == all_banks):
+                m.d.comb += do_ref.eq(1)
+        with m.Elif(row_req.any()):
+            with m.If(sel_open):
+                m.d.comb += pre_vec.eq(sel_bank)
+            with m.Else():
+                m.d.comb += act_vec.eq(sel_bank)
+        if closed_page:
+            idle = Signal(B)       # open, not hit by any request, PRE legal
+            m.d.comb += idle.eq(is_open & ~bank_hit & pre_ready)
+            with m.If(~pending & ~row_req.any() & idle.any()):
+                m.d.comb += pre_vec.eq(idle & -idle)     # the lowest-numbered one
+        with m.If(do_ref):
+            m.d.sync += pending_reg.eq(0)
+        with m.Elif(pending):
+            m.d.sync += pending_reg.eq(1)
+
+        rd_vec = Mux(col_go & ~col_write, col_bank, 0)
+        wr_vec = Mux(col_go & col_write, col_bank, 0)
+        for b, bank in enumerate(banks):
+            m.d.comb += [bank.act.eq(act_vec[b]), bank.act_row.eq(sel_row), bank.pre.eq(pre_vec[b]),
+                         bank.rd.eq(rd_vec[b]), bank.wr.eq(wr_vec[b])]
+        do_act = act_vec.any()
+
+        def index(onehot):
+            return _select(onehot, list(range(len(onehot))))
+        m.d.comb += [
+            timer.act.eq(do_act), timer.act_group.eq(index(sel_group)),
+            timer.col_rd.eq(col_go & ~col_write), timer.col_wr.eq(col_go & col_write),
+            timer.col_group.eq(index(col_group)), timer.ref.eq(do_ref),
+            self.act.eq(do_act), self.pre.eq(pre_vec.any()), self.ref.eq(do_ref),
+            self.col.eq(col_go),
+        ]
+        due = self.now + Mux(col_write, t.wl, t.rl)
+        m.d.comb += [rf.w_en.eq(col_go), rf.w_data.eq(Cat(col_tag, col_write, due[:TIME_BITS]))]
+
+        # -- entry status after this cycle's ACT/PRE ---------------------------------------------
+        def status_after(bank_oh, row, was_open, was_hit):
+            """(open, hit) of a request to (bank_oh, row) at the start of the next cycle."""
+            acted = (act_vec & bank_oh).any()
+            closed = (pre_vec & bank_oh).any()
+            now_open = Mux(acted, 1, Mux(closed, 0, was_open))
+            now_hit = Mux(acted, sel_row == row, Mux(closed, 0, was_hit))
+            return now_open, now_hit
+
+        enq_oh = Signal(B)
+        m.d.comb += enq_oh.eq(1 << self.enq_bank)
+        enq_group = self.enq_bank // bpg if bpg > 1 else self.enq_bank
+        open_rows = Array(bk.open_row for bk in banks)
+        enq_open, enq_hit = status_after(
+            enq_oh, self.enq_row, is_open.bit_select(self.enq_bank, 1),
+            is_open.bit_select(self.enq_bank, 1) & (open_rows[self.enq_bank] == self.enq_row))
+        m.d.comb += self.enq_kind.eq(Mux(enq_hit, 0, Mux(enq_open, 2, 1)))
+
+        # -- queue update: remove the issued entry, append the accepted request --------------------
+        remain = Signal(range(Q + 1))
+        m.d.comb += remain.eq(count - col_go)
+        below = Signal(Q)          # entries older than the issued one (they stay in place)
+        m.d.comb += below.eq(col_oh - 1)
+        fields = (e_bank, e_group, e_row, e_tag, e_write)
+        for i in range(Q):
+            src = i + 1 if i + 1 < Q else i
+            shift = col_go & ~below[i]
+            for f in fields:
+                m.d.sync += f[i].eq(Mux(shift, f[src], f[i]))
+            nxt_open, nxt_hit = status_after(Mux(shift, e_bank[src], e_bank[i]),
+                                             Mux(shift, e_row[src], e_row[i]),
+                                             Mux(shift, e_open[src], e_open[i]),
+                                             Mux(shift, e_hit[src], e_hit[i]))
+            m.d.sync += [e_open[i].eq(nxt_open), e_hit[i].eq(nxt_hit)]
+            with m.If(self.enq & (remain == i)):
+                m.d.sync += [e_bank[i].eq(enq_oh), e_group[i].eq(1 << enq_group),
+                             e_row[i].eq(self.enq_row), e_tag[i].eq(self.enq_tag),
+                             e_write[i].eq(self.enq_write), e_open[i].eq(enq_open),
+                             e_hit[i].eq(enq_hit)]
+        m.d.sync += count.eq(remain + self.enq)
+        return m
+
+
+class ResponseArbiter(wiring.Component):
+    """One response per cycle: the first valid channel at or after the round-robin pointer; the
+    pointer moves past the channel whose response is taken (§2 "Response port").
+
+    Members
+    -------
+    valid : In(channels); take : Out(channels)
+        Channel heads presented / the one transferred this cycle.
+    grant : Out(range(channels)); any : Out(1)
+        The presented channel; some channel presents.
+    ready : In(1)
+        ``resp.ready``.
+    """
+
+    def __init__(self, channels):
+        self._n = channels
+        super().__init__({
+            "valid": In(channels), "take": Out(channels),
+            "grant": Out(range(max(2, channels))), "any": Out(1), "ready": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        ptr = Signal(range(max(2, n)))
+        # Channels >= ptr first: a mask of them, then the lowest valid of (masked, all).
+        high = Signal(n)
+        m.d.comb += high.eq(self.valid & ~((Const(1, n + 1) << ptr) - 1)[:n])
+        pick_from = Mux(high.any(), high, self.valid)
+        for c in reversed(range(n)):
+            with m.If(pick_from[c]):
+                m.d.comb += self.grant.eq(c)
+        m.d.comb += self.any.eq(self.valid.any())
+        fire = self.any & self.ready
+        m.d.comb += self.take.eq(Mux(fire, Const(1, n) << self.grant, 0))
+        with m.If(fire):
+            m.d.sync += ptr.eq(Mux(self.grant == n - 1, 0, self.grant + 1))
+        return m
+
+
+_channel_cache = {}
+
+
+def _channel_verilog(preset, timing, tag_bits, row_bits):
+    """(module name, Verilog text) of one :class:`Channel`, converted once per parameter set."""
+    from amaranth.back import verilog
+    key = repr((preset.replace(name="x"), tag_bits, row_bits))
+    if key not in _channel_cache:
+        name = "ember_hbm_channel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
+        ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits)
+        _channel_cache[key] = name, verilog.convert(ch, name=name, emit_src=False), ch.signature
+    return _channel_cache[key]
+
+
+class HbmMemory(wiring.Component):
+    """The HBM model: ``docs/hbm_model.md`` §2 (timing, FR-FCFS), §4 (storage), §5 (statistics).
+
+    Parameters
+    ----------
+    preset : HbmPreset
+        Organisation, timing and policy (``hw/hbm_model/presets.py``); not the ``simple`` preset
+        (that is :class:`~hw.hbm_model.fixed_latency.FixedLatencyMemory`, see ``memory_model``).
+    words : int
+        Storage in 64-bit words (0: timing only; reads return 0).
+    tag_bits : int
+        Request/response tag width. Tags of outstanding requests must be distinct (read data and
+        acceptance cycle are kept per tag).
+    storage : str
+        ``"memory"`` (Amaranth simulation) or ``"verilog"`` (Verilator, ``storage.v``).
+
+    Members
+    -------
+    req : In(MemRequestSignature(tag_bits))
+        ``req.ready`` is combinational in ``req.payload.addr``: the channel's queue is not full.
+    resp : Out(MemResponseSignature(tag_bits))
+        One response per cycle, any order; ``data`` is 0 for writes.
+    backdoor, image_clear, image_load : In
+        Storage back door (``blocks.Storage``).
+    stats_clear : In(1)
+        Restart the statistics at this clock edge (the system pulses it with ``CTRL.START``).
+    stats : Out(ArrayLayout(64, len(stat_names)))
+        ``blocks.stat_names(preset.channels)`` order.
+    """
+
+    def __init__(self, preset, *, words, tag_bits, storage="memory"):
+        if getattr(preset, "fixed_latency", None):
+            raise ValueError(f"preset {preset.name!r} is a fixed-latency preset; use "
+                             f"memory_model() or FixedLatencyMemory")
+        if not isinstance(tag_bits, int) or tag_bits < 1:
+            raise ValueError(f"tag_bits must be a positive integer, not {tag_bits!r}")
+        if preset.page_policy not in ("open", "closed"):
+            raise ValueError(f"page_policy must be 'open' or 'closed', not {preset.page_policy!r}")
+        self.preset = preset
+        self.timing = DerivedTiming(preset)
+        self._tag_bits = tag_bits
+        self._storage = Storage(words=words, storage=storage)
+        self._decoder = AddressDecoder(preset)
+        self.stat_names = stat_names(preset.channels)
+        self.words = words
+        self._channel_module = None
+        #: Verilog modules this model instantiates (name -> text); with ``storage="verilog"`` the
+        #: channel is converted once and instantiated ``channels`` times (Verilator then compiles
+        #: one channel instead of one per channel). The system's Verilog must include them.
+        self.verilog_modules = {}
+        if storage == "verilog":
+            self._channel_module, text, self._channel_signature = _channel_verilog(
+                preset, self.timing, tag_bits, self._decoder.row_bits)
+            self.verilog_modules[self._channel_module] = text
+        super().__init__({
+            "req":         In(MemRequestSignature(tag_bits)),
+            "resp":        Out(MemResponseSignature(tag_bits)),
+            "backdoor":    In(BackdoorSignature(self._storage.addr_bits)),
+            "image_clear": In(1),
+            "image_load":  In(1),
+            "stats_clear": In(1),
+            "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
+        })
+
+    @property
+    def addr_bits(self):
+        return self._storage.addr_bits
+
+    def elaborate(self, platform):
+        m = Module()
+        p, t = self.preset, self.timing
+        C = p.channels
+        m.submodules.storage = st = self._storage
+        m.submodules.decoder = dec = self._decoder
+        m.submodules.refresh = ref = RefreshTimer(t.refi)
+        m.submodules.arbiter = arb = ResponseArbiter(C)
+        m.submodules.stats = stats = Statistics(
+            channels=C, queue_depth=p.queue_depth, access_bytes=p.access_bytes, burst=t.burst,
+            max_per_cycle=C)
+        channels = []
+        for c in range(C):
+            if self._channel_module is None:
+                ch = Channel(p, t, tag_bits=self._tag_bits, row_bits=dec.row_bits)
+                m.submodules[f"channel_{c}"] = ch
+            else:
+                # One Verilog module for all channels: its ports are the Channel's members.
+                ch = self._channel_signature.create(path=(f"channel_{c}",))
+                ports = {}
+                for path, member, value in self._channel_signature.flatten(ch):
+                    ports[("i_" if member.flow == In else "o_") + "__".join(map(str, path))] = value
+                m.submodules[f"channel_{c}"] = Instance(self._channel_module, i_clk=ClockSignal(),
+                                                        i_rst=ResetSignal(), **ports)
+            channels.append(ch)
+
+        now = Signal(TIME_BITS)
+        m.d.sync += now.eq(now + 1)
+
+        # -- ingress ----------------------------------------------------------------------------
+        req = self.req.payload
+        m.d.comb += dec.addr.eq(req.addr)
+        full = Cat(ch.full for ch in channels)
+        m.d.comb += self.req.ready.eq(~full.bit_select(dec.channel, 1) if C > 1 else ~full[0])
+        accept = self.req.valid & self.req.ready
+        for c, ch in enumerate(channels):
+            m.d.comb += [
+                ch.enq.eq(accept & (dec.channel == c)),
+                ch.enq_bank.eq(dec.bank), ch.enq_row.eq(dec.row),
+                ch.enq_tag.eq(req.tag), ch.enq_write.eq(req.write),
+                ch.refresh_tick.eq(ref.tick), ch.now.eq(now),
+            ]
+
+        # Storage at acceptance (§4); a read's data and acceptance cycle are kept by tag.
+        m.d.comb += [
+            st.rd_en.eq(accept & ~req.write), st.rd_addr.eq(req.addr[3:]),
+            st.wr_en.eq(accept & req.write), st.wr_addr.eq(req.addr[3:]),
+            st.wr_data.eq(req.wdata), st.wr_strb.eq(req.wstrb),
+        ]
+        wiring.connect(m, wiring.flipped(self.backdoor), st.backdoor)
+        m.d.comb += [st.image_clear.eq(self.image_clear), st.image_load.eq(self.image_load)]
+        m.submodules.by_tag = by_tag = memory.Memory(shape=64 + TIME_BITS,
+                                                     depth=1 << self._tag_bits, init=[])
+        tag_wr = by_tag.write_port()
+        tag_rd = by_tag.read_port(domain="comb")
+        held = Signal()                  # a read was accepted in the previous cycle
+        held_tag = Signal(self._tag_bits)
+        held_time = Signal(TIME_BITS)
+        m.d.sync += [held.eq(accept & ~req.write), held_tag.eq(req.tag), held_time.eq(now)]
+        m.d.comb += [tag_wr.en.eq(held), tag_wr.addr.eq(held_tag),
+                     tag_wr.data.eq(Cat(st.rd_data, held_time))]
+
+        # Classification (§2: bank state at the start of the request's first cycle as a
+        # candidate, i.e. after this cycle's commands), counted in the acceptance cycle.
+        kind = Array(ch.enq_kind for ch in channels)[dec.channel]
+
+        # -- response port ---------------------------------------------------------------------
+        m.d.comb += [arb.valid.eq(Cat(ch.resp_valid for ch in channels)), arb.ready.eq(self.resp.ready)]
+        for c, ch in enumerate(channels):
+            m.d.comb += ch.resp_take.eq(arb.take[c])
+        resp_tag = Array(ch.resp_tag for ch in channels)[arb.grant]
+        resp_write = Array(ch.resp_write for ch in channels)[arb.grant]
+        m.d.comb += [
+            tag_rd.addr.eq(resp_tag),
+            self.resp.valid.eq(arb.any),
+            self.resp.payload.tag.eq(resp_tag),
+            self.resp.payload.write.eq(resp_write),
+            self.resp.payload.data.eq(Mux(resp_write, 0, tag_rd.data[:64])),
+        ]
+        delivered = self.resp.valid & self.resp.ready
+
+        # -- statistics --------------------------------------------------------------------------
+        def popcount(bits):
+            return sum(bits[i] for i in range(len(bits)))
+        m.d.comb += [
+            stats.clear.eq(self.stats_clear),
+            stats.accept.eq(accept), stats.accept_write.eq(req.write),
+            stats.classify.eq(accept), stats.classify_kind.eq(kind),
+            stats.activates.eq(popcount(Cat(ch.act for ch in channels))),
+            stats.precharges.eq(popcount(Cat(ch.pre for ch in channels))),
+            stats.refreshes.eq(popcount(Cat(ch.ref for ch in channels))),
+            stats.deliver.eq(delivered), stats.deliver_write.eq(resp_write),
+            stats.deliver_latency.eq(now - tag_rd.data[64:]),
+            stats.column.eq(Cat(ch.col for ch in channels)),
+        ]
+        for c, ch in enumerate(channels):
+            m.d.comb += stats.occupancy[c].eq(ch.occupancy)
+        m.d.comb += self.stats.eq(stats.stats)
+        return m

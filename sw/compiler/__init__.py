@@ -1,12 +1,12 @@
-"""The Ember-style compiler: MLIR SCF (or PyTorch) -> SLC -> DLC -> access program + execute code.
+"""The Ember-style compiler: MLIR SCF (or PyTorch) -> SLC -> SLCV -> DLC -> access program + execute code.
 
 Public API::
 
-    compile_mlir(text, *, filename="<input>", limits=None) -> sw.runtime.kernel.Kernel
-    emit(text, stage, *, filename="<input>", limits=None) -> str | bytes   # stage in STAGES
-    CompileError                                                           # .location, .message
+    compile_mlir(text, *, filename="<input>", limits=None, opt_level=0) -> sw.runtime.kernel.Kernel
+    emit(text, stage, *, filename="<input>", limits=None, opt_level=0) -> str | bytes  # stage in STAGES
+    CompileError                                                                       # .location, .message
 
-See docs/compiler.md for the pipeline, the decoupling rules and the supported subset.
+See docs/compiler.md for the pipeline, the passes, the -O levels and the supported subset.
 """
 
 from __future__ import annotations
@@ -14,45 +14,62 @@ from __future__ import annotations
 from ..runtime.isa import Limits
 from ..runtime.kernel import Kernel
 from .errors import CompileError, Location
-from .pipelines import STAGES, Compilation, run_pipeline
+from .pipelines import OPT_LEVELS, STAGES, Compilation, _backend, check_opt_level, run_pipeline
 
-__all__ = ["compile_mlir", "emit", "CompileError", "Location", "STAGES"]
+__all__ = ["compile_mlir", "emit", "CompileError", "Location", "STAGES", "OPT_LEVELS"]
 
 
-def compile_mlir(text: str, *, filename: str = "<input>", limits: Limits | None = None) -> Kernel:
+def compile_mlir(text: str, *, filename: str = "<input>", limits: Limits | None = None,
+                 opt_level: int = 0) -> Kernel:
     """Compile one MLIR SCF function into a :class:`~sw.runtime.kernel.Kernel`.
 
-    ``limits`` are the access unit's resources (default: ``sw.runtime.isa.Limits()``).
-
-    Raises
-    ------
-    CompileError
-        The input is outside the supported subset or does not fit ``limits``; the message names
-        the operation or resource and ``.location`` is where it is in the input.
-    """
-    result = run_pipeline(text, filename=filename, limits=limits)
-    assert isinstance(result, Compilation)
-    return result.kernel
-
-
-def emit(text: str, stage: str, *, filename: str = "<input>",
-         limits: Limits | None = None) -> str | bytes:
-    """The input after ``stage``: MLIR text for ``scf``/``slc``/``dlc``, assembly text for ``asm``,
-    the binary access program (bytes) for ``bin``.
+    ``limits`` is the TMU configuration (default: ``sw.runtime.isa.Limits()``, ISA version 0);
+    ``opt_level`` 0…3 as Ember's ``-O`` levels (docs/compiler.md, "Optimisation levels").
 
     Raises
     ------
     ValueError
-        ``stage`` is not one of ``STAGES``.
+        ``opt_level`` is not 0, 1, 2 or 3.
     CompileError
-        As :func:`compile_mlir`.
+        The input is outside the supported subset, does not fit ``limits``, or the level needs an
+        ISA version-1 feature the configuration lacks; the message names the operation, resource
+        or feature and ``.location`` is where it is in the input.
+    """
+    result = run_pipeline(text, filename=filename, limits=limits, opt_level=opt_level)
+    assert isinstance(result, Compilation)
+    return result.kernel
+
+
+def emit(text: str, stage: str, *, filename: str = "<input>", limits: Limits | None = None,
+         opt_level: int = 0) -> str | bytes:
+    """The input after ``stage``: MLIR text for ``scf``/``slc``/``slcv``/``dlc``, the mapped TMU
+    program for ``tmu``, assembly text for ``asm``, the binary access program (bytes) for ``bin``,
+    C source of the execute side for ``c``.
+
+    Raises
+    ------
+    ValueError
+        ``stage`` is not one of ``STAGES`` or ``opt_level`` not one of 0…3.
+    CompileError
+        As :func:`compile_mlir`; also for ``tmu``/``c`` when the backend module for that stage is
+        not available yet.
     """
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
-    if stage in ("scf", "slc", "dlc"):
-        return str(run_pipeline(text, filename=filename, limits=limits, until=stage)) + "\n"
-    result = run_pipeline(text, filename=filename, limits=limits)
+    check_opt_level(opt_level)
+    if stage in ("scf", "slc", "slcv", "dlc"):
+        return str(run_pipeline(text, filename=filename, limits=limits, until=stage,
+                                opt_level=opt_level)) + "\n"
+    result = run_pipeline(text, filename=filename, limits=limits, opt_level=opt_level)
     assert isinstance(result, Compilation)
     if stage == "bin":
         return result.kernel.program.encode()
-    return result.kernel.program.to_asm()
+    if stage == "asm":
+        return result.kernel.program.to_asm()
+    module = _backend("c" if stage == "c" else "tmu_ir")
+    fn_name = {"c": "generate_c", "tmu": "emit_tmu"}[stage]
+    if module is None or not hasattr(module, fn_name):
+        raise CompileError(f"--emit {stage} is not available yet: the backend module "
+                           f"sw/compiler/backend/{'c' if stage == 'c' else 'tmu_ir'}.py "
+                           f"({fn_name}) has not landed")
+    return getattr(module, fn_name)(result)

@@ -1,17 +1,30 @@
-"""The compiler's pipeline, stage by stage (``emit`` shows the IR after each).
+"""The compiler's pipelines, stage by stage (``emit`` shows the IR after each), and the ``-O`` levels.
 
-    scf   parse + check the supported subset           frontends/mlir.py
-    slc   decouple: loops/streams vs callbacks          conversion/scf_to_slc.py  (convert-scf-to-slc)
-    dlc   layers, addresses, marshaling, compute loop   conversion/slc_to_dlc.py  (convert-slc-to-dlc)
-    asm   access program as assembly text               backend/tmu.py
-    bin   access program as binary                      backend/tmu.py
-          execute side as Python/NumPy                  backend/python.py
+    scf    parse + check the supported subset                    frontends/mlir.py
+           choose-decoupling: mark loops/values for the unit      transforms/choose_decoupling.py
+    slc    decouple: loops/streams vs callbacks                   conversion/scf_to_slc.py
+           canonicalise callbacks (merge, dedupe, sink ALU)       transforms/move_to_callback.py
+    slcv   -O2: bufferise compound operands                       transforms/bufferize.py
+           -O1: vectorise the access code (SLC -> SLCV)           transforms/vectorize_access.py
+           -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
+           -O3: sequential memory streams -> block loads          transforms/simplify_streams.py
+    dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py
+           -O3: hoist loop-invariant ALU streams                  transforms/hoist_streams.py
+           -O3: queue alignment (pack operands, drop redundant)   transforms/align_queues.py
+    tmu    the program mapped onto one TMU configuration          (ISA/backend modules, when present)
+    asm    access program as assembly text                        backend/tmu.py
+    bin    access program as binary                               backend/tmu.py
+    c      execute side as C                                      (backend/c.py, when present)
+           execute side as Python/NumPy                           backend/python.py
 
-Only ``-O0`` exists in this slice: no SLC optimisation pass runs between ``slc`` and ``dlc``.
+Levels (Ember, arXiv 2504.09870, §7 evaluation): ``-O0`` decoupled scalar code; ``-O1`` +
+vectorisation; ``-O2`` + bufferisation; ``-O3`` + queue alignment, stream simplification and
+hoisting. ``-O0`` output is the slice's output, byte for byte.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -21,15 +34,26 @@ from xdsl.utils.exceptions import VerifyException
 from ..runtime.isa import Limits
 from ..runtime.kernel import Kernel
 from .backend.python import generate_execute
-from .backend.tmu import AccessProgram, build_program, param_specs
 from .conversion.scf_to_slc import decouple_function
 from .conversion.slc_to_dlc import lower_function
-from .errors import CompileError
+from .dialects import dlc
+from .errors import CompileError, location_of
 from .frontends.mlir import check_supported, element_type_name, parse_mlir
+from .transforms.align_queues import align_queues
+from .transforms.bufferize import bufferize
+from .transforms.choose_decoupling import choose_decoupling
+from .transforms.hoist_streams import hoist_streams
+from .transforms.move_to_callback import move_to_callback
+from .transforms.simplify_streams import simplify_streams
+from .transforms.vectorize_access import vectorize_access
+from .transforms.vectorize_callbacks import vectorize_callbacks
 
-__all__ = ["STAGES", "Compilation", "run_pipeline"]
+__all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "Compilation", "run_pipeline", "v1_features"]
 
-STAGES = ("scf", "slc", "dlc", "asm", "bin")
+STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
+OPT_LEVELS = (0, 1, 2, 3)
+#: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
+DEFAULT_VLEN = 8
 
 
 @dataclass
@@ -38,8 +62,9 @@ class Compilation:
     scf: ModuleOp
     slc: ModuleOp
     dlc: ModuleOp
-    access: AccessProgram
+    access: object
     kernel: Kernel
+    slcv: ModuleOp | None = None
 
 
 def _verified(module: ModuleOp, stage: str) -> ModuleOp:
@@ -54,20 +79,124 @@ def _kernel_fn(module: ModuleOp) -> func.FuncOp:
     return next(op for op in module.ops if isinstance(op, func.FuncOp))
 
 
+def check_opt_level(opt_level) -> int:
+    if opt_level not in OPT_LEVELS or isinstance(opt_level, bool):
+        raise ValueError(f"opt_level must be one of 0, 1, 2, 3, not {opt_level!r}")
+    return opt_level
+
+
+def vlen_for(limits: Limits | None) -> int:
+    """Lanes the vectoriser uses: the configuration's lanes if it has vector layers, else 8."""
+    lanes = getattr(limits, "lanes", 1) if limits is not None else 1
+    return lanes if lanes > 1 else DEFAULT_VLEN
+
+
+def v1_features(fn: func.FuncOp) -> list[tuple[str, object]]:
+    """The ISA version-1 features a DLC function uses: (feature name, first op using it).
+
+    Names are ``sw.runtime.isa.Feature`` values: ``lockstep`` (vector layers, FIRST/COUNT),
+    ``broadcast`` (broadcast layers), ``block`` (buffer streams), ``pack`` (packed operands).
+    """
+    found: dict[str, object] = {}
+    for op in fn.walk():
+        if isinstance(op, dlc.TuOp) and op.config_name != "scalar":
+            found.setdefault("lockstep" if op.config_name == "vector" else "broadcast", op)
+        elif isinstance(op, dlc.BufStreamOp):
+            found.setdefault("block", op)
+        elif isinstance(op, dlc.RegisterOperandOp) and (op.packed is not None or op.join is not None):
+            found.setdefault("pack", op)
+    return list(found.items())
+
+
+def _slc(scf_fn: func.FuncOp) -> ModuleOp:
+    """choose-decoupling, convert-scf-to-slc (the -O0 SLC, unchanged by the canonicalisation)."""
+    choose_decoupling(scf_fn)
+    return ModuleOp([decouple_function(scf_fn)])
+
+
+def _slcv(slc_module: ModuleOp, opt_level: int, vlen: int) -> ModuleOp:
+    """The SLC/SLCV optimisations of ``opt_level`` on a copy of ``slc_module``."""
+    module = slc_module.clone()
+    fn = _kernel_fn(module)
+    if opt_level >= 1:
+        move_to_callback(fn)                     # merge/dedupe callbacks, sink ALU streams
+    if opt_level >= 2:
+        bufferize(fn)                            # one embedding row = one buffered operand
+    if opt_level >= 1:
+        vectorize_access(fn, vlen)               # innermost loop -> vector layer
+        vectorize_callbacks(fn)                  # per-lane callback loops -> vector ops
+    if opt_level >= 3:
+        simplify_streams(fn)                     # sequential loads into a buffer -> block load
+    return module
+
+
+def _dlc(slcv_module: ModuleOp, opt_level: int) -> ModuleOp:
+    module = ModuleOp([lower_function(_kernel_fn(slcv_module))])
+    fn = _kernel_fn(module)
+    if opt_level >= 3:
+        hoist_streams(fn)                        # loop-invariant ALU streams to outer layers
+        align_queues(fn)                         # pack operands, drop redundant ones
+    return module
+
+
+def _backend(name: str):
+    """An optional backend module of the ISA/backend engineer, or None if it is not there yet."""
+    try:
+        return importlib.import_module(f"sw.compiler.backend.{name}")
+    except ModuleNotFoundError as e:
+        if e.name == f"sw.compiler.backend.{name}":
+            return None
+        raise
+
+
+def _check_isa(dlc_fn: func.FuncOp, limits: Limits | None, opt_level: int) -> None:
+    """Refuse (CompileError) v1 features the configuration or the backend does not implement."""
+    features = v1_features(dlc_fn)
+    if not features:
+        return
+    tmu = _backend("tmu")
+    if getattr(tmu, "SUPPORTS_V1", False):
+        return          # the backend maps v1 and refuses what the configuration lacks
+    limits = limits or Limits()
+    versions = getattr(limits, "versions", (0,))
+    supported = {getattr(f, "value", f) for f in getattr(limits, "features", ())}
+    for feature, op in features:
+        if 1 not in versions or feature not in supported:
+            name = getattr(limits, "name", "") or "the default configuration"
+            raise CompileError(
+                f"-O{opt_level} needs ISA version 1 feature '{feature}' (docs/isa.md §7); "
+                f"the TMU configuration {name} has versions {list(versions)} and features "
+                f"{sorted(supported) or 'none'}: compile with -O0 or a configuration that has it "
+                "(e.g. --tmu-config configs/tmu_vector.json)", location_of(op))
+    if True:
+        raise CompileError(
+            f"-O{opt_level} needs ISA version 1 feature '{features[0][0]}', and the access-program "
+            "backend (sw/compiler/backend/tmu.py) does not emit version 1 yet; the DLC of this "
+            "level runs on the reference interpreter (sw.compiler.backend.python.run_access)",
+            location_of(features[0][1]))
+
+
 def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None = None,
-                 until: str = "bin") -> Compilation | ModuleOp:
-    """Run the stages up to ``until`` (a STAGES name); ``scf``/``slc``/``dlc`` return that module."""
+                 until: str = "bin", opt_level: int = 0) -> Compilation | ModuleOp:
+    """Run the stages up to ``until`` (a STAGES name); ``scf``/``slc``/``slcv``/``dlc`` return
+    that module, later stages the whole :class:`Compilation`."""
+    opt_level = check_opt_level(opt_level)
     scf_module = parse_mlir(text, filename)
     scf_fn = check_supported(scf_module)
     if until == "scf":
         return scf_module
-    slc_module = _verified(ModuleOp([decouple_function(scf_fn)]), "slc")
+    slc_module = _verified(_slc(scf_fn), "slc")
     if until == "slc":
         return slc_module
-    dlc_module = _verified(ModuleOp([lower_function(_kernel_fn(slc_module))]), "dlc")
+    slcv_module = _verified(_slcv(slc_module, opt_level, vlen_for(limits)), "slcv")
+    if until == "slcv":
+        return slcv_module
+    dlc_module = _verified(_dlc(slcv_module, opt_level), "dlc")
     if until == "dlc":
         return dlc_module
     dlc_fn = _kernel_fn(dlc_module)
+    _check_isa(dlc_fn, limits, opt_level)
+    from .backend.tmu import build_program, param_specs
     access = build_program(dlc_fn, limits)
     results = dlc_fn.function_type.outputs.data
     kernel = Kernel(
@@ -81,4 +210,4 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
                        for t in results],
         callbacks=dict(access.callbacks),
     )
-    return Compilation(scf_module, slc_module, dlc_module, access, kernel)
+    return Compilation(scf_module, slc_module, dlc_module, access, kernel, slcv_module)

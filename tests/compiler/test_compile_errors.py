@@ -97,14 +97,14 @@ MATH = """\
 func.func @f(%t: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %v = memref.load %t[%c0] : memref<?xf32>
-  %w = math.sqrt %v : f32
+  %w = math.tanh %v : f32
   func.return
 }
 """
 
 CASES = {
     "scf.while": (WHILE, "k.mlir:3:3: unsupported operation 'scf.while'"),
-    "unregistered op": (MATH, "k.mlir:4:3: unsupported operation 'math.sqrt'"),
+    "unregistered op": (MATH, "k.mlir:4:3: unsupported operation 'math.tanh'"),
     "scf.while without operands (custom syntax xDSL cannot parse)": (
         "func.func @f() {\n  scf.while : () -> () {\n    %t = arith.constant true\n"
         "    scf.condition(%t)\n  } do {\n    scf.yield\n  }\n  return\n}\n",

@@ -37,12 +37,18 @@ def test_asm_assembles_to_the_emitted_binary(example):
 
 
 def test_emit_rejects_an_unknown_stage():
-    with pytest.raises(ValueError, match=r"^stage must be one of scf, slc, dlc, asm, bin, not 'tmu'$"):
-        emit("", "tmu")
+    with pytest.raises(ValueError, match=r"^stage must be one of scf, slc, slcv, dlc, tmu, asm, "
+                                         r"bin, c, not 'llvm'$"):
+        emit("", "llvm")
+
+
+def test_emit_rejects_an_unknown_opt_level():
+    with pytest.raises(ValueError, match=r"^opt_level must be one of 0, 1, 2, 3, not 4$"):
+        emit("", "slc", opt_level=4)
 
 
 def test_stages_are_the_cli_choices():
-    assert STAGES == ("scf", "slc", "dlc", "asm", "bin")
+    assert STAGES == ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 
 
 def test_kernel_of_the_sum_example():

@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 from ...runtime.isa import IMM_MAX
 from ..dialects import slc
 from ..errors import CompileError, location_of
+from ..transforms.choose_decoupling import DECOUPLED_ATTR, READONLY_ATTR, choose_decoupling
 
 __all__ = ["ConvertScfToSlc", "decouple_function", "ALU_OF", "is_free_cast"]
 
@@ -101,8 +102,12 @@ class _Group:
 class _Decoupler:
     def __init__(self, fn: func.FuncOp):
         self.fn = fn
-        stored = {op.memref for op in fn.walk() if isinstance(op, memref.StoreOp)}
-        self.readonly = {a for a in fn.args if isinstance(a.type, MemRefType) and a not in stored}
+        # The decision of choose-decoupling (transforms/choose_decoupling.py), made here if the
+        # function was not annotated.
+        if READONLY_ATTR not in fn.attributes:
+            choose_decoupling(fn)
+        ro = fn.attributes[READONLY_ATTR]
+        self.readonly = {fn.args[i.data] for i in ro.data}
         # old value -> new value usable anywhere in the new function (function level)
         self.fmap: dict[SSAValue, SSAValue] = {}
         # old values that are registers (access side may use them)
@@ -121,7 +126,7 @@ class _Decoupler:
         return None
 
     def is_decoupled_loop(self, op: Operation) -> bool:
-        return isinstance(op, scf.ForOp) and self.reads_readonly(op) is not None
+        return isinstance(op, scf.ForOp) and DECOUPLED_ATTR in op.attributes
 
     def access_value(self, old: SSAValue) -> SSAValue | None:
         """The new access-side value (stream or register) of ``old``, or None if core-only."""
@@ -339,7 +344,8 @@ class _Decoupler:
 
 
 def decouple_function(fn: func.FuncOp) -> func.FuncOp:
-    """The SLC form of a checked SCF kernel function (a new op; ``fn`` is left unchanged)."""
+    """The SLC form of a checked SCF kernel function (a new op; ``fn`` gets the annotations of
+    choose-decoupling if it has none)."""
     return _Decoupler(fn).run()
 
 

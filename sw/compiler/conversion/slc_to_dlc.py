@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from ..dialects import dlc, slc
+from ..dialects import dlc, slc, slcv
 from ..errors import CompileError, location_of
 
 __all__ = ["ConvertSlcToDlc", "lower_function", "element_bytes"]
@@ -36,6 +36,10 @@ def element_bytes(t) -> int:
         return 8
     width = t.width.data if isinstance(t, IntegerType) else t.bitwidth
     return width // 8
+
+
+#: Ops that bring an access-side value into a callback (each one operand of the firing).
+_GETS = (slc.FromStreamOp, slcv.FromStreamOp, slcv.FromBufferOp)
 
 
 @dataclass
@@ -52,6 +56,8 @@ class _Lowering:
         self.smap: dict[SSAValue, SSAValue] = {}       # old stream value -> new dlc stream
         self.created: dict[tuple, SSAValue] = {}       # new function-level helper values
         self.callbacks: list[_Callback] = []
+        self.lengths: dict[SSAValue, SSAValue] = {}     # old buffer value -> its length register
+        self.collected: dict[SSAValue, int] = {}        # old to_buffer result -> its layer
         self.new_block = Block(arg_types=[a.type for a in fn.args])
         self.access: dlc.ConfigureAccessOp | None = None
 
@@ -117,7 +123,7 @@ class _Lowering:
         for old, new in zip(fn.args, self.new_block.args):
             new.name_hint = old.name_hint
             self.fmap[old] = new
-        tops = [op for op in fn.body.block.ops if isinstance(op, slc.ForOp)]
+        tops = [op for op in fn.body.block.ops if isinstance(op, slc.ForOp | slcv.ForOp)]
         if len(tops) != 1:
             raise CompileError(f"expected one slc.for at function level, found {len(tops)}",
                                location_of(fn))
@@ -146,34 +152,65 @@ class _Lowering:
         self.lower_loop(top, 0)
         # Registrations, in callback order: operands first, then the control token.
         for cb_id, cb in enumerate(self.callbacks):
-            for get in (o for o in cb.op.walk() if isinstance(o, slc.FromStreamOp)):
-                reg = dlc.RegisterOperandOp(cb.layer, cb.event, self.smap[get.stream])
+            for get in self.gets(cb.op):
+                layer, event = cb.layer, cb.event
+                if get.operands[0] in self.collected:
+                    layer, event = self.collected[get.operands[0]], "iter"
+                reg = dlc.RegisterOperandOp(layer, event, self.smap[get.operands[0]])
                 reg.location = get.location
                 self.append(reg)
             reg_cb = dlc.RegisterCallbackOp(cb.layer, cb.event, cb_id)
             reg_cb.location = cb.op.location
             self.append(reg_cb)
 
-    def lower_loop(self, loop: slc.ForOp, layer: int) -> None:
+    def lower_loop(self, loop: slc.ForOp | slcv.ForOp, layer: int) -> None:
         lb, ub = (self.source(v, layer) for v in (loop.lb, loop.ub))
-        tu = dlc.TuOp(layer, lb, ub, loop.step.value.data, loop.check_order is not None)
+        if isinstance(loop, slcv.ForOp):
+            tu = dlc.TuOp(layer, lb, ub, loop.step.value.data, loop.check_order is not None,
+                          loop.lanes, loop.config.data)
+        else:
+            tu = dlc.TuOp(layer, lb, ub, loop.step.value.data, loop.check_order is not None)
         tu.location = loop.location
         tu.results[0].name_hint = loop.index.name_hint
         self.append(tu)
         self.smap[loop.index] = tu.results[0]
-        has_child = any(isinstance(o, slc.ForOp) for o in loop.body.block.ops)
+        if isinstance(loop, slcv.ForOp) and loop.mask is not None and loop.mask.uses:
+            mask = dlc.MaskStreamOp(layer, tu.results[0])
+            mask.location = loop.location
+            mask.results[0].name_hint = loop.mask.name_hint
+            self.append(mask)
+            self.smap[loop.mask] = mask.results[0]
+        has_child = any(isinstance(o, slc.ForOp | slcv.ForOp) for o in loop.body.block.ops)
         for op in loop.body.block.ops:
-            if isinstance(op, slc.ForOp):
+            if isinstance(op, slc.ForOp | slcv.ForOp):
                 self.lower_loop(op, layer + 1)
             elif isinstance(op, slc.CallbackOp):
                 event = op.event.data
                 self.callbacks.append(_Callback(op, layer + 1 if has_child else layer, event))
             elif isinstance(op, slc.MemStreamOp):
                 self.lower_mem_stream(op, layer)
-            elif isinstance(op, slc.AluStreamOp):
-                new = dlc.AluStreamOp(layer, op.op.data, self.source(op.lhs, layer),
-                                      self.source(op.rhs, layer), dlc.StreamType(op.result.type.element_type))
+            elif isinstance(op, slcv.MemStreamOp):
+                self.lower_mem_stream(op, layer)
+            elif isinstance(op, slc.AluStreamOp | slcv.AluStreamOp):
+                lhs, rhs = self.source(op.lhs, layer), self.source(op.rhs, layer)
+                lanes = max(dlc.stream_lanes(lhs.type), dlc.stream_lanes(rhs.type))
+                new = dlc.AluStreamOp(layer, op.op.data, lhs, rhs,
+                                      dlc.stream_type(op.result.type.element_type, lanes))
                 self.emit_stream(op, new)
+            elif isinstance(op, slcv.FirstLaneOp):
+                self.emit_stream(op, dlc.FirstLaneOp(layer, self.smap[op.value]))
+            elif isinstance(op, slcv.BufStreamOp):
+                self.lower_buf_stream(op, layer)
+            elif isinstance(op, slcv.ToBufferOp):
+                # A buffer collected over this layer's traversal: its stream is pushed on every
+                # ``iter`` of the layer (vectors of L lanes, tail lanes 0); the callback on the
+                # layer's ``end`` pops it first (docs/compiler.md, "Bufferisation").
+                for value, result in zip(op.values, loop.results, strict=True):
+                    self.smap[result] = self.smap[value]
+                    self.collected[result] = layer
+                    self.lengths[result] = self.loop_length(loop)
+            elif isinstance(op, slcv.YieldOp):
+                pass
             elif isinstance(op, slc.ToStreamOp):
                 self.emit_stream(op, dlc.FwdStreamOp(layer, self.source(op.value, layer)))
             elif isinstance(op, slc.CastOp):
@@ -189,30 +226,69 @@ class _Lowering:
         self.append(new)
         self.smap[old.results[0]] = new.results[0]
 
-    def lower_mem_stream(self, op: slc.MemStreamOp, layer: int) -> None:
-        mtype = op.memref.type
-        assert isinstance(mtype, MemRefType)
-        if not (isinstance(op.memref, BlockArgument) and op.memref.block is self.fn.body.block):
+    def linearize(self, op: Operation, memref_value: SSAValue, indices, layer: int) -> SSAValue:
+        """Row-major linear element index of ``memref[indices]`` as ALU streams of ``layer``."""
+        if not (isinstance(memref_value, BlockArgument) and memref_value.block is self.fn.body.block):
             raise CompileError("a memory stream must load from a memref argument of the function",
                                location_of(op))
         linear: SSAValue | None = None
-        for axis, index in enumerate(op.indices):
+        for axis, index in enumerate(indices):
             idx = self.source(index, layer)
             if linear is None:
                 linear = idx
                 continue
-            mul = dlc.AluStreamOp(layer, "mul", linear, self.dim(op.memref, axis),
-                                  dlc.StreamType(IndexType()))
+            lanes = dlc.stream_lanes(linear.type)
+            mul = dlc.AluStreamOp(layer, "mul", linear, self.dim(memref_value, axis),
+                                  dlc.stream_type(IndexType(), lanes))
             mul.location = op.location
             self.append(mul)
-            add = dlc.AluStreamOp(layer, "add", mul.results[0], idx, dlc.StreamType(IndexType()))
+            lanes = max(lanes, dlc.stream_lanes(idx.type))
+            add = dlc.AluStreamOp(layer, "add", mul.results[0], idx, dlc.stream_type(IndexType(), lanes))
             add.location = op.location
             self.append(add)
             linear = add.results[0]
         if linear is None:  # rank 0
             linear = self.constant(0)
+        return linear
+
+    def lower_mem_stream(self, op: slc.MemStreamOp | slcv.MemStreamOp, layer: int) -> None:
+        mtype = op.memref.type
+        assert isinstance(mtype, MemRefType)
+        linear = self.linearize(op, op.memref, op.indices, layer)
         new = dlc.MemStreamOp(layer, self.fmap[op.memref], linear, element_bytes(mtype.element_type))
         self.emit_stream(op, new)
+
+    def lower_buf_stream(self, op: slcv.BufStreamOp, layer: int) -> None:
+        mtype = op.memref.type
+        assert isinstance(mtype, MemRefType)
+        linear = self.linearize(op, op.memref, op.indices, layer)
+        new = dlc.BufStreamOp(layer, self.fmap[op.memref], linear, self.source(op.length, layer),
+                              element_bytes(mtype.element_type))
+        self.emit_stream(op, new)
+        self.lengths[op.result] = self.source(op.length, layer)
+
+    def loop_length(self, loop: slcv.ForOp) -> SSAValue:
+        """A register with the trip count of a bufferised loop (bounds are registers, step 1)."""
+        lb, ub = self.source(loop.lb, 0), self.source(loop.ub, 0)
+        if loop.step.value.data != 1 or isinstance(lb.type, dlc.StreamType | dlc.VStreamType) \
+                or isinstance(ub.type, dlc.StreamType | dlc.VStreamType):
+            raise CompileError("a bufferised loop needs register bounds and step 1",
+                               location_of(loop))
+        if isinstance(lb, OpResult) and isinstance(lb.op, arith.ConstantOp) \
+                and lb.op.value.value.data == 0:
+            return ub
+        key = ("len", lb, ub)
+        if key not in self.created:
+            op = arith.SubiOp(ub, lb)
+            op.results[0].name_hint = "len"
+            self.created[key] = self._before_access(op)
+        return self.created[key]
+
+    def gets(self, op: Operation) -> list[Operation]:
+        """The ops of a callback that take an operand, in queue order: buffers collected over
+        a nested layer's traversal (pushed before the firing), then the rest in program order."""
+        gets = [o for o in op.walk() if isinstance(o, _GETS)]
+        return sorted(gets, key=lambda g: g.operands[0] not in self.collected)
 
     def build_compute_loop(self, compute: dlc.ComputeLoopOp) -> None:
         block = compute.body.block
@@ -223,10 +299,15 @@ class _Lowering:
             cblock = case.body.block
             terminator = cblock.last_op
             pops = []
-            for get in (o for o in cb.op.walk() if isinstance(o, slc.FromStreamOp)):
-                pop = dlc.PopOperandOp(get.result.type)
+            for get in self.gets(cb.op):
+                if isinstance(get, slcv.FromBufferOp):
+                    lanes = dlc.stream_lanes(self.smap[get.buffer].type) \
+                        if get.buffer in self.collected else 1
+                    pop = dlc.PopBufferOp(self.lengths[get.buffer], get.result.type, lanes)
+                else:
+                    pop = dlc.PopOperandOp(get.results[0].type)
                 pop.location = get.location
-                pop.results[0].name_hint = get.result.name_hint
+                pop.results[0].name_hint = get.results[0].name_hint
                 cblock.insert_op_before(pop, terminator)
                 pops.append(pop.results[0])
             mapper = dict(self.fmap)
@@ -234,7 +315,7 @@ class _Lowering:
                 if isinstance(op, slc.YieldOp):
                     continue
                 cblock.insert_op_before(op.clone(value_mapper=mapper), terminator)
-            gets = [o for o in case.walk() if isinstance(o, slc.FromStreamOp)]
+            gets = self.gets(case)
             for get, pop in zip(gets, pops, strict=True):
                 get.results[0].replace_all_uses_with(pop)
                 get.detach()

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, UnitAttr, i64
+from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, MemRefType, StringAttr, UnitAttr, i1, i64
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AnyAttr,
@@ -48,17 +48,20 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasAncestor, HasParent, IsTerminator, SingleBlockImplicitTerminator, ensure_terminator
 from xdsl.utils.exceptions import VerifyException
 
-from ._syntax import parse_type_list, print_types, resolve
+from ._syntax import parse_operand_list, parse_type_list, print_types, resolve
 from .slc import ALU_OPS, EVENTS, is_int_like
 
 __all__ = [
-    "StreamType", "ConfigureAccessOp", "TuOp", "MemStreamOp", "AluStreamOp", "FwdStreamOp",
+    "StreamType", "VStreamType", "BufferType", "FirstLaneOp", "MaskStreamOp", "BufStreamOp",
+    "PopBufferOp", "PopPackedOp", "stream_lanes", "stream_type", "CONFIGS", "ConfigureAccessOp", "TuOp", "MemStreamOp", "AluStreamOp", "FwdStreamOp",
     "RegisterOperandOp", "RegisterCallbackOp", "ComputeLoopOp", "CaseOp", "PopOperandOp",
     "YieldOp", "DLC",
 ]
@@ -76,8 +79,57 @@ class StreamType(ParametrizedAttribute, TypeAttribute):
         super().__init__(element_type)
 
 
+@irdl_attr_definition
+class VStreamType(ParametrizedAttribute, TypeAttribute):
+    """``!dlc.vstream<T, L>``: a stream of a vector layer, ``L`` lanes of ``T`` per step."""
+
+    name = "dlc.vstream"
+
+    element_type: Attribute = param_def()
+    lanes: IntAttr = param_def()
+
+    def __init__(self, element_type: Attribute, lanes: int | IntAttr):
+        super().__init__(element_type, lanes if isinstance(lanes, IntAttr) else IntAttr(lanes))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.element_type)
+        printer.print_string(f", {self.lanes.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: Parser) -> list[Attribute]:
+        parser.parse_punctuation("<")
+        t = parser.parse_type()
+        parser.parse_punctuation(",")
+        n = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return [t, IntAttr(n)]
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """``!dlc.buffer<T>``: a row of ``T`` of runtime length, pushed as one (buffered) operand."""
+
+    name = "dlc.buffer"
+
+    element_type: Attribute = param_def()
+
+    def __init__(self, element_type: Attribute):
+        super().__init__(element_type)
+
+
+def stream_lanes(t: Attribute) -> int:
+    """Lanes of a DLC stream type (1 for scalar streams and registers)."""
+    return t.lanes.data if isinstance(t, VStreamType) else 1
+
+
+def stream_type(elem: Attribute, lanes: int) -> Attribute:
+    """``!dlc.stream<elem>`` for one lane, ``!dlc.vstream<elem, lanes>`` otherwise."""
+    return VStreamType(elem, lanes) if lanes > 1 else StreamType(elem)
+
+
 def _is_source(t: Attribute) -> bool:
-    return is_int_like(t) or (isinstance(t, StreamType) and is_int_like(t.element_type))
+    return is_int_like(t) or (isinstance(t, StreamType | VStreamType) and is_int_like(t.element_type))
 
 
 def _check_sources(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
@@ -91,6 +143,10 @@ def _check_event(op: IRDLOperation, event: str) -> None:
     if event not in EVENTS:
         raise VerifyException(f"Expected an event in begin, iter, end, got {event!r}. "
                               "These are the layer events of the access unit.")
+
+
+#: Layer configurations (docs/compiler.md; the TMU's single/broadcast/lockstep layer modes).
+CONFIGS = ("scalar", "broadcast", "vector")
 
 
 def _layer_prop(layer: int) -> IntegerAttr:
@@ -169,22 +225,46 @@ class TuOp(IRDLOperation):
     ub = operand_def(AnyAttr())
     step = prop_def(IntegerAttr)
     check_order = opt_prop_def(UnitAttr)
-    index = result_def(StreamType)
+    vlen = opt_prop_def(IntegerAttr)
+    config = opt_prop_def(StringAttr)
+    index = result_def(AnyAttr())
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
-    def __init__(self, layer: int, lb: SSAValue, ub: SSAValue, step: int, check_order: bool = False):
+    def __init__(self, layer: int, lb: SSAValue, ub: SSAValue, step: int, check_order: bool = False,
+                 vlen: int = 1, config: str = "scalar"):
         props: dict[str, Attribute] = {"layer": _layer_prop(layer), "step": IntegerAttr(step, i64)}
         if check_order:
             props["check_order"] = UnitAttr()
+        if config != "scalar":
+            props["vlen"] = IntegerAttr(vlen, i64)
+            props["config"] = StringAttr(config)
+        lanes = vlen if config == "vector" else 1
         super().__init__(operands=[lb, ub], properties=props,
-                         result_types=[StreamType(IndexType())])
+                         result_types=[stream_type(IndexType(), lanes)])
+
+    @property
+    def config_name(self) -> str:
+        return self.config.data if self.config is not None else "scalar"
+
+    @property
+    def lanes(self) -> int:
+        """Lanes of this layer: ``vlen`` for a vector (lockstep) layer, else 1."""
+        return self.vlen.value.data if self.config_name == "vector" else 1
 
     def verify_(self) -> None:
         _check_sources(self, (self.lb, self.ub))
         if self.step.value.data <= 0:
             raise VerifyException(f"Expected a step > 0, got {self.step.value.data}. "
                                   "Traversal units count upwards.")
+        if self.config_name not in CONFIGS:
+            raise VerifyException(f"Expected a config in scalar, broadcast, vector, got "
+                                  f"{self.config_name!r}. These are the layer modes of the access unit.")
+        if (self.config is None) != (self.vlen is None):
+            raise VerifyException("Expected vlen and config together. A non-scalar layer names both.")
+        if self.index.type != stream_type(IndexType(), self.lanes):
+            raise VerifyException(f"Expected index type {stream_type(IndexType(), self.lanes)}, got "
+                                  f"{self.index.type}.")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" layer {self.layer.value.data} ")
@@ -194,6 +274,8 @@ class TuOp(IRDLOperation):
         printer.print_string(f" step {self.step.value.data}")
         if self.check_order is not None:
             printer.print_string(" check_order")
+        if self.config is not None and self.vlen is not None:
+            printer.print_string(f" vlen {self.vlen.value.data} config {self.config.data}")
         printer.print_string(" : ")
         print_types(printer, (self.lb, self.ub))
 
@@ -207,9 +289,14 @@ class TuOp(IRDLOperation):
         parser.parse_keyword("step")
         step = parser.parse_integer()
         check_order = parser.parse_optional_keyword("check_order") is not None
+        vlen, config = 1, "scalar"
+        if parser.parse_optional_keyword("vlen") is not None:
+            vlen = parser.parse_integer()
+            parser.parse_keyword("config")
+            config = parser.parse_identifier()
         parser.parse_punctuation(":")
         lb_v, ub_v = resolve(parser, (lb, ub), parse_type_list(parser, 2))
-        return cls(layer, lb_v, ub_v, step, check_order)
+        return cls(layer, lb_v, ub_v, step, check_order, vlen, config)
 
 
 @irdl_op_definition
@@ -229,7 +316,7 @@ class MemStreamOp(IRDLOperation):
     memref = operand_def(MemRefType)
     index = operand_def(AnyAttr())
     stride = prop_def(IntegerAttr)
-    result = result_def(StreamType)
+    result = result_def(AnyAttr())
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
@@ -237,14 +324,16 @@ class MemStreamOp(IRDLOperation):
         assert isinstance(memref.type, MemRefType)
         super().__init__(operands=[memref, index],
                          properties={"layer": _layer_prop(layer), "stride": IntegerAttr(stride, i64)},
-                         result_types=[StreamType(memref.type.element_type)])
+                         result_types=[stream_type(memref.type.element_type,
+                                                   stream_lanes(index.type))])
 
     def verify_(self) -> None:
         _check_sources(self, (self.index,))
         assert isinstance(self.memref.type, MemRefType)
-        if self.result.type != StreamType(self.memref.type.element_type):
-            raise VerifyException(f"Expected result type !dlc.stream<{self.memref.type.element_type}>, "
-                                  f"got {self.result.type}. A memory stream carries the memref's elements.")
+        want = stream_type(self.memref.type.element_type, stream_lanes(self.index.type))
+        if self.result.type != want:
+            raise VerifyException(f"Expected result type {want}, got {self.result.type}. A memory "
+                                  "stream carries the memref's elements, one per lane of its index.")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" layer {self.layer.value.data} ")
@@ -284,7 +373,7 @@ class AluStreamOp(IRDLOperation):
     op = prop_def(StringAttr)
     lhs = operand_def(AnyAttr())
     rhs = operand_def(AnyAttr())
-    result = result_def(StreamType)
+    result = result_def(AnyAttr())
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
@@ -333,7 +422,7 @@ class FwdStreamOp(IRDLOperation):
 
     layer = prop_def(IntegerAttr)
     value = operand_def(AnyAttr())
-    result = result_def(StreamType)
+    result = result_def(AnyAttr())
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
@@ -365,6 +454,12 @@ class FwdStreamOp(IRDLOperation):
 class RegisterOperandOp(IRDLOperation):
     """Marshaling: on ``event`` of ``layer``, push the current value of ``value`` as an operand.
 
+    A scalar is one element, a vector its lanes in lane order (masked lanes 0), a buffer its
+    elements; a lane mask is pushed as the count of active lanes (ISA v1 ``COUNT``). Without
+    ``packed`` every element is one 64-bit token; with ``packed`` elements take their natural size
+    (4 bytes for f32/i32, 8 for index/i64/f64) and share tokens, and ``join`` continues the token
+    into the next operand of the same firing (ISA v1 §7.5: ``esize``, ``JOIN``).
+
     Example::
 
         dlc.register_operand layer 2 iter %s5 : !dlc.stream<f32>
@@ -375,19 +470,33 @@ class RegisterOperandOp(IRDLOperation):
     layer = prop_def(IntegerAttr)
     event = prop_def(StringAttr)
     value = operand_def(AnyAttr())
+    packed = opt_prop_def(UnitAttr)
+    join = opt_prop_def(UnitAttr)
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
-    def __init__(self, layer: int, event: str, value: SSAValue):
-        super().__init__(operands=[value],
-                         properties={"layer": _layer_prop(layer), "event": StringAttr(event)})
+    def __init__(self, layer: int, event: str, value: SSAValue, packed: bool = False,
+                 join: bool = False):
+        props: dict[str, Attribute] = {"layer": _layer_prop(layer), "event": StringAttr(event)}
+        if packed:
+            props["packed"] = UnitAttr()
+        if join:
+            props["join"] = UnitAttr()
+        super().__init__(operands=[value], properties=props)
 
     def verify_(self) -> None:
         _check_event(self, self.event.data)
+        if not isinstance(self.value.type, StreamType | VStreamType | BufferType):
+            raise VerifyException(f"Expected a stream, vector stream or buffer operand, got "
+                                  f"{self.value.type}. Operands are values of the access program.")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" layer {self.layer.value.data} {self.event.data} ")
         printer.print_ssa_value(self.value)
+        if self.packed is not None:
+            printer.print_string(" packed")
+        if self.join is not None:
+            printer.print_string(" join")
         printer.print_string(" : ")
         printer.print_attribute(self.value.type)
 
@@ -397,8 +506,10 @@ class RegisterOperandOp(IRDLOperation):
         layer = parser.parse_integer()
         event = parser.parse_identifier()
         value = parser.parse_unresolved_operand()
+        packed = parser.parse_optional_keyword("packed") is not None
+        join = parser.parse_optional_keyword("join") is not None
         parser.parse_punctuation(":")
-        return cls(layer, event, parser.resolve_operand(value, parser.parse_type()))
+        return cls(layer, event, parser.resolve_operand(value, parser.parse_type()), packed, join)
 
 
 @irdl_op_definition
@@ -518,9 +629,255 @@ class PopOperandOp(IRDLOperation):
         return cls(parser.parse_type())
 
 
+@irdl_op_definition
+class FirstLaneOp(IRDLOperation):
+    """Lane 0 of a vector stream of ``layer`` as a scalar stream (for a vector layer's index: the
+    index of the step's first iteration).
+
+    Example::
+
+        %d0 = dlc.first_lane layer 2 %d : !dlc.vstream<index, 8> -> !dlc.stream<index>
+    """
+
+    name = "dlc.first_lane"
+
+    layer = prop_def(IntegerAttr)
+    value = operand_def(VStreamType)
+    result = result_def(StreamType)
+
+    traits = traits_def(HasParent(ConfigureAccessOp))
+
+    def __init__(self, layer: int, value: SSAValue):
+        t = value.type
+        assert isinstance(t, VStreamType)
+        super().__init__(operands=[value], properties={"layer": _layer_prop(layer)},
+                         result_types=[StreamType(t.element_type)])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" layer {self.layer.value.data} ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "FirstLaneOp":
+        parser.parse_keyword("layer")
+        layer = parser.parse_integer()
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        v = parser.resolve_operand(value, parser.parse_type())
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        return cls(layer, v)
+
+
+@irdl_op_definition
+class MaskStreamOp(IRDLOperation):
+    """The lane mask of vector layer ``layer``: lane ``l`` is active when its index is below the
+    layer's upper bound (the tail of a traversal masks the lanes past it).
+
+    Example::
+
+        %m = dlc.mask_stream layer 2 %d : !dlc.vstream<index, 8> -> !dlc.vstream<i1, 8>
+    """
+
+    name = "dlc.mask_stream"
+
+    layer = prop_def(IntegerAttr)
+    index = operand_def(VStreamType)
+    result = result_def(VStreamType)
+
+    traits = traits_def(HasParent(ConfigureAccessOp))
+
+    def __init__(self, layer: int, index: SSAValue):
+        super().__init__(operands=[index], properties={"layer": _layer_prop(layer)},
+                         result_types=[VStreamType(i1, stream_lanes(index.type))])
+
+    def verify_(self) -> None:
+        if not (isinstance(self.index.owner, TuOp) and self.index.owner.lanes > 1):
+            raise VerifyException("Expected the index of a vector dlc.tu. A mask belongs to a "
+                                  "vector layer.")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" layer {self.layer.value.data} ")
+        printer.print_ssa_value(self.index)
+        printer.print_string(" : ")
+        printer.print_attribute(self.index.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MaskStreamOp":
+        parser.parse_keyword("layer")
+        layer = parser.parse_integer()
+        index = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        v = parser.resolve_operand(index, parser.parse_type())
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        return cls(layer, v)
+
+
+@irdl_op_definition
+class BufStreamOp(IRDLOperation):
+    """A buffer (block) stream of ``layer``: ``len`` consecutive elements starting at byte address
+    ``base(memref) + index * stride``, as one buffer per iteration.
+
+    Example::
+
+        %r = dlc.buf_stream layer 1 %table[%0] len %dim stride 4 : memref<?x?xf32>, !dlc.stream<index>, index -> !dlc.buffer<f32>
+    """
+
+    name = "dlc.buf_stream"
+
+    layer = prop_def(IntegerAttr)
+    memref = operand_def(MemRefType)
+    index = operand_def(AnyAttr())
+    length = operand_def(AnyAttr())
+    stride = prop_def(IntegerAttr)
+    result = result_def(BufferType)
+
+    traits = traits_def(HasParent(ConfigureAccessOp))
+
+    def __init__(self, layer: int, memref: SSAValue, index: SSAValue, length: SSAValue, stride: int):
+        assert isinstance(memref.type, MemRefType)
+        super().__init__(operands=[memref, index, length],
+                         properties={"layer": _layer_prop(layer), "stride": IntegerAttr(stride, i64)},
+                         result_types=[BufferType(memref.type.element_type)])
+
+    def verify_(self) -> None:
+        _check_sources(self, (self.index, self.length))
+        if stream_lanes(self.index.type) != 1:
+            raise VerifyException(f"Expected a scalar index, got {self.index.type}. A buffer stream "
+                                  "loads one row per iteration.")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" layer {self.layer.value.data} ")
+        printer.print_ssa_value(self.memref)
+        printer.print_string("[")
+        printer.print_ssa_value(self.index)
+        printer.print_string("] len ")
+        printer.print_ssa_value(self.length)
+        printer.print_string(f" stride {self.stride.value.data} : ")
+        print_types(printer, (self.memref, self.index, self.length))
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "BufStreamOp":
+        parser.parse_keyword("layer")
+        layer = parser.parse_integer()
+        memref = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        index = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        parser.parse_keyword("len")
+        length = parser.parse_unresolved_operand()
+        parser.parse_keyword("stride")
+        stride = parser.parse_integer()
+        parser.parse_punctuation(":")
+        m, i, n = resolve(parser, (memref, index, length), parse_type_list(parser, 3))
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        return cls(layer, m, i, n, stride)
+
+
+@irdl_op_definition
+class PopBufferOp(IRDLOperation):
+    """The next buffered operand, ``length`` elements, as a 1-D memref.
+
+    With ``lanes L > 1`` the buffer was pushed by the ``iter`` firings of a vector layer, one
+    vector of ``L`` lanes each (the tail's masked lanes are 0): ``ceil(length / L)`` vectors are
+    popped and the first ``length`` elements kept. ``packed``: elements at their natural size,
+    each vector (or the whole row) from a token boundary; else one token per element.
+
+    Example::
+
+        %row = dlc.pop_buffer %dim lanes 8 packed : memref<?xf32>
+    """
+
+    name = "dlc.pop_buffer"
+
+    length = operand_def(AnyAttr())
+    lanes = opt_prop_def(IntegerAttr)
+    packed = opt_prop_def(UnitAttr)
+    result = result_def(MemRefType)
+    traits = traits_def(HasAncestor(CaseOp))
+
+    def __init__(self, length: SSAValue, result_type: Attribute, lanes: int = 1,
+                 packed: bool = False):
+        props: dict[str, Attribute] = {}
+        if lanes > 1:
+            props["lanes"] = IntegerAttr(lanes, i64)
+        if packed:
+            props["packed"] = UnitAttr()
+        super().__init__(operands=[length], result_types=[result_type], properties=props)
+
+    @property
+    def lane_count(self) -> int:
+        return self.lanes.value.data if self.lanes is not None else 1
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.length)
+        if self.lanes is not None:
+            printer.print_string(f" lanes {self.lanes.value.data}")
+        if self.packed is not None:
+            printer.print_string(" packed")
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PopBufferOp":
+        length = parser.parse_unresolved_operand()
+        lanes = 1
+        if parser.parse_optional_keyword("lanes") is not None:
+            lanes = parser.parse_integer()
+        packed = parser.parse_optional_keyword("packed") is not None
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls(parser.resolve_operand(length, IndexType()), t, lanes, packed)
+
+
+@irdl_op_definition
+class PopPackedOp(IRDLOperation):
+    """The operands of one packed group — ``dlc.register_operand ... packed`` operands of one
+    firing joined by ``join`` — unpacked from the data tokens: scalars at their natural size and
+    alignment, vectors lane by lane, a lane mask as its count of active lanes (8 bytes); the group
+    ends on a token boundary (docs/compiler.md, "Queue alignment").
+
+    Example::
+
+        %b, %d0 = dlc.pop_packed : index, index
+    """
+
+    name = "dlc.pop_packed"
+
+    values = var_result_def(AnyAttr())
+    traits = traits_def(HasAncestor(CaseOp))
+
+    def __init__(self, result_types: Sequence[Attribute]):
+        super().__init__(result_types=[list(result_types)])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" : ")
+        printer.print_list([r.type for r in self.values], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PopPackedOp":
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        while parser.parse_optional_punctuation(","):
+            types.append(parser.parse_type())
+        return cls(types)
+
+
 DLC = Dialect(
     "dlc",
     [ConfigureAccessOp, TuOp, MemStreamOp, AluStreamOp, FwdStreamOp, RegisterOperandOp,
-     RegisterCallbackOp, ComputeLoopOp, CaseOp, PopOperandOp, YieldOp],
-    [StreamType],
+     RegisterCallbackOp, ComputeLoopOp, CaseOp, PopOperandOp, YieldOp,
+     FirstLaneOp, MaskStreamOp, BufStreamOp, PopBufferOp, PopPackedOp],
+    [StreamType, VStreamType, BufferType],
 )

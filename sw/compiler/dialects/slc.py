@@ -70,13 +70,15 @@ from ._syntax import parse_operand_list, parse_type_list, print_types, resolve
 
 __all__ = [
     "StreamType", "ForOp", "MemStreamOp", "AluStreamOp", "ToStreamOp", "CastOp",
-    "CallbackOp", "FromStreamOp", "YieldOp", "SLC", "ALU_OPS", "EVENTS",
+    "CallbackOp", "FromStreamOp", "YieldOp", "SLC", "ALU_OPS", "EVENTS", "LOOP_OPS",
 ]
 
 #: ALU stream operations, named as in docs/isa.md (lower case).
 ALU_OPS = ("add", "sub", "mul", "shl", "shr", "sra", "and", "or", "xor", "min", "max", "lt", "eq")
 #: Layer events a callback can fire on.
 EVENTS = ("begin", "iter", "end")
+#: Loop ops of the access side (``slc.for`` and its vector form ``slcv.for``).
+LOOP_OPS = ("slc.for", "slcv.for")
 
 
 @irdl_attr_definition
@@ -430,10 +432,10 @@ class CallbackOp(IRDLOperation):
             raise VerifyException(f"Expected an event in begin, iter, end, got {event!r}. "
                                   "These are the layer events of the access unit.")
         parent = self.parent_op()
-        if not isinstance(parent, ForOp):
+        if parent is None or parent.name not in LOOP_OPS:
             return
-        siblings = list(parent.body.block.ops)
-        loops = [i for i, op in enumerate(siblings) if isinstance(op, ForOp)]
+        siblings = list(parent.regions[0].block.ops)
+        loops = [i for i, op in enumerate(siblings) if op.name in LOOP_OPS]
         here = siblings.index(self)
         if not loops:
             if event != "iter":

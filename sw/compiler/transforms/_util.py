@@ -1,0 +1,86 @@
+"""Helpers shared by the SLC/SLCV passes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
+from xdsl.ir import Block, Operation, OpResult, SSAValue
+
+from ..dialects import slc, slcv
+
+__all__ = ["functions", "loops", "is_loop", "innermost_loops", "constant_int", "index_constant",
+           "function_block", "is_register", "replace_op", "child_loop", "parent_loop"]
+
+
+def functions(module: ModuleOp) -> list[func.FuncOp]:
+    return [f for f in module.ops if isinstance(f, func.FuncOp)]
+
+
+def is_loop(op: Operation) -> bool:
+    return isinstance(op, slc.ForOp | slcv.ForOp)
+
+
+def loops(fn: func.FuncOp) -> Iterator[Operation]:
+    """Every access-side loop of ``fn`` (``slc.for``/``slcv.for``), outermost first."""
+    for op in fn.walk():
+        if is_loop(op):
+            yield op
+
+
+def innermost_loops(fn: func.FuncOp) -> list[Operation]:
+    return [l for l in loops(fn) if not any(is_loop(o) for o in l.regions[0].block.ops)]
+
+
+def child_loop(loop: Operation) -> Operation | None:
+    return next((o for o in loop.regions[0].block.ops if is_loop(o)), None)
+
+
+def parent_loop(op: Operation) -> Operation | None:
+    p = op.parent_op()
+    while p is not None and not is_loop(p):
+        p = p.parent_op()
+    return p
+
+
+def constant_int(value: SSAValue) -> int | None:
+    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp) \
+            and isinstance(value.op.value, IntegerAttr):
+        return value.op.value.value.data
+    return None
+
+
+def function_block(fn: func.FuncOp) -> Block:
+    return fn.body.block
+
+
+def is_register(value: SSAValue, fn: func.FuncOp) -> bool:
+    """A function-level integer value (usable by both the access unit and the core)."""
+    owner = value.owner
+    block = owner if isinstance(owner, Block) else owner.parent_block()
+    return block is fn.body.block and isinstance(value.type, IndexType | IntegerType)
+
+
+def index_constant(fn: func.FuncOp, value: int, before: Operation | None = None) -> SSAValue:
+    """A function-level ``arith.constant value : index`` (reused if one exists at the top)."""
+    block = fn.body.block
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType) \
+                and isinstance(op.value, IntegerAttr) and op.value.value.data == value:
+            return op.result
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    c.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
+    block.insert_op_before(c, block.first_op)
+    return c.result
+
+
+def replace_op(old: Operation, new: Operation) -> None:
+    """Insert ``new`` where ``old`` is and erase ``old`` (results replaced one for one)."""
+    block = old.parent_block()
+    assert block is not None
+    block.insert_op_before(new, old)
+    for a, b in zip(old.results, new.results):
+        a.replace_all_uses_with(b)
+    old.detach()
+    old.erase(safe_erase=False)

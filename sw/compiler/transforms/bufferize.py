@@ -1,0 +1,150 @@
+"""bufferize: one embedding row as one buffered operand (Ember, arXiv 2504.09870, §6.2).
+
+At ``-O0``/``-O1`` the innermost loop of an embedding gather pushes every element of a row with
+its own callback firing: ``(b, d, v)`` and a control token per element (per vector at ``-O1``).
+Bufferisation turns the values of the innermost loop into **buffers** — compound operands that
+hold the whole row — and runs the callback once per row, on the loop's ``end``:
+
+* the innermost ``slc.for`` (step 1, bounds that are registers, one ``iter`` callback, inside
+  another loop) becomes ``slcv.for ... vlen 1 config scalar -> !slcv.buffer<T>...`` whose
+  ``slcv.to_buffer`` terminator collects each stream the callback reads;
+* the callback moves after the loop, as a callback on its ``end``: it takes the buffers
+  (``slcv.from_buffer``, first: their tokens are pushed during the traversal, before the
+  ``end`` firing), the streams of outer layers it used, and runs its original body in an
+  ``scf.for`` over the row on the core (element ``d - lb`` of each buffer is the old value).
+
+The core does the same arithmetic in the same order, so results are unchanged bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ..dialects import slc, slcv
+from ._util import constant_int, functions, innermost_loops, is_register, parent_loop
+
+__all__ = ["Bufferize", "bufferize"]
+
+
+def _candidate(loop: Operation, fn: func.FuncOp) -> slc.CallbackOp | None:
+    if not isinstance(loop, slc.ForOp) or loop.step.value.data != 1:
+        return None
+    if not (is_register(loop.lb, fn) and is_register(loop.ub, fn)) or parent_loop(loop) is None:
+        return None
+    cbs = [o for o in loop.body.block.ops if isinstance(o, slc.CallbackOp)]
+    if len(cbs) != 1 or cbs[0].event.data != "iter":
+        return None
+    return cbs[0]
+
+
+def _bufferize_loop(loop: slc.ForOp, cb: slc.CallbackOp) -> None:
+    body = loop.body.block
+    local = {r for o in body.ops for r in o.results}
+    gets = [o for o in cb.body.block.ops if isinstance(o, slc.FromStreamOp)]
+    buffered = []
+    for g in gets:
+        if g.stream in local and g.stream not in buffered:
+            buffered.append(g.stream)
+    # The new loop: the same streams, values collected into buffers.
+    new = slcv.ForOp(loop.lb, loop.ub, 1, 1, "scalar", None, loop.check_order is not None,
+                     [slcv.BufferType(v.type.element_type) for v in buffered])
+    new.location = loop.location
+    new.index.name_hint = loop.index.name_hint
+    mapping: dict[SSAValue, SSAValue] = {loop.index: new.index}
+    nblock = new.body.block
+    nterm = nblock.last_op
+    for op in body.ops:
+        if isinstance(op, slc.CallbackOp | slc.YieldOp):
+            continue
+        c = op.clone(value_mapper=mapping)
+        for a, b in zip(op.results, c.results):
+            b.name_hint = a.name_hint
+            mapping[a] = b
+        nblock.insert_op_before(c, nterm)
+    nterm.detach()
+    nterm.erase()
+    nblock.add_op(slcv.ToBufferOp([mapping[v] for v in buffered]))
+    for r, v in zip(new.results, buffered):
+        r.name_hint = f"{v.name_hint or 'v'}_buf"
+    # The new callback on the loop's end.
+    end = slc.CallbackOp("end")
+    end.location = cb.location
+    eblock = end.body.block
+    eterm = eblock.last_op
+
+    def put(op: Operation) -> Operation:
+        eblock.insert_op_before(op, eterm)
+        return op
+
+    rows = {}
+    for v, r in zip(buffered, new.results):
+        fb = put(slcv.FromBufferOp(r))
+        fb.results[0].name_hint = f"{v.name_hint or 'v'}_row"
+        rows[v] = fb.results[0]
+    outer: dict[SSAValue, SSAValue] = {}
+    for g in gets:
+        if g.stream not in local and g.stream is not loop.index and g.stream not in outer:
+            n = put(slc.FromStreamOp(g.stream))
+            n.results[0].name_hint = g.result.name_hint
+            outer[g.stream] = n.results[0]
+    c1 = put(arith.ConstantOp(IntegerAttr(1, IndexType())))
+    c1.results[0].name_hint = "c1"
+    row_body = Block(arg_types=[IndexType()])
+    idx = row_body.args[0]
+    idx.name_hint = next((g.result.name_hint for g in gets if g.stream is loop.index), None) \
+        or loop.index.name_hint
+    put(scf.ForOp(loop.lb, loop.ub, c1.results[0], [], Region(row_body)))
+    if constant_int(loop.lb) == 0:
+        k = idx
+    else:
+        sub = arith.SubiOp(idx, loop.lb)
+        sub.result.name_hint = "k"
+        row_body.add_op(sub)
+        k = sub.result
+    mapper: dict[SSAValue, SSAValue] = {}
+    for g in gets:
+        if g.stream is loop.index:
+            mapper[g.result] = idx
+        elif g.stream in rows:
+            ld = memref.LoadOp.get(rows[g.stream], [k])
+            ld.res.name_hint = g.result.name_hint
+            row_body.add_op(ld)
+            mapper[g.result] = ld.res
+        else:
+            mapper[g.result] = outer[g.stream]
+    for op in cb.body.block.ops:
+        if isinstance(op, slc.FromStreamOp | slc.YieldOp):
+            continue
+        row_body.add_op(op.clone(value_mapper=mapper))
+    row_body.add_op(scf.YieldOp())
+    pblock = loop.parent_block()
+    assert pblock is not None
+    pblock.insert_op_before(new, loop)
+    pblock.insert_op_after(end, new)
+    loop.detach()
+    loop.erase(safe_erase=False)
+
+
+def bufferize(fn: func.FuncOp) -> None:
+    """Bufferise each innermost loop of ``fn`` that qualifies (module docstring), in place."""
+    for loop in innermost_loops(fn):
+        cb = _candidate(loop, fn)
+        if cb is not None:
+            _bufferize_loop(loop, cb)
+
+
+@dataclass(frozen=True)
+class Bufferize(ModulePass):
+    """``bufferize``: innermost element loops -> buffered row operands (module docstring)."""
+
+    name = "bufferize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in functions(op):
+            bufferize(fn)

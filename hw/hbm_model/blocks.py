@@ -82,7 +82,8 @@ class Storage(wiring.Component):
             return m
         ab = self.addr_bits
         rd_in = Signal()
-        m.d.sync += rd_in.eq(self.rd_addr < self._words)
+        with m.If(self.rd_en):
+            m.d.sync += rd_in.eq(self.rd_addr < self._words)
         wr_en = Signal()
         wr_addr = Signal(ab)
         wr_data = Signal(64)

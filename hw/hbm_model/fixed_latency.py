@@ -1,17 +1,18 @@
-"""Version-0 memory model: one channel, fixed latency, in-order responses.
+"""The ``simple`` memory model (``docs/hbm_model.md`` §3): one channel, fixed latency, in order.
 
 Not modelled: channels, banks, row buffers, refresh, bandwidth limits beyond one request and
-one response per cycle, writes from the access unit (it only loads). A later model replaces the
-timing (HBM pseudo-channels and banks, out-of-order responses) behind the same tagged interface.
+one response per cycle. ``hw/hbm_model/hbm.py`` is the HBM model behind the same tagged interface;
+:func:`hw.hbm_model.memory_model` picks one by preset.
 """
 
 from pathlib import Path
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import BackdoorSignature, MemRequestSignature, MemResponseSignature
+from .blocks import Statistics, Storage, TIME_BITS, stat_names
 
 
 __all__ = ["FixedLatencyMemory", "STORAGE_VERILOG"]
@@ -22,7 +23,7 @@ STORAGE_VERILOG = Path(__file__).with_name("storage.v")
 
 
 class FixedLatencyMemory(wiring.Component):
-    """A memory of 64-bit words answering tagged loads after a fixed latency.
+    """A memory of 64-bit words answering tagged requests after a fixed latency (``simple``).
 
     Parameters
     ----------
@@ -41,15 +42,20 @@ class FixedLatencyMemory(wiring.Component):
     Members
     -------
     req : In(MemRequestSignature(tag_bits))
-        Load requests (byte address, tag); ready unless the response pipeline is stalled.
+        Requests (byte address, tag, write, wdata, wstrb); ready unless the response pipeline is
+        stalled. The storage is read or written at acceptance (§4).
     resp : Out(MemResponseSignature(tag_bits))
-        Responses (tag, the aligned 64-bit word containing the address), in request order,
-        ``latency`` cycles after the request. If ``resp.ready`` is low the whole pipeline holds.
+        Responses (tag, write, for a read the aligned 64-bit word containing the address), in
+        request order, ``latency`` cycles after the request. If ``resp.ready`` is low the whole
+        pipeline holds.
     backdoor : In(BackdoorSignature(addr_bits))
         Writes one 64-bit word per cycle into the storage (to load an image before a run).
     image_clear, image_load : In(1)
         ``storage="verilog"`` only: zero the storage / ``$readmemh`` the ``+HBM_IMAGE=`` file
         at this clock edge. Ignored with ``storage="memory"``.
+    stats_clear : In(1); stats : Out(ArrayLayout(64, len(stat_names(1))))
+        The statistics of ``docs/hbm_model.md`` §5 (``blocks.Statistics``, one channel; ``busy``
+        counts accepted requests, as the reference model does; no row or queue statistics).
     """
 
     def __init__(self, *, words, tag_bits, latency=32, storage="memory"):
@@ -63,14 +69,18 @@ class FixedLatencyMemory(wiring.Component):
             raise ValueError(f"storage must be 'memory' or 'verilog', not {storage!r}")
         self._words = words
         self._latency = latency
-        self._storage = storage
-        self._addr_bits = max(1, (words - 1).bit_length())
+        self._storage = Storage(words=words, storage=storage)
+        self._addr_bits = self._storage.addr_bits
+        self.stat_names = stat_names(1)
+        self.verilog_modules = {}
         super().__init__({
             "req":         In(MemRequestSignature(tag_bits)),
             "resp":        Out(MemResponseSignature(tag_bits)),
             "backdoor":    In(BackdoorSignature(self._addr_bits)),
             "image_clear": In(1),
             "image_load":  In(1),
+            "stats_clear": In(1),
+            "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
         })
 
     @property
@@ -87,61 +97,65 @@ class FixedLatencyMemory(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        m.submodules.storage = st = self._storage
+        wiring.connect(m, wiring.flipped(self.backdoor), st.backdoor)
+        m.d.comb += [st.image_clear.eq(self.image_clear), st.image_load.eq(self.image_load)]
 
-        rd_en   = Signal()
-        rd_addr = Signal(self._addr_bits)
-        rd_data = Signal(64)
-        if self._storage == "memory":
-            m.submodules.storage = storage = memory.Memory(shape=64, depth=self._words, init=[])
-            wr = storage.write_port()
-            rd = storage.read_port()
-            m.d.comb += [
-                wr.addr.eq(self.backdoor.addr), wr.data.eq(self.backdoor.data),
-                wr.en.eq(self.backdoor.en),
-                rd.addr.eq(rd_addr), rd.en.eq(rd_en), rd_data.eq(rd.data),
-            ]
-        else:
-            m.submodules.storage = Instance("ember_hbm_storage",
-                p_WORDS=self._words, p_ABITS=self._addr_bits,
-                i_clk=ClockSignal(),
-                i_rd_en=rd_en, i_rd_addr=rd_addr, o_rd_data=rd_data,
-                i_wr_en=self.backdoor.en, i_wr_addr=self.backdoor.addr,
-                i_wr_data=self.backdoor.data,
-                i_image_clear=self.image_clear, i_image_load=self.image_load)
+        now = Signal(TIME_BITS)
+        m.d.sync += now.eq(now + 1)
 
         # The pipeline moves when its last stage is empty or being accepted.
         advance = Signal()
         m.d.comb += advance.eq(~self.resp.valid | self.resp.ready)
         m.d.comb += self.req.ready.eq(advance)
+        req = self.req.payload
+        accept = self.req.valid & advance
+        m.d.comb += [
+            st.rd_en.eq(advance), st.rd_addr.eq(req.addr[3:]),
+            st.wr_en.eq(accept & req.write), st.wr_addr.eq(req.addr[3:]),
+            st.wr_data.eq(req.wdata), st.wr_strb.eq(req.wstrb),
+        ]
 
-        word = self.req.payload.addr[3:]
-        m.d.comb += [rd_en.eq(advance), rd_addr.eq(word)]
-
-        # Stage 1: the storage's read register plus valid/tag/in-range flags.
+        # Stage 1: the storage's read register plus valid/tag/write/acceptance cycle.
         valid = [Signal(name="valid_1")]
-        tag   = [Signal.like(self.req.payload.tag, name="tag_1")]
-        inr   = Signal(name="in_range_1")
+        tag   = [Signal.like(req.tag, name="tag_1")]
+        write = [Signal(name="write_1")]
+        when  = [Signal(TIME_BITS, name="when_1")]
         with m.If(advance):
-            m.d.sync += [
-                valid[0].eq(self.req.valid),
-                tag[0].eq(self.req.payload.tag),
-                inr.eq(word < self._words),
-            ]
-        dat = [Mux(inr, rd_data, 0)]
+            m.d.sync += [valid[0].eq(self.req.valid), tag[0].eq(req.tag), write[0].eq(req.write),
+                         when[0].eq(now)]
+        dat = [Mux(write[0], 0, st.rd_data)]
         # Stages 2..latency: a shift register.
         for stage in range(2, self._latency + 1):
             v = Signal(name=f"valid_{stage}")
             t = Signal.like(tag[0], name=f"tag_{stage}")
+            w = Signal(name=f"write_{stage}")
+            a = Signal(TIME_BITS, name=f"when_{stage}")
             d = Signal(64, name=f"data_{stage}")
             with m.If(advance):
-                m.d.sync += [v.eq(valid[-1]), t.eq(tag[-1]), d.eq(dat[-1])]
+                m.d.sync += [v.eq(valid[-1]), t.eq(tag[-1]), w.eq(write[-1]), a.eq(when[-1]),
+                             d.eq(dat[-1])]
             valid.append(v)
             tag.append(t)
+            write.append(w)
+            when.append(a)
             dat.append(d)
 
         m.d.comb += [
             self.resp.valid.eq(valid[-1]),
             self.resp.payload.tag.eq(tag[-1]),
+            self.resp.payload.write.eq(write[-1]),
             self.resp.payload.data.eq(dat[-1]),
+        ]
+
+        m.submodules.stats = stats = Statistics(channels=1, queue_depth=1, access_bytes=64,
+                                                burst=1, max_per_cycle=1)
+        m.d.comb += [
+            stats.clear.eq(self.stats_clear),
+            stats.accept.eq(accept), stats.accept_write.eq(req.write),
+            stats.deliver.eq(self.resp.valid & self.resp.ready),
+            stats.deliver_write.eq(write[-1]), stats.deliver_latency.eq(now - when[-1]),
+            stats.column.eq(accept),
+            self.stats.eq(stats.stats),
         ]
         return m

@@ -7,6 +7,7 @@ Sub-commands::
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
     ember disasm PROGRAM.bin [-o PROGRAM.s]     disassemble (checks the program like the RTL decoder)
     ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
+    ember hbm-trace TRACE --preset HBM2 ...     run a DRAMSim3-format trace through the HBM model
 
 Exit status: 0 on success, 1 when a result check fails (``sim``), 2 on bad input (with a message
 on stderr naming the argument and the bad value).
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sim.workload import add_arguments
     add_arguments(p)
     p.set_defaults(func=cmd_sim)
+
+    from sw.hbm_trace import add_parser as add_hbm_trace
+    add_hbm_trace(sub)
     return parser
 
 

@@ -1,0 +1,53 @@
+"""``ember hbm-trace`` on the reference model."""
+
+import json
+
+from hw.hbm_model.presets import PRESETS
+from hw.hbm_model.reference import run_requests
+from hw.hbm_model.traces import sequential, write_trace
+from sw.cli import main
+
+
+def test_text_report(tmp_path, capsys):
+    write_trace(sequential(1000), tmp_path / "s.trace")
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "HBM2"]) == 0
+    out = capsys.readouterr().out
+    r = run_requests(PRESETS["HBM2"], sequential(1000))
+    assert f"bandwidth           {r.bandwidth_gbps():.2f} GB/s  ({100 * r.fraction_of_peak():.1f} % of peak 256.0 GB/s)" in out
+    assert f"activates/request   {r.activates_per_request():.3f}" in out
+
+
+def test_json_report_matches_reference(tmp_path, capsys):
+    reqs = sequential(500, interval=3)
+    write_trace(reqs, tmp_path / "s.trace")
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "HBM3", "--json",
+                 "--max-outstanding", "4", "--backpressure", "0.2", "--seed", "3"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    p = PRESETS["HBM3"]
+    r = run_requests(p, reqs, max_outstanding=4, resp_backpressure=0.2, seed=3)
+    assert d["cycles"] == r.cycles and d["requests"] == 500
+    assert d["read_latency_p99_ns"] == round(r.read_latency_percentile(99) * 0.625, 3)
+    assert d["bandwidth_gbps"] == round(r.bandwidth_gbps(), 3)
+
+
+def test_csv_report(tmp_path, capsys):
+    write_trace(sequential(10), tmp_path / "s.trace")
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "simple", "--csv"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.startswith("trace,preset,model,requests") and ",simple,reference,10," in row
+
+
+def test_errors(tmp_path, capsys):
+    assert main(["hbm-trace", str(tmp_path / "none.trace")]) == 2
+    assert capsys.readouterr().err == \
+        f"ember: error: TRACE {str(tmp_path / 'none.trace')!r} does not exist or is not a file\n"
+    (tmp_path / "bad.trace").write_text("0x40 READ 1\n0x80 FETCH 2\n")
+    assert main(["hbm-trace", str(tmp_path / "bad.trace")]) == 2
+    assert capsys.readouterr().err == (f"ember: error: {tmp_path / 'bad.trace'}:2: expected "
+                                       "'0x<hex address> READ|WRITE <cycle>', not '0x80 FETCH 2'\n")
+    write_trace(sequential(4), tmp_path / "s.trace")
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--max-outstanding", "0"]) == 2
+    assert capsys.readouterr().err == "ember: error: --max-outstanding must be a positive integer, not 0\n"
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--model", "rtl", "--ports", "2"]) == 2
+    assert capsys.readouterr().err == \
+        "ember: error: --ports must be 1 with --model rtl (one request port), not 2\n"

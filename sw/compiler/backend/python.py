@@ -373,11 +373,16 @@ class _Gen:
             return
         if isinstance(op, math.FmaOp):
             a, b, c = (n(v) for v in op.operands)
-            if isinstance(op.result.type, Float32Type):
+            if isinstance(op.result.type, Float32Type) or op.result.type == VectorType(
+                    Float32Type(), op.result.type.get_shape()) if isinstance(op.result.type, VectorType) \
+                    else isinstance(op.result.type, Float32Type):
                 # the f32 product is exact in f64; the sum is rounded to f64, then to f32. This
                 # equals a true fma except for rare double-rounding ties (the sum inexact in f64
                 # and landing exactly halfway between two f32 values).
                 e(f"{n(op.result)} = np.float32(np.float64({a}) * np.float64({b}) + np.float64({c}))")
+            elif isinstance(op.result.type, VectorType):
+                e(f"{n(op.result)} = np.array([_fma64(x, y, z) for x, y, z in zip({a}, {b}, {c})], "
+                  "dtype=np.float64)")
             else:
                 e(f"{n(op.result)} = _fma64({a}, {b}, {c})")
             return

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Benchmark of the HBM reference model: bandwidth and latency per preset and access pattern.
+
+For each preset and each standard pattern of ``hw/hbm_model/traces.py`` (sequential, strided,
+random, hot-set, write bursts, Cora embedding gather) it runs the reference model
+(``run_requests``, no outstanding limit) with one request/response port (like the RTL and
+DRAMSim3's trace frontend) and with P = peak bytes per cycle / 64 ports (enough for the peak),
+and prints bandwidth (GB/s, % of the preset's peak) and read latency (mean, p99, ns).
+
+Then, for uniformly random reads (P ports), the number of requests in flight needed to reach
+90 % of the saturated random-read bandwidth (random reads cannot reach the preset's peak: every
+access needs an ACT, see docs/hbm_model.md §8): *measured* = the smallest ``max_outstanding`` of
+a sweep whose bandwidth reaches it; *Little's law* = 0.9 x saturated rate (requests/cycle) x
+latency, with the unloaded latency of a random read and with the latency measured at that point.
+
+Usage: python scripts/bench_hbm.py [--requests N] [--presets HBM2 HBM3 simple] [--csv build/bench_hbm.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+FOOTPRINT = 1 << 30          # random/hot-set/write-burst footprint: 1 GiB
+SWEEP = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20000, help="requests per pattern")
+    parser.add_argument("--presets", nargs="+", default=["HBM2", "HBM3", "simple"])
+    parser.add_argument("--csv", default=str(REPO / "build" / "bench_hbm.csv"))
+    parser.add_argument("--seed", type=int, default=1)
+    ns = parser.parse_args(argv)
+    if ns.requests < 100:
+        parser.error(f"--requests must be at least 100, not {ns.requests}")
+
+    from hw.hbm_model.presets import get_preset
+    from hw.hbm_model.reference import run_requests
+    from hw.hbm_model.traces import PATTERNS, uniform_random
+
+    rows = []
+    print(f"{'preset':7} {'pattern':13} {'ports':>5} {'GB/s':>8} {'% peak':>7} "
+          f"{'lat mean ns':>11} {'lat p99 ns':>10} {'ACT/req':>7}")
+    t_start = time.perf_counter()
+    for name in ns.presets:
+        p = get_preset(name)
+        peak_ports = max(1, math.ceil(p.peak_bytes_per_cycle / p.access_bytes))
+        for pat, (desc, gen) in PATTERNS.items():
+            reqs = gen(ns.requests, FOOTPRINT, ns.seed)
+            for ports in sorted({1, peak_ports}):
+                r = run_requests(p, reqs, ports=ports)
+                ns_c = p.unit_cycle_ns
+                row = dict(preset=name, pattern=pat, ports=ports, requests=len(reqs),
+                           cycles=r.cycles, gbps=round(r.bandwidth_gbps(), 2),
+                           pct_peak=round(100 * r.fraction_of_peak(), 1),
+                           lat_mean_ns=round(r.read_latency_mean() * ns_c, 1),
+                           lat_p99_ns=round(r.read_latency_percentile(99) * ns_c, 1),
+                           act_per_req=round(r.activates_per_request(), 3),
+                           row_hit_rate=round(r.row_hit_rate(), 3))
+                rows.append(row)
+                print(f"{name:7} {pat:13} {ports:5d} {row['gbps']:8.1f} {row['pct_peak']:7.1f} "
+                      f"{row['lat_mean_ns']:11.1f} {row['lat_p99_ns']:10.1f} {row['act_per_req']:7.3f}",
+                      flush=True)
+
+    print()
+    print("Random reads: requests in flight for 90 % of the saturated random-read bandwidth")
+    print(f"{'preset':7} {'ports':>5} {'sat GB/s':>8} {'% peak':>6} {'measured':>8} "
+          f"{'Little (unloaded)':>17} {'Little (at point)':>17}")
+    little_rows = []
+    for name in ns.presets:
+        p = get_preset(name)
+        ports = max(1, math.ceil(p.peak_bytes_per_cycle / p.access_bytes))
+        n = min(ns.requests, 12000)
+        reqs = uniform_random(n, FOOTPRINT, seed=ns.seed)
+        sat = run_requests(p, reqs, ports=ports)
+        sat_rate = sat.bytes_per_cycle() / p.access_bytes           # requests per cycle
+        measured, point = None, None
+        for mo in SWEEP:
+            r = run_requests(p, reqs, ports=ports, max_outstanding=mo)
+            if r.bytes_per_cycle() >= 0.9 * sat.bytes_per_cycle():
+                measured, point = mo, r
+                break
+        # unloaded latency of a random read: a row miss/conflict mix; take the mean of isolated
+        # random reads, one at a time (max_outstanding 1)
+        w0 = run_requests(p, reqs[:300], ports=1, max_outstanding=1).read_latency_mean()
+        little0 = 0.9 * sat_rate * w0
+        little_pt = 0.9 * sat_rate * point.read_latency_mean() if point else float("nan")
+        row = dict(preset=name, ports=ports, sat_gbps=round(sat.bandwidth_gbps(), 1),
+                   sat_pct_peak=round(100 * sat.fraction_of_peak(), 1),
+                   measured_in_flight=measured, unloaded_latency_cycles=round(w0, 1),
+                   little_unloaded=round(little0, 1), little_at_point=round(little_pt, 1))
+        little_rows.append(row)
+        print(f"{name:7} {ports:5d} {row['sat_gbps']:8.1f} {row['sat_pct_peak']:6.1f} "
+              f"{str(measured):>8} {little0:17.1f} {little_pt:17.1f}", flush=True)
+
+    out = Path(ns.csv)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out2 = out.with_name(out.stem + "_littles_law.csv")
+    with out2.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(little_rows[0]))
+        w.writeheader()
+        w.writerows(little_rows)
+    print(f"\nwrote {out} and {out2} ({time.perf_counter() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,8 +2,8 @@
 
 Sub-commands::
 
-    ember compile KERNEL.mlir --emit {scf,slc,dlc,asm,bin} [-o FILE]
-    ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} --out OUT.npz
+    ember compile KERNEL.mlir --emit {scf,slc,slcv,dlc,tmu,asm,bin,c} [-O{0,1,2,3}] [--tmu-config FILE] [-o FILE]
+    ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} [-O{0..3}] [--tmu-config FILE] --out OUT.npz
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
     ember disasm PROGRAM.bin [-o PROGRAM.s]     disassemble (checks the program like the RTL decoder)
     ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
@@ -21,7 +21,31 @@ from pathlib import Path
 
 import numpy as np
 
-STAGES = ("scf", "slc", "dlc", "asm", "bin")
+STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
+
+
+def _limits(ns):
+    """The --tmu-config file as ``sw.runtime.isa.Limits`` (None: the default configuration)."""
+    if getattr(ns, "tmu_config", None) is None:
+        return None
+    from sw.runtime.isa import Limits
+    try:
+        return Limits.from_file(ns.tmu_config)
+    except FileNotFoundError:
+        raise UserError(f"--tmu-config {ns.tmu_config!r} does not exist") from None
+    except ValueError as e:
+        raise UserError(f"--tmu-config: {e}") from None
+
+
+def _add_opt_arguments(p) -> None:
+    p.add_argument("-O", dest="opt_level", type=int, choices=(0, 1, 2, 3), default=0,
+                   metavar="{0,1,2,3}",
+                   help="optimisation level (docs/compiler.md): 0 decoupled scalar code, "
+                        "1 + vectorisation, 2 + bufferisation, 3 + queue alignment and stream "
+                        "simplification; default 0")
+    p.add_argument("--tmu-config", metavar="FILE",
+                   help="TMU configuration (JSON, configs/*.json, or a name such as tmu_vector); "
+                        "default: the ISA v0 unit of sw.runtime.isa.Limits()")
 
 
 class UserError(Exception):
@@ -50,7 +74,8 @@ def _write(out: str | None, payload: str | bytes) -> None:
 def cmd_compile(ns) -> int:
     from sw.compiler import emit
     text = _read_text(ns.kernel)
-    _write(ns.output, emit(text, ns.emit, filename=ns.kernel))
+    _write(ns.output, emit(text, ns.emit, filename=ns.kernel, limits=_limits(ns),
+                           opt_level=ns.opt_level))
     return 0
 
 
@@ -78,9 +103,13 @@ def load_inputs(path: str, n_params: int) -> list:
 def cmd_run(ns) -> int:
     from sw.compiler import compile_mlir
     from sw.runtime.drivers import run_kernel
-    kernel = compile_mlir(_read_text(ns.kernel), filename=ns.kernel)
+    limits = _limits(ns)
+    kernel = compile_mlir(_read_text(ns.kernel), filename=ns.kernel, limits=limits,
+                          opt_level=ns.opt_level)
     args = load_inputs(ns.inputs, len(kernel.params))
     options = {}
+    if ns.target == "golden" and limits is not None:
+        options = {"limits": limits}
     if ns.target == "rtl":
         options = {"backpressure": ns.backpressure, "seed": ns.seed}
     result = run_kernel(kernel, args, ns.target, **options)
@@ -127,8 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Lower KERNEL.mlir (func/scf/arith/memref) and print the chosen stage.")
     p.add_argument("kernel", metavar="KERNEL.mlir")
     p.add_argument("--emit", choices=STAGES, default="asm",
-                   help="stage to print: scf (parsed input), slc, dlc, asm (readable access program), "
-                        "bin (binary access program); default: asm")
+                   help="stage to print: scf (parsed input), slc, slcv (after the SLC optimisations), "
+                        "dlc, tmu (the program mapped onto the configuration), asm (readable access "
+                        "program), bin (binary access program), c (execute side in C); default: asm")
+    _add_opt_arguments(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_compile)
 
@@ -143,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="rtl: probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="rtl: seed of the back-pressure pattern")
+    _add_opt_arguments(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("asm", help="assemble the text form of an access program")

@@ -14,7 +14,8 @@ from __future__ import annotations
 from ..runtime.isa import Limits
 from ..runtime.kernel import Kernel
 from .errors import CompileError, Location
-from .pipelines import OPT_LEVELS, STAGES, Compilation, _backend, check_opt_level, run_pipeline
+from .pipelines import (OPT_LEVELS, STAGES, Compilation, _backend, _kernel_fn, check_opt_level,
+                        run_pipeline)
 
 __all__ = ["compile_mlir", "emit", "CompileError", "Location", "STAGES", "OPT_LEVELS"]
 
@@ -66,10 +67,15 @@ def emit(text: str, stage: str, *, filename: str = "<input>", limits: Limits | N
         return result.kernel.program.encode()
     if stage == "asm":
         return result.kernel.program.to_asm()
-    module = _backend("c" if stage == "c" else "tmu_ir")
-    fn_name = {"c": "generate_c", "tmu": "emit_tmu"}[stage]
-    if module is None or not hasattr(module, fn_name):
-        raise CompileError(f"--emit {stage} is not available yet: the backend module "
-                           f"sw/compiler/backend/{'c' if stage == 'c' else 'tmu_ir'}.py "
-                           f"({fn_name}) has not landed")
-    return getattr(module, fn_name)(result)
+    if stage == "c":
+        module = _backend("c")
+        if module is None or not hasattr(module, "generate_c"):
+            raise CompileError("--emit c is not available yet: sw/compiler/backend/c.py "
+                               "(generate_c) has not landed")
+        return module.generate_c(_kernel_fn(result.dlc))
+    module = _backend("resources")
+    if module is None or not hasattr(module, "to_tmu"):
+        raise CompileError("--emit tmu is not available yet: sw/compiler/backend/resources.py "
+                           "(to_tmu) has not landed")
+    return str(module.to_tmu(result.kernel.program, result.kernel.arg_map,
+                             limits or Limits())) + "\n"

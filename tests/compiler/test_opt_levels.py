@@ -76,3 +76,19 @@ def test_higher_levels_push_fewer_tokens(baseline):
         r = run_kernel(kernel, _copy(args), "golden", limits=VECTOR)
         counts.append(len(r.access.data_tokens) + len(r.access.control_tokens))
     assert counts == sorted(counts, reverse=True) and len(set(counts)) == 4, counts
+
+
+def test_cli_compiles_every_stage_at_o3_for_the_vector_configuration(capsys):
+    from sw.cli import main
+    for stage in ("scf", "slc", "slcv", "dlc", "tmu", "asm"):
+        assert main(["compile", "examples/embedding_bag_sum.mlir", "--emit", stage, "-O3",
+                     "--tmu-config", "tmu_vector"]) == 0
+    out = capsys.readouterr().out
+    assert "slcv.buf_stream" in out and "block n=a5" in out and "tmu.program version 1" in out
+
+
+def test_cli_refuses_o1_on_the_v0_configuration(capsys):
+    from sw.cli import main
+    assert main(["compile", "examples/embedding_bag_sum.mlir", "-O1", "--tmu-config", "tmu_rtl"]) == 2
+    err = capsys.readouterr().err
+    assert "ISA version 1" in err and "lockstep" in err

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -605,7 +606,7 @@ class FromBufferOp(IRDLOperation):
     def __init__(self, buffer: SSAValue):
         t = buffer.type
         assert isinstance(t, BufferType)
-        super().__init__(operands=[buffer], result_types=[MemRefType(t.element_type, [-1])])
+        super().__init__(operands=[buffer], result_types=[MemRefType(t.element_type, [DYNAMIC_INDEX])])
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

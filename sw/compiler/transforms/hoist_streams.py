@@ -5,7 +5,8 @@ the access unit recomputes it on every step of that layer although it changes on
 row (Ember, arXiv 2504.09870, §6.3: hoisting of loop-invariant streams). An ``dlc.alu_stream``
 whose operands are all streams of layers ``< k`` (or registers, with at least one stream) moves to
 the deepest of those layers, right before the next layer's ``dlc.tu``; repeated until nothing
-moves. Memory streams are not hoisted: a load hoisted out of a loop could fault where the loop
+moves. ``add x, 0`` and ``mul x, 1`` left by linearisation are folded first. Memory streams are
+not hoisted: a load hoisted out of a loop could fault where the loop
 would not have run.
 """
 
@@ -34,10 +35,23 @@ def _layer_of(v: SSAValue) -> int:
     return layer.value.data
 
 
+def _fold_identities(block) -> None:
+    """``add x, 0``/``sub x, 0``/``mul x, 1`` of a stream -> ``x`` (left by linearisation)."""
+    from ._util import constant_int
+    for op in list(block.ops):
+        if isinstance(op, dlc.AluStreamOp) and op.lhs.type == op.result.type and (
+                (op.op.data in ("add", "sub") and constant_int(op.rhs) == 0)
+                or (op.op.data == "mul" and constant_int(op.rhs) == 1)):
+            op.result.replace_all_uses_with(op.lhs)
+            op.detach()
+            op.erase()
+
+
 def hoist_streams(fn: func.FuncOp) -> None:
     """Hoist loop-invariant ALU streams of ``fn``'s configure_access (module docstring)."""
     access = next(o for o in fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp))
     block = access.body.block
+    _fold_identities(block)
     moved = True
     while moved:
         moved = False

@@ -21,6 +21,7 @@ from sw.runtime.isa import Feature, Limits, Program
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 RTL = Limits.from_file("tmu_rtl")
 VECTOR = Limits.from_file("tmu_vector")
+V0 = Limits(name="tmu_v0")                  # a unit that implements ISA version 0 only
 
 
 def dlc_function(text: str):
@@ -120,11 +121,11 @@ def test_vector_dlc_maps_onto_lockstep_and_broadcast_layers():
     assert r.control_tokens == [0] * 6 + [0xFFFF]
 
 
-def test_vector_dlc_is_refused_on_the_rtl_configuration():
+def test_vector_dlc_is_refused_on_a_v0_configuration():
     with pytest.raises(CompileError, match=r"the kernel needs ISA version 1 \(a vector \(lockstep\) layer, "
-                                           r"ISA feature 'lockstep'\); 'tmu_rtl' supports ISA version\(s\) 0 "
+                                           r"ISA feature 'lockstep'\); 'tmu_v0' supports ISA version\(s\) 0 "
                                            r"only \(Limits.versions\)"):
-        build_program(dlc_function(VECTOR_EB), RTL)
+        build_program(dlc_function(VECTOR_EB), V0)
 
 
 def test_lanes_and_features_are_checked_against_the_configuration():

@@ -5,7 +5,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .core_if import CoreInterface, CsrSignature, BackdoorSignature
-from .hbm_model import FixedLatencyMemory
+from .hbm_model import memory_model
+from .hbm_model.presets import get_preset
 from .tmu import Tmu, TmuConfig
 
 
@@ -18,10 +19,16 @@ class System(wiring.Component):
     Parameters
     ----------
     config : TmuConfig
+    memory : str or HbmPreset
+        The memory model's preset (``hw.hbm_model.memory_model``): ``"simple"`` (default: the
+        fixed-latency memory with ``config.mem_latency``), ``"HBM2"``, ``"HBM3"`` or a preset.
     mem_words : int
         Memory model size in 64-bit words.
     storage : str
         Memory model storage, ``"verilog"`` (Verilator builds) or ``"memory"`` (Amaranth sim).
+
+    The memory's statistics are readable through the core interface (``CSR.MEM_STATS``) and
+    restart with every ``CTRL.START``.
 
     Members
     -------
@@ -37,13 +44,17 @@ class System(wiring.Component):
         ``STATUS.BUSY`` / ``STATUS.DONE`` as wires (so a testbench can wait without polling).
     """
 
-    def __init__(self, config=None, *, mem_words=1 << 16, storage="verilog"):
+    def __init__(self, config=None, *, memory="simple", mem_words=1 << 16, storage="verilog"):
         config = TmuConfig() if config is None else config
         self._cfg = config
-        self.core_if = CoreInterface(config)
+        preset = get_preset(memory) if isinstance(memory, str) else memory
+        if preset.fixed_latency is not None:      # simple: the unit's configured latency
+            preset = preset.replace(fixed_latency=config.mem_latency)
+        self.preset = preset
         self.tmu = Tmu(config)
-        self.mem = FixedLatencyMemory(words=mem_words, tag_bits=config.tag_bits,
-                                      latency=config.mem_latency, storage=storage)
+        self.mem = memory_model(preset, words=mem_words, tag_bits=config.tag_bits,
+                                storage=storage)
+        self.core_if = CoreInterface(config, mem_stats=len(self.mem.stat_names))
         super().__init__({
             "csr":         In(CsrSignature(12)),
             "backdoor":    In(BackdoorSignature(self.mem.addr_bits)),
@@ -54,6 +65,11 @@ class System(wiring.Component):
             "busy":        Out(1),
             "done":        Out(1),
         })
+
+    @property
+    def verilog_modules(self):
+        """Extra Verilog modules the design instantiates (name -> text), beyond ``storage.v``."""
+        return dict(self.mem.verilog_modules)
 
     def elaborate(self, platform):
         m = Module()
@@ -70,6 +86,8 @@ class System(wiring.Component):
         wiring.connect(m, mem.resp, tmu.resp)
         wiring.connect(m, wiring.flipped(self.backdoor), mem.backdoor)
         m.d.comb += [
+            cif.mem_stats.eq(mem.stats),
+            mem.stats_clear.eq(tmu.ctl.start),
             mem.image_clear.eq(self.image_clear),
             mem.image_load.eq(self.image_load),
             self.busy.eq(tmu.ctl.busy),

@@ -4,7 +4,7 @@ Everything that depends on the cocotb version (the Python runner moved from ``co
 in 1.9 to ``cocotb_tools.runner`` in 2.x) is imported here and only here.
 
 Build directories live in ``build/rtl/<hash>/``, the hash covering the configuration, the memory
-size and the generated Verilog; a small index keyed by the configuration and the hardware
+model (preset) and size and the generated Verilog; a small index keyed by the configuration and the hardware
 sources (``build/rtl/index/``) skips the Verilog generation when nothing changed.
 """
 
@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from hw.tmu import TmuConfig
@@ -72,12 +73,22 @@ def mem_words_for(nbytes: int) -> int:
     return 1 << (words - 1).bit_length()
 
 
-def generate_verilog(config: TmuConfig, mem_words: int) -> str:
-    """Verilog of the system top (``hw.system.System``) for a configuration."""
+def _preset(memory):
+    """The memory preset for a name or preset (``"simple"``, ``"HBM2"``, ``"HBM3"``, ...)."""
+    from hw.hbm_model.presets import HbmPreset, get_preset
+    if isinstance(memory, HbmPreset):
+        return memory
+    return get_preset(memory)
+
+
+def generate_verilog(config: TmuConfig, mem_words: int, memory="simple") -> str:
+    """Verilog of the system top (``hw.system.System``) for a configuration and memory preset,
+    followed by the extra modules it instantiates (the HBM model's channel module)."""
     from amaranth.back import verilog
     from hw.system import System
-    top = System(config, mem_words=mem_words, storage="verilog")
-    return verilog.convert(top, name=SYSTEM, emit_src=False)
+    top = System(config, memory=_preset(memory), mem_words=mem_words, storage="verilog")
+    text = verilog.convert(top, name=SYSTEM, emit_src=False)
+    return text + "".join(top.verilog_modules.values())
 
 
 def _sources_digest() -> str:
@@ -106,12 +117,16 @@ def _lock(path: Path):
 
 
 def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS, *,
-                waves: bool = False, verbose: bool = False) -> Path:
-    """Build (once) the Verilator model of the system; returns its build directory."""
+                memory="simple", waves: bool = False, verbose: bool = False) -> Path:
+    """Build (once) the Verilator model of the system with the memory model of preset
+    ``memory`` (name or ``HbmPreset``); returns its build directory. ``build.log`` in it
+    records the build, ``build_seconds`` its wall time."""
     config = config or TmuConfig()
+    preset = _preset(memory)
     waves = waves or os.environ.get("WAVES") == "1"
     cfg_key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves,
-                          "verilator_args": VERILATOR_ARGS}, sort_keys=True)
+                          "memory": repr(preset), "verilator_args": VERILATOR_ARGS},
+                         sort_keys=True)
     key1 = hashlib.sha256((cfg_key + _sources_digest()).encode()).hexdigest()[:16]
     if key1 in _memo:
         return _memo[key1]
@@ -122,7 +137,8 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
             _memo[key1] = build_dir
             return build_dir
 
-    verilog_text = generate_verilog(config, mem_words)
+    t0 = time.perf_counter()
+    verilog_text = generate_verilog(config, mem_words, preset)
     storage_text = _storage_verilog().read_text()
     tb_text = TB_TOP_VERILOG.read_text()
     key2 = hashlib.sha256((cfg_key + verilog_text + storage_text + tb_text).encode()).hexdigest()[:16]
@@ -157,6 +173,7 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
                     os.environ.pop("MAKEFLAGS", None)
                 else:
                     os.environ["MAKEFLAGS"] = env_make
+            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
             (build_dir / "BUILT").write_text("ok\n")
     index.parent.mkdir(parents=True, exist_ok=True)
     index.write_text(str(build_dir) + "\n")

@@ -1,7 +1,11 @@
 """Run access programs on the RTL (Verilator through cocotb): the API the rest of the project uses.
 
->>> r = run_on_rtl(program_bytes, memory_bytes, [base, n, ...])
->>> r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.stats
+>>> r = run_on_rtl(program_bytes, image_bytes, [base, n, ...], memory="HBM2")
+>>> r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.stats, r.memory_stats
+
+``memory`` selects the memory model's preset (``"simple"``, the default, ``"HBM2"``, ``"HBM3"``
+or an ``HbmPreset``; ``docs/hbm_model.md``); ``memory_stats`` are its statistics over the run
+(``docs/hbm_model.md`` §5, same names and layout as the reference model's ``stats``).
 
 The Verilator model of ``hw.system.System`` is built once per configuration and memory size
 (``tb.common.build_model``) and reused. With ``WAVES=1`` in the environment the model is built with
@@ -29,7 +33,7 @@ from hw.tmu import COUNTERS, TmuConfig
 from tb.common import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
-__all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl"]
+__all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl", "memory_stats_dict"]
 
 
 MASK64 = (1 << 64) - 1
@@ -43,6 +47,10 @@ class RtlResult:
     fault_code: int
     fault_addr: int
     stats: dict[str, int] = field(default_factory=dict)   # loads issued, bytes loaded, tokens, ...
+    #: the memory model's statistics from START to the end of the run (docs/hbm_model.md §5):
+    #: scalars, and lists for read_latency_hist (64 bins of 4 cycles), busy, queue_occupancy_*
+    memory_stats: dict = field(default_factory=dict)
+    memory: str = "simple"        # the memory preset's name
 
     @property
     def faulted(self) -> bool:
@@ -70,6 +78,27 @@ def _hex_image(memory: bytes) -> bytes:
     return b"\n".join(lines.tolist()) + b"\n"
 
 
+def memory_stats_dict(values: Sequence[int], channels: int) -> dict:
+    """The statistics registers (``hw.hbm_model.stat_names(channels)`` order) as the reference
+    model's ``stats`` dict: scalars, and lists for ``read_latency_hist``, ``busy``,
+    ``queue_occupancy_sum``/``_max``; ``read_latency_min`` is 0 without reads (the register
+    then holds all ones)."""
+    from hw.hbm_model import stat_names
+    names = stat_names(channels)
+    if len(values) != len(names):
+        raise ValueError(f"values must have {len(names)} statistics for {channels} channels, "
+                         f"not {len(values)}")
+    out: dict = {}
+    for name, value in zip(names, values):
+        if "[" in name:
+            out.setdefault(name[:name.index("[")], []).append(int(value))
+        else:
+            out[name] = int(value)
+    if out["read_latency_min"] == (1 << 64) - 1:
+        out["read_latency_min"] = 0
+    return out
+
+
 def _check_job(job: RtlJob, config: TmuConfig) -> None:
     if len(job.memory) % 8:
         raise ValueError(f"memory length must be a multiple of 8 bytes, not {len(job.memory)}")
@@ -81,9 +110,11 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
 
 
 def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
-                    mem_words: int | None = None) -> list[RtlResult]:
-    """Run several jobs in one simulator process (same configuration, same memory size)."""
+                    mem_words: int | None = None, memory="simple") -> list[RtlResult]:
+    """Run several jobs in one simulator process (same configuration, memory preset and size)."""
+    from tb.common import _preset
     config = config or TmuConfig()
+    preset = _preset(memory)
     for job in jobs:
         _check_job(job, config)
     if mem_words is None:
@@ -92,7 +123,7 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
         if len(job.memory) > 8 * mem_words:
             raise ValueError(f"memory image of {len(job.memory)} bytes does not fit the model's "
                              f"{8 * mem_words} bytes")
-    build_dir = build_model(config, mem_words)
+    build_dir = build_model(config, mem_words, memory=preset)
     with tempfile.TemporaryDirectory(prefix="ember_rtl_") as tmp:
         tmp = Path(tmp)
         spec = []
@@ -152,20 +183,23 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
         results.append(RtlResult(
             data_tokens=r["data"], control_tokens=r["ctrl"], cycles=counters["cycles"],
             fault_code=(status >> 8) & 0xFF if status & 4 else 0,
-            fault_addr=r["fault_addr"], stats=stats))
+            fault_addr=r["fault_addr"], stats=stats,
+            memory_stats=memory_stats_dict(r["mem_stats"],
+                                           1 if preset.fixed_latency is not None else preset.channels),
+            memory=preset.name))
     return results
 
 
-def run_on_rtl(program: bytes, memory: bytes, args: Sequence[int], *,
+def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
                config: "TmuConfig | None" = None, backpressure: float = 0.0, seed: int = 0,
-               max_cycles: int = 50_000_000) -> RtlResult:
+               max_cycles: int = 50_000_000, memory="simple") -> RtlResult:
     """Run one access program on the RTL and return its output-queue tokens and status.
 
     Parameters
     ----------
     program : bytes
         The binary access program (``docs/isa.md``).
-    memory : bytes
+    image : bytes
         Flat memory image from byte address 0; length a multiple of 8.
     args : sequence of int
         Argument registers (64-bit, signed or unsigned); missing registers are 0.
@@ -177,13 +211,17 @@ def run_on_rtl(program: bytes, memory: bytes, args: Sequence[int], *,
         Seed of the back-pressure pattern.
     max_cycles : int
         Give up (``TimeoutError``) after this many cycles of draining.
+    memory : str or HbmPreset
+        Memory model preset: ``"simple"`` (default; fixed latency ``config.mem_latency``),
+        ``"HBM2"``, ``"HBM3"`` (``hw/hbm_model/presets.py``) or a preset. One Verilator build per
+        (configuration, preset, memory size), cached.
 
     Raises
     ------
     ValueError
-        Bad arguments. ``TimeoutError``: the unit did not finish. ``RuntimeError``: the
+        Bad arguments (an unknown ``memory`` preset name). ``TimeoutError``: the unit did not finish. ``RuntimeError``: the
         simulation failed (the message names its log).
     """
-    job = RtlJob(program, memory, args, backpressure=backpressure, seed=seed,
+    job = RtlJob(program, image, args, backpressure=backpressure, seed=seed,
                  max_cycles=max_cycles)
-    return run_many_on_rtl([job], config=config)[0]
+    return run_many_on_rtl([job], config=config, memory=memory)[0]

@@ -31,8 +31,11 @@ class CSR:
     CONFIG0       = 0x2C   # RO  layers [7:0], regions [15:8], streams [23:16], actions [31:24]
     CONFIG1       = 0x30   # RO  args [7:0], max_inflight [31:16]
     CONFIG2       = 0x34   # RO  data queue depth [15:0], control queue depth [31:16]
+    CONFIG3       = 0x38   # RO  number of memory statistics (MEM_STATS entries)
     COUNTERS      = 0x40   # RO  counter n at COUNTERS + 8 n (low word), + 4 (high word)
     ARGS          = 0x100  # RW  argument register n at ARGS + 8 n (low word), + 4 (high word)
+    MEM_STATS     = 0x200  # RO  memory-model statistic n at MEM_STATS + 8 n (low), + 4 (high);
+                           #     order: hw.hbm_model.stat_names(channels); cleared by CTRL.START
 
 
 def csr_arg(n):
@@ -47,6 +50,8 @@ class CoreInterface(wiring.Component):
     config : TmuConfig
     addr_bits : int
         Width of the register port's byte address. Default 12 (4 KiB).
+    mem_stats : int
+        Number of 64-bit memory-model statistics readable at ``CSR.MEM_STATS`` (default 0).
 
     Members
     -------
@@ -56,19 +61,27 @@ class CoreInterface(wiring.Component):
         To the access unit.
     tmu_data : In(stream.Signature(64)), tmu_ctrl : In(stream.Signature(16))
         Tokens from the access unit.
+    mem_stats : In(ArrayLayout(64, mem_stats))
+        The memory model's statistics (``hw.hbm_model.stat_names`` order).
     data_out : Out(stream.Signature(64)), ctrl_out : Out(stream.Signature(16))
         The data and control queues (``config.data_queue_depth`` / ``ctrl_queue_depth`` entries)
         as the core pops them; a token leaves when ``valid & ready`` at a clock edge.
     """
 
-    def __init__(self, config, *, addr_bits=12):
+    def __init__(self, config, *, addr_bits=12, mem_stats=0):
         if not isinstance(config, TmuConfig):
             raise TypeError(f"config must be a TmuConfig, not {config!r}")
         if not isinstance(addr_bits, int) or not CSR.ARGS + 8 * config.args <= 1 << addr_bits:
             raise ValueError(f"addr_bits must be an integer large enough for the register map, "
                              f"not {addr_bits!r}")
+        if (not isinstance(mem_stats, int) or mem_stats < 0
+                or CSR.MEM_STATS + 8 * mem_stats > 1 << addr_bits):
+            raise ValueError(f"mem_stats must be a non-negative integer that fits the register "
+                             f"map above {CSR.MEM_STATS:#x}, not {mem_stats!r}")
         self._cfg = config
+        self._mem_stats = mem_stats
         super().__init__({
+            "mem_stats": In(data.ArrayLayout(64, max(1, mem_stats))),
             "csr":      In(CsrSignature(addr_bits)),
             "tmu":      Out(TmuControlSignature(config)),
             "tmu_data": In(stream.Signature(64)),
@@ -164,6 +177,14 @@ class CoreInterface(wiring.Component):
                     m.d.sync += rd.eq(c.args | c.max_inflight << 16)
                 with m.Case(CSR.CONFIG2 >> 2):
                     m.d.sync += rd.eq(c.data_queue_depth | c.ctrl_queue_depth << 16)
+                with m.Case(CSR.CONFIG3 >> 2):
+                    m.d.sync += rd.eq(self._mem_stats)
+                for n in range(self._mem_stats):
+                    value = self.mem_stats[n]
+                    with m.Case((CSR.MEM_STATS + 8 * n) >> 2):
+                        m.d.sync += rd.eq(value[:32])
+                    with m.Case((CSR.MEM_STATS + 8 * n + 4) >> 2):
+                        m.d.sync += rd.eq(value[32:])
                 for i, name in enumerate(COUNTERS):
                     value = getattr(self.tmu.counters, name)
                     with m.Case((CSR.COUNTERS + 8 * i) >> 2):

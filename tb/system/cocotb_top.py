@@ -159,9 +159,12 @@ class TB:
         counters = {}
         for i, name in enumerate(COUNTERS):
             counters[name] = await self.read64(CSR.COUNTERS + 8 * i)
+        mem_stats = []                        # hw.hbm_model.stat_names order
+        for i in range(await self.read(CSR.CONFIG3)):
+            mem_stats.append(await self.read64(CSR.MEM_STATS + 8 * i))
         return {"data": data, "ctrl": ctrl, "status": status, "fault_addr": fault_addr,
-                "counters": counters, "timeout": timeout, "drain_cycles": sim_cycles,
-                "drain_wall": wall}
+                "counters": counters, "mem_stats": mem_stats, "timeout": timeout,
+                "drain_cycles": sim_cycles, "drain_wall": wall}
 
 
 @cocotb.test()

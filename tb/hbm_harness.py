@@ -1,0 +1,226 @@
+"""Request traces through the RTL memory model alone (Verilator), with the reference's semantics.
+
+>>> from hw.hbm_model.reference import Request, run_requests
+>>> rtl = run_requests_on_rtl("HBM2", [Request(0x40), Request(0x80, write=True)])
+>>> ref = run_requests(get_preset("HBM2"), [Request(0x40), Request(0x80, write=True)])
+>>> [(c.accept_cycle, c.complete_cycle) for c in rtl.completions] == \\
+...     [(c.accept_cycle, c.complete_cycle) for c in ref.completions]
+True
+
+:func:`run_requests_on_rtl` is the RTL counterpart of ``hw.hbm_model.reference.run_requests``
+(``ports = 1``): same trace-issue semantics (trace order, ``issue_cycle``, ``max_outstanding``),
+same ``resp.ready`` draws (``reference.ReadyStream``), same result type (``TraceResult``). No
+Python runs per cycle: the trace, the ``resp.ready`` pattern and the storage image are files that
+the Verilog driver ``tb/hbm_model/hbm_tb.v`` reads with ``$readmemh``; it writes acceptance and
+completion cycles, read data, the §5 statistics and the cycle count back with ``$writememh``.
+
+The model (``hw.hbm_model.memory_model(preset, storage="verilog")`` as ``ember_hbm_top``) and the
+driver are built with ``verilator --binary`` once per (preset, storage size, tag width) into
+``build/rtl/hbm/<hash>/`` and reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _lock, _preset
+
+__all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS"]
+
+
+TB_VERILOG = Path(__file__).resolve().parent / "hbm_model" / "hbm_tb.v"
+TOP = "ember_hbm_top"
+TRACE_TAG_BITS = 12           # 4096 tags: more than any preset can hold in flight (HBM3: 1536)
+MAX_REQUESTS = 1 << 20        # per run (the driver's arrays)
+READY_WORDS = 1 << 20         # resp.ready pattern: 64 Mi cycles at most
+
+
+def _model_verilog(preset, words, tag_bits):
+    from amaranth.back import verilog
+    from hw.hbm_model import memory_model
+    mem = memory_model(preset, words=words, tag_bits=tag_bits, storage="verilog")
+    text = verilog.convert(mem, name=TOP, emit_src=False)
+    return text + "".join(mem.verilog_modules.values()), len(mem.stat_names)
+
+
+def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -> tuple[Path, int]:
+    """Build (once) the Verilator binary of the memory model of ``preset`` (name or
+    ``HbmPreset``) with its trace driver; returns (build directory, number of statistics)."""
+    from hw.hbm_model.presets import HbmPreset
+    preset = _preset(preset)
+    key0 = repr((preset, words, tag_bits, VERILATOR_ARGS))
+    src = hashlib.sha256(key0.encode())
+    for path in sorted((REPO / "hw" / "hbm_model").glob("*")) + [REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]:
+        if path.suffix in (".py", ".v"):
+            src.update(path.read_bytes())
+    key = src.hexdigest()[:16]
+    build_dir = BUILD_ROOT / "hbm" / key
+    with _lock(BUILD_ROOT / "hbm" / f"{key}.lock"):
+        if not (build_dir / "BUILT").is_file():
+            if build_dir.exists():
+                shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
+            t0 = time.perf_counter()
+            text, nstats = _model_verilog(preset, words, tag_bits)
+            (build_dir / f"{TOP}.v").write_text(text)
+            sources = [build_dir / f"{TOP}.v", TB_VERILOG]
+            if words:
+                from hw.hbm_model import STORAGE_VERILOG
+                sources.append(STORAGE_VERILOG)
+            cmd = (["verilator", "--binary", "--top-module", "ember_hbm_tb", "-o", "Vhbm",
+                    f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}",
+                    "-Mdir", str(build_dir / "obj_dir"), f"-j", str(os.cpu_count() or 1)]
+                   + VERILATOR_ARGS + [str(s) for s in sources])
+            with open(build_dir / "build.log", "w") as log:
+                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=build_dir)
+            if proc.returncode:
+                tail = (build_dir / "build.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"verilator build failed ({build_dir / 'build.log'}):\n{tail}")
+            (build_dir / "nstats").write_text(f"{nstats}\n")
+            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
+            (build_dir / "BUILT").write_text("ok\n")
+    return build_dir, int((build_dir / "nstats").read_text())
+
+
+def _hex_lines(values) -> str:
+    return "".join(f"{int(v) & ((1 << 64) - 1):016x}\n" for v in values)
+
+
+def _read_hex(path: Path) -> list[int]:
+    return [int(x, 16) for x in path.read_text().split() if not x.startswith("//")]
+
+
+def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | None = None,
+                        resp_backpressure: float = 0.0, seed: int = 0, storage_words: int = 0,
+                        storage: np.ndarray | None = None):
+    """Run a request trace through the RTL memory model (Verilator) with the issue semantics of
+    ``hw.hbm_model.reference.run_requests`` (one port).
+
+    Parameters
+    ----------
+    preset : str or HbmPreset
+        ``"HBM2"``, ``"HBM3"``, ``"simple"`` or a preset (``hw/hbm_model/presets.py``).
+    requests : sequence of reference.Request
+        Byte address, write, issue cycle (unit cycles), write data and byte enables.
+    max_outstanding : int or None
+        At most this many requests accepted and not yet answered (>= 1); ``None``: no limit.
+    resp_backpressure : float
+        Probability in [0, 1) that ``resp.ready`` is low in a cycle (``reference.ReadyStream``
+        draws: the same pattern as the reference for the same ``seed``).
+    seed : int
+        Seed of the ``resp.ready`` draws.
+    storage_words : int
+        Storage of the model in 64-bit words (0: timing only; reads return 0). One build per size.
+    storage : numpy.ndarray of uint64, optional
+        Initial storage image from word 0 (``storage_words`` defaults to its size).
+
+    Returns
+    -------
+    reference.TraceResult
+        One ``Completion`` per request (trace order), the §5 statistics of the RTL, and
+        ``cycles`` = last completion cycle + 1.
+
+    Raises
+    ------
+    ValueError
+        A bad argument (named), or more than ``MAX_REQUESTS`` requests.
+    RuntimeError
+        The build or the simulation failed, or a tag was still in flight when its request came
+        up (``TRACE_TAG_BITS`` too small for this trace: the run would differ from the reference).
+    """
+    from hw.hbm_model.reference import Completion, ReadyStream, Request, TraceResult
+    from tb.harness import memory_stats_dict
+    preset = _preset(preset)
+    if max_outstanding is not None and (not isinstance(max_outstanding, int)
+                                        or isinstance(max_outstanding, bool) or max_outstanding < 1):
+        raise ValueError(f"max_outstanding must be None or a positive integer, not {max_outstanding!r}")
+    if not isinstance(resp_backpressure, (int, float)) or not 0.0 <= resp_backpressure < 1.0:
+        raise ValueError(f"resp_backpressure must be a probability in [0, 1), not {resp_backpressure!r}")
+    if len(requests) > MAX_REQUESTS:
+        raise ValueError(f"requests must hold at most {MAX_REQUESTS} requests, not {len(requests)}")
+    for i, r in enumerate(requests):
+        if not isinstance(r, Request):
+            raise ValueError(f"requests[{i}] must be a Request, not {r!r}")
+        if not isinstance(r.addr, int) or not 0 <= r.addr < 1 << 64:
+            raise ValueError(f"requests[{i}].addr must be a non-negative 64-bit integer, not {r.addr!r}")
+        if not isinstance(r.issue_cycle, int) or not 0 <= r.issue_cycle < 1 << 40:
+            raise ValueError(f"requests[{i}].issue_cycle must be a non-negative integer below "
+                             f"2**40, not {r.issue_cycle!r}")
+    if storage is not None:
+        storage = np.asarray(storage, dtype=np.uint64).ravel()
+        storage_words = max(storage_words, storage.size)
+    if not isinstance(storage_words, int) or storage_words < 0:
+        raise ValueError(f"storage_words must be a non-negative integer, not {storage_words!r}")
+    channels = 1 if preset.fixed_latency is not None else preset.channels
+    if not requests:
+        from hw.hbm_model.reference import run_requests
+        return run_requests(preset, [], storage_words=storage_words)
+    build_dir, nstats = build_hbm_model(preset, words=storage_words)
+
+    n = len(requests)
+    ready_len = 0
+    if resp_backpressure > 0:
+        # Enough cycles for the run in practice; doubled and rerun if the driver runs out.
+        ready_len = min(64 * READY_WORDS, 1 << max(16, (64 * n + max(r.issue_cycle for r in requests)).bit_length()))
+    while True:
+        with tempfile.TemporaryDirectory(prefix="ember_hbm_") as tmp:
+            tmp = Path(tmp)
+            (tmp / "addr.hex").write_text(_hex_lines(r.addr for r in requests))
+            (tmp / "meta.hex").write_text(_hex_lines(
+                r.issue_cycle | int(bool(r.write)) << 40 | (r.wstrb & 0xFF if r.write else 0) << 48
+                for r in requests))
+            (tmp / "wdata.hex").write_text(_hex_lines(r.data for r in requests))
+            plus = [f"+N={n}", f"+ADDR={tmp / 'addr.hex'}", f"+META={tmp / 'meta.hex'}",
+                    f"+WDATA={tmp / 'wdata.hex'}", f"+OUT_ACCEPT={tmp / 'acc.hex'}",
+                    f"+OUT_COMPLETE={tmp / 'cmp.hex'}", f"+OUT_DATA={tmp / 'data.hex'}",
+                    f"+OUT_STATS={tmp / 'stats.hex'}", f"+OUT_INFO={tmp / 'info.hex'}"]
+            if max_outstanding is not None:
+                plus.append(f"+LIMIT={max_outstanding}")
+            if ready_len:
+                nwords = ready_len // 64
+                rng = np.random.default_rng(seed)
+                chunk = ReadyStream._CHUNK
+                draws = rng.random(-(-ready_len // chunk) * chunk)[:ready_len] >= float(resp_backpressure)
+                words = np.packbits(draws.reshape(nwords, 64)[:, ::-1], axis=1).view(">u8").ravel()
+                (tmp / "ready.hex").write_text(_hex_lines(words))
+                plus += [f"+READY={tmp / 'ready.hex'}", f"+READY_LEN={ready_len}"]
+            if storage_words and storage is not None:
+                (tmp / "image.hex").write_text(_hex_lines(storage))
+                plus.append(f"+HBM_IMAGE={tmp / 'image.hex'}")
+                plus.append(f"+IMAGE=1")
+            log = tmp / "sim.log"
+            with open(log, "w") as f:
+                proc = subprocess.run([str(build_dir / "obj_dir" / "Vhbm")] + plus, stdout=f,
+                                      stderr=subprocess.STDOUT, cwd=tmp)
+            if proc.returncode or not (tmp / "info.hex").is_file():
+                raise RuntimeError(f"the memory-model simulation failed:\n"
+                                   f"{log.read_text(errors='replace')[-3000:]}")
+            cycles, tag_stalls, overflow = _read_hex(tmp / "info.hex")
+            if overflow:
+                if ready_len >= 64 * READY_WORDS:
+                    raise RuntimeError(f"the trace did not finish within {ready_len} cycles")
+                ready_len *= 2
+                continue
+            if tag_stalls:
+                raise RuntimeError(f"a request's tag (index mod 2**{TRACE_TAG_BITS}) was still in "
+                                   f"flight when it came up ({tag_stalls} cycles): this trace "
+                                   f"starves a request for {1 << TRACE_TAG_BITS} others")
+            acc = _read_hex(tmp / "acc.hex")
+            cmp_ = _read_hex(tmp / "cmp.hex")
+            data = _read_hex(tmp / "data.hex")
+            stats_values = _read_hex(tmp / "stats.hex")
+            break
+    completions = [Completion(i, acc[i], cmp_[i], data[i], bool(r.write))
+                   for i, r in enumerate(requests)]
+    stats = memory_stats_dict(stats_values, channels)
+    return TraceResult(completions=completions, stats=stats, cycles=cycles, preset=preset)

@@ -5,9 +5,14 @@
 >>> op(torch.tensor([1, 2, 2]), torch.tensor([0, 1]), target="golden")     # like bag(...)
 tensor(...)
 
-Supported (the vertical slice): ``nn.EmbeddingBag`` and functions calling
-``torch.nn.functional.embedding_bag`` with ``mode`` ``"sum"`` or ``"mean"`` — see
-``sw.compiler.frontends.torch`` for the exact set of arguments.
+Supported (see ``sw.compiler.frontends.torch`` for the exact set of arguments):
+``nn.EmbeddingBag`` / ``F.embedding_bag`` in every mode, several embedding bags of one module in
+one program (returned as a tuple or concatenated along dim 1, as in DLRM), ``nn.Embedding`` /
+``F.embedding``, ``x.index_select(0, src)`` (or ``x[src]``) followed by ``index_add(_)`` or
+``scatter_reduce`` (sum/mean/amax/amin: GNN aggregation), and a sparse CSR tensor ``@`` a dense
+matrix. ``opt_level`` (0..3, Ember's ``-O`` levels) and ``limits`` (the TMU configuration,
+``sw.runtime.isa.Limits``) go to the compiler; levels above 0 need a configuration with the vector
+extension (``configs/tmu_vector.json``), the RTL runs ``-O0``.
 """
 
 from __future__ import annotations
@@ -52,14 +57,22 @@ class CompiledOp:
         return self._tk.unbind(self.last_run.results)
 
 
-def compile_torch(module_or_fn: Callable, example_inputs: tuple, **options) -> CompiledOp:
-    """Compile ``module_or_fn`` (an ``nn.EmbeddingBag`` or a function calling ``F.embedding_bag``)
-    traced on ``example_inputs`` into a :class:`CompiledOp`.
+def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: int = 0,
+                  limits=None) -> CompiledOp:
+    """Compile ``module_or_fn`` (a module or function of the supported ops, traced with
+    ``torch.export`` on ``example_inputs``) into a :class:`CompiledOp`.
+
+    ``opt_level`` 0..3 is passed to :func:`sw.compiler.compile_mlir`; ``limits`` is the TMU
+    configuration (default: the RTL's, ISA v0). Call the result with ``limits=`` as well when
+    running an ISA v1 program on the golden model.
 
     Raises
     ------
     sw.compiler.CompileError
-        The module uses something the compiler does not support; the message names it.
+        The module uses something the compiler does not support (the message names the op), or
+        the level needs a feature the configuration lacks.
+    ValueError
+        ``opt_level`` is not 0, 1, 2 or 3.
     """
     from sw.compiler.frontends.torch import compile_torch as frontend
-    return CompiledOp(frontend(module_or_fn, example_inputs, **options))
+    return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits))

@@ -51,6 +51,15 @@ def run(tk, *inputs):
 INP = torch.tensor([1, 3, 4, 3, 3, 9, 0, 2])
 
 
+class _TwoModes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.EmbeddingBag(4, 2, mode="sum"), torch.nn.EmbeddingBag(4, 2, mode="mean")
+
+    def forward(self, i0, o0, i1, o1):
+        return self.a(i0, o0), self.b(i1, o1)
+
+
 @pytest.mark.parametrize("mode, padding_idx, include_last_offset, dtype", list(itertools.product(
     ["sum", "mean", "max"], [None, 3], [False, True], [torch.float32, torch.float64])))
 def test_embedding_bag_module_matches_pytorch_bit_for_bit(mode, padding_idx, include_last_offset, dtype):
@@ -153,11 +162,171 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
      "unsupported embedding weight dtype torch.float16 (float32 and float64 are)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2): torch.relu(torch.nn.functional.embedding_bag(i, w, o)),
               (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported PyTorch operation aten.relu.default (the frontend compiles one embedding_bag "
-     "per function)"),
+     "unsupported PyTorch operation aten.relu.default (supported: embedding_bag, embedding, "
+     "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense)"),
+    (lambda: (lambda x, s, d: torch.zeros(3, 2).scatter_reduce(0, d[:, None].expand(-1, 2), x[s], "prod"),
+              (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
+     "unsupported scatter_reduce reduce='prod' (sum, mean, amax, amin are)"),
+    (lambda: (lambda x, s, d: torch.zeros(3, 2).index_add(0, d, x.index_select(0, s), alpha=2.0),
+              (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
+     "unsupported index_add alpha=2.0 (alpha=1 is)"),
+    (lambda: (lambda i, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding(i, w),
+              (torch.tensor([1]),)),
+     "unsupported embedding weight dtype torch.float16 (float32, float64, int32 and int64 are)"),
+    (lambda: (_TwoModes(), (torch.tensor([1]), torch.tensor([0]), torch.tensor([2]), torch.tensor([0]))),
+     "embedding bag 1 differs from bag 0 in its spec (BagSpec(mode='mean', dtype='float32', "
+     "per_sample_weights=False, include_last_offset=False, padding_idx=None) vs BagSpec(mode='sum', "
+     "dtype='float32', per_sample_weights=False, include_last_offset=False, padding_idx=None)); one "
+     "program needs the same mode, dtype, options and embedding dim"),
 ])
 def test_unsupported_torch_programs(make, message):
+    """Each unsupported graph is a CompileError naming the op or option (full message)."""
     fn, inputs = make()
     with pytest.raises(CompileError) as info:
         compile_torch(fn, inputs)
     assert str(info.value) == message
+
+
+# ------------------------------------------------------------------------------------------------
+# nn.Embedding, segment reductions (GNN aggregation), sparse CSR x dense, several bags
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+def test_embedding_matches_pytorch(dtype):
+    torch.manual_seed(3)
+    weight = (torch.randn(20, 5) * 100).to(dtype)
+    weight[4, 0] = -0.0 if dtype.is_floating_point else weight[4, 0]     # a copy keeps -0.0
+
+    def fn(i):
+        return torch.nn.functional.embedding(i, weight)
+
+    i = torch.tensor([[1, 4, 19], [0, 0, 7]])
+    tk = compile_torch(fn, (i,))
+    assert tk.kind == "embedding"
+    got = run(tk, i)
+    assert got.shape == (2, 3, 5) and torch.equal(got, fn(i))
+    if dtype.is_floating_point:
+        assert torch.signbit(got[0, 1, 0])
+    other = torch.tensor([3, 3, 2, 1])                                      # another shape
+    assert torch.equal(run(tk, other), fn(other))
+    with pytest.raises(ValueError, match=r"input\[1\] = 20 is out of range for 20 rows"):
+        tk.bind(torch.tensor([0, 20]))
+
+
+def test_nn_embedding_module():
+    torch.manual_seed(4)
+    emb = torch.nn.Embedding(30, 4, padding_idx=0)         # padding_idx only affects the gradient
+    i = torch.tensor([0, 29, 3])
+    tk = compile_torch(emb, (i,))
+    assert torch.equal(run(tk, i), emb(i).detach())
+
+
+def _segment_fns(n_out, dim):
+    fns = {"index_add_": lambda x, s, d: torch.zeros(n_out, dim, dtype=x.dtype).index_add_(0, d, x.index_select(0, s)),
+           "index_add x[src]": lambda x, s, d: torch.zeros(n_out, dim, dtype=x.dtype).index_add(0, d, x[s])}
+    for reduce in ("sum", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            fns[f"scatter_reduce {reduce} include_self={include_self}"] = (
+                lambda r, inc: lambda x, s, d: torch.zeros(n_out, dim, dtype=x.dtype).scatter_reduce(
+                    0, d[:, None].expand(-1, dim), x.index_select(0, s), reduce=r, include_self=inc))(
+                        reduce, include_self)
+    return fns
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("name", list(_segment_fns(1, 1)))
+def test_gather_scatter_reduce_matches_pytorch_bit_for_bit(dtype, name):
+    """GNN aggregation: exact for every dtype (the accumulation is PyTorch's: edges in order)."""
+    torch.manual_seed(5)
+    n, dim, e, n_out = 40, 6, 300, 25
+    x = (torch.randn(n, dim) * 100).to(dtype)
+    src, dst = torch.randint(0, n, (e,)), torch.randint(0, n_out - 3, (e,))   # 3 rows get nothing
+    fn = _segment_fns(n_out, dim)[name]
+    tk = compile_torch(fn, (x, src, dst))
+    assert tk.kind == "segment"
+    assert torch.equal(run(tk, x, src, dst), fn(x, src, dst))
+
+
+def test_index_add_into_an_input_tensor():
+    torch.manual_seed(6)
+    x, base = torch.randn(10, 3), torch.randn(4, 3)
+    src, dst = torch.tensor([0, 9, 9, 2]), torch.tensor([3, 3, 0, 1])
+
+    def fn(x, s, d, b):
+        return b.index_add(0, d, x[s])
+
+    tk = compile_torch(fn, (x, src, dst, base))
+    assert torch.equal(run(tk, x, src, dst, base), fn(x, src, dst, base))
+    with pytest.raises(ValueError, match=r"dst\[0\] = 4 is out of range for 4 rows"):
+        tk.bind(x, src, torch.tensor([4, 0, 0, 0]), base)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("call", ["matmul", "sparse.mm"])
+def test_sparse_csr_times_dense_matches_pytorch_bit_for_bit(dtype, call):
+    """PyTorch's CPU kernel accumulates each row in CSR order with a fused multiply-add."""
+    torch.manual_seed(7)
+    dense = torch.randn(30, 40, dtype=dtype).relu() * (torch.rand(30, 40) < 0.2)
+    a, x = dense.to_sparse_csr(), torch.randn(40, 6, dtype=dtype)
+    fn = (lambda a, x: a @ x) if call == "matmul" else (lambda a, x: torch.sparse.mm(a, x))
+    tk = compile_torch(fn, (a, x))
+    assert tk.kind == "csr_mm" and "math.fma" in tk.scf
+    assert torch.equal(run(tk, a, x), fn(a, x))
+
+
+class _Dlrm(torch.nn.Module):
+    """DLRM's sparse part: one EmbeddingBag per categorical feature, outputs concatenated."""
+
+    def __init__(self, rows=(10, 30, 7), dim=4, mode="sum", cat=True):
+        super().__init__()
+        self.tables = torch.nn.ModuleList(torch.nn.EmbeddingBag(n, dim, mode=mode) for n in rows)
+        self.cat = cat
+
+    def forward(self, i0, o0, i1, o1, i2, o2):
+        outs = [t(i, o) for t, i, o in zip(self.tables, (i0, i1, i2), (o0, o1, o2))]
+        return torch.cat(outs, dim=1) if self.cat else tuple(outs)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("cat", [True, False])
+def test_several_embedding_bags_compile_into_one_program(mode, cat):
+    torch.manual_seed(8)
+    m = _Dlrm(mode=mode, cat=cat)
+    ins = (torch.tensor([1, 2, 9]), torch.tensor([0, 1]), torch.tensor([29, 0, 3, 3]),
+           torch.tensor([0, 0]), torch.tensor([6, 5]), torch.tensor([0, 1]))
+    tk = compile_torch(m, ins)
+    assert tk.kind == "multi_bag" and tk.spec["tables"] == 3
+    assert len(tk.kernel.program.layers) == 3                 # one loop nest for all tables
+    got, want = run(tk, *ins), m(*ins)
+    if cat:
+        assert torch.equal(got, want.detach())
+    else:
+        assert all(torch.equal(g, w.detach()) for g, w in zip(got, want))
+    bad = list(ins)
+    bad[2] = torch.tensor([30, 0, 0, 0])
+    with pytest.raises(ValueError, match="input\\[0\\] = 30 is out of range for an embedding table of 30 rows"):
+        tk.bind(*bad)
+
+
+def test_opt_level_is_passed_to_the_compiler():
+    import inspect
+    from sw.compiler import compile_mlir
+    bag = torch.nn.EmbeddingBag(10, 4)
+    inp = (torch.tensor([1, 2]), torch.tensor([0]))
+    if "opt_level" not in inspect.signature(compile_mlir).parameters:
+        with pytest.raises(CompileError, match="opt_level 2 is not available yet"):
+            compile_torch(bag, inp, opt_level=2)
+        return
+    from sw.runtime.isa import Limits
+    vector = Limits.from_file("configs/tmu_vector.json")
+    o0 = compile_torch(bag, inp, opt_level=0)
+    o3 = compile_torch(bag, inp, opt_level=3, limits=vector)
+    assert o3.kernel.program != o0.kernel.program
+    r0 = run_kernel(o0.kernel, o0.bind(*inp), "golden")
+    r3 = run_kernel(o3.kernel, o3.bind(*inp), "golden", limits=vector)
+    assert torch.equal(o3.unbind(r3.results), o0.unbind(r0.results))
+    assert len(r3.access.data_tokens) < len(r0.access.data_tokens)
+    with pytest.raises(CompileError, match="ISA version"):     # -O3 needs the vector extension
+        compile_torch(bag, inp, opt_level=3)
+    with pytest.raises(ValueError, match="7"):
+        compile_torch(bag, inp, opt_level=7)

@@ -15,7 +15,7 @@ from .presets import HbmPreset, get_preset
 __all__ = ["FixedLatencyMemory", "HbmMemory", "STORAGE_VERILOG", "memory_model", "stat_names"]
 
 
-def memory_model(preset, *, words, tag_bits, storage="memory"):
+def memory_model(preset, *, words, tag_bits, storage="memory", init=None):
     """The memory model of a preset: :class:`FixedLatencyMemory` for a fixed-latency preset
     (``simple``: ``latency = preset.fixed_latency``), else :class:`HbmMemory`.
 
@@ -29,6 +29,8 @@ def memory_model(preset, *, words, tag_bits, storage="memory"):
         Request/response tag width.
     storage : str
         ``"memory"`` (Amaranth simulation) or ``"verilog"`` (Verilator builds).
+    init : sequence of int, optional
+        Initial storage contents, 64-bit words from word 0 (``storage="memory"`` only).
 
     Both models have the same members: ``req``, ``resp``, ``backdoor``, ``image_clear``,
     ``image_load``, ``stats_clear``, ``stats`` (in ``stat_names`` order), and the attributes
@@ -45,5 +47,5 @@ def memory_model(preset, *, words, tag_bits, storage="memory"):
         raise ValueError(f"preset must be an HbmPreset or a preset name, not {preset!r}")
     if preset.fixed_latency is not None:
         return FixedLatencyMemory(words=words, tag_bits=tag_bits, latency=preset.fixed_latency,
-                                  storage=storage)
-    return HbmMemory(preset, words=words, tag_bits=tag_bits, storage=storage)
+                                  storage=storage, init=init)
+    return HbmMemory(preset, words=words, tag_bits=tag_bits, storage=storage, init=init)

@@ -45,6 +45,8 @@ class Storage(wiring.Component):
     storage : str
         ``"memory"`` (``amaranth.lib.memory.Memory``, Amaranth simulation) or ``"verilog"``
         (``storage.v``, Verilator builds, with ``image_clear``/``image_load``).
+    init : sequence of int, optional
+        ``storage="memory"`` only: initial contents (64-bit words from word 0).
 
     Members
     -------
@@ -55,11 +57,15 @@ class Storage(wiring.Component):
     backdoor : In(BackdoorSignature(addr_bits)); image_clear, image_load : In(1)
     """
 
-    def __init__(self, *, words, storage="memory"):
+    def __init__(self, *, words, storage="memory", init=None):
         if not isinstance(words, int) or words < 0:
             raise ValueError(f"words must be a non-negative integer, not {words!r}")
         if storage not in ("memory", "verilog"):
             raise ValueError(f"storage must be 'memory' or 'verilog', not {storage!r}")
+        if init is not None and (storage != "memory" or len(init) > words):
+            raise ValueError(f"init must be at most {words} words and needs storage='memory', "
+                             f"not {len(init)} words with storage={storage!r}")
+        self._init = list(init or [])
         self._words = words
         self._storage = storage
         self.addr_bits = max(1, (max(words, 1) - 1).bit_length())
@@ -97,7 +103,7 @@ class Storage(wiring.Component):
                          wr_strb.eq(self.wr_strb)]
         raw = Signal(64)
         if self._storage == "memory":
-            m.submodules.array = array = memory.Memory(shape=64, depth=self._words, init=[])
+            m.submodules.array = array = memory.Memory(shape=64, depth=self._words, init=self._init)
             wr = array.write_port(granularity=8)
             rd = array.read_port()
             m.d.comb += [

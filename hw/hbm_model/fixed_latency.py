@@ -38,6 +38,8 @@ class FixedLatencyMemory(wiring.Component):
         ``"memory"``: an ``amaranth.lib.memory.Memory`` (simulates in Amaranth; practical for
         small sizes). ``"verilog"``: the ``ember_hbm_storage`` module of ``storage.v`` (Verilator
         builds of any size; also offers ``image_clear``/``image_load``).
+    init : sequence of int, optional
+        Initial storage contents (``storage="memory"`` only).
 
     Members
     -------
@@ -58,7 +60,7 @@ class FixedLatencyMemory(wiring.Component):
         counts accepted requests, as the reference model does; no row or queue statistics).
     """
 
-    def __init__(self, *, words, tag_bits, latency=32, storage="memory"):
+    def __init__(self, *, words, tag_bits, latency=32, storage="memory", init=None):
         if not isinstance(words, int) or words < 1:
             raise ValueError(f"words must be a positive integer, not {words!r}")
         if not isinstance(tag_bits, int) or tag_bits < 1:
@@ -69,7 +71,7 @@ class FixedLatencyMemory(wiring.Component):
             raise ValueError(f"storage must be 'memory' or 'verilog', not {storage!r}")
         self._words = words
         self._latency = latency
-        self._storage = Storage(words=words, storage=storage)
+        self._storage = Storage(words=words, storage=storage, init=init)
         self._addr_bits = self._storage.addr_bits
         self.stat_names = stat_names(1)
         self.verilog_modules = {}

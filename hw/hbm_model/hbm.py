@@ -568,6 +568,8 @@ class HbmMemory(wiring.Component):
         acceptance cycle are kept per tag).
     storage : str
         ``"memory"`` (Amaranth simulation) or ``"verilog"`` (Verilator, ``storage.v``).
+    init : sequence of int, optional
+        Initial storage contents (``storage="memory"`` only).
 
     Members
     -------
@@ -583,7 +585,7 @@ class HbmMemory(wiring.Component):
         ``blocks.stat_names(preset.channels)`` order.
     """
 
-    def __init__(self, preset, *, words, tag_bits, storage="memory"):
+    def __init__(self, preset, *, words, tag_bits, storage="memory", init=None):
         if getattr(preset, "fixed_latency", None):
             raise ValueError(f"preset {preset.name!r} is a fixed-latency preset; use "
                              f"memory_model() or FixedLatencyMemory")
@@ -594,7 +596,7 @@ class HbmMemory(wiring.Component):
         self.preset = preset
         self.timing = DerivedTiming(preset)
         self._tag_bits = tag_bits
-        self._storage = Storage(words=words, storage=storage)
+        self._storage = Storage(words=words, storage=storage, init=init)
         self._decoder = AddressDecoder(preset)
         self.stat_names = stat_names(preset.channels)
         self.words = words

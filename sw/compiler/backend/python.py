@@ -10,8 +10,12 @@ The generated module defines ``execute(args, control, pop)`` (see ``sw.runtime.k
 
 Types follow MLIR: ``f32`` values are ``numpy.float32`` and every f32 operation rounds to f32
 (so sums match PyTorch's float32 sums done in the same order), ``f64`` is ``numpy.float64``,
-integers are Python ints wrapped to their width (``index`` is 64-bit), ``i1`` is ``bool``.
-Memrefs are NumPy arrays; ``memref.alloc`` gives a zero-filled array.
+``f16`` is ``numpy.float16`` (every op rounds to f16), ``bf16`` values are ``numpy.float32``
+holding bf16 values, every op rounded to bf16 (``_bf16``; an op on two bf16 values is computed in
+f32 and rounded once more, which is the correctly rounded bf16 result for + - * / sqrt since
+24 >= 2*8 + 2), integers are Python ints wrapped to their width (``index`` is 64-bit), ``i1`` is
+``bool``. Memrefs are NumPy arrays (a bf16 memref: ``uint16`` bit patterns); ``memref.alloc``
+gives a zero-filled array.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import keyword
 
 from xdsl.dialects import arith, func, math, memref, scf, vector
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -68,10 +74,66 @@ def _divsi(a, b):
 
 '''
 
+# Helpers of f16/bf16 and of rounding modes, emitted only when the kernel uses them.
+_HALF_HELPERS = '''\
+import math
+def _round(x, p, emin, emax, mode):
+    """x rounded to a binary format of p significand bits, normal exponents emin..emax (MLIR
+    arith::RoundingMode: 0 to_nearest_even, 3 toward_zero, 4 to_nearest_away); a Python float."""
+    x = float(x)
+    if x != x or x == 0.0 or abs(x) == float("inf"):
+        return x
+    e = math.frexp(abs(x))[1]
+    q_exp = max(e - p, emin - p + 1)
+    q = math.ldexp(abs(x), -q_exp)                  # exact: a scaling by a power of two
+    r = round(q) if mode == 0 else math.floor(q + 0.5) if mode == 4 else math.floor(q)
+    y = math.ldexp(r, q_exp)
+    top = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
+    if y > top:
+        y = top if mode == 3 else float("inf")
+    return math.copysign(y, x)
+
+
+def _bf16(x, mode=0):
+    """x rounded to bf16 (8 significand bits, f32's exponent range), as np.float32."""
+    if isinstance(x, np.ndarray):
+        return np.array([_round(v, 8, -126, 127, mode) for v in x.reshape(-1)],
+                        dtype=np.float32).reshape(x.shape)
+    return np.float32(_round(x, 8, -126, 127, mode))
+
+
+def _bf16_load(bits):
+    """A bf16 element (uint16 bit pattern, or an array of them) as float32: bits << 16."""
+    return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)[()]
+
+
+def _bf16_bits(x):
+    """The bf16 bit pattern of a bf16 value held as float32 (its high half)."""
+    return (np.asarray(x, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)[()]
+
+
+def _as_f16(raw):
+    """The f16 in bits [15:0] of an operand."""
+    return np.array([int(raw) & 0xFFFF], dtype=np.uint16).view(np.float16)[0]
+
+
+def _as_bf16(raw):
+    """The bf16 in bits [15:0] of an operand, as float32."""
+    return _bf16_load(int(raw) & 0xFFFF)
+
+
+
+'''
+
 # Helpers of the vector/buffered forms (-O1 and above), emitted only when the kernel uses them.
 _VECTOR_HELPERS = '''\
 _KIND = {"float32": ("<f4", 4), "float64": ("<f8", 8), "int32": ("<i4", 4), "int64": ("<i8", 8),
-         "int8": ("<i1", 1), "int16": ("<i2", 2)}
+         "int8": ("<i1", 1), "int16": ("<i2", 2), "float16": ("<f2", 2), "uint16": ("<u2", 2)}
+
+
+def _val(arr, dtype):
+    """Elements as values: bf16 (dtype uint16, the bit patterns) widened to float32."""
+    return _bf16_load(arr) if dtype == "uint16" else arr
 
 
 def _elem(raw, dtype):
@@ -82,7 +144,7 @@ def _elem(raw, dtype):
 
 def _pop_vec(pop, lanes, dtype):
     """A vector operand: one token per lane (docs/compiler.md, "Operands in the data queue")."""
-    return np.array([_elem(pop(), dtype) for _ in range(lanes)], dtype=_KIND[dtype][0])
+    return _val(np.array([_elem(pop(), dtype) for _ in range(lanes)], dtype=_KIND[dtype][0]), dtype)
 
 
 def _pop_mask(pop, lanes):
@@ -134,8 +196,10 @@ def _pop_packed(pop, items):
         arr = np.frombuffer(data[at:at + size * n], code).astype(code[1:])
         if kind == "scalar":
             v = arr[0]
-            out.append(int(v) if dtype.startswith("int") else v)
-        else:
+            out.append(int(v) if dtype.startswith("int") else _val(v, dtype))
+        elif kind == "vector":
+            out.append(_val(arr.copy(), dtype))
+        else:                  # a buffer is a memref: bf16 stays in its bit patterns
             out.append(arr.copy())
     return out
 
@@ -194,7 +258,8 @@ _CMPF = {
 }
 
 _RESERVED = {"args", "control", "pop", "np", "as_f32", "as_f64", "as_i64", "DONE", "execute",
-             "tok", "_wrap", "_divsi", "_fma64", "Fraction", "_KIND", "_elem", "_pop_vec",
+             "tok", "_wrap", "_divsi", "_fma64", "Fraction", "math", "_round", "_bf16", "_bf16_load",
+             "_bf16_bits", "_as_f16", "_as_bf16", "_val", "_KIND", "_elem", "_pop_vec",
              "_pop_mask", "_pop_buf", "_pop_packed", "_mload", "_mstore", *dir(builtins)}
 
 
@@ -206,9 +271,20 @@ def _width(t: Attribute) -> int:
 
 
 def _float_ctor(t: Attribute) -> str:
+    """The Python callable that rounds a value (or a NumPy array) to float type ``t``."""
     if isinstance(t, VectorType):
         t = t.element_type
+    if isinstance(t, BFloat16Type):
+        return "_bf16"
+    if isinstance(t, Float16Type):
+        return "np.float16"
     return "np.float32" if isinstance(t, Float32Type) else "np.float64"
+
+
+#: (significand bits, smallest and largest normal exponent) of the float types, for _round.
+_FORMATS = {Float16Type: (11, -14, 15), BFloat16Type: (8, -126, 127), Float32Type: (24, -126, 127),
+            Float64Type: (53, -1022, 1023)}
+
 
 
 def _dtype(t: Attribute) -> str:
@@ -263,6 +339,12 @@ class _Gen:
         if any(isinstance(o, dlc.PopBufferOp | dlc.PopPackedOp) or o.name.startswith("vector.")
                or any(isinstance(r.type, VectorType) for r in o.results) for o in fn.walk()):
             out.append(_VECTOR_HELPERS)
+        if any(isinstance(getattr(v.type, "element_type", v.type), Float16Type | BFloat16Type)
+               or "roundingmode" in o.attributes
+               for o in fn.walk() for v in (*o.operands, *o.results)) \
+                or any(isinstance(getattr(a.type, "element_type", a.type), Float16Type | BFloat16Type)
+                       for a in fn.args):
+            out.append(_HALF_HELPERS)
         self.emit(0, "def execute(args, control, pop):")
         if params:
             self.emit(1, f"{', '.join(params)}, = args")
@@ -351,7 +433,11 @@ class _Gen:
             return
         if isinstance(op, dlc.PopOperandOp):
             t = op.result.type
-            if isinstance(t, Float32Type):
+            if isinstance(t, Float16Type):
+                e(f"{n(op.result)} = _as_f16(pop())")
+            elif isinstance(t, BFloat16Type):
+                e(f"{n(op.result)} = _as_bf16(pop())")
+            elif isinstance(t, Float32Type):
                 e(f"{n(op.result)} = as_f32(pop())")
             elif isinstance(t, Float64Type):
                 e(f"{n(op.result)} = as_f64(pop())")
@@ -381,10 +467,10 @@ class _Gen:
                 # and landing exactly halfway between two f32 values).
                 e(f"{n(op.result)} = np.float32(np.float64({a}) * np.float64({b}) + np.float64({c}))")
             elif isinstance(op.result.type, VectorType):
-                e(f"{n(op.result)} = np.array([_fma64(x, y, z) for x, y, z in zip({a}, {b}, {c})], "
-                  "dtype=np.float64)")
-            else:
-                e(f"{n(op.result)} = _fma64({a}, {b}, {c})")
+                e(f"{n(op.result)} = {_float_ctor(op.result.type)}(np.array([_fma64(x, y, z) for "
+                  f"x, y, z in zip({a}, {b}, {c})], dtype=np.float64))")
+            else:   # f64; f16/bf16: the f64 fma rounded to the type (double rounding)
+                e(f"{n(op.result)} = {_float_ctor(op.result.type)}(_fma64({a}, {b}, {c}))")
             return
         if isinstance(op, math.SqrtOp):   # IEEE-754 correctly rounded in f32 and f64, as np.sqrt
             e(f"{n(op.result)} = {_float_ctor(op.result.type)}(np.sqrt({n(op.operand)}))")
@@ -432,6 +518,17 @@ class _Gen:
             w = _width(op.result.type)
             e(f"{n(op.result)} = _wrap(int({n(op.input)}), {w})")
             return
+        if isinstance(op, arith.TruncFOp) and "roundingmode" in op.attributes:
+            mode = op.attributes["roundingmode"].value.data
+            t = op.result.type
+            base = t.element_type if isinstance(t, VectorType) else t
+            if mode != 0:
+                p, emin, emax = _FORMATS[type(base)]
+                x = n(op.input)
+                rounded = (f"np.array([_round(x, {p}, {emin}, {emax}, {mode}) for x in {x}])"
+                           if isinstance(t, VectorType) else f"_round({x}, {p}, {emin}, {emax}, {mode})")
+                e(f"{n(op.result)} = {_float_ctor(t)}({rounded})")
+                return
         if isinstance(op, arith.ExtFOp | arith.TruncFOp):
             e(f"{n(op.result)} = {_float_ctor(op.result.type)}({n(op.input)})")
             return
@@ -442,10 +539,15 @@ class _Gen:
                 load = f"bool({load})"
             elif isinstance(t, IndexType | IntegerType):
                 load = f"int({load})"
+            elif isinstance(t, BFloat16Type):
+                load = f"_bf16_load({load})"
             e(f"{n(op.res)} = {load}")
             return
         if isinstance(op, memref.StoreOp):
-            e(f"{n(op.memref)}[{self.subscript(op.indices)}] = {n(op.value)}")
+            value = n(op.value)
+            if isinstance(op.value.type, BFloat16Type):
+                value = f"_bf16_bits({value})"
+            e(f"{n(op.memref)}[{self.subscript(op.indices)}] = {value}")
             return
         if isinstance(op, memref.DimOp):
             e(f"{n(op.result)} = {n(op.source)}.shape[{n(op.index)}]")
@@ -558,6 +660,8 @@ class AccessError(RuntimeError):
 def _raw(value, t: Attribute) -> int:
     """One element as the raw 64-bit token payload (ints sign-extended, floats as their bits)."""
     import numpy as np
+    if isinstance(t, Float16Type):
+        return int(np.float16(value).view(np.uint16))
     if isinstance(t, Float32Type):
         return int(np.float32(value).view(np.uint32))
     if isinstance(t, Float64Type):

@@ -19,7 +19,7 @@ setup:
 	fi
 	verilator --version
 	$(PYTHON) -m pip install --quiet "torch==2.13.0"
-	$(PYTHON) -m pip install --quiet -e ".[test]"
+	$(PYTHON) -m pip install --quiet -e ".[test,tf]"
 
 test:
 	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)

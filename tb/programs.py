@@ -19,7 +19,8 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 
 
 __all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
-           "fault_cases", "mutated_cases", "watchdog_case"]
+           "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
+           "v1_decode_cases"]
 
 
 @dataclass
@@ -31,9 +32,12 @@ class Case:
 
 
 def limits_of(config) -> Limits:
-    """The golden model's ``Limits`` for a ``TmuConfig``."""
+    """The golden model's ``Limits`` for a ``TmuConfig`` (resources, ISA versions, v1 features,
+    lanes, maximum block length; ``configs/tmu_rtl.json`` is ``limits_of(TmuConfig())``)."""
     return Limits(layers=config.layers, regions=config.regions, streams=config.streams,
-                  actions=config.actions, args=config.args)
+                  actions=config.actions, args=config.args, versions=tuple(config.versions),
+                  features=frozenset(config.features), lanes=config.lanes,
+                  max_block=config.max_block)
 
 
 def embedding_bag_case(name, rows, dim, lengths, *, seed=0, elem_size=4, indices=None):
@@ -191,7 +195,7 @@ def fault_cases(config):
 
     w = list(words); w[0] ^= 1
     cases.append(Case("bad_magic", _pack(w), base.memory, base.args))
-    w = list(words); w[1] = 1
+    w = list(words); w[1] = 2
     cases.append(Case("bad_version", _pack(w), base.memory, base.args))
     w = list(words); w[1] = 1 << 16
     cases.append(Case("version_reserved", _pack(w), base.memory, base.args))
@@ -251,16 +255,18 @@ def _bound_fingerprint(prog):
             sorted((sid, repr(prog.streams[sid])) for sid in deps))
 
 
-def mutated_cases(seed, count, config):
+def mutated_cases(seed, count, config, *, bases=None):
     """Valid programs with one random word or bit changed: exercises every decoder check
     against the golden loader (code and PC). Mutations that still decode but change what a loop
     bound depends on are redrawn (they could make a loop run for 2**60 iterations)."""
     rng = random.Random(seed)
-    bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
-             alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
-                                for i in range(4)]
+    if bases is None:
+        bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
+                 alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
+                                    for i in range(4)]
     limits = limits_of(config)
-    fingerprints = [_bound_fingerprint(Program.decode(b.program)) for b in bases]
+    fingerprints = [_bound_fingerprint(Program.decode(b.program, Limits.unlimited()))
+                    for b in bases]
     out = []
     while len(out) < count:
         which = rng.randrange(len(bases))
@@ -293,3 +299,148 @@ def watchdog_case():
     prog = Program(layers=[Layer(Source.imm(0), Source.imm(1 << 26))],
                    actions=[Action(0, Event.END, ActionKind.CONTROL, callback=1)])
     return Case("watchdog", prog.encode(), bytes(64), [])
+
+
+# ------------------------------------------------------------------------------------------------
+# ISA version 1 (docs/isa.md §7)
+# ------------------------------------------------------------------------------------------------
+
+def pack_case(name="pack", *, n=5, seed=0):
+    """Operand packing by hand: 4-byte, 2-byte and 1-byte elements, JOIN across actions (an
+    alignment gap, a token overflow), a JOIN on the last operand action of a firing, a control
+    action between joined operands, packing in BEGIN/END firings."""
+    rng = random.Random(seed)
+    mem, dbase, dbytes, sbase, sbytes = _data_image(rng)
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    op = lambda src, pack=0, join=False, event=Event.ITER, layer=0: Action(
+        layer, event, ActionKind.OPERAND, source=src, pack=pack, join=join)
+    prog = Program(n_args=3, version=1,
+                   layers=[Layer(imm(0), imm(n), imm(1))],
+                   regions=[Region(R(0), R(1))],
+                   streams=[Stream(0, StreamKind.MEM, R(0), I(0), size=4, stride=4, signed=True),
+                            Stream(0, StreamKind.ALU, I(0), imm(-3), op=AluOp.MUL),
+                            Stream(0, StreamKind.MEM, R(0), I(0), size=1, stride=3)],
+                   actions=[op(R(2), 2, True, Event.BEGIN), op(imm(-2), 3, True, Event.BEGIN),
+                            Action(0, Event.BEGIN, ActionKind.CONTROL, callback=9),
+                            op(S(0), 1, True), op(S(1), 1),           # two 4-byte: one token
+                            op(I(0), 2, True), op(S(2), 3, True),     # 2 + 1 bytes ...
+                            op(S(0), 1, True),                        # ... gap to 4, + 4
+                            op(S(1), 2, True), op(S(2), 3, True),     # overflow: new token
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=1),
+                            op(S(0), 0, True),                        # 8 bytes after a partial
+                            op(S(2), 1, True),                        # JOIN on the last: flushed
+                            op(R(2), 3, False, Event.END), op(imm(7), 1, True, Event.END)])
+    return Case(name, prog.encode(), mem, [dbase, dbytes, rng.getrandbits(64)])
+
+
+def random_v1_case(seed, config, *, block_prob=0.0):
+    """A random version-1 program: ``random_case`` with random ``pack``/``JOIN`` on its operand
+    actions (if ``config`` has ``"pack"``) and, with probability ``block_prob`` per MEM stream
+    that only operand actions read, the stream turned into a BLOCK row of a random count
+    (``"block"``; counts up to ``config.max_block + 1``, so some fault ``BLOCK_LENGTH``; rows
+    may run past their region)."""
+    from sw.runtime.isa import SrcKind
+    rng = random.Random(seed * 7919 + 1)
+    base = random_case(seed, layers=min(3, config.layers), streams=config.streams,
+                       actions=config.actions, regions=min(2, config.regions), args=config.args)
+    prog = Program.decode(base.program, Limits.unlimited())
+    prog.version = 1
+    if "pack" in config.features:
+        for a in prog.actions:
+            if a.kind == ActionKind.OPERAND:
+                a.pack = rng.choice([0, 0, 1, 2, 3])
+                a.join = rng.random() < 0.4
+    if "block" in config.features and block_prob:
+        readers = set()
+        for layer in prog.layers:
+            readers |= {s.value for s in (layer.lb, layer.ub) if s.kind == SrcKind.STREAM}
+        for s in prog.streams:
+            readers |= {x.value for x in (s.a, s.b) if x.kind == SrcKind.STREAM}
+        for sid, s in enumerate(prog.streams):
+            if s.kind == StreamKind.MEM and sid not in readers and rng.random() < block_prob:
+                s.block = True
+                choices = [Source.imm(rng.randrange(0, 12)), Source.imm(config.max_block),
+                           Source.imm(config.max_block + 1), Source.imm(-1),
+                           Source.index(rng.randrange(s.layer + 1))]
+                s.count = rng.choice(choices)
+                s.stride = 0
+    return Case(f"random_v1_{seed}", prog.encode(), base.memory, base.args)
+
+
+def v1_decode_cases(config):
+    """Version-1 programs with one error each (or none), decoded by the RTL and the golden loader:
+    features the unit lacks (``RESOURCES``), v1 fields in a v0 program, v1 visibility rules."""
+    S, I, R, imm, C, F = (Source.stream, Source.index, Source.arg, Source.imm, Source.count,
+                          Source.first)
+    from sw.runtime.isa import LayerMode
+
+    def prog(**kw):
+        p = Program(n_args=2, version=1,
+                    layers=[Layer(imm(0), imm(3)), Layer(imm(0), imm(5))],
+                    regions=[Region(R(0), R(1))],
+                    streams=[Stream(1, StreamKind.MEM, R(0), I(1), size=4, stride=4)],
+                    actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=S(0))])
+        for k, v in kw.items():
+            setattr(p, k, v)
+        return p
+
+    mem = bytes(range(256)) * 2
+    args = [0, 256]
+    out = []
+
+    def add(name, p, patch=None):
+        words = _words(_encode_unchecked(p))
+        if patch:
+            patch(words)
+        out.append(Case(f"v1_{name}", _pack(words), mem, args))
+
+    add("plain", prog())
+    add("pack3_join", prog(actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=S(0), pack=3,
+                                           join=True)]))
+    add("lockstep", prog(layers=[Layer(imm(0), imm(3)),
+                                 Layer(imm(0), imm(5), mode=LayerMode.LOCKSTEP, lanes=2)]))
+    add("lockstep_too_many_lanes",
+        prog(layers=[Layer(imm(0), imm(3)),
+                     Layer(imm(0), imm(5), mode=LayerMode.LOCKSTEP, lanes=min(256, config.lanes + 1))]))
+    add("broadcast", prog(layers=[Layer(imm(0), imm(3), mode=LayerMode.BROADCAST),
+                                  Layer(imm(0), imm(5))]))
+    add("block", prog(streams=[Stream(1, StreamKind.MEM, R(0), I(1), size=4, block=True,
+                                      count=imm(3))]))
+    add("count_first", prog(actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=C(1)),
+                                     Action(1, Event.END, ActionKind.OPERAND, source=F(0))]))
+    add("count_not_visible", prog(actions=[Action(1, Event.BEGIN, ActionKind.OPERAND, source=C(1))]))
+    add("mode_3", prog(), lambda w: w.__setitem__(4, w[4] | 3 << 9))
+    add("lanes_single", prog(), lambda w: w.__setitem__(4, w[4] | 1 << 16))
+    add("layer_reserved_v1", prog(), lambda w: w.__setitem__(4, w[4] | 1 << 12))
+    add("operand_reserved_v1", prog(), lambda w: w.__setitem__(16, w[16] | 1 << 15))
+    add("control_pack_bits", prog(actions=[Action(1, Event.ITER, ActionKind.CONTROL, callback=3)]),
+        lambda w: w.__setitem__(16, w[16] | 1 << 12))
+    add("source_kind_6", prog(), lambda w: w.__setitem__(17, 6 << 28))
+    add("block_count_kind_7", prog(streams=[Stream(1, StreamKind.MEM, R(0), I(1), size=4,
+                                                   block=True, count=imm(3))]),
+        lambda w: w.__setitem__(15, 7 << 28))
+    add("block_as_bound", prog(layers=[Layer(imm(0), imm(3)), Layer(imm(0), S(0))],
+                               streams=[Stream(0, StreamKind.MEM, R(0), I(0), size=4, block=True,
+                                               count=imm(2))]))
+    add("lockstep_not_last", prog(layers=[Layer(imm(0), imm(3), mode=LayerMode.LOCKSTEP, lanes=2),
+                                          Layer(imm(0), imm(5))]))
+    add("lockstep_reads_single",
+        prog(layers=[Layer(imm(0), imm(3)), Layer(imm(0), imm(5), mode=LayerMode.LOCKSTEP, lanes=2)],
+             streams=[Stream(1, StreamKind.MEM, R(0), I(0), size=4, stride=4)]))
+    # v0 programs with v1 fields.
+    v0 = prog(version=0)
+    add("v0_count_source", v0, lambda w: w.__setitem__(17, 4 << 28))
+    add("v0_pack", v0, lambda w: w.__setitem__(16, w[16] | 1 << 12))
+    add("v0_block_bit", v0, lambda w: w.__setitem__(12, w[12] | 1 << 23))
+    add("v0_mode", v0, lambda w: w.__setitem__(4, w[4] | 1 << 9))
+    return out
+
+
+def _encode_unchecked(prog):
+    """``prog.encode()`` without ``validate`` (to build programs the decoder must reject)."""
+    saved = Program.validate
+    Program.validate = lambda self, limits=None: None
+    try:
+        return prog.encode()
+    finally:
+        Program.validate = saved

@@ -3,7 +3,11 @@
 from dataclasses import dataclass, asdict
 
 
-__all__ = ["TmuConfig"]
+__all__ = ["TmuConfig", "FEATURES"]
+
+
+#: ISA v1 features a unit can be built with (``docs/isa.md`` §7.7, ``sw.runtime.isa.Feature``).
+FEATURES = ("block", "broadcast", "lockstep", "pack")
 
 
 def _is_pow2(n):
@@ -45,6 +49,20 @@ class TmuConfig:
         exceed ``max_inflight``.
     prefetch_depth : int
         Loads one engine keeps ahead of the traversal. Default 8, a power of two >= 2.
+    versions : tuple of int
+        ISA versions the decoder accepts (``docs/isa.md`` §7.9): ``(0,)`` or ``(0, 1)``.
+        Default ``(0, 1)``.
+    features : tuple of str
+        ISA v1 features built in, names from ``FEATURES`` (``docs/isa.md`` §7.7): ``"pack"``
+        (operand packing and ``JOIN``), ``"block"`` (BLOCK memory streams), ``"lockstep"``
+        (LOCKSTEP layers), ``"broadcast"`` (BROADCAST layers). A program that uses a feature
+        the unit lacks faults ``RESOURCES``. Empty when 1 is not in ``versions``. Default
+        ``("pack",)``.
+    lanes : int
+        Most lanes of a LOCKSTEP layer, 1..64; > 1 only with ``"lockstep"``. Default 1.
+    max_block : int
+        Most elements of one BLOCK stream's row (a larger run-time count faults
+        ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 0.
     """
     layers: int = 4
     streams: int = 16
@@ -58,6 +76,10 @@ class TmuConfig:
     mem_latency: int = 32
     prefetchers: int = 4
     prefetch_depth: int = 8
+    versions: tuple = (0, 1)
+    features: tuple = ("pack",)
+    lanes: int = 1
+    max_block: int = 0
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -82,6 +104,25 @@ class TmuConfig:
                 not _is_pow2(self.prefetch_depth):
             raise ValueError(f"prefetch_depth must be a power of two >= 2, "
                              f"not {self.prefetch_depth!r}")
+        if not isinstance(self.versions, tuple) or self.versions not in ((0,), (0, 1)):
+            raise ValueError(f"versions must be (0,) or (0, 1), not {self.versions!r}")
+        if not isinstance(self.features, tuple) or any(f not in FEATURES for f in self.features) \
+                or len(set(self.features)) != len(self.features):
+            raise ValueError(f"features must be a tuple of distinct names from {FEATURES}, "
+                             f"not {self.features!r}")
+        if self.features and 1 not in self.versions:
+            raise ValueError(f"features must be empty without ISA version 1, not {self.features!r}")
+        if not isinstance(self.lanes, int) or not 1 <= self.lanes <= 64:
+            raise ValueError(f"lanes must be an integer in 1..64, not {self.lanes!r}")
+        if self.lanes > 1 and "lockstep" not in self.features:
+            raise ValueError(f"lanes must be 1 without the 'lockstep' feature, not {self.lanes!r}")
+        if "block" in self.features:
+            if not isinstance(self.max_block, int) or not 1 <= self.max_block <= 1 << 20:
+                raise ValueError(f"max_block must be an integer in 1..2**20 with the 'block' "
+                                 f"feature, not {self.max_block!r}")
+        elif self.max_block != 0:
+            raise ValueError(f"max_block must be 0 without the 'block' feature, "
+                             f"not {self.max_block!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
@@ -92,6 +133,12 @@ class TmuConfig:
         return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
                    prefetch_depth=4)
+
+    def has(self, feature):
+        """Whether the ISA v1 ``feature`` (a name from ``FEATURES``) is built in."""
+        if feature not in FEATURES:
+            raise ValueError(f"feature must be one of {FEATURES}, not {feature!r}")
+        return feature in self.features
 
     def as_dict(self):
         return asdict(self)

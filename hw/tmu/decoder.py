@@ -5,9 +5,10 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import TmuConfig
-from .isa import (MAGIC, VERSION, DONE_TOKEN, HEADER_WORDS, ActionKind, ActionWord0, ArgsWord,
-                  ControlWord1, CountsWord, Event, FaultCode, LayerWord0, MemMode, RegionWord0,
-                  Source, SourceKind, StreamKind, StreamWord0, VersionWord)
+from .isa import (MAGIC, VERSION, VERSION_V1, DONE_TOKEN, HEADER_WORDS, ActionKind, ActionWord0,
+                  ArgsWord, ControlWord1, CountsWord, Event, FaultCode, LayerMode, LayerWord0,
+                  LayerWord0V1, MemMode, OperandWord0V1, RegionWord0, Source, SourceKind,
+                  StreamKind, StreamWord0, VersionWord)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 
 
@@ -37,13 +38,18 @@ def _src_imm(word):
 
 
 def _first(conds):
-    """Priority encoder over ``[(condition, pc_offset), ...]``: (any, offset of the first)."""
+    """Priority encoder over ``[(condition, pc_offset[, fault code]), ...]`` (code default
+    ``ILLEGAL_FIELD``): (any, offset of the first, its code)."""
     err = Const(0)
     off = Const(0, 2)
-    for cond, o in reversed(conds):
+    code = Const(FaultCode.ILLEGAL_FIELD.value, 8)
+    for entry in reversed(conds):
+        cond, o = entry[0], entry[1]
+        fc = entry[2] if len(entry) > 2 else FaultCode.ILLEGAL_FIELD
         err = cond | err
         off = Mux(cond, o, off)
-    return err, off
+        code = Mux(cond, fc.value, code)
+    return err, off, code
 
 
 class Decoder(wiring.Component):
@@ -126,6 +132,9 @@ class Decoder(wiring.Component):
             "pf_c":         Out(data.ArrayLayout(signed(28), self._engines)),
             "stream_pf":    Out(c.streams),
             "stream_pf_id": Out(data.ArrayLayout(self._ebits, c.streams)),
+            # ISA v1: the data-queue packer flushes after these actions' last element (an
+            # OPERAND action without JOIN, or the last OPERAND action of its firing).
+            "act_flush":    Out(c.actions),
         })
 
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
@@ -200,6 +209,13 @@ class Decoder(wiring.Component):
         act_ctl      = Signal(c.actions)
         act_sid      = Array(Signal(8, name=f"act_sid_{i}") for i in range(c.actions))
         stream_mem   = Signal(c.streams)
+        # ISA v1.
+        v1           = Signal()             # the program is version 1
+        layer_mode   = Array(Signal(2, name=f"layer_mode_{i}") for i in range(c.layers))
+        stream_blk   = Signal(c.streams)    # BLOCK memory streams
+        act_join     = Signal(c.actions)
+        act_last     = Signal(c.actions)    # last OPERAND action of its (layer, event)
+        m.d.comb += self.act_flush.eq(~act_join | act_last)
 
         # Phase 2: streams whose value is ``INDEX own + c`` and MEM streams affine in their index.
         idxplus   = Signal(c.streams)
@@ -226,17 +242,33 @@ class Decoder(wiring.Component):
         s_kind, s_val = _src_kind, _src_num
 
         def src_bad_field(word):
-            """Phase 1: kind 4..15, or a non-IMM source with bits [27:8] set."""
-            return (s_kind(word) > 3) | ((s_kind(word) != SourceKind.IMM.value)
-                                         & (Source(word).value[8:] != 0))
+            """Phase 1: kind 4..15 (v0) or 6..15 (v1), or a non-IMM source with bits [27:8] set."""
+            return ((s_kind(word) > Mux(v1, SourceKind.FIRST.value, SourceKind.INDEX.value))
+                    | ((s_kind(word) != SourceKind.IMM.value) & (Source(word).value[8:] != 0)))
 
-        def src_bad_vis(word, *, index_ok, stream_ok):
-            """Phase 2: ARG/INDEX/STREAM out of range or not visible."""
+        def layer_kind(k):
+            return ((k == SourceKind.INDEX.value) | (k == SourceKind.COUNT.value)
+                    | (k == SourceKind.FIRST.value))
+
+        def src_bad_vis(word, *, index_ok, stream_ok, block_ok=False, reader=None):
+            """Phase 2: ARG/INDEX/COUNT/FIRST/STREAM out of range or not visible; a BLOCK stream
+            outside an OPERAND action; a LOCKSTEP ``reader`` layer's stream reading a layer
+            above that is not BROADCAST (docs/isa.md §7.6)."""
             k, v = s_kind(word), s_val(word)
             arg_bad = (k == SourceKind.ARG.value) & (v >= nargs)
-            idx_bad = (k == SourceKind.INDEX.value) & ~index_ok(v)
+            idx_bad = layer_kind(k) & ~index_ok(v)
             stm_bad = (k == SourceKind.STREAM.value) & ((v >= ns) | ~stream_ok(v))
-            return arg_bad | idx_bad | stm_bad
+            if not block_ok:
+                stm_bad = stm_bad | ((k == SourceKind.STREAM.value)
+                                     & stream_blk.bit_select(v[:self._sbits], 1))
+            bad = arg_bad | idx_bad | stm_bad
+            if reader is not None:
+                src_layer = Mux(k == SourceKind.STREAM.value, layer_of(v), v)
+                bad = bad | (((k == SourceKind.STREAM.value) | layer_kind(k))
+                             & (src_layer < reader)
+                             & (_pick(m, layer_mode, src_layer[:max(1, (c.layers - 1).bit_length())],
+                                      2, "reader_mode") != LayerMode.BROADCAST.value))
+            return bad
 
         def resolve(word):
             """Value of an IMM or ARG source (regions)."""
@@ -270,10 +302,17 @@ class Decoder(wiring.Component):
             addr = wpc + pend_valid
             m.d.sync += pend_hoist.eq(hoisted)
             if kind == UopKind.ACT:
-                absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                          & ~pend.fuse_act
-                          & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
                 sid = _pick(m, act_sid, id_[:self._abits], 8, "act_sid_j")[:self._sbits]
+                # A multi-cycle action (a BLOCK row) is neither fused into another uop nor
+                # carries a second action.
+                multi = act_reads.bit_select(id_[:self._abits], 1) & stream_blk.bit_select(sid, 1)
+                pend_sid = _pick(m, act_sid, pend.id[:self._abits], 8, "act_sid_p")[:self._sbits]
+                pend_multi = ((pend.kind == UopKind.ACT)
+                              & act_reads.bit_select(pend.id[:self._abits], 1)
+                              & stream_blk.bit_select(pend_sid, 1))
+                absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                          & ~pend.fuse_act & ~multi
+                          & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
                 immediate = ~(act_reads.bit_select(id_[:self._abits], 1)
                               & stream_mem.bit_select(sid, 1)
                               & ~self.blocking.bit_select(sid, 1))
@@ -281,6 +320,7 @@ class Decoder(wiring.Component):
                 two_ctl = (act_ctl.bit_select(first, 1)
                            & act_ctl.bit_select(id_[:self._abits], 1))
                 absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
+                           & ~multi & ~pend_multi
                            & ((pend.kind == UopKind.ACT)
                               | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):
@@ -319,6 +359,7 @@ class Decoder(wiring.Component):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
                                  wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
                                  act_reads.eq(0), stream_mem.eq(0), act_ctl.eq(0),
+                                 stream_blk.eq(0), act_join.eq(0), act_last.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -350,11 +391,11 @@ class Decoder(wiring.Component):
                         fault(FaultCode.TRUNCATED, n_words)
                 with m.Elif(w[0] != MAGIC):
                     fault(FaultCode.BAD_MAGIC, 0)
-                with m.Elif(w[1] != VERSION):
-                    with m.If(version.version != VERSION):
-                        fault(FaultCode.BAD_VERSION, 1)
-                    with m.Else():
-                        fault(FaultCode.ILLEGAL_FIELD, 1)
+                with m.Elif((version.version != VERSION)
+                            & ((version.version != VERSION_V1) | (1 not in c.versions))):
+                    fault(FaultCode.BAD_VERSION, 1)
+                with m.Elif(version.reserved != 0):
+                    fault(FaultCode.ILLEGAL_FIELD, 1)
                 with m.Elif(argsw.reserved != 0):
                     fault(FaultCode.ILLEGAL_FIELD, 3)
                 with m.Elif((h_nl > c.layers) | (h_nr > c.regions) | (h_ns > c.streams)
@@ -368,7 +409,7 @@ class Decoder(wiring.Component):
                     fault(FaultCode.TRUNCATED, n_words)
                 with m.Else():
                     m.d.sync += [nl.eq(h_nl), nr.eq(h_nr), ns.eq(h_ns), na.eq(h_na),
-                                 nargs.eq(h_nargs),
+                                 nargs.eq(h_nargs), v1.eq(version.version == VERSION_V1),
                                  phase.eq(1), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
                     m.next = "D_FETCH"      # n_layers >= 1: section 0 is not empty
 
@@ -397,10 +438,20 @@ class Decoder(wiring.Component):
                 lw0, rw0, sw0, aw0 = LayerWord0(w0), RegionWord0(w0), StreamWord0(w0), ActionWord0(w0)
                 conds1 = {}
                 conds2 = {}
-                # Layers.
+                # Layers (v1: mode and lanes after the v0 field checks, docs/isa.md §7.7).
+                lw1 = LayerWord0V1(w0)
+                l_mode = lw1.mode
+                l_lockstep = v1 & (l_mode == LayerMode.LOCKSTEP.value)
+                RES = FaultCode.RESOURCES
                 conds1[0] = [
-                    (lw0.id != d, 0), (lw0.reserved != 0, 0),
+                    (lw0.id != d, 0),
+                    (Mux(v1, (lw1.reserved0 != 0) | (lw1.reserved1 != 0), lw0.reserved != 0), 0),
                     (src_bad_field(w1), 1), (src_bad_field(w2), 2), (src_bad_field(w3), 3),
+                    (v1 & (l_mode == 3), 0),
+                    (v1 & (lw1.lanes_m1 != 0) & (l_mode != LayerMode.LOCKSTEP.value), 0),
+                    (l_lockstep & (not c.has("lockstep")), 0, RES),
+                    (l_lockstep & (lw1.lanes_m1 >= c.lanes), 0, RES),
+                    (v1 & (l_mode == LayerMode.BROADCAST.value) & (not c.has("broadcast")), 0, RES),
                 ]
                 conds2[0] = [
                     (src_bad_vis(w1, index_ok=lambda v: v < d,
@@ -408,6 +459,7 @@ class Decoder(wiring.Component):
                     (src_bad_vis(w2, index_ok=lambda v: v < d,
                                  stream_ok=lambda v: layer_of(v) < d), 2),
                     ((s_kind(w3) != SourceKind.IMM.value) | (_src_imm(w3) <= 0), 3),
+                    (l_lockstep & (d != nl - 1), 0),
                 ]
                 # Regions.
                 def region_bad(word):
@@ -425,10 +477,13 @@ class Decoder(wiring.Component):
                 is_mem = st_kind == StreamKind.MEM.value
                 is_alu = st_kind == StreamKind.ALU.value
                 is_fwd = st_kind == StreamKind.FWD.value
+                is_blk = is_mem & (MemMode(st_sub).reserved != 0)     # v1 BLOCK (v0: reserved)
                 conds1[2] = [
                     (sw0.id != d, 0), (st_kind > 2, 0),
-                    (is_mem & (MemMode(st_sub).reserved != 0), 0),
+                    (is_blk & ~v1, 0),
                     (is_mem & src_bad_field(w1), 1), (is_mem & src_bad_field(w2), 2),
+                    (is_blk & src_bad_field(w3), 3),
+                    (is_blk & (not c.has("block")), 0, RES),
                     (is_alu & (st_sub > 12), 0), (is_alu & (st_region != 0), 0),
                     (is_alu & (w3 != 0), 3),
                     (is_alu & src_bad_field(w1), 1), (is_alu & src_bad_field(w2), 2),
@@ -439,12 +494,19 @@ class Decoder(wiring.Component):
                 def stream_src_ok(v):
                     return ((layer_of(v) < st_layer)
                             | ((layer_of(v) == st_layer) & (v < d)))
+                st_lockstep = _pick(m, layer_mode, st_layer[:max(1, (c.layers - 1).bit_length())],
+                                    2, "st_mode") == LayerMode.LOCKSTEP.value
+                rdr = Mux(st_lockstep, st_layer, 0)     # no layer is below 0: no reader check
                 conds2[2] = [
                     (st_layer >= nl, 0),
                     (is_mem & (st_region >= nr), 0),
-                    (src_bad_vis(w1, index_ok=lambda v: v <= st_layer, stream_ok=stream_src_ok), 1),
+                    (is_blk & st_lockstep, 0),
+                    (src_bad_vis(w1, index_ok=lambda v: v <= st_layer, stream_ok=stream_src_ok,
+                                 reader=rdr), 1),
                     (~is_fwd & src_bad_vis(w2, index_ok=lambda v: v <= st_layer,
-                                           stream_ok=stream_src_ok), 2),
+                                           stream_ok=stream_src_ok, reader=rdr), 2),
+                    (is_blk & src_bad_vis(w3, index_ok=lambda v: v <= st_layer,
+                                          stream_ok=stream_src_ok, reader=rdr), 3),
                 ]
                 # Actions.
                 ac_layer, ac_event, ac_kind = aw0.layer, aw0.event.as_value(), aw0.kind.as_value()
@@ -452,10 +514,15 @@ class Decoder(wiring.Component):
                 is_op  = ac_kind == ActionKind.OPERAND.value
                 is_ctl = ac_kind == ActionKind.CONTROL.value
                 is_iter = ac_event == Event.ITER.value
+                ow0 = OperandWord0V1(w0)
+                op_v1 = v1 & is_op
+                packs = op_v1 & ((ow0.pack != 0) | (ow0.join != 0))
                 conds1[3] = [
-                    (aw0.reserved != 0, 0), (ac_event > 2, 0), (ac_kind > 1, 0),
+                    (Mux(op_v1, ow0.reserved != 0, aw0.reserved != 0), 0),
+                    (ac_event > 2, 0), (ac_kind > 1, 0),
                     (w2 != 0, 2), (w3 != 0, 3),
                     (is_op & src_bad_field(w1), 1),
+                    (packs & (not c.has("pack")), 0, RES),
                     (is_ctl & (cw1.reserved != 0), 1),
                     (is_ctl & (cw1.callback == DONE_TOKEN), 1),
                 ]
@@ -465,31 +532,36 @@ class Decoder(wiring.Component):
                     return Mux(is_iter, layer_of(v) <= ac_layer, layer_of(v) < ac_layer)
                 conds2[3] = [
                     (ac_layer >= nl, 0),
-                    (is_op & src_bad_vis(w1, index_ok=act_index_ok, stream_ok=act_stream_ok), 1),
+                    (is_op & src_bad_vis(w1, index_ok=act_index_ok, stream_ok=act_stream_ok,
+                                         block_ok=True), 1),
                 ]
 
                 err = Signal()
                 off = Signal(2)
+                code = Signal(FaultCode)
                 with m.If(phase == 1):
                     with m.Switch(sec):
                         for s_ in range(4):
                             with m.Case(s_):
-                                e_, o_ = _first(conds1[s_])
-                                m.d.comb += [err.eq(e_), off.eq(o_)]
+                                e_, o_, c_ = _first(conds1[s_])
+                                m.d.comb += [err.eq(e_), off.eq(o_), code.eq(c_)]
                 with m.Else():
                     with m.Switch(sec):
                         for s_ in range(4):
                             with m.Case(s_):
-                                e_, o_ = _first(conds2[s_])
-                                m.d.comb += [err.eq(e_), off.eq(o_)]
+                                e_, o_, c_ = _first(conds2[s_])
+                                m.d.comb += [err.eq(e_), off.eq(o_), code.eq(c_)]
 
                 with m.If(err):
-                    fault(FaultCode.ILLEGAL_FIELD, dbase + off)
+                    fault(code, dbase + off)
                 with m.Else():
                     # Store what this phase learned.
                     with m.If(phase == 1):
+                        with m.If(sec == 0):
+                            m.d.sync += layer_mode[d].eq(Mux(v1, l_mode, 0))
                         with m.If(sec == 2):
-                            m.d.sync += stream_layer[d].eq(st_layer)
+                            m.d.sync += [stream_layer[d].eq(st_layer),
+                                         stream_blk.bit_select(d[:self._sbits], 1).eq(is_blk)]
                     with m.Else():
                         with m.Switch(sec):
                             with m.Case(0):
@@ -498,6 +570,8 @@ class Decoder(wiring.Component):
                                     layer.lb.eq(w1), layer.ub.eq(w2),
                                     layer.step.eq(_src_imm(w3)),
                                     layer.check_order.eq(lw0.check_order),
+                                    layer.mode.eq(Mux(v1, l_mode, 0)),
+                                    layer.lanes_m1.eq(Mux(v1, lw1.lanes_m1, 0)),
                                     self.blocking.eq(self.blocking | stream_bit(w1)
                                                      | stream_bit(w2)),
                                 ]
@@ -518,7 +592,8 @@ class Decoder(wiring.Component):
                                     self.scfg_w_data.stride.eq(w3),
                                 ]
                                 m.d.sync += self.blocking.eq(self.blocking | stream_bit(w1)
-                                                             | stream_bit(w2))
+                                                             | stream_bit(w2)
+                                                             | Mux(is_blk, stream_bit(w3), 0))
                                 m.d.sync += stream_mem.bit_select(d[:self._sbits], 1).eq(is_mem)
                                 self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
                                                     layer_of, idxplus, idxplus_c, cand, cand_c,
@@ -529,7 +604,19 @@ class Decoder(wiring.Component):
                                     self.acfg_w_en.eq(1),
                                     self.acfg_w_data.kind.eq(ac_kind),
                                     self.acfg_w_data.src.eq(w1),
+                                    self.acfg_w_data.pack.eq(Mux(op_v1, ow0.pack, 0)),
                                 ]
+                                # The packer flushes after an OPERAND action without JOIN and
+                                # after the last OPERAND action of a firing.
+                                with m.If(is_op):
+                                    m.d.sync += [
+                                        act_join.bit_select(d[:self._abits], 1).eq(op_v1 & ow0.join),
+                                        act_last.bit_select(d[:self._abits], 1).eq(1),
+                                    ]
+                                    for j_ in range(c.actions):
+                                        with m.If((j_ < d) & (act_layer[j_] == ac_layer)
+                                                  & (act_event[j_] == ac_event)):
+                                            m.d.sync += act_last[j_].eq(0)
                                 m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
                                              act_reads.bit_select(d[:self._abits], 1).eq(
                                                  is_op & (s_kind(w1) == SourceKind.STREAM.value)),

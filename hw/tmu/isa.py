@@ -1,4 +1,4 @@
-"""The binary access program (``docs/isa.md``, version 0) as Amaranth shapes.
+"""The binary access program (``docs/isa.md``, versions 0 and 1) as Amaranth shapes.
 
 This module mirrors the tables of ``docs/isa.md`` once; every other RTL module takes field
 positions, codes and constants from here. ``tb/tmu/test_isa_mirror.py`` checks them against
@@ -14,11 +14,13 @@ __all__ = [
     "SourceKind", "StreamKind", "AluOp", "Event", "ActionKind", "FaultCode",
     "Source", "VersionWord", "CountsWord", "ArgsWord", "LayerWord0", "RegionWord0",
     "StreamWord0", "MemMode", "ActionWord0", "ControlWord1",
+    "VERSION_V1", "LayerMode", "LayerWord0V1", "OperandWord0V1",
 ]
 
 
 MAGIC          = 0x554D5445  # the bytes "E T M U" read as a little-endian word
 VERSION        = 0
+VERSION_V1     = 1           # the vector extension (docs/isa.md §7)
 DONE_TOKEN     = 0xFFFF      # last control token of a run that completes normally
 HEADER_WORDS   = 4
 DESCRIPTOR_WORDS = 4
@@ -31,8 +33,8 @@ class SourceKind(enum.Enum, shape=4):
     ARG    = 1
     STREAM = 2
     INDEX  = 3
-    COUNT  = 4   # ISA v1 only (docs/isa.md §7.3); this RTL decodes v0: kinds > 3 are ILLEGAL_FIELD
-    FIRST  = 5   # ISA v1 only
+    COUNT  = 4   # ISA v1 only (docs/isa.md §7.3): active lanes of a layer's iteration
+    FIRST  = 5   # ISA v1 only: index of lane 0 of a layer's iteration
 
 
 class StreamKind(enum.Enum, shape=4):
@@ -84,7 +86,7 @@ class FaultCode(enum.Enum, shape=8):
     RANGE_ORDER   = 7
     WATCHDOG      = 8
     TRUNCATED     = 9
-    BLOCK_LENGTH  = 10  # ISA v1 only (docs/isa.md §7.7); never raised by this (v0) RTL
+    BLOCK_LENGTH  = 10  # ISA v1 only (docs/isa.md §7.7): a block stream's count out of range
 
 
 class Source(data.Struct):
@@ -130,7 +132,34 @@ class MemMode(data.Struct):
     """The ``mode`` nibble of a ``MEM`` stream."""
     log2_size: 2   # log2 of the element size in bytes
     sign:      1   # sign-extend the loaded element
-    reserved:  1
+    reserved:  1   # v0: reserved; v1: BLOCK (docs/isa.md §7.4; word 3 is then the count source)
+
+
+class LayerMode(enum.Enum, shape=2):
+    """Layer descriptor word 0 bits [10:9] in version 1 (docs/isa.md §7.2). 3 is illegal."""
+    SINGLE    = 0
+    LOCKSTEP  = 1
+    BROADCAST = 2
+
+
+class LayerWord0V1(data.Struct):
+    """Layer descriptor word 0 in version 1."""
+    id:          8
+    check_order: 1
+    mode:        2   # LayerMode
+    reserved0:   5
+    lanes_m1:    8   # lanes - 1
+    reserved1:   8
+
+
+class OperandWord0V1(data.Struct):
+    """Word 0 of an ``OPERAND`` action in version 1 (docs/isa.md §7.5)."""
+    layer:    8
+    event:    Event
+    kind:     ActionKind
+    pack:     2    # 2**pack elements of 64 >> pack bits per data token
+    join:     1    # do not flush after this action
+    reserved: 17
 
 
 class StreamWord0(data.Struct):

@@ -3,7 +3,7 @@
 from amaranth.hdl import signed
 from amaranth.lib import data, enum
 
-from .isa import ActionKind, Source, StreamKind
+from .isa import ActionKind, LayerMode, Source, StreamKind
 
 
 __all__ = ["UopKind", "Uop", "LayerCfg", "RegionCfg", "StreamCfg", "ActionCfg"]
@@ -37,6 +37,8 @@ class LayerCfg(data.Struct):
     ub:          Source
     step:        signed(28)   # elements, > 0
     check_order: 1
+    mode:        LayerMode    # ISA v1 (docs/isa.md §7.2); SINGLE in v0
+    lanes_m1:    8            # LOCKSTEP: lanes - 1
 
 
 class RegionCfg(data.Struct):
@@ -60,3 +62,4 @@ class ActionCfg(data.Struct):
     """An action descriptor as the traversal uses it."""
     kind: ActionKind
     src:  Source         # OPERAND: the source; CONTROL: callback id in bits [15:0]
+    pack: 2              # OPERAND, ISA v1: 2**pack elements of 8 >> pack bytes per data token

@@ -4,23 +4,26 @@ from amaranth.hdl import Array, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract
+from .packer import ChunkLayout
 
 
 __all__ = ["AllocLayout", "ReorderBuffer"]
 
 
 class AllocLayout(data.Struct):
-    """One marshaled data token entering the reorder buffer."""
+    """One marshaled entry (elements of one operand) entering the reorder buffer."""
     load:      1       # 1: ``value`` is not used, the entry waits for the load tagged with its slot
     value:     64      # the operand
-    offset:    3       # load: byte offset of the element in its 64-bit word (bytes)
-    log2_size: 2       # load: log2 of the element size (bytes)
-    sign:      1       # load: sign-extend the element
+    offset:    3       # byte offset of the first element in its 64-bit word (bytes)
+    log2_size: 2       # log2 of the element size (bytes); 3 for an immediate operand
+    sign:      1       # sign-extend the elements
+    count:     4       # elements in the entry (0: a flush only; ISA v1 BLOCK rows, docs/isa.md §7.4)
+    pack:      2       # ISA v1 packed element width 8 >> pack bytes (docs/isa.md §7.5)
+    flush:     1       # the packer flushes after the entry's last element
 
 
 class ReorderBuffer(wiring.Component):
-    """Data tokens enter in marshaling order and leave in the same order.
+    """Data operands enter in marshaling order and leave in the same order (to the packer).
 
     An entry is allocated for every marshaled operand. Immediate operands (values the traversal
     already has) are ready at once; a load's entry becomes ready when the response tagged with
@@ -53,8 +56,9 @@ class ReorderBuffer(wiring.Component):
         Slot the next allocation gets; it is the tag of a load issued with it.
     resp_valid, resp_slot, resp_data : In
         A load response for ``resp_slot``: the aligned 64-bit word.
-    data : Out(stream.Signature(64))
-        Data tokens (64-bit operands).
+    data : Out(stream.Signature(ChunkLayout))
+        Entries, in order, for the packer (``hw/tmu/packer.py``): the operand or the loaded
+        word with its elements' position, size, count and packing.
     count : Out(range(depth + 1))
         Allocated entries.
     head_stall : Out(1)
@@ -78,7 +82,7 @@ class ReorderBuffer(wiring.Component):
             "resp_valid":  In(1),
             "resp_slot":   In(self._bits),
             "resp_data":   In(64),
-            "data":        Out(stream.Signature(64)),
+            "data":        Out(stream.Signature(ChunkLayout)),
             "count":       Out(range(depth + 1)),
             "head_stall":  Out(1),
         })
@@ -134,11 +138,16 @@ class ReorderBuffer(wiring.Component):
         word = Signal(64)
         m.d.comb += [
             head_ok.eq((count != 0) & ready.bit_select(head, 1)),
-            word.eq(Mux(head_meta.load,
-                        extract(loads_r.data, head_meta.offset, head_meta.log2_size, head_meta.sign),
+            word.eq(Mux(head_meta.load, loads_r.data,
                         Mux(head[0], banks_r[1].data, banks_r[0].data))),
             self.data.valid.eq(head_ok),
-            self.data.payload.eq(word),
+            self.data.payload.word.eq(word),
+            self.data.payload.offset.eq(head_meta.offset),
+            self.data.payload.log2_size.eq(head_meta.log2_size),
+            self.data.payload.sign.eq(head_meta.sign),
+            self.data.payload.count.eq(head_meta.count),
+            self.data.payload.pack.eq(head_meta.pack),
+            self.data.payload.flush.eq(head_meta.flush),
         ]
         pop = Signal()
         m.d.comb += [

@@ -10,6 +10,7 @@ from .config import TmuConfig
 from .decoder import Decoder
 from .isa import FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop
+from .packer import Packer
 from .prefetch import Prefetcher
 from .rob import ReorderBuffer
 from .traversal import Traversal
@@ -172,6 +173,7 @@ class Tmu(wiring.Component):
             trv.stream_pf_id.eq(dec.stream_pf_id),
             trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
             trv.blocking.eq(dec.blocking),
+            trv.act_flush.eq(dec.act_flush),
             trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
             trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
         ]
@@ -254,7 +256,11 @@ class Tmu(wiring.Component):
             trv.rob_alloc_slot.eq(rob.alloc_slot),
             trv.rob_empty.eq(rob.count == 0),
         ]
-        wiring.connect(m, rob.data, wiring.flipped(self.data))
+        # ISA v1 operand packer between the reorder buffer and the data queue.
+        m.submodules.packer = packer = Packer()
+        m.d.comb += packer.clear.eq(rob.clear)
+        wiring.connect(m, rob.data, packer.i)
+        wiring.connect(m, packer.o, wiring.flipped(self.data))
         # Control tokens need no reordering (the queues are independent): a small FIFO.
         m.submodules.ctrl_fifo = ctrl_fifo = fifo.SyncFIFO(width=16, depth=4)
         m.d.comb += [
@@ -321,7 +327,8 @@ class Tmu(wiring.Component):
                 cnt.data_tokens.eq(cnt.data_tokens + (self.data.valid & self.data.ready)),
                 cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
                 cnt.out_stall_cycles.eq(cnt.out_stall_cycles
-                                        + (rob.head_stall | (self.ctrl.valid & ~self.ctrl.ready))),
+                                        + ((self.data.valid & ~self.data.ready)
+                                           | (self.ctrl.valid & ~self.ctrl.ready))),
                 cnt.rob_full_cycles.eq(cnt.rob_full_cycles + trv.stat_rob_stall),
                 cnt.block_wait_cycles.eq(cnt.block_wait_cycles + trv.stat_block_wait),
                 cnt.inflight_sum.eq(cnt.inflight_sum + inflight),

@@ -144,6 +144,8 @@ class Traversal(wiring.Component):
             "pf_busy":       In(E),
             "pf_idle":       In(E),
             "pf_pop":        Out(E),
+            # ISA v1: flush the packer after this action's last element (decoder).
+            "act_flush":     In(c.actions),
         })
 
     def elaborate(self, platform):
@@ -175,6 +177,12 @@ class Traversal(wiring.Component):
                     else:
                         m.d.comb += out.eq(Mux(bypass_en & (v[:8] == bypass_id), bypass_val, stored))
                 with m.Case(SourceKind.INDEX):
+                    m.d.comb += out.eq(idx[v[:self._lbits]])
+                # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
+                # index is its index.
+                with m.Case(SourceKind.COUNT):
+                    m.d.comb += out.eq(1)
+                with m.Case(SourceKind.FIRST):
                     m.d.comb += out.eq(idx[v[:self._lbits]])
             return out
 
@@ -274,22 +282,30 @@ class Traversal(wiring.Component):
 
         # Operands go into the reorder buffer (the first operand of the cycle through port 1);
         # control tokens, always immediate, straight into the control FIFO.
+        flush1 = self.act_flush.bit_select(self.acfg_addr, 1)
+        flush2 = self.act_flush.bit_select(self.acfg2_addr, 1)
+
+        def immediate(port, value, pack, flush):
+            """A reorder-buffer entry of one 64-bit element."""
+            m.d.comb += [port.load.eq(0), port.value.eq(value), port.log2_size.eq(3),
+                         port.count.eq(1), port.pack.eq(pack), port.flush.eq(flush)]
+
         with m.If(is_ctl):
-            m.d.comb += [
-                self.rob_alloc.load.eq(0),
-                self.rob_alloc.value.eq(op2_v),
-                self.ctrl_w_data.eq(ControlWord1(ac.src.as_value()).callback),
-            ]
+            immediate(self.rob_alloc, op2_v, ac2.pack, flush2)
+            m.d.comb += self.ctrl_w_data.eq(ControlWord1(ac.src.as_value()).callback)
         with m.Else():
             m.d.comb += [
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
-                self.rob_alloc.offset.eq(op_v[0:3]),
-                self.rob_alloc.log2_size.eq(o_mode.log2_size),
-                self.rob_alloc.sign.eq(o_mode.sign),
+                self.rob_alloc.offset.eq(Mux(lazy, op_v[0:3], 0)),
+                self.rob_alloc.log2_size.eq(Mux(lazy, o_mode.log2_size, 3)),
+                self.rob_alloc.sign.eq(lazy & o_mode.sign),
+                self.rob_alloc.count.eq(1),
+                self.rob_alloc.pack.eq(ac.pack),
+                self.rob_alloc.flush.eq(flush1),
                 self.ctrl_w_data.eq(ControlWord1(ac2.src.as_value()).callback),
             ]
-        m.d.comb += [self.rob_alloc2.load.eq(0), self.rob_alloc2.value.eq(op2_v)]
+        immediate(self.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
         m.d.comb += n_ops.eq(~is_ctl + is_op2)
         room = Mux(n_ops == 2, self.rob_alloc2_ready,

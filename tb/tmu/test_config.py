@@ -31,3 +31,32 @@ def test_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         TmuConfig(**kwargs)
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize("name, config", [("tmu_rtl", TmuConfig()), ("tmu_small", TmuConfig.small())])
+def test_config_files_declare_what_the_rtl_builds(name, config):
+    """configs/<name>.json (what the compiler targets) = the TmuConfig's resources and ISA v1
+    support, so the compiler never emits a feature the RTL lacks."""
+    from sw.runtime.isa import Limits
+    from tb.programs import limits_of
+    declared = Limits.from_file(name).to_dict()
+    built = limits_of(config).to_dict()
+    built["name"] = name
+    assert declared == built
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"versions": (1,)}, "versions must be (0,) or (0, 1), not (1,)"),
+    ({"features": ("vector",)}, "features must be a tuple of distinct names from "
+                                "('block', 'broadcast', 'lockstep', 'pack'), not ('vector',)"),
+    ({"versions": (0,)}, "features must be empty without ISA version 1, not ('pack',)"),
+    ({"lanes": 4, "features": ("pack",)}, "lanes must be 1 without the 'lockstep' feature, not 4"),
+    ({"lanes": 65}, "lanes must be an integer in 1..64, not 65"),
+    ({"features": ("block",), "max_block": 0},
+     "max_block must be an integer in 1..2**20 with the 'block' feature, not 0"),
+    ({"features": (), "max_block": 8}, "max_block must be 0 without the 'block' feature, not 8"),
+])
+def test_v1_parameter_errors(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        TmuConfig(**kwargs)
+    assert str(e.value) == message

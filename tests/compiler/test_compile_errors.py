@@ -102,6 +102,33 @@ func.func @f(%t: memref<?xf32>) {
 }
 """
 
+STORE_BACK = """\
+func.func @scale(%t: memref<?xf32>, %k: f32) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %t, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %t[%i] : memref<?xf32>
+    %w = arith.mulf %v, %k : f32
+    memref.store %w, %t[%i] : memref<?xf32>
+  }
+  return %t : memref<?xf32>
+}
+"""
+
+
+def gather_of(table: str, elem: str, index: str = "index") -> str:
+    """out[i] = t[idx[i]] with %t of type ``table``, elements ``elem`` and indices ``index``."""
+    cast = "" if index == "index" else f"    %r = arith.index_cast %r0 : {index} to index\n"
+    return (f"func.func @gather(%t: {table}, %idx: memref<?x{index}>, %out: memref<?x{elem}>) {{\n"
+            "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+            f"  %n = memref.dim %idx, %c0 : memref<?x{index}>\n"
+            "  scf.for %i = %c0 to %n step %c1 {\n"
+            f"    %{'r' if not cast else 'r0'} = memref.load %idx[%i] : memref<?x{index}>\n{cast}"
+            f"    %v = memref.load %t[%r] : {table}\n"
+            f"    memref.store %v, %out[%i] : memref<?x{elem}>\n  }}\n  func.return\n}}\n")
+
+
 CASES = {
     "scf.while": (WHILE, "k.mlir:3:3: unsupported operation 'scf.while'"),
     "unregistered op": (MATH, "k.mlir:4:3: unsupported operation 'math.tanh'"),
@@ -122,9 +149,78 @@ CASES = {
                                             "    %start = memref.load"),
         "k.mlir:11:5: the lower bound of this 'scf.for' is %start ('memref.load' at 9:5), computed "
         "on the core; a decoupled loop needs bounds the access unit can compute"),
-    "f16 elements": (
-        SUM.replace("xf32", "xf16").replace(": f32", ": f16"),
-        "k.mlir:1:1: unsupported type memref<?x?xf16> of argument %table of @embedding_bag"),
+    "complex elements": (
+        gather_of("memref<?xcomplex<f32>>", "complex<f32>"),
+        "k.mlir:1:1: unsupported type memref<?xcomplex<f32>> of argument %t of @gather"),
+    "i4 indices": (
+        gather_of("memref<?xf32>", "f32", index="i4"),
+        "k.mlir:1:1: unsupported type memref<?xi4> of argument %idx of @gather"),
+    "i1 elements": (
+        gather_of("memref<?xi1>", "i1"),
+        "k.mlir:1:1: unsupported type memref<?xi1> of argument %t of @gather"),
+    "f8 elements": (
+        gather_of("memref<?xf8E4M3FN>", "f8E4M3FN"),
+        "k.mlir:1:1: unsupported type memref<?xf8E4M3FN> of argument %t of @gather"),
+    "dynamic-rank memref": (
+        gather_of("memref<*xf32>", "f32"),
+        "k.mlir:7:5: unsupported type memref<*xf32> in 'memref.load'"),
+    "strided layout": (
+        gather_of("memref<?xf32, strided<[2]>>", "f32"),
+        "k.mlir:1:1: unsupported type memref<?xf32, strided<[2]>> of argument %t of @gather"),
+    "f16 scalar argument": (
+        SUM.replace("%out: memref<?x?xf32>)", "%out: memref<?x?xf32>, %s: f16)"),
+        "k.mlir:1:1: unsupported scalar f16 argument %s of @embedding_bag (f16/bf16 only as memref "
+        "elements and values inside the function; pass an f32 and arith.truncf it)"),
+    "truncf rounding mode": (
+        sum_with("        %sum = arith.addf", "        %h = arith.truncf %v {roundingmode = 1 : i32} "
+                                            ": f32 to bf16\n        %sum = arith.addf"),
+        "k.mlir:15:9: unsupported 'arith.truncf' rounding mode 1 : i32 (supported: 0 = "
+        "to_nearest_even, 3 = toward_zero, 4 = to_nearest_away)"),
+    "scf.parallel": (
+        sum_with("      scf.for %d = %c0 to %dim step %c1 {",
+                 "      scf.parallel (%d) = (%c0) to (%dim) step (%c1) {").replace(
+            "      }\n    }\n  }", "        scf.reduce\n      }\n    }\n  }"),
+        "k.mlir:12:7: unsupported operation 'scf.parallel'"),
+    "memref.subview": (
+        sum_with("  scf.for %b", "  %sv = memref.subview %table[0, 0] [2, 2] [1, 1] : "
+                                 "memref<?x?xf32> to memref<2x2xf32, strided<[?, 1]>>\n  scf.for %b"),
+        "k.mlir:6:3: unsupported operation 'memref.subview'"),
+    "memref.alloca": (
+        sum_with("  scf.for %b", "  %tmp = memref.alloca() : memref<4xf32>\n  scf.for %b"),
+        "k.mlir:6:3: unsupported operation 'memref.alloca'"),
+    "function call": (
+        "func.func private @g(f32) -> f32\n" + sum_with(
+            "        %sum = arith.addf %acc, %v : f32",
+            "        %w = func.call @g(%v) : (f32) -> f32\n        %sum = arith.addf %acc, %w : f32"),
+        "k.mlir:16:9: unsupported operation 'func.call'"),
+    "arith.bitcast": (
+        sum_with("        %sum = arith.addf", "        %bits = arith.bitcast %v : f32 to i32\n"
+                                            "        %sum = arith.addf"),
+        "k.mlir:15:9: unsupported operation 'arith.bitcast'"),
+    "tensor op": (
+        sum_with("  scf.for %b", "  %t0 = tensor.empty() : tensor<4xf32>\n  scf.for %b"),
+        "k.mlir:6:3: unsupported operation 'tensor.empty'"),
+    "loop over i32": (
+        sum_with("      scf.for %d = %c0 to %dim step %c1 {\n" + BODY,
+                 "      %z = arith.constant 0 : i32\n      %n = arith.index_cast %dim : index to i32\n"
+                 "      %o = arith.constant 1 : i32\n      scf.for %d32 = %z to %n step %o : i32 {\n"
+                 "        %d = arith.index_cast %d32 : i32 to index\n" + BODY),
+        "k.mlir:15:7: unsupported 'scf.for' over i32 (index loops only)"),
+    "four levels of indirection": (
+        sum_with("      %row = memref.load %indices[%j] : memref<?xindex>",
+                 "      %r1 = memref.load %indices[%j] : memref<?xindex>\n"
+                 "      %r2 = memref.load %indices[%r1] : memref<?xindex>\n"
+                 "      %row = memref.load %indices[%r2] : memref<?xindex>"),
+        "k.mlir:15:9: unsupported 'memref.load' from %table: 4 levels of indirection (loads on its "
+        "address chain, itself included); the supported subset has at most 3"),
+    "store into an array the access unit would load": (
+        STORE_BACK,
+        "k.mlir:1:1: nothing to decouple in @scale: no 'scf.for' loads from a read-only memref "
+        "argument (%t is loaded at 6:5 but stored to at 8:5; the access unit loads only arrays "
+        "the kernel never writes)"),
+    "zero step": (
+        sum_with("scf.for %d = %c0 to %dim step %c1", "scf.for %d = %c0 to %dim step %c0"),
+        "k.mlir:12:7: unsupported 'scf.for' with step 0 in a decoupled loop"),
     "non-constant step": (
         sum_with("scf.for %d = %c0 to %dim step %c1", "scf.for %d = %c0 to %dim step %b1"),
         "k.mlir:12:7: unsupported 'scf.for' with a non-constant step in a decoupled loop"),

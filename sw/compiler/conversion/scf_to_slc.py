@@ -125,6 +125,22 @@ class _Decoupler:
                 return inner
         return None
 
+    def written_loads(self) -> str:
+        """Why a loop loading from a memref argument is not decoupled: the kernel stores to it."""
+        for loop in self.fn.walk():
+            if not isinstance(loop, scf.ForOp):
+                continue
+            for load in loop.walk():
+                if (isinstance(load, memref.LoadOp) and load.memref in self.fn.args
+                        and load.memref not in self.readonly):
+                    store = next(o for o in self.fn.walk() if isinstance(o, memref.StoreOp)
+                                 and o.memref is load.memref)
+                    at, st = (f"{loc.line}:{loc.column}" if (loc := location_of(o)) else "?"
+                              for o in (load, store))
+                    return (f" (%{load.memref.name_hint} is loaded at {at} but stored to at {st}; "
+                            "the access unit loads only arrays the kernel never writes)")
+        return ""
+
     def is_decoupled_loop(self, op: Operation) -> bool:
         return isinstance(op, scf.ForOp) and DECOUPLED_ATTR in op.attributes
 
@@ -175,7 +191,7 @@ class _Decoupler:
         if not top_loops:
             raise CompileError(
                 f"nothing to decouple in @{fn.sym_name.data}: no 'scf.for' loads from a read-only "
-                "memref argument", location_of(fn))
+                f"memref argument{self.written_loads()}", location_of(fn))
         if len(top_loops) > 1:
             first = location_of(top_loops[0])
             raise CompileError(

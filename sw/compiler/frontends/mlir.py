@@ -126,6 +126,16 @@ class _LocatingParser(Parser):
             at = e.span.get_location()
             what = f" in '{name[1]}'" if name is not None and "." in name[1] else ""
             raise CompileError(f"{e.msg}{what}", Location(self._filename, at.line, at.col)) from None
+        except VerifyException as e:
+            # A type the op's syntax rejects while parsing (memref.load of a memref<*xf32>).
+            loc = start.get_location()
+            here = Location(self._filename, loc.line, loc.col)
+            name = _OP_NAME.match(start.input.content, start.start)
+            what = f"'{name[1]}'" if name is not None else "this operation"
+            m = re.fullmatch(r"(.+) should be of base attribute \w+", str(e))
+            if m is not None:
+                raise CompileError(f"unsupported type {m[1]} in {what}", here) from None
+            raise CompileError(f"invalid {what}: {e}", here) from None
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(StringAttr(self._filename), IntAttr(loc.line),

@@ -6,8 +6,10 @@ Workload: one GNN message-passing step, ``h[v] = Σ_{u ∈ N(v)} x[u]`` over the
 
 Steps: compile ``examples/embedding_bag_sum.mlir`` (or use the hand-written access program with
 ``--program handwritten``), lay out the memory image, build the Verilator model (once per
-configuration, cached under ``build/``), run, execute the callbacks, compare with PyTorch.
-Prints cycles, bytes loaded per cycle, lookups per cycle and ``PASS``/``FAIL``.
+configuration and memory preset, cached under ``build/``), run, execute the callbacks, compare
+with PyTorch. Prints cycles, bytes loaded per cycle, lookups per cycle, the memory model's
+statistics (``--memory``: ``docs/hbm_model.md`` §5; bandwidth against the preset's peak, row-buffer
+outcomes, read latency, per-channel utilisation and queue occupancy) and ``PASS``/``FAIL``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_KERNEL = REPO / "examples" / "embedding_bag_sum.mlir"
 DEFAULT_DIM = 16
+MEMORIES = ("simple", "HBM2", "HBM3")
+DEFAULT_MEMORY = "HBM2"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="seed of the features and of the back-pressure")
+    p.add_argument("--memory", choices=MEMORIES, default=DEFAULT_MEMORY,
+                   help=f"memory model behind the access unit (default {DEFAULT_MEMORY}): simple = "
+                        f"fixed latency, HBM2/HBM3 = docs/hbm_model.md presets; rtl target only")
 
 
 def _graph(name: str, nodes: int):
@@ -65,7 +72,9 @@ def main(ns: argparse.Namespace) -> int:
                                                  torch.from_numpy(g.offsets[:-1]), mode="sum").numpy()
     print(f"workload: sum-aggregation over {g.name}: {g.num_nodes} nodes, {g.num_edges} edges, "
           f"features {x.shape[0]}x{ns.dim} float32 ({distinct} distinct rows gathered)")
-    print(f"program: {ns.program}{' (' + ns.kernel + ')' if ns.program == 'compiled' else ''}; target: {ns.target}")
+    memory = f"; memory: {ns.memory}" if ns.target == "rtl" else ""
+    print(f"program: {ns.program}{' (' + ns.kernel + ')' if ns.program == 'compiled' else ''}; "
+          f"target: {ns.target}{memory}")
 
     t0 = time.perf_counter()
     got, access = _run(g, x, ns)
@@ -83,6 +92,9 @@ def main(ns: argparse.Namespace) -> int:
         for key in ("loads", "peak_inflight", "stall_cycles", "tokens"):
             if key in stats:
                 print(f"{key.replace('_', ' ')}: {stats[key]}")
+        mem_stats = getattr(access, "memory_stats", None)
+        if mem_stats:
+            print_memory_stats(mem_stats, ns.memory, cycles)
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")
@@ -93,6 +105,83 @@ def main(ns: argparse.Namespace) -> int:
     print(f"FAIL: result differs from torch.nn.functional.embedding_bag(mode='sum') "
           f"(shape {got.shape} vs {expected.shape}, max abs error {err})")
     return 1
+
+
+def memory_summary(stats: dict, preset_name: str, cycles: int) -> dict:
+    """Derived memory figures over ``cycles`` unit cycles from the §5 statistics of a run.
+
+    Returns a dict: ``bytes`` moved (``access_bytes`` per request), ``bytes_per_cycle``, ``gbps``
+    (10^9 B/s at the preset's unit cycle), ``peak_fraction`` (of ``peak_bytes_per_cycle``),
+    ``row_hits``/``row_misses``/``row_conflicts``, read latency ``lat_min``/``lat_mean``/
+    ``lat_p50``/``lat_p99``/``lat_max`` (unit cycles; p50/p99 from the histogram: upper bin
+    edge), ``utilisation`` (per channel: data-bus busy cycles / cycles), ``occupancy_mean``
+    and ``occupancy_max`` (per channel: request-queue entries).
+    """
+    from hw.hbm_model.presets import get_preset
+    from hw.hbm_model.reference import hist_percentile
+    preset = get_preset(preset_name)
+    moved = stats["bytes_read"] + stats["bytes_written"]
+    bpc = moved / cycles if cycles else 0.0
+    reads = sum(stats["read_latency_hist"])
+    return {
+        "bytes": moved, "bytes_per_cycle": bpc, "gbps": bpc / preset.unit_cycle_ns,
+        "peak_fraction": bpc / float(preset.peak_bytes_per_cycle),
+        "row_hits": stats["row_hits"], "row_misses": stats["row_misses"],
+        "row_conflicts": stats["row_conflicts"], "reads": reads,
+        "lat_min": stats["read_latency_min"], "lat_max": stats["read_latency_max"],
+        "lat_mean": stats["read_latency_sum"] / reads if reads else 0.0,
+        "lat_p50": hist_percentile(stats["read_latency_hist"], 50),
+        "lat_p99": hist_percentile(stats["read_latency_hist"], 99),
+        "utilisation": [b / cycles if cycles else 0.0 for b in stats["busy"]],
+        "occupancy_mean": [q / cycles if cycles else 0.0 for q in stats["queue_occupancy_sum"]],
+        "occupancy_max": list(stats["queue_occupancy_max"]),
+    }
+
+
+def print_memory_stats(stats: dict, preset_name: str, cycles: int) -> None:
+    """Print the memory model's statistics of a run (see :func:`memory_summary`)."""
+    from hw.hbm_model.presets import get_preset
+    preset = get_preset(preset_name)
+    m = memory_summary(stats, preset_name, cycles)
+    print(f"memory ({preset_name}): {m['bytes']} bytes moved in {preset.access_bytes}-byte accesses, "
+          f"{m['bytes_per_cycle']:.2f} bytes/cycle = {m['gbps']:.1f} GB/s at "
+          f"{preset.unit_cycle_ns:g} ns/cycle ({100 * m['peak_fraction']:.1f} % of the "
+          f"{preset.peak_gbps:.1f} GB/s peak)")
+    classified = m["row_hits"] + m["row_misses"] + m["row_conflicts"]
+    if classified:
+        print(f"  row buffer: {m['row_hits']} hits, {m['row_misses']} misses, {m['row_conflicts']} "
+              f"conflicts ({100 * m['row_hits'] / classified:.1f} % hits); "
+              f"{stats['activates']} ACT, {stats['precharges']} PRE, {stats['refreshes']} REF")
+    if m["reads"]:
+        print(f"  read latency (cycles): min {m['lat_min']}, mean {m['lat_mean']:.1f}, "
+              f"p50 <= {m['lat_p50']}, p99 <= {m['lat_p99']}, max {m['lat_max']}")
+    util = m["utilisation"]
+    if len(util) > 1:
+        occ_mean, occ_max = m["occupancy_mean"], m["occupancy_max"]
+        print("  per channel: data-bus utilisation % / mean / max queue occupancy:")
+        cells = [f"ch{c}: {100 * u:.1f}/{o:.1f}/{x}" for c, (u, o, x)
+                 in enumerate(zip(util, occ_mean, occ_max))]
+        for i in range(0, len(cells), 8):
+            print("    " + "  ".join(cells[i:i + 8]))
+
+
+class _RtlMemoryTransport:
+    """The RTL transport with a memory preset (``tb.harness.run_on_rtl(memory=...)``); keeps the
+    memory statistics of the run on the returned ``AccessRun`` (``memory_stats``)."""
+    name = "rtl"
+
+    def __init__(self, memory, backpressure, seed):
+        self.memory, self.backpressure, self.seed = memory, backpressure, seed
+
+    def run(self, program, image, args):
+        from sw.runtime.drivers import AccessRun
+        from tb.harness import run_on_rtl
+        r = run_on_rtl(program, image, args, backpressure=self.backpressure, seed=self.seed,
+                       memory=self.memory)
+        run = AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
+                        dict(r.stats))
+        run.memory_stats = r.memory_stats
+        return run
 
 
 def _kernel(ns):
@@ -109,9 +198,11 @@ def _kernel(ns):
 
 def _run(g, x, ns):
     from sw.runtime.drivers import run_kernel
-    options = {"backpressure": ns.backpressure, "seed": ns.seed} if ns.target == "rtl" else {}
+    target = ns.target
+    if ns.target == "rtl":
+        target = _RtlMemoryTransport(getattr(ns, "memory", DEFAULT_MEMORY), ns.backpressure, ns.seed)
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
+    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], target)
     return np.asarray(result.results[0]), result.access
 
 

@@ -549,7 +549,11 @@ def _channel_verilog(preset, timing, tag_bits, row_bits):
     if key not in _channel_cache:
         name = "ember_hbm_channel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
         ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits)
-        _channel_cache[key] = name, verilog.convert(ch, name=name, emit_src=False), ch.signature
+        text = verilog.convert(ch, name=name, emit_src=False)
+        # Keep it one module (compiled once) rather than inlined into every instance.
+        header = text.index(";", text.index(f"module {name}(")) + 1
+        text = text[:header] + "\n  /*verilator no_inline_module*/" + text[header:]
+        _channel_cache[key] = name, text, ch.signature
     return _channel_cache[key]
 
 

@@ -43,8 +43,8 @@ HARNESS = r"""
 #include <stdlib.h>
 typedef struct { void *data; int64_t rank; int64_t sizes[4]; } ember_memref_t;
 #define EMBER_MEMREF_DEFINED
-void ember_embedding_bag(ember_memref_t *, ember_memref_t *, ember_memref_t *, ember_memref_t *,
-                         ember_memref_t *);
+int ember_embedding_bag(ember_memref_t *, ember_memref_t *, ember_memref_t *, ember_memref_t *,
+                        ember_memref_t *, void *, size_t);
 static uint16_t *ctrl; static uint64_t *data; static size_t nc, nd, ic, id;
 uint16_t ember_pop_control(void) { if (ic >= nc) { fprintf(stderr, "control underflow\n"); exit(2); } return ctrl[ic++]; }
 uint64_t ember_pop_data(void) { if (id >= nd) { fprintf(stderr, "data underflow\n"); exit(2); } return data[id++]; }
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     float *out = calloc((size_t)(sz[3] * sz[4]), sizeof(float));
     ember_memref_t table = {0, 2, {sz[0], sz[1]}}, indices = {0, 1, {sz[2]}},
                    offsets = {0, 1, {sz[3] + 1}}, o = {out, 2, {sz[3], sz[4]}}, r;
-    ember_embedding_bag(&table, &indices, &offsets, &o, &r);
+    if (ember_embedding_bag(&table, &indices, &offsets, &o, &r, NULL, 0) != 0) return 5;
     if (id != nd) { fprintf(stderr, "data left over\n"); return 4; }
     fwrite(r.data, sizeof(float), (size_t)(sz[3] * sz[4]), stdout);
     return 0;

@@ -845,8 +845,9 @@ _REPLAY_HEAD = r"""
    recorded from the golden model or the RTL. Usage: replay SYMBOL FILE > results.
    FILE (little-endian): u32 n_control, u32 n_data; per parameter, a memref as u32 rank,
    i64 sizes[rank], its elements (row-major, element bytes as stored), a scalar as 8 bytes (i64 or
-   f64 bits); then u16 control[n_control], u64 data[n_data]. Writes each result's elements (a
-   memref's, sizes as in the parameter it aliases) or a scalar's 8 bytes to stdout. Exit status
+   f64 bits); then u16 control[n_control], u64 data[n_data]. Writes to stdout the elements of
+   every memref parameter after the run (in parameter order; the kernel may have written them),
+   then each result's elements (a memref) or its value (a scalar, in its C type). Exit status
    0, 2 a queue underflow, 3 a short file, 4 data left over, 10 + the kernel's error code. */
 #include <stdint.h>
 #include <stdio.h>
@@ -916,6 +917,10 @@ def _replay_fn(fn: func.FuncOp, symbol: str) -> str:
     lines.append(f"    int rc = ember_{symbol}({', '.join(call)}, scratch, scratch_bytes);")
     lines.append("    if (rc != 0) { fprintf(stderr, \"kernel error %d\\n\", rc); return 10 + rc; }")
     lines.append("    if (id != nd) { fprintf(stderr, \"data left over\\n\"); return 4; }")
+    for k, arg in enumerate(fn.args):
+        if isinstance(arg.type, MemRefType):
+            lines.append(f"    fwrite(a{k}.data, sizeof({_storage(arg.type.element_type)}), "
+                         f"count_of(&a{k}), stdout);")
     for k, t in enumerate(outs):
         if isinstance(t, MemRefType):
             lines.append(f"    fwrite(r{k}.data, sizeof({_storage(t.element_type)}), count_of(&r{k}), stdout);")

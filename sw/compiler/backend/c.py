@@ -842,7 +842,9 @@ def generate_c(fn: func.FuncOp, *, symbol: str | None = None) -> str:
 
 _REPLAY_HEAD = r"""
 /* Replay harness (sw.compiler.backend.c.generate_replay): runs execute sides on token streams
-   recorded from the golden model or the RTL. Usage: replay SYMBOL FILE > results.
+   recorded from the golden model or the RTL. Usage: replay SYMBOL FILE [SCRATCH_BYTES] > results
+   (default scratch: 64 bytes per data token + 64, more than any buffer of the stream needs);
+   replay SYMBOL --scratch-bytes MAX_LEN prints ember_SYMBOL_scratch_bytes(MAX_LEN).
    FILE (little-endian): u32 n_control, u32 n_data; per parameter, a memref as u32 rank,
    i64 sizes[rank], its elements (row-major, element bytes as stored), a scalar as 8 bytes (i64 or
    f64 bits); then u16 control[n_control], u64 data[n_data]. Writes to stdout the elements of
@@ -894,7 +896,8 @@ def _replay_fn(fn: func.FuncOp, symbol: str) -> str:
         decl.append(f"{_ctype(t)} *")
     decl += ["void *", "size_t"]
     lines = [f"int ember_{symbol}({', '.join(decl)});",
-             f"static int replay_{symbol}(FILE *f)", "{",
+             f"size_t ember_{symbol}_scratch_bytes(int64_t max_len);",
+             f"static int replay_{symbol}(FILE *f, long long scratch_arg)", "{",
              "    uint32_t n[2];", "    need(fread(n, 4, 2, f) == 2);"]
     call = []
     for k, arg in enumerate(fn.args):
@@ -913,7 +916,8 @@ def _replay_fn(fn: func.FuncOp, symbol: str) -> str:
     for k, t in enumerate(outs):
         lines.append(f"    {_ctype(t)} r{k}; memset(&r{k}, 0, sizeof r{k});")
         call.append(f"&r{k}")
-    lines.append("    size_t scratch_bytes = 64 * nd + 64; void *scratch = malloc(scratch_bytes);")
+    lines.append("    size_t scratch_bytes = scratch_arg >= 0 ? (size_t)scratch_arg : 64 * nd + 64;")
+    lines.append("    void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);")
     lines.append(f"    int rc = ember_{symbol}({', '.join(call)}, scratch, scratch_bytes);")
     lines.append("    if (rc != 0) { fprintf(stderr, \"kernel error %d\\n\", rc); return 10 + rc; }")
     lines.append("    if (id != nd) { fprintf(stderr, \"data left over\\n\"); return 4; }")
@@ -941,10 +945,15 @@ def generate_replay(kernels: dict[str, func.FuncOp]) -> str:
     for sym, fn in kernels.items():
         out.append(_replay_fn(fn, sym))
     out.append("int main(int argc, char **argv)\n{")
-    out.append("    if (argc != 3) { fprintf(stderr, \"usage: replay SYMBOL FILE\\n\"); return 1; }")
+    out.append("    if (argc != 3 && argc != 4) { fprintf(stderr, \"usage: replay SYMBOL FILE "
+               "[SCRATCH_BYTES]\\n\"); return 1; }")
+    out.append("    long long scratch = argc == 4 ? strtoll(argv[3], NULL, 10) : -1;")
+    for sym in kernels:   # replay SYMBOL --scratch-bytes MAX_LEN: what the kernel asks for
+        out.append(f"    if (!strcmp(argv[1], \"{sym}\") && !strcmp(argv[2], \"--scratch-bytes\")) "
+                   f"{{ printf(\"%zu\\n\", ember_{sym}_scratch_bytes(scratch)); return 0; }}")
     out.append("    FILE *f = fopen(argv[2], \"rb\");")
     out.append("    if (!f) { perror(argv[2]); return 1; }")
     for sym in kernels:
-        out.append(f"    if (!strcmp(argv[1], \"{sym}\")) return replay_{sym}(f);")
+        out.append(f"    if (!strcmp(argv[1], \"{sym}\")) return replay_{sym}(f, scratch);")
     out.append("    fprintf(stderr, \"unknown kernel %s\\n\", argv[1]);\n    return 1;\n}")
     return "\n".join(out) + "\n"

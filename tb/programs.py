@@ -20,7 +20,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 
 __all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
-           "v1_decode_cases"]
+           "v1_decode_cases", "block_case", "block_cases"]
 
 
 @dataclass
@@ -334,7 +334,8 @@ def pack_case(name="pack", *, n=5, seed=0):
 
 
 def random_v1_case(seed, config, *, block_prob=0.0):
-    """A random version-1 program: ``random_case`` with random ``pack``/``JOIN`` on its operand
+    """A random version-1 program: ``random_case`` with some layers BROADCAST (if ``config`` has
+    ``"broadcast"``), random ``pack``/``JOIN`` on its operand
     actions (if ``config`` has ``"pack"``) and, with probability ``block_prob`` per MEM stream
     that only operand actions read, the stream turned into a BLOCK row of a random count
     (``"block"``; counts up to ``config.max_block + 1``, so some fault ``BLOCK_LENGTH``; rows
@@ -345,6 +346,11 @@ def random_v1_case(seed, config, *, block_prob=0.0):
                        actions=config.actions, regions=min(2, config.regions), args=config.args)
     prog = Program.decode(base.program, Limits.unlimited())
     prog.version = 1
+    if "broadcast" in config.features:
+        from sw.runtime.isa import LayerMode
+        for layer in prog.layers:
+            if rng.random() < 0.3:
+                layer.mode = LayerMode.BROADCAST
     if "pack" in config.features:
         for a in prog.actions:
             if a.kind == ActionKind.OPERAND:
@@ -444,3 +450,72 @@ def _encode_unchecked(prog):
         return prog.encode()
     finally:
         Program.validate = saved
+
+
+def block_case(name, *, rows=6, dim=5, lengths=(2, 0, 3), col0=0, ncols=None, size=4, pack=1,
+               join=False, signed=False, seed=0, indices=None, region_rows=None, base_off=0):
+    """An embedding bag whose lookups push BLOCK rows (ISA v1, docs/isa.md §7.4; what -O3
+    emits): per lookup the ``ncols`` elements of ``size`` bytes of ``table[idx, col0:]`` as
+    one operand packed ``pack``, then the bag number (joined to the row if ``join``), then a
+    control token. ``col0`` > 0 starts rows inside a 64-bit word; a row past the table's region
+    (``region_rows`` < ``rows``, or ``col0 + ncols > dim``) faults ``ADDR_RANGE``; ``ncols`` above
+    the unit's ``max_block`` faults ``BLOCK_LENGTH``; ``base_off`` bytes added to the table's
+    base misalign rows (``MISALIGNED``)."""
+    rng = np.random.default_rng(seed)
+    ncols = dim - col0 if ncols is None else ncols
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if indices is None:
+        indices = rng.integers(0, rows, int(lengths.sum()))
+    indices = np.asarray(indices, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    table = rng.integers(-2**62, 2**62, rows * dim).astype(np.int64).view(np.uint64)
+    table_bytes = table.tobytes()[:rows * dim * size] if size < 8 else table.tobytes()
+    table_bytes = np.frombuffer(table.tobytes(), dtype=np.uint8)[:rows * dim * size].tobytes()
+    pad = lambda b: b + bytes(-len(b) % 8)
+    t_off = 0
+    o_off = len(pad(table_bytes))
+    i_off = o_off + 8 * len(offsets)
+    memory = pad(table_bytes) + offsets.tobytes() + indices.tobytes() + bytes(8)
+    region_rows = rows if region_rows is None else region_rows
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    prog = Program(n_args=8, version=1,
+                   layers=[Layer(imm(0), R(0)), Layer(S(1), S(2), check_order=True)],
+                   regions=[Region(R(1), R(2)), Region(R(3), R(4)), Region(R(5), R(6))],
+                   streams=[Stream(0, StreamKind.ALU, I(0), imm(1)),
+                            Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
+                            Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0),
+                            Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1),
+                            Stream(1, StreamKind.ALU, S(3), R(7), op=AluOp.MUL),
+                            Stream(1, StreamKind.ALU, S(4), imm(col0)),
+                            Stream(1, StreamKind.MEM, R(5), S(5), size=size, signed=signed,
+                                   region=2, block=True, count=imm(ncols))],
+                   actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=S(6), pack=pack,
+                                   join=join),
+                            Action(1, Event.ITER, ActionKind.OPERAND, source=I(0), pack=pack),
+                            Action(1, Event.ITER, ActionKind.CONTROL, callback=0),
+                            Action(0, Event.END, ActionKind.CONTROL, callback=1)])
+    args = [len(lengths), o_off, 8 * len(offsets), i_off, 8 * len(indices) + 8, t_off + base_off,
+            region_rows * dim * size, dim]
+    return Case(name, prog.encode(), memory, args)
+
+
+def block_cases():
+    """Hand-written BLOCK-row programs: aligned and unaligned row starts, every packing, a row
+    narrower/wider than its packed width, JOIN of a row with a scalar, empty rows, and the
+    faults (a row past its region, BLOCK_LENGTH)."""
+    return [
+        block_case("block_aligned", rows=6, dim=4, col0=0),
+        block_case("block_unaligned", rows=6, dim=7, col0=1, lengths=(3, 1, 0, 2)),
+        block_case("block_f64", rows=5, dim=3, size=8, pack=0),
+        block_case("block_bytes_pack3", rows=7, dim=13, size=1, pack=3, col0=3, join=True),
+        block_case("block_u16_pack2", rows=4, dim=9, size=2, pack=2, col0=1, join=True),
+        block_case("block_i16_to_u32", rows=4, dim=5, size=2, pack=1, signed=True),
+        block_case("block_u32_to_u8", rows=4, dim=5, size=4, pack=3, join=True),
+        block_case("block_join_scalar", rows=5, dim=3, size=4, pack=1, join=True),
+        block_case("block_empty_rows", rows=5, dim=3, ncols=0, join=True),
+        block_case("block_past_region", rows=6, dim=4, region_rows=3, indices=[0, 1, 4, 2, 2]),
+        block_case("block_past_row", rows=6, dim=4, col0=2, ncols=3),
+        block_case("block_too_long", rows=3, dim=2, ncols=100000),
+        block_case("block_negative", rows=3, dim=2, ncols=-1),
+        block_case("block_misaligned", rows=3, dim=4, base_off=2),
+    ]

@@ -57,12 +57,12 @@ class TmuConfig:
         (operand packing and ``JOIN``), ``"block"`` (BLOCK memory streams), ``"lockstep"``
         (LOCKSTEP layers), ``"broadcast"`` (BROADCAST layers). A program that uses a feature
         the unit lacks faults ``RESOURCES``. Empty when 1 is not in ``versions``. Default
-        ``("pack",)``.
+        ``("block", "pack")``.
     lanes : int
         Most lanes of a LOCKSTEP layer, 1..64; > 1 only with ``"lockstep"``. Default 1.
     max_block : int
         Most elements of one BLOCK stream's row (a larger run-time count faults
-        ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 0.
+        ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 1024.
     """
     layers: int = 4
     streams: int = 16
@@ -77,9 +77,9 @@ class TmuConfig:
     prefetchers: int = 4
     prefetch_depth: int = 8
     versions: tuple = (0, 1)
-    features: tuple = ("pack",)
+    features: tuple = ("block", "pack")
     lanes: int = 1
-    max_block: int = 0
+    max_block: int = 1024
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -132,7 +132,7 @@ class TmuConfig:
         """A small configuration that builds and simulates fast (tests)."""
         return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
-                   prefetch_depth=4)
+                   prefetch_depth=4, max_block=64)
 
     def has(self, feature):
         """Whether the ISA v1 ``feature`` (a name from ``FEATURES``) is built in."""

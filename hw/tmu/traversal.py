@@ -221,8 +221,8 @@ class Traversal(wiring.Component):
         in_image = end <= self.mem_limit
         s_is_mem = sc.kind == StreamKind.MEM
         s_fault = Signal()
-        m.d.comb += s_fault.eq(s_is_mem & (misaligned | ~in_region | ~in_image))
-        s_code = Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE)
+        s_fault_v0 = s_is_mem & (misaligned | ~in_region | ~in_image)
+        s_code_v0 = Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE)
         s_result = Signal(signed(64))
         with m.Switch(sc.kind):
             with m.Case(StreamKind.ALU):
@@ -232,6 +232,60 @@ class Traversal(wiring.Component):
             with m.Default():
                 m.d.comb += s_result.eq(addr)
         s_blocking = s_is_mem & self.blocking.bit_select(u.id[:self._sbits], 1)
+
+        # ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word 3
+        # is the count source. Checked here (evaluation), loaded by the OPERAND actions.
+        has_block = c.has("block")
+        nbits = max(1, c.max_block.bit_length())
+        nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
+        s_blk = Signal()
+        blk_n = Signal(signed(64))
+        blk_start = Signal(signed(64))
+        blk_end = Signal(signed(66))
+        blk_fault = Signal()
+        blk_code = Signal(FaultCode)
+        blk_addr = Signal(64)
+        if has_block:
+            m.d.comb += [
+                s_blk.eq(s_is_mem & s_mode.reserved),
+                blk_n.eq(source(Source(sc.stride.as_unsigned()))),
+                blk_start.eq(a_v + (b_v << log2)),
+                blk_end.eq(blk_start + (blk_n << log2)),
+            ]
+            r_end = region.base + region.size
+
+            def first_outside(limit):
+                """Address of the first element at or past ``limit`` (bytes)."""
+                room_ = Signal(signed(66), name="blk_room")
+                m.d.comb += room_.eq(limit - blk_start)
+                return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
+
+            with m.If((blk_n < 0) | (blk_n > c.max_block)):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
+                             blk_addr.eq(u.id)]
+            with m.Elif(blk_n == 0):
+                pass
+            with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
+                             blk_addr.eq(blk_start)]
+            with m.Elif(blk_start < region.base):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(blk_start)]
+            with m.Elif(blk_end > r_end):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(first_outside(r_end))]
+            with m.Elif(blk_end > self.mem_limit):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(first_outside(self.mem_limit))]
+            with m.If(s_blk):
+                m.d.comb += s_result.eq(blk_start)
+        s_code = Signal(FaultCode)
+        s_faddr = Signal(64)
+        m.d.comb += [
+            s_fault.eq(Mux(s_blk, blk_fault, s_fault_v0)),
+            s_code.eq(Mux(s_blk, blk_code, s_code_v0)),
+            s_faddr.eq(Mux(s_blk, blk_addr, addr.as_unsigned())),
+        ]
 
         # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
         pf_L = _pick(m, Array(self.pf_layer[i] for i in range(self._engines)), pf_e, 8, "pf_L")
@@ -271,6 +325,30 @@ class Traversal(wiring.Component):
                             & (oc.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
+        # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
+        # aligned 64-bit load per word of the row, one word per cycle (an empty row: one entry
+        # that only flushes the packer). The action's uop stays until the last word.
+        row_active = Signal()
+        row_addr = Signal(64)          # bytes: next element
+        row_left = Signal(nbits)       # elements still to load
+        o_blk = Signal()
+        row_cur_addr = Signal(64)
+        row_cur_left = Signal(nbits)
+        row_cnt = Signal(4)
+        row_last = Signal()
+        if has_block:
+            in_word = Signal(4)
+            m.d.comb += [
+                o_blk.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
+                         & (oc.kind == StreamKind.MEM) & o_mode.reserved),
+                row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
+                row_cur_left.eq(Mux(row_active, row_left,
+                                    _pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n"))),
+                in_word.eq((8 - row_cur_addr[0:3]) >> o_mode.log2_size),
+                row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
+                row_last.eq(row_cur_left <= in_word),
+            ]
+
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
         dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
@@ -305,6 +383,15 @@ class Traversal(wiring.Component):
                 self.rob_alloc.flush.eq(flush1),
                 self.ctrl_w_data.eq(ControlWord1(ac2.src.as_value()).callback),
             ]
+            with m.If(o_blk):
+                m.d.comb += [
+                    self.rob_alloc.load.eq(row_cur_left != 0),
+                    self.rob_alloc.offset.eq(row_cur_addr[0:3]),
+                    self.rob_alloc.log2_size.eq(o_mode.log2_size),
+                    self.rob_alloc.sign.eq(o_mode.sign),
+                    self.rob_alloc.count.eq(row_cnt),
+                    self.rob_alloc.flush.eq(flush1 & row_last),
+                ]
         immediate(self.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
         m.d.comb += n_ops.eq(~is_ctl + is_op2)
@@ -312,20 +399,31 @@ class Traversal(wiring.Component):
                    Mux(n_ops == 1, self.rob_alloc_ready, 1))
         need_ctrl = is_ctl | is_ctl2
 
+        ld = Signal()
+        m.d.comb += ld.eq(lazy | (o_blk & (row_cur_left != 0)))
+
         def try_action(on_fire):
             """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
-            the request is accepted. ``req.valid`` never depends on ``req.ready``."""
+            the request is accepted. ``req.valid`` never depends on ``req.ready``. A row fires
+            ``on_fire`` with its last word."""
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
-                    self.req.valid.eq(lazy),
-                    self.req.payload.addr.eq(op_v),
+                    self.req.valid.eq(ld),
+                    self.req.payload.addr.eq(Mux(o_blk, row_cur_addr, op_v)),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Const(1, 4) << o_mode.log2_size),
+                    self.stat_issue_bytes.eq(Mux(o_blk, row_cnt << o_mode.log2_size,
+                                                 Const(1, 4) << o_mode.log2_size)),
                 ]
-                with m.If(~lazy | self.req.ready):
+                with m.If(~ld | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
-                    on_fire()
+                    with m.If(o_blk & ~row_last):
+                        m.d.sync += [row_active.eq(1),
+                                     row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
+                                     row_left.eq(row_cur_left - row_cnt)]
+                    with m.Else():
+                        m.d.sync += row_active.eq(0)
+                        on_fire()
             with m.Else():
                 m.d.comb += self.stat_rob_stall.eq(~room)
 
@@ -381,7 +479,7 @@ class Traversal(wiring.Component):
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
                             with m.If(s_fault):
-                                stop(s_code, addr.as_unsigned())
+                                stop(s_code, s_faddr)
                             with m.Elif(s_blocking & s_pf & s_pf_head):
                                 # The engine has the value already.
                                 m.d.sync += vals[u.id[:self._sbits]].eq(s_pf_data)
@@ -408,6 +506,8 @@ class Traversal(wiring.Component):
                                 try_action(on_fire)
                             with m.Else():
                                 m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+                                if has_block:
+                                    m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
                                 advance()
                         with m.Case(UopKind.ACT):
                             try_action(advance)

@@ -7,7 +7,7 @@ from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
 from tb.harness import RtlJob, run_many_on_rtl
-from tb.programs import (embedding_bag_case, mutated_cases, pack_case, random_v1_case,
+from tb.programs import (block_case, block_cases, mutated_cases, pack_case, random_v1_case,
                          v1_decode_cases)
 
 pytestmark = pytest.mark.rtl
@@ -24,7 +24,7 @@ def _run(cases, backpressure=0.0, seed=0):
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_v1_programs_match_golden(backpressure):
     cases = [pack_case(f"pack_{s}", n=3 + s, seed=s) for s in range(3)]
-    cases += v1_decode_cases(CFG)
+    cases += v1_decode_cases(CFG) + block_cases()
     cases += [random_v1_case(s, CFG, block_prob=0.6) for s in range(80)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(100 * backpressure))):
         assert_matches(case, r, CFG)
@@ -36,3 +36,22 @@ def test_v1_decoder_against_golden_loader():
     cases = mutated_cases(17, 400, CFG, bases=bases)
     for case, r in zip(cases, _run(cases, backpressure=0.2)):
         assert_matches(case, r, CFG)
+
+
+def test_block_rows_keep_loads_in_flight():
+    """Rows of 64 f32 (32 words each): one aligned 64-bit load per data token, many in flight."""
+    case = block_case("block_wide", rows=64, dim=64, lengths=[4] * 8, size=4, pack=1)
+    r, = _run([case])
+    assert_matches(case, r, CFG)
+    assert r.stats["loads"] >= 8 * 4 * 32 and r.stats["peak_inflight"] >= 16, r.stats
+    assert r.stats["data_tokens"] == 8 * 4 * (32 + 1)
+
+
+def test_block_faults():
+    cases = [c for c in block_cases() if c.name in ("block_past_region", "block_too_long",
+                                                    "block_misaligned")]
+    results = _run(cases, backpressure=0.3)
+    for case, r in zip(cases, results):
+        assert_matches(case, r, CFG)
+    assert {r.fault_code for r in results} == {Fault.ADDR_RANGE, Fault.BLOCK_LENGTH,
+                                               Fault.MISALIGNED}

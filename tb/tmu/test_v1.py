@@ -4,7 +4,7 @@ import pytest
 
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
-from tb.programs import pack_case, random_v1_case, v1_decode_cases
+from tb.programs import block_cases, pack_case, random_v1_case, v1_decode_cases
 from tb.tmu.amaranth_bench import run_on_amaranth
 
 SMALL = TmuConfig.small()
@@ -31,4 +31,13 @@ def test_random_v1_programs(seed):
     case = random_v1_case(seed, SMALL, block_prob=0.5)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)
+    assert_matches(case, r, SMALL)
+
+
+@pytest.mark.parametrize("name", ["block_unaligned", "block_bytes_pack3", "block_empty_rows",
+                                  "block_past_region"])
+def test_block_rows(name):
+    case = next(c for c in block_cases() if c.name == name)
+    r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.4,
+                        seed=5)
     assert_matches(case, r, SMALL)

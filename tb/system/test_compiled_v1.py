@@ -1,0 +1,73 @@
+"""The compiler's -O0..-O3 output for every workload of ``sw.workloads`` (the ``examples/*.mlir``
+kernels) run on the RTL of ``configs/tmu_rtl.json``: the RTL's tokens equal the golden model's
+(same configuration), and the results equal PyTorch's (``Workload.check``). Levels whose program
+needs an ISA feature the configuration lacks are refused by the compiler (``CompileError``) and
+skipped here; every level that compiles runs. One simulator process for all of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from hw.tmu import TmuConfig
+from sw.compiler import compile_mlir
+from sw.compiler.errors import CompileError
+from sw.runtime.drivers import AccessRun, run_kernel
+from sw.runtime.golden import run_golden
+from sw.runtime.image import bind_arguments, build_image
+from sw.runtime.isa import Limits
+from sw.workloads import WORKLOADS
+from tb.harness import RtlJob, run_many_on_rtl
+from tb.programs import limits_of
+
+pytestmark = pytest.mark.rtl
+
+CFG = TmuConfig()
+
+
+class _Replay:
+    """A transport that hands back a run already made on the RTL."""
+    name = "rtl"
+
+    def __init__(self, program: bytes, result):
+        self.program, self.result = program, result
+
+    def run(self, program, memory, args):
+        assert program == self.program
+        r = self.result
+        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
+                         dict(r.stats))
+
+
+def test_config_file_is_the_default_build():
+    assert Limits.from_file("tmu_rtl").to_dict() == {**limits_of(CFG).to_dict(), "name": "tmu_rtl"}
+
+
+def test_every_level_of_every_workload_on_rtl():
+    limits = Limits.from_file("tmu_rtl")
+    jobs, cases, refused = [], [], []
+    for name, w in WORKLOADS.items():
+        text = w.path.read_text()
+        for level in range(4):
+            try:
+                k = compile_mlir(text, filename=w.example, opt_level=level, limits=limits)
+            except CompileError as e:
+                refused.append((name, level, str(e)))
+                continue
+            args = w.make("small", 3)
+            image = build_image(k, args)
+            regs = bind_arguments(k, args, image)
+            program = k.program.encode()
+            jobs.append(RtlJob(program, image.data, regs, backpressure=0.25, seed=len(jobs)))
+            cases.append((name, level, w, k, args, program,
+                          run_golden(program, image.data, regs, limits=limits)))
+    # A refusal names the missing ISA feature; the embedding bag runs at -O0 and at -O3.
+    assert all("feature" in msg for _, _, msg in refused), refused
+    assert {("eb_sum", 0), ("eb_sum", 3)} <= {(n, lv) for n, lv, *_ in cases}
+    results = run_many_on_rtl(jobs, config=CFG)
+    for (name, level, w, k, args, program, gold), rtl in zip(cases, results):
+        where = f"{name} -O{level}"
+        assert rtl.fault_code == 0, where
+        assert rtl.control_tokens == gold.control_tokens, where
+        assert rtl.data_tokens == gold.data_tokens, where
+        run = run_kernel(k, args, _Replay(program, rtl))
+        w.check(args, run.results)

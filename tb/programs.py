@@ -20,7 +20,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 
 __all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
-           "v1_decode_cases", "block_case", "block_cases"]
+           "v1_decode_cases", "block_case", "block_cases", "lockstep_case", "lockstep_cases"]
 
 
 @dataclass
@@ -333,13 +333,15 @@ def pack_case(name="pack", *, n=5, seed=0):
     return Case(name, prog.encode(), mem, [dbase, dbytes, rng.getrandbits(64)])
 
 
-def random_v1_case(seed, config, *, block_prob=0.0):
+def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0):
     """A random version-1 program: ``random_case`` with some layers BROADCAST (if ``config`` has
     ``"broadcast"``), random ``pack``/``JOIN`` on its operand
     actions (if ``config`` has ``"pack"``) and, with probability ``block_prob`` per MEM stream
     that only operand actions read, the stream turned into a BLOCK row of a random count
     (``"block"``; counts up to ``config.max_block + 1``, so some fault ``BLOCK_LENGTH``; rows
-    may run past their region)."""
+    may run past their region). With probability ``lockstep_prob`` (and ``"lockstep"``) the
+    last layer becomes LOCKSTEP with 1..``config.lanes`` lanes and every outer layer BROADCAST,
+    so the loads of its streams become per-lane vector loads and gathers with tail masks."""
     from sw.runtime.isa import SrcKind
     rng = random.Random(seed * 7919 + 1)
     base = random_case(seed, layers=min(3, config.layers), streams=config.streams,
@@ -351,6 +353,18 @@ def random_v1_case(seed, config, *, block_prob=0.0):
         for layer in prog.layers:
             if rng.random() < 0.3:
                 layer.mode = LayerMode.BROADCAST
+    lockstep = None
+    if "lockstep" in config.features and rng.random() < lockstep_prob:
+        from sw.runtime.isa import LayerMode
+        lockstep = len(prog.layers) - 1
+        for layer in prog.layers[:-1]:
+            layer.mode = LayerMode.BROADCAST
+        prog.layers[-1].mode = LayerMode.LOCKSTEP
+        prog.layers[-1].lanes = rng.randint(1, config.lanes)
+        for a in prog.actions:                 # vector iterations also push COUNT and FIRST
+            if a.kind == ActionKind.OPERAND and a.layer == lockstep \
+                    and a.event == Event.ITER and rng.random() < 0.3:
+                a.source = rng.choice([Source.count(lockstep), Source.first(lockstep)])
     if "pack" in config.features:
         for a in prog.actions:
             if a.kind == ActionKind.OPERAND:
@@ -363,7 +377,8 @@ def random_v1_case(seed, config, *, block_prob=0.0):
         for s in prog.streams:
             readers |= {x.value for x in (s.a, s.b) if x.kind == SrcKind.STREAM}
         for sid, s in enumerate(prog.streams):
-            if s.kind == StreamKind.MEM and sid not in readers and rng.random() < block_prob:
+            if s.kind == StreamKind.MEM and sid not in readers and s.layer != lockstep \
+                    and rng.random() < block_prob:
                 s.block = True
                 choices = [Source.imm(rng.randrange(0, 12)), Source.imm(config.max_block),
                            Source.imm(config.max_block + 1), Source.imm(-1),
@@ -518,4 +533,86 @@ def block_cases():
         block_case("block_too_long", rows=3, dim=2, ncols=100000),
         block_case("block_negative", rows=3, dim=2, ncols=-1),
         block_case("block_misaligned", rows=3, dim=4, base_off=2),
+    ]
+
+
+def lockstep_case(name, *, lanes=4, rows=9, dim=6, lengths=(3, 0, 2), gather=False, seed=0,
+                  size=4, pack=1, indices=None, table_bytes=None):
+    """What -O1/-O2 emit for an embedding bag (ISA v1, docs/isa.md §7.2-7.4): bags (SINGLE),
+    lookups (BROADCAST), and the row's columns as a LOCKSTEP layer of ``lanes`` lanes with a
+    tail mask (``dim`` not a multiple of ``lanes``): per vector iteration COUNT and FIRST
+    (joined into one token) and the contiguous vector load of the row's elements, packed
+    ``pack``. With ``gather`` the LOCKSTEP layer runs over the lookups of a bag instead and
+    gathers column 0 of each looked-up row (a vector stream of indices feeding a vector load).
+    ``table_bytes`` shrinks the table's region (lanes past it fault ``ADDR_RANGE``)."""
+    from sw.runtime.isa import LayerMode
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if indices is None:
+        indices = rng.integers(0, rows, int(lengths.sum()))
+    indices = np.asarray(indices, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    table = rng.integers(0, 2**63, rows * dim, dtype=np.int64).view(np.uint64)
+    tb = np.frombuffer(table.tobytes(), dtype=np.uint8)[:rows * dim * size].tobytes()
+    tb += bytes(-len(tb) % 8)
+    o_off = len(tb)
+    i_off = o_off + 8 * len(offsets)
+    memory = tb + offsets.tobytes() + indices.tobytes() + bytes(8)
+    S, I, R, imm, C, F = (Source.stream, Source.index, Source.arg, Source.imm, Source.count,
+                          Source.first)
+    tbytes = rows * dim * size if table_bytes is None else table_bytes
+    args = [len(lengths), o_off, 8 * len(offsets), i_off, 8 * len(indices) + 8, 0, tbytes, dim]
+    streams = [Stream(0, StreamKind.ALU, I(0), imm(1)),
+               Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
+               Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0)]
+    if not gather:
+        layers = [Layer(imm(0), R(0)),
+                  Layer(S(1), S(2), check_order=True, mode=LayerMode.BROADCAST),
+                  Layer(imm(0), R(7), mode=LayerMode.LOCKSTEP, lanes=lanes)]
+        streams += [Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1),
+                    Stream(1, StreamKind.ALU, S(3), R(7), op=AluOp.MUL),
+                    Stream(2, StreamKind.ALU, S(4), I(2)),
+                    Stream(2, StreamKind.MEM, R(5), S(5), size=size, stride=size, region=2)]
+        actions = [Action(2, Event.ITER, ActionKind.OPERAND, source=C(2), pack=1, join=True),
+                   Action(2, Event.ITER, ActionKind.OPERAND, source=F(2), pack=1),
+                   Action(2, Event.ITER, ActionKind.OPERAND, source=S(6), pack=pack),
+                   Action(2, Event.ITER, ActionKind.CONTROL, callback=2),
+                   Action(2, Event.END, ActionKind.OPERAND, source=I(1)),
+                   Action(1, Event.END, ActionKind.CONTROL, callback=1)]
+    else:
+        layers = [Layer(imm(0), R(0), mode=LayerMode.BROADCAST),
+                  Layer(S(1), S(2), check_order=True, mode=LayerMode.LOCKSTEP, lanes=lanes)]
+        streams += [Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1),
+                    Stream(1, StreamKind.ALU, S(3), R(7), op=AluOp.MUL),
+                    Stream(1, StreamKind.MEM, R(5), S(4), size=size, stride=size, region=2)]
+        actions = [Action(1, Event.ITER, ActionKind.OPERAND, source=C(1)),
+                   Action(1, Event.ITER, ActionKind.OPERAND, source=S(5), pack=pack),
+                   Action(1, Event.ITER, ActionKind.OPERAND, source=I(1), pack=2),
+                   Action(1, Event.ITER, ActionKind.CONTROL, callback=3),
+                   Action(0, Event.ITER, ActionKind.OPERAND, source=I(0))]
+    prog = Program(n_args=8, version=1, layers=layers,
+                   regions=[Region(R(1), R(2)), Region(R(3), R(4)), Region(R(5), R(6))],
+                   streams=streams, actions=actions)
+    return Case(name, prog.encode(), memory, args)
+
+
+def lockstep_cases(lanes):
+    """Hand-written LOCKSTEP programs for a unit of ``lanes`` lanes: masked tails, full vectors,
+    one lane, gathers, and lane faults (a masked lane past the region does not fault, an
+    active one does)."""
+    return [
+        lockstep_case("lockstep_tail", lanes=lanes, dim=lanes + max(1, lanes // 2)),
+        lockstep_case("lockstep_full", lanes=lanes, dim=2 * lanes, pack=0, size=8),
+        lockstep_case("lockstep_one_lane", lanes=1, dim=3),
+        lockstep_case("lockstep_short_row", lanes=lanes, dim=max(1, lanes - 1), pack=2, size=2),
+        lockstep_case("lockstep_gather", lanes=lanes, gather=True, lengths=(lanes + 1, 0, 2, 1)),
+        lockstep_case("lockstep_gather_u8", lanes=lanes, gather=True, size=1, pack=3,
+                      lengths=(2 * lanes, 3)),
+        # The last row ends exactly at the region's end: the tail's masked lanes lie beyond it.
+        lockstep_case("lockstep_masked_past_region", lanes=lanes, rows=3, dim=lanes + 1,
+                      indices=[2, 2, 2, 2, 2], lengths=(3, 2)),
+        lockstep_case("lockstep_lane_fault", lanes=lanes, rows=4, dim=lanes + 1,
+                      table_bytes=4 * (3 * (lanes + 1) + 1), indices=[0, 3, 1], lengths=(3,)),
+        lockstep_case("lockstep_gather_fault", lanes=lanes, rows=4, gather=True,
+                      indices=[0, 1, 7, 2], lengths=(4,)),
     ]

@@ -57,9 +57,11 @@ class TmuConfig:
         (operand packing and ``JOIN``), ``"block"`` (BLOCK memory streams), ``"lockstep"``
         (LOCKSTEP layers), ``"broadcast"`` (BROADCAST layers). A program that uses a feature
         the unit lacks faults ``RESOURCES``. Empty when 1 is not in ``versions``. Default
-        ``("block", "pack")``.
+        ``("block", "broadcast", "lockstep", "pack")``. (A BROADCAST layer runs as a SINGLE
+        one: its values are scalars, which is what the lanes read.)
     lanes : int
-        Most lanes of a LOCKSTEP layer, 1..64; > 1 only with ``"lockstep"``. Default 1.
+        Most lanes of a LOCKSTEP layer, 1..64; > 1 only with ``"lockstep"``. Default 8
+        (the lanes run one after the other: ``docs/rtl.md`` §9).
     max_block : int
         Most elements of one BLOCK stream's row (a larger run-time count faults
         ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 1024.
@@ -77,8 +79,8 @@ class TmuConfig:
     prefetchers: int = 4
     prefetch_depth: int = 8
     versions: tuple = (0, 1)
-    features: tuple = ("block", "pack")
-    lanes: int = 1
+    features: tuple = ("block", "broadcast", "lockstep", "pack")
+    lanes: int = 8
     max_block: int = 1024
 
     def __post_init__(self):
@@ -132,7 +134,7 @@ class TmuConfig:
         """A small configuration that builds and simulates fast (tests)."""
         return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
-                   prefetch_depth=4, max_block=64)
+                   prefetch_depth=4, lanes=4, max_block=64)
 
     def has(self, feature):
         """Whether the ISA v1 ``feature`` (a name from ``FEATURES``) is built in."""
@@ -164,5 +166,5 @@ class TmuConfig:
     @property
     def ucode_depth(self):
         """Entries of the traversal microcode: ENTER + NEXT per layer, streams, actions, DONE,
-        PREFETCH per engine."""
-        return 2 * self.layers + self.streams + self.actions + 1 + self.prefetchers
+        PREFETCH per engine, LANE (the LOCKSTEP layer)."""
+        return 2 * self.layers + self.streams + self.actions + 2 + self.prefetchers

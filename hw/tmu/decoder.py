@@ -135,6 +135,12 @@ class Decoder(wiring.Component):
             # ISA v1: the data-queue packer flushes after these actions' last element (an
             # OPERAND action without JOIN, or the last OPERAND action of its firing).
             "act_flush":    Out(c.actions),
+            # ISA v1 LOCKSTEP: the layer (at most one, the last), the ITER actions that push a
+            # vector (its INDEX or one of its streams), and the streams evaluated once per entry.
+            "lk_valid":     Out(1),
+            "lk_layer":     Out(8),
+            "act_vec":      Out(c.actions),
+            "invariant":    Out(c.streams),
         })
 
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
@@ -224,6 +230,7 @@ class Decoder(wiring.Component):
         inv       = Signal(c.streams)   # ALU/FWD stream constant during its layer's traversal
         cand_c    = Array(Signal(signed(28), name=f"cand_c_{i}") for i in range(c.streams))
         e_next    = Signal(range(self._engines + 1))
+        m.d.comb += self.invariant.eq(inv)
 
         args  = Array(self.args[i] for i in range(c.args))
         count = Array([nl, nr, ns, na])
@@ -305,11 +312,13 @@ class Decoder(wiring.Component):
                 sid = _pick(m, act_sid, id_[:self._abits], 8, "act_sid_j")[:self._sbits]
                 # A multi-cycle action (a BLOCK row) is neither fused into another uop nor
                 # carries a second action.
-                multi = act_reads.bit_select(id_[:self._abits], 1) & stream_blk.bit_select(sid, 1)
+                multi = ((act_reads.bit_select(id_[:self._abits], 1) & stream_blk.bit_select(sid, 1))
+                         | self.act_vec.bit_select(id_[:self._abits], 1))
                 pend_sid = _pick(m, act_sid, pend.id[:self._abits], 8, "act_sid_p")[:self._sbits]
                 pend_multi = ((pend.kind == UopKind.ACT)
-                              & act_reads.bit_select(pend.id[:self._abits], 1)
-                              & stream_blk.bit_select(pend_sid, 1))
+                              & ((act_reads.bit_select(pend.id[:self._abits], 1)
+                                  & stream_blk.bit_select(pend_sid, 1))
+                                 | self.act_vec.bit_select(pend.id[:self._abits], 1)))
                 absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
                           & ~pend.fuse_act & ~multi
                           & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
@@ -360,6 +369,7 @@ class Decoder(wiring.Component):
                                  wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
                                  act_reads.eq(0), stream_mem.eq(0), act_ctl.eq(0),
                                  stream_blk.eq(0), act_join.eq(0), act_last.eq(0),
+                                 self.lk_valid.eq(0), self.act_vec.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -572,6 +582,8 @@ class Decoder(wiring.Component):
                                     layer.check_order.eq(lw0.check_order),
                                     layer.mode.eq(Mux(v1, l_mode, 0)),
                                     layer.lanes_m1.eq(Mux(v1, lw1.lanes_m1, 0)),
+                                    self.lk_valid.eq(self.lk_valid | l_lockstep),
+                                    self.lk_layer.eq(Mux(l_lockstep, d, self.lk_layer)),
                                     self.blocking.eq(self.blocking | stream_bit(w1)
                                                      | stream_bit(w2)),
                                 ]
@@ -608,6 +620,14 @@ class Decoder(wiring.Component):
                                 ]
                                 # The packer flushes after an OPERAND action without JOIN and
                                 # after the last OPERAND action of a firing.
+                                ac_lk = (_pick(m, layer_mode, ac_layer[:max(1, (c.layers - 1).bit_length())],
+                                               2, "ac_mode") == LayerMode.LOCKSTEP.value)
+                                a_k, a_v = s_kind(w1), s_val(w1)
+                                m.d.sync += self.act_vec.bit_select(d[:self._abits], 1).eq(
+                                    is_op & is_iter & ac_lk
+                                    & (((a_k == SourceKind.INDEX.value) & (a_v == ac_layer))
+                                       | ((a_k == SourceKind.STREAM.value)
+                                          & (layer_of(a_v) == ac_layer))))
                                 with m.If(is_op):
                                     m.d.sync += [
                                         act_join.bit_select(d[:self._abits], 1).eq(op_v1 & ow0.join),
@@ -717,7 +737,14 @@ class Decoder(wiring.Component):
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
                     m.d.sync += j.eq(0)
-                    m.next = "B_ITER"
+                    with m.If(self.lk_valid & (k == self.lk_layer)):
+                        m.next = "B_LANE"
+                    with m.Else():
+                        m.next = "B_ITER"
+
+            with m.State("B_LANE"):
+                emit(UopKind.LANE, k)
+                m.next = "B_ITER"
 
             with m.State("B_ITER"):
                 def after_iter():

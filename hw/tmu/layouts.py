@@ -17,6 +17,7 @@ class UopKind(enum.Enum, shape=3):
     NEXT   = 3   # index[id] += step; in range: jump to body_pc[id]
     DONE   = 4   # push the DONE control token, then finish
     PREFETCH = 5 # start run-ahead engine ``id`` for the layer just entered
+    LANE     = 6 # LOCKSTEP layer ``id``: next active lane -> body_pc[id], else its ITER actions
 
 
 class Uop(data.Struct):

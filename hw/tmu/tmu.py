@@ -174,6 +174,8 @@ class Tmu(wiring.Component):
             trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
             trv.blocking.eq(dec.blocking),
             trv.act_flush.eq(dec.act_flush),
+            trv.lk_valid.eq(dec.lk_valid), trv.lk_layer.eq(dec.lk_layer),
+            trv.act_vec.eq(dec.act_vec), trv.invariant.eq(dec.invariant),
             trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
             trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
         ]

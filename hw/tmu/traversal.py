@@ -1,7 +1,7 @@
 """Traversal: executes the microcode the decoder built — layers, streams, marshaling actions."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
@@ -146,6 +146,11 @@ class Traversal(wiring.Component):
             "pf_pop":        Out(E),
             # ISA v1: flush the packer after this action's last element (decoder).
             "act_flush":     In(c.actions),
+            # ISA v1 LOCKSTEP (decoder).
+            "lk_valid":      In(1),
+            "lk_layer":      In(8),
+            "act_vec":       In(c.actions),
+            "invariant":     In(c.streams),
         })
 
     def elaborate(self, platform):
@@ -161,6 +166,28 @@ class Traversal(wiring.Component):
         regions = Array(self.regions[i] for i in range(c.regions))
         body_pc = Array(self.body_pc[i] for i in range(c.layers))
         exit_pc = Array(self.exit_pc[i] for i in range(c.layers))
+
+        # ISA v1 LOCKSTEP layer ``lk`` (docs/isa.md §7.2), run lane by lane: ``first`` is the
+        # index of lane 0 of the vector iteration, ``lane`` the lane being evaluated (its index
+        # is ``idx[lk]``), ``count`` the active lanes (lanes whose index is below ub).
+        has_lk = c.has("lockstep")
+        LP = 1 << max(0, (c.lanes - 1).bit_length())         # lanes, rounded up to a power of 2
+        lpb = max(1, (LP - 1).bit_length())
+        lk = self.lk_layer[:self._lbits]
+        lk_on = Signal()
+        first = Signal(signed(64))
+        lane = Signal(8)
+        count = Signal(8)
+        lk_lay = _pick(m, layers, lk, LayerCfg, "lk_lay")
+        lk_ub = _pick(m, ubr, lk, signed(64), "lk_ub")
+        if has_lk:
+            m.d.comb += lk_on.eq(self.lk_valid)
+            active_bits = []
+            for l_ in range(c.lanes):
+                a_ = Signal(name=f"lane_active_{l_}")
+                m.d.comb += a_.eq((first + l_ * lk_lay.step < lk_ub) & (l_ <= lk_lay.lanes_m1))
+                active_bits.append(a_)
+            m.d.comb += count.eq(sum(active_bits))
 
         def source(src, bypass_en=None, bypass_id=None, bypass_val=None):
             out = Signal(signed(64))
@@ -181,9 +208,10 @@ class Traversal(wiring.Component):
                 # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
                 # index is its index.
                 with m.Case(SourceKind.COUNT):
-                    m.d.comb += out.eq(1)
+                    m.d.comb += out.eq(Mux(lk_on & (v[:8] == self.lk_layer), count, 1))
                 with m.Case(SourceKind.FIRST):
-                    m.d.comb += out.eq(idx[v[:self._lbits]])
+                    m.d.comb += out.eq(Mux(lk_on & (v[:8] == self.lk_layer), first,
+                                           idx[v[:self._lbits]]))
             return out
 
         u = self.ucode_data
@@ -349,6 +377,33 @@ class Traversal(wiring.Component):
                 row_last.eq(row_cur_left <= in_word),
             ]
 
+        # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
+        # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
+        # (``lane`` counts them), masked lanes an immediate 0.
+        s_lk = Signal()                # the stream being evaluated belongs to the LOCKSTEP layer
+        o_vec = Signal()
+        v_active = Signal()
+        v_last = Signal()
+        v_val = Signal(signed(64))
+        if has_lk:
+            m.submodules.vreg = vreg = memory.Memory(shape=64, depth=c.streams * LP, init=[])
+            vreg_w = vreg.write_port()
+            vreg_r = vreg.read_port(domain="comb")
+            m.d.comb += [
+                s_lk.eq(lk_on & (sc.layer == self.lk_layer)),
+                vreg_w.addr.eq(Cat(lane[:lpb], u.id[:self._sbits])),
+                vreg_w.data.eq(s_result),
+                o_vec.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
+                vreg_r.addr.eq(Cat(lane[:lpb], ac.src.value[:self._sbits])),
+                v_active.eq(lane < count),
+                v_last.eq(lane == lk_lay.lanes_m1),
+            ]
+            vstream = Mux(self.invariant.bit_select(ac.src.value[:self._sbits], 1), op_v,
+                          vreg_r.data)
+            m.d.comb += v_val.eq(Mux(~v_active, 0,
+                                     Mux(ac.src.kind == SourceKind.STREAM, vstream,
+                                         first + lane * lk_lay.step)))
+
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
         dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
@@ -383,6 +438,15 @@ class Traversal(wiring.Component):
                 self.rob_alloc.flush.eq(flush1),
                 self.ctrl_w_data.eq(ControlWord1(ac2.src.as_value()).callback),
             ]
+            with m.If(o_vec):
+                m.d.comb += [
+                    self.rob_alloc.load.eq(lazy & v_active),
+                    self.rob_alloc.value.eq(v_val),
+                    self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:3], 0)),
+                    self.rob_alloc.log2_size.eq(Mux(lazy & v_active, o_mode.log2_size, 3)),
+                    self.rob_alloc.sign.eq(lazy & v_active & o_mode.sign),
+                    self.rob_alloc.flush.eq(flush1 & v_last),
+                ]
             with m.If(o_blk):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
@@ -400,7 +464,7 @@ class Traversal(wiring.Component):
         need_ctrl = is_ctl | is_ctl2
 
         ld = Signal()
-        m.d.comb += ld.eq(lazy | (o_blk & (row_cur_left != 0)))
+        m.d.comb += ld.eq(Mux(o_vec, lazy & v_active, lazy | (o_blk & (row_cur_left != 0))))
 
         def try_action(on_fire):
             """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
@@ -409,7 +473,7 @@ class Traversal(wiring.Component):
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_blk, row_cur_addr, op_v)),
+                    self.req.payload.addr.eq(Mux(o_blk, row_cur_addr, Mux(o_vec, v_val, op_v))),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
                     self.stat_issue_bytes.eq(Mux(o_blk, row_cnt << o_mode.log2_size,
                                                  Const(1, 4) << o_mode.log2_size)),
@@ -421,7 +485,11 @@ class Traversal(wiring.Component):
                         m.d.sync += [row_active.eq(1),
                                      row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
                                      row_left.eq(row_cur_left - row_cnt)]
+                    with m.Elif(o_vec & ~v_last):
+                        m.d.sync += lane.eq(lane + 1)
                     with m.Else():
+                        with m.If(o_vec):
+                            m.d.sync += lane.eq(0)
                         m.d.sync += row_active.eq(0)
                         on_fire()
             with m.Else():
@@ -436,15 +504,32 @@ class Traversal(wiring.Component):
         kn_lay  = _pick(m, layers, kn, LayerCfg, "kn_lay")
         kn_body = _pick(m, body_pc, kn, self._ubits, "kn_body")
         kn_exit = _pick(m, exit_pc, kn, self._ubits, "kn_exit")
+        kn_lk = lk_on & (kn == lk)
         m.d.comb += [
-            nidx.eq(kn_idx + kn_lay.step),
+            # A LOCKSTEP layer's next vector iteration starts lanes * step further.
+            nidx.eq(Mux(kn_lk, first + (kn_lay.lanes_m1 + 1) * kn_lay.step,
+                        kn_idx + kn_lay.step)),
             cont.eq(nidx < kn_ub),
         ]
+
+        def next_iteration():
+            m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
+            with m.If(kn_lk):
+                m.d.sync += [first.eq(nidx), lane.eq(0)]
+
+        # LOCKSTEP faults: lanes are evaluated lane by lane, the golden model stream by stream
+        # (docs/isa.md §7.2), so the first fault in its order is the one of the lowest stream id
+        # (then lane) among the vector iteration's faults; it is reported at the LANE uop,
+        # before any ITER action of the iteration fires.
+        lf_valid = Signal()
+        lf_sid = Signal(8)
+        lf_code = Signal(FaultCode)
+        lf_addr = Signal(64)
 
         def advance():
             with m.If(u.fuse_next):
                 with m.If(cont):
-                    m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
+                    next_iteration()
                 with m.Else():
                     m.d.sync += pc.eq(kn_exit)
             with m.Else():
@@ -455,6 +540,7 @@ class Traversal(wiring.Component):
         b_off  = Signal(3)
         b_log2 = Signal(2)
         b_sign = Signal()
+        b_lk   = Signal()                # ... for a lane of the LOCKSTEP layer
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -478,11 +564,18 @@ class Traversal(wiring.Component):
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(s_fault):
+                            with m.If(s_fault & s_lk):
+                                with m.If(~lf_valid | (u.id < lf_sid)):
+                                    m.d.sync += [lf_valid.eq(1), lf_sid.eq(u.id),
+                                                 lf_code.eq(s_code), lf_addr.eq(s_faddr)]
+                                advance()
+                            with m.Elif(s_fault):
                                 stop(s_code, s_faddr)
                             with m.Elif(s_blocking & s_pf & s_pf_head):
                                 # The engine has the value already.
                                 m.d.sync += vals[u.id[:self._sbits]].eq(s_pf_data)
+                                if has_lk:
+                                    m.d.comb += [vreg_w.data.eq(s_pf_data), vreg_w.en.eq(s_lk)]
                                 m.d.comb += self.pf_pop.bit_select(s_pf_e, 1).eq(1)
                                 advance()
                             with m.Elif(s_blocking & s_pf & s_pf_busy):
@@ -497,7 +590,8 @@ class Traversal(wiring.Component):
                                 ]
                                 with m.If(self.req.ready):
                                     m.d.sync += [b_sid.eq(u.id), b_off.eq(addr[0:3]),
-                                                 b_log2.eq(log2), b_sign.eq(s_mode.sign)]
+                                                 b_log2.eq(log2), b_sign.eq(s_mode.sign),
+                                                 b_lk.eq(s_lk)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
                                 def on_fire():
@@ -508,6 +602,8 @@ class Traversal(wiring.Component):
                                 m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
                                 if has_block:
                                     m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
+                                if has_lk:
+                                    m.d.comb += vreg_w.en.eq(s_lk)
                                 advance()
                         with m.Case(UopKind.ACT):
                             try_action(advance)
@@ -517,13 +613,24 @@ class Traversal(wiring.Component):
                                 stop(FaultCode.RANGE_ORDER, u.id)
                             with m.Else():
                                 m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
+                                with m.If(lk_on & (k == lk)):
+                                    m.d.sync += [first.eq(a_v), lane.eq(0), lf_valid.eq(0)]
                                 m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
                                                       _pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
-                                m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
+                                next_iteration()
                             with m.Else():
                                 m.d.sync += pc.eq(pc + 1)
+                        with m.Case(UopKind.LANE):
+                            # The next active lane of the vector iteration, or its ITER actions.
+                            with m.If(lf_valid):
+                                stop(lf_code, lf_addr)
+                            with m.Elif(lane + 1 < count):
+                                m.d.sync += [lane.eq(lane + 1), idx[lk].eq(idx[lk] + lk_lay.step),
+                                             pc.eq(_pick(m, body_pc, lk, self._ubits, "lk_body"))]
+                            with m.Else():
+                                m.d.sync += [lane.eq(0), pc.eq(pc + 1)]
                         with m.Case(UopKind.PREFETCH):
                             with m.If(self.pf_idle.bit_select(pf_e, 1)):
                                 m.d.comb += self.pf_start.bit_select(pf_e, 1).eq(1)
@@ -540,6 +647,11 @@ class Traversal(wiring.Component):
                     m.next = "ABORT"
                 with m.Elif(self.bresp_valid):
                     m.d.sync += vals[b_sid].eq(extract(self.bresp_data, b_off, b_log2, b_sign))
+                    if has_lk:
+                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], b_sid)),
+                                     vreg_w.data.eq(extract(self.bresp_data, b_off, b_log2,
+                                                            b_sign)),
+                                     vreg_w.en.eq(b_lk)]
                     advance()
                     m.next = "RUN"
 

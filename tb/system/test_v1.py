@@ -7,8 +7,8 @@ from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
 from tb.harness import RtlJob, run_many_on_rtl
-from tb.programs import (block_case, block_cases, mutated_cases, pack_case, random_v1_case,
-                         v1_decode_cases)
+from tb.programs import (block_case, block_cases, lockstep_case, lockstep_cases, mutated_cases,
+                         pack_case, random_v1_case, v1_decode_cases)
 
 pytestmark = pytest.mark.rtl
 
@@ -24,15 +24,17 @@ def _run(cases, backpressure=0.0, seed=0):
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_v1_programs_match_golden(backpressure):
     cases = [pack_case(f"pack_{s}", n=3 + s, seed=s) for s in range(3)]
-    cases += v1_decode_cases(CFG) + block_cases()
-    cases += [random_v1_case(s, CFG, block_prob=0.6) for s in range(80)]
+    cases += v1_decode_cases(CFG) + block_cases() + lockstep_cases(CFG.lanes)
+    cases += lockstep_cases(3)
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5) for s in range(100)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(100 * backpressure))):
         assert_matches(case, r, CFG)
 
 
 def test_v1_decoder_against_golden_loader():
     """Version-1 programs with one corrupted word: the same fault code and PC as sw.runtime.isa."""
-    bases = [pack_case()] + [random_v1_case(s, CFG, block_prob=0.5) for s in range(4)]
+    bases = [pack_case(), lockstep_case("ls", lanes=CFG.lanes)]
+    bases += [random_v1_case(s, CFG, block_prob=0.5, lockstep_prob=0.5) for s in range(4)]
     cases = mutated_cases(17, 400, CFG, bases=bases)
     for case, r in zip(cases, _run(cases, backpressure=0.2)):
         assert_matches(case, r, CFG)
@@ -55,3 +57,13 @@ def test_block_faults():
         assert_matches(case, r, CFG)
     assert {r.fault_code for r in results} == {Fault.ADDR_RANGE, Fault.BLOCK_LENGTH,
                                                Fault.MISALIGNED}
+
+
+def test_lockstep_lane_faults():
+    """A fault in an active lane stops the run before the vector iteration's ITER actions;
+    masked lanes past the region neither load nor fault."""
+    cases = [c for c in lockstep_cases(CFG.lanes) if "fault" in c.name or "masked" in c.name]
+    results = _run(cases, backpressure=0.3)
+    for case, r in zip(cases, results):
+        assert_matches(case, r, CFG)
+    assert [r.fault_code for r in results] == [0, Fault.ADDR_RANGE, Fault.ADDR_RANGE]

@@ -49,13 +49,13 @@ def test_config_files_declare_what_the_rtl_builds(name, config):
     ({"versions": (1,)}, "versions must be (0,) or (0, 1), not (1,)"),
     ({"features": ("vector",)}, "features must be a tuple of distinct names from "
                                 "('block', 'broadcast', 'lockstep', 'pack'), not ('vector',)"),
-    ({"versions": (0,)}, "features must be empty without ISA version 1, not ('block', 'pack')"),
+    ({"versions": (0,)}, "features must be empty without ISA version 1, not ('block', 'broadcast', 'lockstep', 'pack')"),
     ({"lanes": 4, "features": ("pack",), "max_block": 0},
      "lanes must be 1 without the 'lockstep' feature, not 4"),
     ({"lanes": 65}, "lanes must be an integer in 1..64, not 65"),
-    ({"features": ("block",), "max_block": 0},
+    ({"features": ("block",), "lanes": 1, "max_block": 0},
      "max_block must be an integer in 1..2**20 with the 'block' feature, not 0"),
-    ({"features": (), "max_block": 8}, "max_block must be 0 without the 'block' feature, not 8"),
+    ({"features": (), "lanes": 1, "max_block": 8}, "max_block must be 0 without the 'block' feature, not 8"),
 ])
 def test_v1_parameter_errors(kwargs, message):
     with pytest.raises(ValueError) as e:

@@ -1,11 +1,35 @@
-"""Unit tests of the reorder buffer in the Amaranth simulator."""
+"""Unit tests of the reorder buffer (with the operand packer behind it, as in the unit) in the
+Amaranth simulator."""
 
 import random
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
 
+from hw.tmu.packer import Packer
 from hw.tmu.rob import ReorderBuffer
 from tb.sim_helpers import run_sim
+
+
+class _RobPacker(wiring.Elaboratable):
+    """The reorder buffer draining into the packer; ports are the buffer's, ``data`` the
+    packer's output."""
+
+    def __init__(self, depth):
+        self.rob = ReorderBuffer(depth)
+        self.packer = Packer()
+        self.data = self.packer.o
+
+    def __getattr__(self, name):
+        return getattr(self.rob, name)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.rob = self.rob
+        m.submodules.packer = self.packer
+        wiring.connect(m, self.rob.data, self.packer.i)
+        return m
 
 
 def _sext(v, bits):
@@ -18,7 +42,7 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
     """Random mix of immediate operands and loads answered out of order after random delays,
     with one or two allocations per cycle."""
     depth = 8
-    dut = ReorderBuffer(depth)
+    dut = _RobPacker(depth)
     rng = random.Random(7)
     n = 200
     # Token stream: (control, load, value/word, offset, log2, sign)
@@ -64,8 +88,9 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                 control, load, value, offset, log2, sign = tokens[i]
                 slot = ctx.get(dut.alloc_slot)
                 ctx.set(dut.alloc_en, 1)
-                ctx.set(dut.alloc, {"load": load, "value": value,
-                                    "offset": offset, "log2_size": log2, "sign": sign})
+                ctx.set(dut.alloc, {"load": load, "value": value, "offset": offset,
+                                    "log2_size": log2 if load else 3, "sign": sign,
+                                    "count": 1, "flush": 1})
                 if load:
                     pending.append((cycle + rng.randrange(1, 12), slot, value))
                 i += 1
@@ -74,8 +99,8 @@ def test_in_order_drain_with_out_of_order_responses(backpressure):
                         and rng.random() < 0.5):
                     control, load, value, offset, log2, sign = tokens[i]
                     ctx.set(dut.alloc2_en, 1)
-                    ctx.set(dut.alloc2, {"load": 0, "value": value,
-                                         "offset": 0, "log2_size": 0, "sign": 0})
+                    ctx.set(dut.alloc2, {"load": 0, "value": value, "offset": 0,
+                                         "log2_size": 3, "sign": 0, "count": 1, "flush": 1})
                     i += 1
             else:
                 ctx.set(dut.alloc_en, 0)

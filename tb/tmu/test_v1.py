@@ -4,7 +4,8 @@ import pytest
 
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
-from tb.programs import block_cases, pack_case, random_v1_case, v1_decode_cases
+from tb.programs import (block_cases, lockstep_cases, pack_case, random_v1_case,
+                         v1_decode_cases)
 from tb.tmu.amaranth_bench import run_on_amaranth
 
 SMALL = TmuConfig.small()
@@ -28,7 +29,7 @@ def test_v1_decode_faults():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_v1_programs(seed):
-    case = random_v1_case(seed, SMALL, block_prob=0.5)
+    case = random_v1_case(seed, SMALL, block_prob=0.5, lockstep_prob=0.5)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)
     assert_matches(case, r, SMALL)
@@ -40,4 +41,12 @@ def test_block_rows(name):
     case = next(c for c in block_cases() if c.name == name)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.4,
                         seed=5)
+    assert_matches(case, r, SMALL)
+
+
+@pytest.mark.parametrize("name", ["lockstep_tail", "lockstep_gather", "lockstep_lane_fault"])
+def test_lockstep_lanes(name):
+    case = next(c for c in lockstep_cases(SMALL.lanes) if c.name == name)
+    r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.4,
+                        seed=7)
     assert_matches(case, r, SMALL)

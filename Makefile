@@ -1,7 +1,7 @@
 # Ember DAE: an open decoupled access-execute embedding engine.
 #   make setup     system package (verilator) + Python packages (editable install, `ember` command)
 #   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
-#   make sim       the main job: Cora sum-aggregation compiled and run on the RTL, checked against PyTorch
+#   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SIM_ARGS ?=

@@ -28,10 +28,14 @@ class AmaranthResult:
 
 
 class _Bench(wiring.Elaboratable):
-    def __init__(self, config, words):
+    def __init__(self, config, words, memory=None):
         self.tmu = Tmu(config)
-        self.mem = FixedLatencyMemory(words=words, tag_bits=config.tag_bits,
-                                      latency=config.mem_latency)
+        if memory is None:
+            self.mem = FixedLatencyMemory(words=words, tag_bits=config.tag_bits,
+                                          latency=config.mem_latency)
+        else:                       # a memory preset (hw.hbm_model.memory_model)
+            from hw.hbm_model import memory_model
+            self.mem = memory_model(memory, words=words, tag_bits=config.tag_bits)
 
     def elaborate(self, platform):
         m = Module()
@@ -43,11 +47,11 @@ class _Bench(wiring.Elaboratable):
 
 
 def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, seed=0,
-                    max_cycles=200_000):
+                    max_cycles=200_000, preset=None):
     config = config or TmuConfig.small()
     memory = bytes(memory) + bytes(-len(memory) % 8)
     words = max(8, len(memory) // 8)
-    bench = _Bench(config, words)
+    bench = _Bench(config, words, preset)
     tmu, mem = bench.tmu, bench.mem
     result = AmaranthResult()
     program = bytes(program)

@@ -73,6 +73,164 @@ def test_level_matches_o0_and_the_reference_on_golden(baseline, name, level):
     assert control == got.access.control_tokens
 
 
+#: Embedding widths beside the workloads' own (8 = one vector of the configuration's 8 lanes):
+#: 13 (a masked tail of 5 lanes) and 20 (more than two vectors). A kernel whose vector layer
+#: feeds several rows to one callback (TransE's h/r/t, the gather's K/V) is only right at every
+#: width if each row reaches the core contiguously (docs/compiler.md, "bufferize").
+WIDTHS = (13, 20)
+#: The default suite runs the two multi-row kernels at width 13 and -O2 (the form that was
+#: wrong: rows interleaved per vector); the full (workload, width, level) matrix is slow.
+FAST_WIDTH_CASES = {("kg_transe", 13, 2), ("spattn_gather", 13, 2)}
+#: Workloads with an embedding width (SpMV gathers scalars: nothing to widen).
+WIDE_WORKLOADS = [name for name in WORKLOADS if name != "spmv_csr"]
+
+
+def _widen(args: list, dim: int, seed: int) -> list:
+    """The workload's arguments with every (n, 8) f32 matrix (tables, outputs) replaced by an
+    (n, dim) one: random normal where the original has data, zeros where it is an output."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == 8:
+            a = (rng.standard_normal((a.shape[0], dim)).astype(np.float32) if a.any()
+                 else np.zeros((a.shape[0], dim), np.float32))
+        out.append(a)
+    return out
+
+
+@pytest.fixture(scope="module")
+def wide_baseline():
+    """(workload, width) -> (arguments, -O0 run on the golden model), built on first use."""
+    cache = {}
+
+    def get(name: str, dim: int):
+        if (name, dim) not in cache:
+            w = WORKLOADS[name]
+            args = _widen(w.make("small", 3), dim, seed=dim)
+            assert any(getattr(a, "shape", ())[-1:] == (dim,) for a in args), f"{name}: not widened"
+            kernel = compile_mlir(w.path.read_text(), filename=w.example)
+            cache[name, dim] = (args, run_kernel(kernel, _copy(args), "golden"))
+        return cache[name, dim]
+    return get
+
+
+@pytest.mark.parametrize("name, dim, level", [
+    pytest.param(name, dim, level, marks=() if (name, dim, level) in FAST_WIDTH_CASES
+                 else pytest.mark.slow, id=f"{name}-d{dim}-O{level}")
+    for name in WIDE_WORKLOADS for dim in WIDTHS for level in LEVELS])
+def test_level_at_other_widths_matches_o0_and_the_reference(wide_baseline, name, dim, level):
+    """Rows that are not a whole number of vectors: every level equals -O0 and PyTorch."""
+    w = WORKLOADS[name]
+    args, base = wide_baseline(name, dim)
+    w.check(_copy(args), base.results)                  # -O0 itself is right at this width
+    text = w.path.read_text()
+    kernel = compile_mlir(text, filename=w.example, limits=VECTOR, opt_level=level)
+    got = run_kernel(kernel, _copy(args), "golden", limits=VECTOR)
+    w.check(_copy(args), got.results)
+    for a, b in zip(got.results, base.results):
+        np.testing.assert_array_equal(a, b)
+    dlc_fn = _kernel_fn(run_pipeline(text, until="dlc", opt_level=level, limits=VECTOR))
+    data, control = run_access(dlc_fn, _copy(args))
+    assert data == [t & (2**64 - 1) for t in got.access.data_tokens]
+    assert control == got.access.control_tokens
+
+
+#: Two gathers through one index per element: the values the callback reads are not rows
+#: (x[idx[i, d]], y[idx[i, d]]), so they cannot be block streams, and one loop cannot push two
+#: collected buffers contiguously; bufferize leaves the loop alone (docs/compiler.md).
+PAIR_GATHER = """
+func.func @pair_gather(%x: memref<?xf32>, %y: memref<?xf32>, %idx: memref<?x?xindex>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %out, %c0 : memref<?x?xf32>
+  %dim = memref.dim %out, %c1 : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %d = %c0 to %dim step %c1 {
+      %k = memref.load %idx[%i, %d] : memref<?x?xindex>
+      %a = memref.load %x[%k] : memref<?xf32>
+      %b = memref.load %y[%k] : memref<?xf32>
+      %s = arith.subf %a, %b : f32
+      memref.store %s, %out[%i, %d] : memref<?x?xf32>
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_two_gathered_values_that_are_not_rows_at_every_level(level):
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(30).astype(np.float32), rng.standard_normal(30).astype(np.float32)
+    idx = rng.integers(0, 30, (3, 13)).astype(np.int64)
+    args = [x, y, idx, np.zeros((3, 13), np.float32)]
+    limits = VECTOR if level else None
+    kernel = compile_mlir(PAIR_GATHER, limits=limits, opt_level=level)
+    got = run_kernel(kernel, _copy(args), "golden", limits=limits)
+    np.testing.assert_array_equal(got.results[0], x[idx] - y[idx])
+    slcv_text = str(run_pipeline(PAIR_GATHER, until="slcv", opt_level=level, limits=limits))
+    assert "slcv.to_buffer" not in slcv_text and "slcv.buf_stream" not in slcv_text
+
+
+def test_lowering_refuses_a_loop_collecting_two_buffers():
+    """SLCV written by hand with two buffers collected by one loop: convert-slc-to-dlc refuses
+    it (its pushes would interleave the buffers; bufferize never produces it)."""
+    from xdsl.parser import Parser
+    from sw.compiler import CompileError
+    from sw.compiler.context import make_context
+    from sw.compiler.conversion.slc_to_dlc import lower_function
+    text = """
+builtin.module {
+  func.func @two(%x: memref<?xf32>, %y: memref<?xf32>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = memref.dim %out, %c0 : memref<?x?xf32>
+    %dim = memref.dim %out, %c1 : memref<?x?xf32>
+    slc.for %i = %c0 to %n step 1 : index, index {
+      %a_buf, %b_buf = slcv.for %d = %c0 to %dim step 1 vlen 1 config scalar : index, index -> !slcv.buffer<f32>, !slcv.buffer<f32> {
+        %a = slc.mem_stream %x[%d] : memref<?xf32>, !slc.stream<index>
+        %b = slc.mem_stream %y[%d] : memref<?xf32>, !slc.stream<index>
+        slcv.to_buffer %a, %b : !slc.stream<f32>, !slc.stream<f32>
+      }
+      slc.callback end {
+        %a_row = slcv.from_buffer %a_buf : !slcv.buffer<f32> -> memref<?xf32>
+        %b_row = slcv.from_buffer %b_buf : !slcv.buffer<f32> -> memref<?xf32>
+        %i_1 = slc.from_stream %i : !slc.stream<index>
+        scf.for %d_1 = %c0 to %dim step %c1 {
+          %a_1 = memref.load %a_row[%d_1] : memref<?xf32>
+          %b_1 = memref.load %b_row[%d_1] : memref<?xf32>
+          %s = arith.subf %a_1, %b_1 : f32
+          memref.store %s, %out[%i_1, %d_1] : memref<?x?xf32>
+        }
+      }
+    }
+    func.return %out : memref<?x?xf32>
+  }
+}
+"""
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    with pytest.raises(CompileError, match=r"a loop collecting 2 buffers \('slcv.to_buffer' of 2 "
+                       r"values\) is not supported: its traversal pushes them interleaved"):
+        lower_function(_kernel_fn(module))
+
+
+def test_o2_loads_each_row_as_a_block_stream():
+    """TransE at -O2: three block streams (h, r, t rows) in layer 0, no vector layer, and
+    one control token per triple for the rows (+ one for the square root)."""
+    w = WORKLOADS["kg_transe"]
+    text = w.path.read_text()
+    dlc_text = str(run_pipeline(text, until="dlc", opt_level=2, limits=VECTOR))
+    assert dlc_text.count("dlc.buf_stream layer 0") == 3 and "vlen" not in dlc_text
+    args = _widen(w.make("small", 3), 13, seed=13)
+    kernel = compile_mlir(text, filename=w.example, limits=VECTOR, opt_level=2)
+    got = run_kernel(kernel, _copy(args), "golden", limits=VECTOR)
+    n = len(args[3])
+    assert len(got.access.control_tokens) == 2 * n + 1                 # + DONE
+    # per triple: three rows of 13 f32 (one token each, unpacked) + t for each of two callbacks
+    assert len(got.access.data_tokens) == n * (3 * 13 + 2)
+
+
 def _bags(rng, rows, nbags, max_len=6):
     lengths = rng.integers(0, max_len, nbags)
     lengths[0] = 0                                              # an empty bag

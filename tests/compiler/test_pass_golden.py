@@ -32,7 +32,6 @@ from sw.compiler.transforms.bufferize import Bufferize
 from sw.compiler.transforms.choose_decoupling import ChooseDecoupling
 from sw.compiler.transforms.hoist_streams import HoistStreams
 from sw.compiler.transforms.move_to_callback import MoveToCallback
-from sw.compiler.transforms.simplify_streams import SimplifyStreams
 from sw.compiler.transforms.vectorize_access import VectorizeAccess
 from sw.compiler.transforms.vectorize_callbacks import VectorizeCallbacks
 
@@ -60,8 +59,7 @@ def _slcv_before(text, passes):
     fn = _fn(m)
     for name in passes:
         {"move": P.move_to_callback, "buf": P.bufferize,
-         "va": lambda f: P.vectorize_access(f, 8), "vc": P.vectorize_callbacks,
-         "simp": P.simplify_streams}[name](fn)
+         "va": lambda f: P.vectorize_access(f, 8), "vc": P.vectorize_callbacks}[name](fn)
     return m
 
 
@@ -77,16 +75,16 @@ CASES = {
     "choose-decoupling": (ChooseDecoupling(), ["embedding_bag_mean"], _scf),
     "convert-scf-to-slc": (ConvertScfToSlc(), ["embedding_bag_mean"], lambda t: _scf(t)),
     "move-to-callback": (MoveToCallback(), ["embedding_bag_mean", "spmm_csr"], _slc),
-    "bufferize": (Bufferize(), ["embedding_bag_sum", "spmm_csr"],
+    # rows -> block streams (one, two with a stream of an outer layer, three rows); a value
+    # that is not a row -> a collected buffer (hashed_gather: table[(row << logd) + d])
+    "bufferize": (Bufferize(), ["embedding_bag_sum", "spmm_csr", "transe_score", "hashed_gather"],
                   lambda t: _slcv_before(t, ["move"])),
     "vectorize-access": (VectorizeAccess(8), ["embedding_bag_sum", "spmv_csr"],
                          lambda t: _slcv_before(t, ["move"])),
     "vectorize-callbacks": (VectorizeCallbacks(), ["embedding_bag_sum", "transe_score"],
                             lambda t: _slcv_before(t, ["move", "va"])),
-    "simplify-streams": (SimplifyStreams(), ["embedding_bag_sum"],
-                         lambda t: _slcv_before(t, ["move", "buf", "va", "vc"])),
     "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum"],
-                           lambda t: _slcv_before(t, ["move", "buf", "va", "vc", "simp"])),
+                           lambda t: _slcv_before(t, ["move", "buf", "va", "vc"])),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
     "align-queues": (AlignQueues(), ["embedding_bag_sum", "embedding_bag_mean"],
                      lambda t: _dlc(t, 3, hoisted=True)),

@@ -204,7 +204,15 @@ class _Lowering:
             elif isinstance(op, slcv.ToBufferOp):
                 # A buffer collected over this layer's traversal: its stream is pushed on every
                 # ``iter`` of the layer (vectors of L lanes, tail lanes 0); the callback on the
-                # layer's ``end`` pops it first (docs/compiler.md, "Bufferisation").
+                # layer's ``end`` pops it first (docs/compiler.md, "Operands in the data queue").
+                # Several values would be pushed together per firing (v0 w0 v1 w1 ...), not
+                # each whole as the callback pops them: refused (bufferize never produces it).
+                if len(op.values) > 1:
+                    raise CompileError(
+                        f"a loop collecting {len(op.values)} buffers ('slcv.to_buffer' of "
+                        f"{len(op.values)} values) is not supported: its traversal pushes them "
+                        "interleaved, one element (vector) of each per firing; collect one "
+                        "buffer per loop, or load rows with 'slcv.buf_stream'", location_of(op))
                 for value, result in zip(op.values, loop.results, strict=True):
                     self.smap[result] = self.smap[value]
                     self.collected[result] = layer

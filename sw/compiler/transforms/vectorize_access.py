@@ -15,8 +15,9 @@ covers ``vlen`` consecutive iterations of the innermost loop. This pass rewrites
   that loop into vector operations where it can; where it cannot, the lane loop is the (correct)
   scalar fallback.
 
-A loop is left scalar when it contains a ``slc.cast`` of a lane-dependent stream, or a callback
-that uses the loop's index stream in a non-``from_stream`` way.
+A loop is left scalar when it contains a ``slc.cast`` of a lane-dependent stream, a callback
+that uses the loop's index stream in a non-``from_stream`` way, or a block stream
+(``slcv.buf_stream``, from ``bufferize``: its rows are already one operand per iteration).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def _vectorizable(loop: Operation) -> bool:
         if isinstance(op, slc.MemStreamOp | slc.AluStreamOp) and any(o in dep for o in op.operands):
             dep.add(op.results[0])
         if isinstance(op, slc.CallbackOp) and op.event.data != "iter":
+            return False
+        if isinstance(op, slcv.BufStreamOp):     # a block operand per lane is no ISA form
             return False
     if isinstance(loop, slcv.ForOp) and loop.config.data != "scalar":
         return False

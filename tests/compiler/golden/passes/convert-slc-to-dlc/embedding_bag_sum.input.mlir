@@ -8,7 +8,7 @@ builtin.module {
       %b1 = slc.alu_stream add %b, %c1 : !slc.stream<index>, index -> !slc.stream<index>
       %start = slc.mem_stream %offsets[%b] : memref<?xindex>, !slc.stream<index>
       %end = slc.mem_stream %offsets[%b1] : memref<?xindex>, !slc.stream<index>
-      slcv.for %j = %start to %end step 1 vlen 1 config scalar check_order : !slc.stream<index>, !slc.stream<index> {
+      slc.for %j = %start to %end step 1 check_order : !slc.stream<index>, !slc.stream<index> {
         %row = slc.mem_stream %indices[%j] : memref<?xindex>, !slc.stream<index>
         %v_buf = slcv.buf_stream %table[%row, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
         slc.callback iter {

@@ -1,0 +1,30 @@
+builtin.module {
+  func.func @hashed_gather(%table: memref<?xf32>, %remap: memref<?xindex>, %ids: memref<?xi64>, %logb: i64, %logd: index, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %golden = arith.constant -7046029254386353131 : i64
+    %c64 = arith.constant 64 : i64
+    %n = memref.dim %ids, %c0 : memref<?xi64>
+    %dim = memref.dim %out, %c1 : memref<?x?xf32>
+    %shift = arith.subi %c64, %logb : i64
+    slc.for %i = %c0 to %n step 1 : index, index {
+      %id = slc.mem_stream %ids[%i] : memref<?xi64>, !slc.stream<index>
+      %prod = slc.alu_stream mul %id, %golden : !slc.stream<i64>, i64 -> !slc.stream<i64>
+      %h64 = slc.alu_stream shr %prod, %shift : !slc.stream<i64>, i64 -> !slc.stream<i64>
+      %h = slc.cast %h64 : !slc.stream<i64> to !slc.stream<index>
+      %row = slc.mem_stream %remap[%h] : memref<?xindex>, !slc.stream<index>
+      %base = slc.alu_stream shl %row, %logd : !slc.stream<index>, index -> !slc.stream<index>
+      slc.for %d = %c0 to %dim step 1 : index, index {
+        %a = slc.alu_stream add %base, %d : !slc.stream<index>, !slc.stream<index> -> !slc.stream<index>
+        %v = slc.mem_stream %table[%a] : memref<?xf32>, !slc.stream<index>
+        slc.callback iter {
+          %v_1 = slc.from_stream %v : !slc.stream<f32>
+          %i_1 = slc.from_stream %i : !slc.stream<index>
+          %d_1 = slc.from_stream %d : !slc.stream<index>
+          memref.store %v_1, %out[%i_1, %d_1] : memref<?x?xf32>
+        }
+      }
+    }
+    func.return %out : memref<?x?xf32>
+  }
+}

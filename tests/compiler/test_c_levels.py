@@ -14,8 +14,9 @@ Two embedding widths: the workloads' own (8 = one vector of 8 lanes) and 13 (a m
 lanes, an odd number of f32 elements per packed row: half a token of zero padding).
 
 All kernels of one test are compiled in one ``cc`` invocation. The default suite runs every
-workload at -O3 and every level of the weighted EmbeddingBag (vector fma, buffered rows from a
-vector layer at -O2); the full matrix is marked slow.
+workload at -O3 (hashed_gather: a buffer collected over a vector layer, packed) and every level
+of the weighted EmbeddingBag (vector fma at -O1, block rows at -O2); the full matrix is marked
+slow.
 """
 
 from __future__ import annotations

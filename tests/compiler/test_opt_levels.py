@@ -343,9 +343,16 @@ def test_cli_compiles_every_stage_at_o3_for_the_vector_configuration(capsys):
     assert "slcv.buf_stream" in out and "block n=a5" in out and "tmu.program version 1" in out
 
 
-def test_cli_refuses_o1_on_the_v0_configuration(capsys):
+def test_cli_refuses_o1_on_a_v0_configuration(capsys, tmp_path):
+    """A configuration without the vector extension (ISA v0 only; configs/tmu_rtl.json gained
+    every v1 feature with the RTL's v1 support, so the file is written here)."""
+    import json
     from sw.cli import main
-    assert main(["compile", "examples/embedding_bag_sum.mlir", "-O1", "--tmu-config", "tmu_rtl"]) == 2
+    conf = json.loads(Path("configs/tmu_rtl.json").read_text())
+    conf.update(name="v0_only", versions=[0], features=[], lanes=1, max_block=0,
+                description="tmu_rtl without the ISA v1 vector extension")
+    path = tmp_path / "v0_only.json"
+    path.write_text(json.dumps(conf))
+    assert main(["compile", "examples/embedding_bag_sum.mlir", "-O1", "--tmu-config", str(path)]) == 2
     err = capsys.readouterr().err
-    # the RTL configuration has ISA v1 packing only (configs/tmu_rtl.json), no vector layers
-    assert "tmu_rtl" in err and ("lockstep" in err or "broadcast" in err), err
+    assert "v0_only" in err and "version" in err and ("lockstep" in err or "broadcast" in err), err

@@ -20,10 +20,14 @@ iteration of the enclosing layer that holds a whole row of runtime length, pushe
   ``m[i, .., k]`` (a block load);
 * ``slcv.to_buffer %v`` terminates a ``slcv.for`` and collects the values of ``%v`` over one
   traversal of that loop (active lanes, in iteration order) into the loop's buffer result, which is
-  available to callbacks on the loop's ``end``;
+  available to callbacks on the loop's ``end``. Several values are valid SLCV, but their
+  traversal pushes them interleaved (one element or vector of each per firing), so
+  ``convert-slc-to-dlc`` lowers one value only and ``bufferize`` never collects more (rows
+  become ``slcv.buf_stream`` s instead);
 * ``slcv.from_buffer %b`` gives a callback the buffer as a 1-D memref.
 
-Example (bufferised EmbeddingBag row)::
+Example (a collected buffer; ``bufferize`` loads an EmbeddingBag row, ``%table[%row, %d]``, with
+``slcv.buf_stream %table[%row, %c0] len %dim`` instead)::
 
     %row_buf = slcv.for %d, %m = %c0 to %dim step 1 vlen 8 config vector : index, index -> !slcv.buffer<f32> {
       %v = slcv.mem_stream %table[%row, %d] : memref<?x?xf32>, !slc.stream<index>, !slcv.vstream<index, 8> -> !slcv.vstream<f32, 8>

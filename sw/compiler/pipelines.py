@@ -4,7 +4,7 @@
            choose-decoupling: mark loops/values for the unit      transforms/choose_decoupling.py
     slc    decouple: loops/streams vs callbacks                   conversion/scf_to_slc.py
            canonicalise callbacks (merge, dedupe, sink ALU)       transforms/move_to_callback.py
-    slcv   -O2: bufferise compound operands (rows -> block loads)  transforms/bufferize.py
+    slcv   -O2: bufferise rows (one block load per row)           transforms/bufferize.py
            -O1: vectorise the access code (SLC -> SLCV)           transforms/vectorize_access.py
            -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
     dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py

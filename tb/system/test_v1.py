@@ -26,11 +26,12 @@ def test_v1_programs_match_golden(backpressure):
     cases = [pack_case(f"pack_{s}", n=3 + s, seed=s) for s in range(3)]
     cases += v1_decode_cases(CFG) + block_cases() + lockstep_cases(CFG.lanes)
     cases += lockstep_cases(3)
-    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5) for s in range(100)]
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5) for s in range(60)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(100 * backpressure))):
         assert_matches(case, r, CFG)
 
 
+@pytest.mark.slow
 def test_v1_decoder_against_golden_loader():
     """Version-1 programs with one corrupted word: the same fault code and PC as sw.runtime.isa."""
     bases = [pack_case(), lockstep_case("ls", lanes=CFG.lanes)]

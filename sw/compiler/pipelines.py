@@ -4,7 +4,8 @@
            choose-decoupling: mark loops/values for the unit      transforms/choose_decoupling.py
     slc    decouple: loops/streams vs callbacks                   conversion/scf_to_slc.py
            canonicalise callbacks (merge, dedupe, sink ALU)       transforms/move_to_callback.py
-    slcv   -O2: bufferise rows (one block load per row)           transforms/bufferize.py
+    slcv   -O2: bufferise compound operands (one per loop)        transforms/bufferize.py
+           -O3: sequential memory streams -> block loads of rows  transforms/simplify_streams.py
            -O1: vectorise the access code (SLC -> SLCV)           transforms/vectorize_access.py
            -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
     dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py
@@ -17,8 +18,10 @@
            execute side as Python/NumPy                           backend/python.py
 
 Levels (Ember, arXiv 2504.09870, §7 evaluation): ``-O0`` decoupled scalar code; ``-O1`` +
-vectorisation; ``-O2`` + bufferisation (rows as block loads); ``-O3`` + hoisting and queue
-alignment. ``-O0`` output is the slice's output, byte for byte.
+vectorisation; ``-O2`` + bufferisation (one collected buffer per loop); ``-O3`` + stream
+simplification (rows as block loads), hoisting and queue alignment. ``-O0`` output is the
+slice's output, byte for byte. simplify-streams runs before vectorize-access (the rows leave
+their loop before it would be vectorised); hoist-streams and align-queues work on the DLC.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from .transforms.bufferize import bufferize
 from .transforms.choose_decoupling import choose_decoupling
 from .transforms.hoist_streams import hoist_streams
 from .transforms.move_to_callback import move_to_callback
+from .transforms.simplify_streams import simplify_streams
 from .transforms.vectorize_access import vectorize_access
 from .transforms.vectorize_callbacks import vectorize_callbacks
 
@@ -119,7 +123,9 @@ def _slcv(slc_module: ModuleOp, opt_level: int, vlen: int) -> ModuleOp:
     if opt_level >= 1:
         move_to_callback(fn)                     # merge/dedupe callbacks, sink ALU streams
     if opt_level >= 2:
-        bufferize(fn)                            # one embedding row = one block operand
+        bufferize(fn)                            # one value per loop = one collected buffer
+    if opt_level >= 3:
+        simplify_streams(fn)                     # rows -> block loads, element loop removed
     if opt_level >= 1:
         vectorize_access(fn, vlen)               # innermost loop -> vector layer
         vectorize_callbacks(fn)                  # per-lane callback loops -> vector ops

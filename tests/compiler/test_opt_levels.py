@@ -76,11 +76,14 @@ def test_level_matches_o0_and_the_reference_on_golden(baseline, name, level):
 #: Embedding widths beside the workloads' own (8 = one vector of the configuration's 8 lanes):
 #: 13 (a masked tail of 5 lanes) and 20 (more than two vectors). A kernel whose vector layer
 #: feeds several rows to one callback (TransE's h/r/t, the gather's K/V) is only right at every
-#: width if each row reaches the core contiguously (docs/compiler.md, "bufferize").
+#: width if each row reaches the core contiguously (docs/compiler.md, "bufferize",
+#: "simplify-streams").
 WIDTHS = (13, 20)
-#: The default suite runs the two multi-row kernels at width 13 and -O2 (the form that was
-#: wrong: rows interleaved per vector); the full (workload, width, level) matrix is slow.
-FAST_WIDTH_CASES = {("kg_transe", 13, 2), ("spattn_gather", 13, 2)}
+#: The default suite runs the two multi-row kernels at width 13 and -O2 (the form that was once
+#: wrong: rows collected by one vector layer, interleaved per vector) and -O3 (each row its own
+#: block stream); the full (workload, width, level) matrix is slow.
+FAST_WIDTH_CASES = {("kg_transe", 13, 2), ("spattn_gather", 13, 2),
+                    ("kg_transe", 13, 3), ("spattn_gather", 13, 3)}
 #: Workloads with an embedding width (SpMV gathers scalars: nothing to widen).
 WIDE_WORKLOADS = [name for name in WORKLOADS if name != "spmv_csr"]
 
@@ -137,7 +140,8 @@ def test_level_at_other_widths_matches_o0_and_the_reference(wide_baseline, name,
 
 #: Two gathers through one index per element: the values the callback reads are not rows
 #: (x[idx[i, d]], y[idx[i, d]]), so they cannot be block streams, and one loop cannot push two
-#: collected buffers contiguously; bufferize leaves the loop alone (docs/compiler.md).
+#: collected buffers contiguously; bufferize and simplify-streams leave the loop alone
+#: (docs/compiler.md).
 PAIR_GATHER = """
 func.func @pair_gather(%x: memref<?xf32>, %y: memref<?xf32>, %idx: memref<?x?xindex>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
   %c0 = arith.constant 0 : index
@@ -215,20 +219,31 @@ builtin.module {
         lower_function(_kernel_fn(module))
 
 
-def test_o2_loads_each_row_as_a_block_stream():
-    """TransE at -O2: three block streams (h, r, t rows) in layer 0, no vector layer, and
+def test_rows_of_one_loop_stay_at_o2_and_become_block_streams_at_o3():
+    """TransE's element loop reads three rows (h, r, t). -O2: bufferize collects one value per
+    loop, so it leaves this loop in its -O1 form (a vector layer, one firing per 8 lanes).
+    -O3: simplify-streams loads each row as its own block stream in layer 0 (no vector layer),
     one control token per triple for the rows (+ one for the square root)."""
     w = WORKLOADS["kg_transe"]
     text = w.path.read_text()
-    dlc_text = str(run_pipeline(text, until="dlc", opt_level=2, limits=VECTOR))
-    assert dlc_text.count("dlc.buf_stream layer 0") == 3 and "vlen" not in dlc_text
+    slcv_o2 = str(run_pipeline(text, until="slcv", opt_level=2, limits=VECTOR))
+    assert "slcv.to_buffer" not in slcv_o2 and "slcv.buf_stream" not in slcv_o2
+    assert "vlen 8 config vector" in slcv_o2
+    dlc_o3 = str(run_pipeline(text, until="dlc", opt_level=3, limits=VECTOR))
+    assert dlc_o3.count("dlc.buf_stream layer 0") == 3 and "vlen" not in dlc_o3
     args = _widen(w.make("small", 3), 13, seed=13)
-    kernel = compile_mlir(text, filename=w.example, limits=VECTOR, opt_level=2)
-    got = run_kernel(kernel, _copy(args), "golden", limits=VECTOR)
     n = len(args[3])
-    assert len(got.access.control_tokens) == 2 * n + 1                 # + DONE
-    # per triple: three rows of 13 f32 (one token each, unpacked) + t for each of two callbacks
-    assert len(got.access.data_tokens) == n * (3 * 13 + 2)
+    got = {level: run_kernel(compile_mlir(text, filename=w.example, limits=VECTOR,
+                                          opt_level=level), _copy(args), "golden", limits=VECTOR)
+           for level in (2, 3)}
+    # -O2: per triple ceil(13/8) = 2 firings of (h, r, t vectors of 8 lanes + t + d0), then t
+    # for the square root; one control token per firing (+ DONE)
+    assert len(got[2].access.data_tokens) == n * (2 * (3 * 8 + 2) + 1)
+    assert len(got[2].access.control_tokens) == 3 * n + 1
+    # -O3: per triple three rows of 13 f32 packed two per token (7 tokens each) + t for each of
+    # two callbacks
+    assert len(got[3].access.data_tokens) == n * (3 * 7 + 2)
+    assert len(got[3].access.control_tokens) == 2 * n + 1
 
 
 def _bags(rng, rows, nbags, max_len=6):

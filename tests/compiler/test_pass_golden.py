@@ -32,6 +32,7 @@ from sw.compiler.transforms.bufferize import Bufferize
 from sw.compiler.transforms.choose_decoupling import ChooseDecoupling
 from sw.compiler.transforms.hoist_streams import HoistStreams
 from sw.compiler.transforms.move_to_callback import MoveToCallback
+from sw.compiler.transforms.simplify_streams import SimplifyStreams
 from sw.compiler.transforms.vectorize_access import VectorizeAccess
 from sw.compiler.transforms.vectorize_callbacks import VectorizeCallbacks
 
@@ -58,7 +59,7 @@ def _slcv_before(text, passes):
     m = _slc(text).clone()
     fn = _fn(m)
     for name in passes:
-        {"move": P.move_to_callback, "buf": P.bufferize,
+        {"move": P.move_to_callback, "buf": P.bufferize, "simp": P.simplify_streams,
          "va": lambda f: P.vectorize_access(f, 8), "vc": P.vectorize_callbacks}[name](fn)
     return m
 
@@ -75,16 +76,26 @@ CASES = {
     "choose-decoupling": (ChooseDecoupling(), ["embedding_bag_mean"], _scf),
     "convert-scf-to-slc": (ConvertScfToSlc(), ["embedding_bag_mean"], lambda t: _scf(t)),
     "move-to-callback": (MoveToCallback(), ["embedding_bag_mean", "spmm_csr"], _slc),
-    # rows -> block streams (one, two with a stream of an outer layer, three rows); a value
-    # that is not a row -> a collected buffer (hashed_gather: table[(row << logd) + d])
+    # one value per loop -> a collected buffer (a row; a row + a stream of an outer layer; a
+    # value that is not a row, hashed_gather: table[(row << logd) + d]); several values
+    # (TransE's h/r/t rows) -> left alone
     "bufferize": (Bufferize(), ["embedding_bag_sum", "spmm_csr", "transe_score", "hashed_gather"],
                   lambda t: _slcv_before(t, ["move"])),
+    # rows -> block streams: a collected row (embedding_bag_sum; with an end callback beside
+    # the loop, embedding_bag_mean), three rows read by a callback (transe_score), two rows
+    # and an outer stream in the third of four layers (block_sparse_gather); a collected value
+    # that is not a row stays (hashed_gather)
+    "simplify-streams": (SimplifyStreams(), ["embedding_bag_sum", "embedding_bag_mean",
+                                             "transe_score", "block_sparse_gather", "hashed_gather"],
+                         lambda t: _slcv_before(t, ["move", "buf"])),
     "vectorize-access": (VectorizeAccess(8), ["embedding_bag_sum", "spmv_csr"],
                          lambda t: _slcv_before(t, ["move"])),
     "vectorize-callbacks": (VectorizeCallbacks(), ["embedding_bag_sum", "transe_score"],
                             lambda t: _slcv_before(t, ["move", "va"])),
-    "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum"],
-                           lambda t: _slcv_before(t, ["move", "buf", "va", "vc"])),
+    # the -O3 SLCV: a block stream (embedding_bag_sum), a buffer collected over a vector layer
+    # (hashed_gather)
+    "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum", "hashed_gather"],
+                           lambda t: _slcv_before(t, ["move", "buf", "simp", "va", "vc"])),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
     "align-queues": (AlignQueues(), ["embedding_bag_sum", "embedding_bag_mean"],
                      lambda t: _dlc(t, 3, hoisted=True)),

@@ -22,12 +22,12 @@ iteration of the enclosing layer that holds a whole row of runtime length, pushe
   traversal of that loop (active lanes, in iteration order) into the loop's buffer result, which is
   available to callbacks on the loop's ``end``. Several values are valid SLCV, but their
   traversal pushes them interleaved (one element or vector of each per firing), so
-  ``convert-slc-to-dlc`` lowers one value only and ``bufferize`` never collects more (rows
-  become ``slcv.buf_stream`` s instead);
+  ``convert-slc-to-dlc`` lowers one value only and ``bufferize`` never collects more (at
+  ``-O3`` ``simplify-streams`` loads rows as ``slcv.buf_stream`` s instead);
 * ``slcv.from_buffer %b`` gives a callback the buffer as a 1-D memref.
 
-Example (a collected buffer; ``bufferize`` loads an EmbeddingBag row, ``%table[%row, %d]``, with
-``slcv.buf_stream %table[%row, %c0] len %dim`` instead)::
+Example (a bufferised EmbeddingBag row at ``-O2``, collected over a vector layer; at ``-O3``
+``simplify-streams`` replaces the loop by ``slcv.buf_stream %table[%row, %c0] len %dim``)::
 
     %row_buf = slcv.for %d, %m = %c0 to %dim step 1 vlen 8 config vector : index, index -> !slcv.buffer<f32> {
       %v = slcv.mem_stream %table[%row, %d] : memref<?x?xf32>, !slc.stream<index>, !slcv.vstream<index, 8> -> !slcv.vstream<f32, 8>

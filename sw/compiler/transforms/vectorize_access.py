@@ -17,7 +17,7 @@ covers ``vlen`` consecutive iterations of the innermost loop. This pass rewrites
 
 A loop is left scalar when it contains a ``slc.cast`` of a lane-dependent stream, a callback
 that uses the loop's index stream in a non-``from_stream`` way, or a block stream
-(``slcv.buf_stream``, from ``bufferize``: its rows are already one operand per iteration).
+(``slcv.buf_stream``, from ``simplify-streams``: its rows are already one operand per iteration).
 """
 
 from __future__ import annotations

@@ -10,16 +10,19 @@ builtin.module {
       %end = slc.mem_stream %offsets[%b1] : memref<?xindex>, !slc.stream<index>
       slc.for %j = %start to %end step 1 check_order : !slc.stream<index>, !slc.stream<index> {
         %row = slc.mem_stream %indices[%j] : memref<?xindex>, !slc.stream<index>
-        %v_buf = slcv.buf_stream %table[%row, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
-        slc.callback iter {
+        %v_buf = slcv.for %d = %c0 to %dim step 1 vlen 1 config scalar : index, index -> !slcv.buffer<f32> {
+          %v = slc.mem_stream %table[%row, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+          slcv.to_buffer %v : !slc.stream<f32>
+        }
+        slc.callback end {
           %v_row = slcv.from_buffer %v_buf : !slcv.buffer<f32> -> memref<?xf32>
           %b_1 = slc.from_stream %b : !slc.stream<index>
           %c1_1 = arith.constant 1 : index
-          scf.for %d = %c0 to %dim step %c1_1 {
-            %v = memref.load %v_row[%d] : memref<?xf32>
-            %acc = memref.load %out[%b_1, %d] : memref<?x?xf32>
-            %sum = arith.addf %acc, %v : f32
-            memref.store %sum, %out[%b_1, %d] : memref<?x?xf32>
+          scf.for %d_1 = %c0 to %dim step %c1_1 {
+            %v_1 = memref.load %v_row[%d_1] : memref<?xf32>
+            %acc = memref.load %out[%b_1, %d_1] : memref<?x?xf32>
+            %sum = arith.addf %acc, %v_1 : f32
+            memref.store %sum, %out[%b_1, %d_1] : memref<?x?xf32>
           }
         }
       }

@@ -11,18 +11,21 @@ builtin.module {
       slc.for %j = %start to %end step 1 check_order : !slc.stream<index>, !slc.stream<index> {
         %c = slc.mem_stream %col[%j] : memref<?xindex>, !slc.stream<index>
         %a = slc.mem_stream %val[%j] : memref<?xf32>, !slc.stream<index>
-        %v_buf = slcv.buf_stream %x[%c, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
-        slc.callback iter {
+        %v_buf = slcv.for %d = %c0 to %dim step 1 vlen 1 config scalar : index, index -> !slcv.buffer<f32> {
+          %v = slc.mem_stream %x[%c, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+          slcv.to_buffer %v : !slc.stream<f32>
+        }
+        slc.callback end {
           %v_row = slcv.from_buffer %v_buf : !slcv.buffer<f32> -> memref<?xf32>
           %i_1 = slc.from_stream %i : !slc.stream<index>
           %a_1 = slc.from_stream %a : !slc.stream<f32>
           %c1_1 = arith.constant 1 : index
-          scf.for %d = %c0 to %dim step %c1_1 {
-            %v = memref.load %v_row[%d] : memref<?xf32>
-            %acc = memref.load %out[%i_1, %d] : memref<?x?xf32>
-            %p = arith.mulf %a_1, %v : f32
+          scf.for %d_1 = %c0 to %dim step %c1_1 {
+            %v_1 = memref.load %v_row[%d_1] : memref<?xf32>
+            %acc = memref.load %out[%i_1, %d_1] : memref<?x?xf32>
+            %p = arith.mulf %a_1, %v_1 : f32
             %s = arith.addf %acc, %p : f32
-            memref.store %s, %out[%i_1, %d] : memref<?x?xf32>
+            memref.store %s, %out[%i_1, %d_1] : memref<?x?xf32>
           }
         }
       }

@@ -15,28 +15,24 @@ builtin.module {
       %r = slc.cast %r_i64 : !slc.stream<i64> to !slc.stream<index>
       %tl_i64 = slc.mem_stream %triples[%tt] : memref<?xi64>, !slc.stream<index>
       %tl = slc.cast %tl_i64 : !slc.stream<i64> to !slc.stream<index>
-      %eh_buf = slcv.buf_stream %entity[%h, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
-      %er_buf = slcv.buf_stream %relation[%r, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
-      %et_buf = slcv.buf_stream %entity[%tl, %c0] len %dim : memref<?x?xf32>, !slc.stream<index>, index, index -> !slcv.buffer<f32>
-      slc.callback iter {
-        %eh_row = slcv.from_buffer %eh_buf : !slcv.buffer<f32> -> memref<?xf32>
-        %er_row = slcv.from_buffer %er_buf : !slcv.buffer<f32> -> memref<?xf32>
-        %et_row = slcv.from_buffer %et_buf : !slcv.buffer<f32> -> memref<?xf32>
-        %t_1 = slc.from_stream %t : !slc.stream<index>
-        %c1_1 = arith.constant 1 : index
-        scf.for %d = %c0 to %dim step %c1_1 {
-          %eh = memref.load %eh_row[%d] : memref<?xf32>
-          %er = memref.load %er_row[%d] : memref<?xf32>
-          %et = memref.load %et_row[%d] : memref<?xf32>
-          %hr = arith.addf %eh, %er : f32
-          %diff = arith.subf %hr, %et : f32
+      slc.for %d = %c0 to %dim step 1 : index, index {
+        %eh = slc.mem_stream %entity[%h, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+        %er = slc.mem_stream %relation[%r, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+        %et = slc.mem_stream %entity[%tl, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+        slc.callback iter {
+          %eh_1 = slc.from_stream %eh : !slc.stream<f32>
+          %er_1 = slc.from_stream %er : !slc.stream<f32>
+          %et_1 = slc.from_stream %et : !slc.stream<f32>
+          %t_1 = slc.from_stream %t : !slc.stream<index>
+          %hr = arith.addf %eh_1, %er_1 : f32
+          %diff = arith.subf %hr, %et_1 : f32
           %sq = arith.mulf %diff, %diff : f32
           %acc = memref.load %out[%t_1] : memref<?xf32>
           %s = arith.addf %acc, %sq : f32
           memref.store %s, %out[%t_1] : memref<?xf32>
         }
       }
-      slc.callback iter {
+      slc.callback end {
         %t_2 = slc.from_stream %t : !slc.stream<index>
         %ss = memref.load %out[%t_2] : memref<?xf32>
         %norm = math.sqrt %ss : f32

@@ -1,0 +1,45 @@
+builtin.module {
+  func.func @embedding_bag_mean(%table: memref<?x?xf32>, %indices: memref<?xindex>, %offsets: memref<?xindex>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %nbags = memref.dim %out, %c0 : memref<?x?xf32>
+    %dim = memref.dim %table, %c1 : memref<?x?xf32>
+    slc.for %b = %c0 to %nbags step 1 : index, index {
+      %b1 = slc.alu_stream add %b, %c1 : !slc.stream<index>, index -> !slc.stream<index>
+      %start = slc.mem_stream %offsets[%b] : memref<?xindex>, !slc.stream<index>
+      %end = slc.mem_stream %offsets[%b1] : memref<?xindex>, !slc.stream<index>
+      %len = slc.alu_stream sub %end, %start : !slc.stream<index>, !slc.stream<index> -> !slc.stream<index>
+      %n = slc.alu_stream max %len, %c1 : !slc.stream<index>, index -> !slc.stream<index>
+      %n_i64 = slc.cast %n : !slc.stream<index> to !slc.stream<i64>
+      slc.for %j = %start to %end step 1 check_order : !slc.stream<index>, !slc.stream<index> {
+        %row = slc.mem_stream %indices[%j] : memref<?xindex>, !slc.stream<index>
+        %v_buf = slcv.for %d = %c0 to %dim step 1 vlen 1 config scalar : index, index -> !slcv.buffer<f32> {
+          %v = slc.mem_stream %table[%row, %d] : memref<?x?xf32>, !slc.stream<index>, !slc.stream<index>
+          slcv.to_buffer %v : !slc.stream<f32>
+        }
+        slc.callback end {
+          %v_row = slcv.from_buffer %v_buf : !slcv.buffer<f32> -> memref<?xf32>
+          %b_1 = slc.from_stream %b : !slc.stream<index>
+          %c1_1 = arith.constant 1 : index
+          scf.for %d_1 = %c0 to %dim step %c1_1 {
+            %v_1 = memref.load %v_row[%d_1] : memref<?xf32>
+            %acc = memref.load %out[%b_1, %d_1] : memref<?x?xf32>
+            %sum = arith.addf %acc, %v_1 : f32
+            memref.store %sum, %out[%b_1, %d_1] : memref<?x?xf32>
+          }
+        }
+      }
+      slc.callback end {
+        %n_i64_1 = slc.from_stream %n_i64 : !slc.stream<i64>
+        %b_2 = slc.from_stream %b : !slc.stream<index>
+        %nf = arith.sitofp %n_i64_1 : i64 to f32
+        scf.for %d_2 = %c0 to %dim step %c1 {
+          %s = memref.load %out[%b_2, %d_2] : memref<?x?xf32>
+          %m = arith.divf %s, %nf : f32
+          memref.store %m, %out[%b_2, %d_2] : memref<?x?xf32>
+        }
+      }
+    }
+    func.return %out : memref<?x?xf32>
+  }
+}

@@ -141,6 +141,15 @@ class Decoder(wiring.Component):
             "lk_layer":     Out(8),
             "act_vec":      Out(c.actions),
             "invariant":    Out(c.streams),
+            # ISA v1 LOCKSTEP *vector mode* (docs/rtl.md §9.3): every stream of the layer is
+            # lane-affine (ALU/FWD: lane l's value is lane 0's + c * l * step, c in -1, 0, +1,
+            # ``lane_pos``/``lane_neg`` give c = +1/-1) or a contiguous vector MEM stream that
+            # only actions read (``vcont``: lane l loads the element after lane l-1's), so the
+            # layer is evaluated once per vector iteration instead of lane by lane.
+            "lk_fast":      Out(1),
+            "lane_pos":     Out(c.streams),
+            "lane_neg":     Out(c.streams),
+            "vcont":        Out(c.streams),
         })
 
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
@@ -185,6 +194,60 @@ class Decoder(wiring.Component):
             m.d.sync += [cand.bit_select(d[:self._sbits], 1).eq(1),
                          cand_c[d[:self._sbits]].eq(
                              _pick(m, idxplus_c, vb[:self._sbits], signed(28), "idxplus_c_b"))]
+
+    def _detect_lanes(self, m, d, w1, w2, w3, kind, sub, layer, layer_of, lockstep, step,
+                      lane_ok):
+        """Phase 2, stream ``d`` of a LOCKSTEP layer: its lane coefficient ``c`` (lane ``l``'s
+        value is lane 0's ``+ c * l * step``), and whether it is a contiguous vector MEM stream.
+
+        Sources: ``INDEX`` of the layer has ``c = 1``; a stream of the layer has its own
+        coefficient (a MEM stream of the layer has none: its value is loaded data); every other
+        source is the same in all lanes (``c = 0``). ``ADD``/``SUB`` add/subtract coefficients,
+        ``FWD`` keeps it, any other ALU op needs ``c = 0`` operands; a result outside -1..1 has
+        none. A MEM stream is contiguous when ``a`` has ``c = 0``, ``b`` has ``c = +-1``, the
+        layer's step is 1 and ``c * stride`` is the element size: lane ``l`` reads the element
+        at lane 0's address ``+ l * size``."""
+        sb = self._sbits
+        S, I = SourceKind.STREAM.value, SourceKind.INDEX.value
+
+        def coef(word):
+            k_, v_ = _src_kind(word), _src_num(word)
+            own_stream = (k_ == S) & (layer_of(v_) == layer)
+            ok = ~own_stream | lane_ok.bit_select(v_[:sb], 1)
+            c_ = Signal(signed(3), name="lane_coef")
+            with m.If((k_ == I) & (v_ == layer)):
+                m.d.comb += c_.eq(1)
+            with m.Elif(own_stream & self.lane_pos.bit_select(v_[:sb], 1)):
+                m.d.comb += c_.eq(1)
+            with m.Elif(own_stream & self.lane_neg.bit_select(v_[:sb], 1)):
+                m.d.comb += c_.eq(-1)
+            return ok, c_
+
+        oka, ca = coef(w1)
+        okb, cb = coef(w2)
+        is_fwd = kind == StreamKind.FWD.value
+        is_alu = kind == StreamKind.ALU.value
+        is_mem = kind == StreamKind.MEM.value
+        res = Signal(signed(4), name="lane_coef_res")
+        with m.If(is_fwd):
+            m.d.comb += res.eq(ca)
+        with m.Elif(sub == 0):                      # ADD
+            m.d.comb += res.eq(ca + cb)
+        with m.Elif(sub == 1):                      # SUB
+            m.d.comb += res.eq(ca - cb)
+        ok_alu = (oka & (is_fwd | okb) & (is_fwd | (sub <= 1) | ((ca == 0) & (cb == 0)))
+                  & (res >= -1) & (res <= 1))
+        bit = d[:sb]
+        with m.If(lockstep & (is_alu | is_fwd) & ok_alu):
+            m.d.sync += [lane_ok.bit_select(bit, 1).eq(1),
+                         self.lane_pos.bit_select(bit, 1).eq(res == 1),
+                         self.lane_neg.bit_select(bit, 1).eq(res == -1)]
+        esize = Signal(signed(5), name="lane_esize")
+        m.d.comb += esize.eq(Const(1, 5) << MemMode(sub).log2_size)
+        stride = w3.as_signed()
+        with m.If(lockstep & is_mem & oka & (ca == 0) & okb & (step == 1)
+                  & (((cb == 1) & (stride == esize)) | ((cb == -1) & (stride == -esize)))):
+            m.d.sync += self.vcont.bit_select(bit, 1).eq(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -231,6 +294,7 @@ class Decoder(wiring.Component):
         cand_c    = Array(Signal(signed(28), name=f"cand_c_{i}") for i in range(c.streams))
         e_next    = Signal(range(self._engines + 1))
         m.d.comb += self.invariant.eq(inv)
+        lane_ok   = Signal(c.streams)   # LOCKSTEP ALU/FWD stream with a lane coefficient
 
         args  = Array(self.args[i] for i in range(c.args))
         count = Array([nl, nr, ns, na])
@@ -370,6 +434,8 @@ class Decoder(wiring.Component):
                                  act_reads.eq(0), stream_mem.eq(0), act_ctl.eq(0),
                                  stream_blk.eq(0), act_join.eq(0), act_last.eq(0),
                                  self.lk_valid.eq(0), self.act_vec.eq(0),
+                                 self.lk_fast.eq(0), lane_ok.eq(0), self.lane_pos.eq(0),
+                                 self.lane_neg.eq(0), self.vcont.eq(0),
                                  self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
@@ -610,6 +676,14 @@ class Decoder(wiring.Component):
                                 self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
                                                     layer_of, idxplus, idxplus_c, cand, cand_c,
                                                     inv)
+                                if c.has("lockstep"):
+                                    st_step = _pick(m, Array(self.layers[i].step
+                                                             for i in range(c.layers)),
+                                                    st_layer[:max(1, (c.layers - 1).bit_length())],
+                                                    signed(28), "st_step")
+                                    self._detect_lanes(m, d, w1, w2, w3, st_kind, st_sub,
+                                                       st_layer, layer_of, st_lockstep, st_step,
+                                                       lane_ok)
                             with m.Case(3):
                                 m.d.comb += [
                                     self.acfg_w_addr.eq(d),
@@ -661,6 +735,14 @@ class Decoder(wiring.Component):
                     m.next = "D_FETCH"
                 with m.Else():
                     m.d.sync += [k.eq(nl - 1), j.eq(0)]
+                    # Vector mode: every stream of the LOCKSTEP layer has a lane coefficient or
+                    # is a contiguous vector load that no stream reads (docs/rtl.md §9.3).
+                    lane_bad = Const(0)
+                    for s_ in range(c.streams):
+                        lane_bad = lane_bad | ((s_ < ns) & (stream_layer[s_] == self.lk_layer)
+                                               & ~lane_ok[s_]
+                                               & ~(self.vcont[s_] & ~self.blocking[s_]))
+                    m.d.sync += self.lk_fast.eq(self.lk_valid & ~lane_bad)
                     m.next = "B_ASSIGN"
 
             # ---------------------------------------------------------------- run-ahead engines
@@ -737,7 +819,7 @@ class Decoder(wiring.Component):
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
                     m.d.sync += j.eq(0)
-                    with m.If(self.lk_valid & (k == self.lk_layer)):
+                    with m.If(self.lk_valid & (k == self.lk_layer) & ~self.lk_fast):
                         m.next = "B_LANE"
                     with m.Else():
                         m.next = "B_ITER"

@@ -33,6 +33,9 @@ COUNTERS = (
     "peak_inflight",     # most loads in flight at once
     "inflight_sum",      # sum over cycles of loads in flight (average = inflight_sum / cycles)
     "decode_cycles",     # cycles spent decoding (and building the microcode)
+    "vector_iterations", # vector iterations of the ISA v1 LOCKSTEP layer
+    "lane_eval_cycles",  # cycles on STREAM/LANE uops of the LOCKSTEP layer (its evaluation)
+    "vec_marshal_cycles",  # cycles on vector OPERAND actions (lanes, words of a row, padding)
 )
 
 CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
@@ -176,6 +179,8 @@ class Tmu(wiring.Component):
             trv.act_flush.eq(dec.act_flush),
             trv.lk_valid.eq(dec.lk_valid), trv.lk_layer.eq(dec.lk_layer),
             trv.act_vec.eq(dec.act_vec), trv.invariant.eq(dec.invariant),
+            trv.lk_fast.eq(dec.lk_fast), trv.lane_pos.eq(dec.lane_pos),
+            trv.lane_neg.eq(dec.lane_neg), trv.vcont.eq(dec.vcont),
             trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
             trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
         ]
@@ -335,6 +340,9 @@ class Tmu(wiring.Component):
                 cnt.block_wait_cycles.eq(cnt.block_wait_cycles + trv.stat_block_wait),
                 cnt.inflight_sum.eq(cnt.inflight_sum + inflight),
                 cnt.decode_cycles.eq(cnt.decode_cycles + dec.busy),
+                cnt.vector_iterations.eq(cnt.vector_iterations + trv.stat_vec_iter),
+                cnt.lane_eval_cycles.eq(cnt.lane_eval_cycles + trv.stat_lane_eval),
+                cnt.vec_marshal_cycles.eq(cnt.vec_marshal_cycles + trv.stat_vec_marshal),
             ]
             with m.If(inflight_next > cnt.peak_inflight):
                 m.d.sync += cnt.peak_inflight.eq(inflight_next)

@@ -151,6 +151,14 @@ class Traversal(wiring.Component):
             "lk_layer":      In(8),
             "act_vec":       In(c.actions),
             "invariant":     In(c.streams),
+            # ISA v1 LOCKSTEP vector mode (decoder; docs/rtl.md §9.3).
+            "lk_fast":       In(1),
+            "lane_pos":      In(c.streams),
+            "lane_neg":      In(c.streams),
+            "vcont":         In(c.streams),
+            "stat_lane_eval":   Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer this cycle
+            "stat_vec_marshal": Out(1),   # a vector OPERAND action this cycle
+            "stat_vec_iter":    Out(1),   # a vector iteration of the LOCKSTEP layer starts
         })
 
     def elaborate(self, platform):
@@ -264,7 +272,7 @@ class Traversal(wiring.Component):
         # ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word 3
         # is the count source. Checked here (evaluation), loaded by the OPERAND actions.
         has_block = c.has("block")
-        nbits = max(1, c.max_block.bit_length())
+        nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
         nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
         s_blk = Signal()
         blk_n = Signal(signed(64))
@@ -307,12 +315,42 @@ class Traversal(wiring.Component):
                              blk_addr.eq(first_outside(self.mem_limit))]
             with m.If(s_blk):
                 m.d.comb += s_result.eq(blk_start)
+        # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
+        # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
+        # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
+        # same offset), lane 0 below the region (lanes ascend), else the first lane whose element
+        # ends past the region or the memory (``min`` of both limits: that lane faults first).
+        s_lk = Signal()                # the stream being evaluated belongs to the LOCKSTEP layer
+        s_vc = Signal()
+        vc_fault = Signal()
+        vc_code = Signal(FaultCode)
+        vc_addr = Signal(64)
+        if has_lk:
+            m.d.comb += [
+                s_lk.eq(lk_on & (sc.layer == self.lk_layer)),
+                s_vc.eq(s_lk & self.lk_fast & s_is_mem
+                        & self.vcont.bit_select(u.id[:self._sbits], 1)),
+            ]
+            vc_end = Signal(signed(67))
+            m.d.comb += vc_end.eq(addr + (count << log2))
+            r_lim = Signal(signed(67))
+            r_end_ = region.base + region.size
+            m.d.comb += r_lim.eq(Mux(r_end_ < self.mem_limit, r_end_, self.mem_limit))
+            vc_room = Signal(signed(67))
+            m.d.comb += vc_room.eq(r_lim - addr)
+            with m.If(misaligned):
+                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.MISALIGNED), vc_addr.eq(addr)]
+            with m.Elif(addr < region.base):
+                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_RANGE), vc_addr.eq(addr)]
+            with m.Elif(vc_end > r_lim):
+                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_RANGE),
+                             vc_addr.eq(addr + Mux(vc_room < 0, 0, (vc_room >> log2) << log2))]
         s_code = Signal(FaultCode)
         s_faddr = Signal(64)
         m.d.comb += [
-            s_fault.eq(Mux(s_blk, blk_fault, s_fault_v0)),
-            s_code.eq(Mux(s_blk, blk_code, s_code_v0)),
-            s_faddr.eq(Mux(s_blk, blk_addr, addr.as_unsigned())),
+            s_fault.eq(Mux(s_blk, blk_fault, Mux(s_vc, vc_fault, s_fault_v0))),
+            s_code.eq(Mux(s_blk, blk_code, Mux(s_vc, vc_code, s_code_v0))),
+            s_faddr.eq(Mux(s_blk, blk_addr, Mux(s_vc, vc_addr, addr.as_unsigned()))),
         ]
 
         # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
@@ -364,14 +402,36 @@ class Traversal(wiring.Component):
         row_cur_left = Signal(nbits)
         row_cnt = Signal(4)
         row_last = Signal()
-        if has_block:
-            in_word = Signal(4)
+        # A vector operand of a contiguous vector MEM stream (vector mode) is a row of the
+        # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
+        # word, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
+        # (immediate entries of up to 8 elements, ``pad_*``).
+        o_vc = Signal()
+        pad_active = Signal()
+        pad_left = Signal(8)
+        pad_cnt = Signal(4)
+        pad_last = Signal()
+        need_pad = Signal()
+        if has_lk:
             m.d.comb += [
-                o_blk.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                         & (oc.kind == StreamKind.MEM) & o_mode.reserved),
+                o_vc.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
+                        & self.act_vec.bit_select(self.acfg_addr, 1) & self.lk_fast
+                        & self.vcont.bit_select(ac.src.value[:self._sbits], 1)),
+                pad_cnt.eq(Mux(pad_left > 8, 8, pad_left)),
+                pad_last.eq(pad_left <= 8),
+                need_pad.eq(count <= lk_lay.lanes_m1),
+            ]
+        if has_block or has_lk:
+            in_word = Signal(4)
+            row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
+                     else 0)
+            if has_block:
+                m.d.comb += o_blk.eq((ac.kind == ActionKind.OPERAND)
+                                     & (ac.src.kind == SourceKind.STREAM)
+                                     & (oc.kind == StreamKind.MEM) & o_mode.reserved)
+            m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
-                row_cur_left.eq(Mux(row_active, row_left,
-                                    _pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n"))),
+                row_cur_left.eq(Mux(row_active, row_left, Mux(o_vc, count, row_n))),
                 in_word.eq((8 - row_cur_addr[0:3]) >> o_mode.log2_size),
                 row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
                 row_last.eq(row_cur_left <= in_word),
@@ -380,17 +440,17 @@ class Traversal(wiring.Component):
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
         # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
         # (``lane`` counts them), masked lanes an immediate 0.
-        s_lk = Signal()                # the stream being evaluated belongs to the LOCKSTEP layer
         o_vec = Signal()
         v_active = Signal()
         v_last = Signal()
         v_val = Signal(signed(64))
+        o_lane = Signal()              # a vector operand pushed lane by lane (one entry per lane)
+        m.d.comb += o_lane.eq(o_vec & ~o_vc)
         if has_lk:
             m.submodules.vreg = vreg = memory.Memory(shape=64, depth=c.streams * LP, init=[])
             vreg_w = vreg.write_port()
             vreg_r = vreg.read_port(domain="comb")
             m.d.comb += [
-                s_lk.eq(lk_on & (sc.layer == self.lk_layer)),
                 vreg_w.addr.eq(Cat(lane[:lpb], u.id[:self._sbits])),
                 vreg_w.data.eq(s_result),
                 o_vec.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
@@ -398,8 +458,14 @@ class Traversal(wiring.Component):
                 v_active.eq(lane < count),
                 v_last.eq(lane == lk_lay.lanes_m1),
             ]
-            vstream = Mux(self.invariant.bit_select(ac.src.value[:self._sbits], 1), op_v,
-                          vreg_r.data)
+            # Vector mode: lane ``l`` of a stream is lane 0's value (``op_v``) + c * l * step.
+            o_sid = ac.src.value[:self._sbits]
+            lane_off = Signal(signed(64))
+            m.d.comb += lane_off.eq(lane * lk_lay.step)
+            v_fast = op_v + Mux(self.lane_pos.bit_select(o_sid, 1), lane_off,
+                                Mux(self.lane_neg.bit_select(o_sid, 1), -lane_off, 0))
+            vstream = Mux(self.invariant.bit_select(o_sid, 1), op_v,
+                          Mux(self.lk_fast, v_fast, vreg_r.data))
             m.d.comb += v_val.eq(Mux(~v_active, 0,
                                      Mux(ac.src.kind == SourceKind.STREAM, vstream,
                                          first + lane * lk_lay.step)))
@@ -438,7 +504,7 @@ class Traversal(wiring.Component):
                 self.rob_alloc.flush.eq(flush1),
                 self.ctrl_w_data.eq(ControlWord1(ac2.src.as_value()).callback),
             ]
-            with m.If(o_vec):
+            with m.If(o_lane):
                 m.d.comb += [
                     self.rob_alloc.load.eq(lazy & v_active),
                     self.rob_alloc.value.eq(v_val),
@@ -447,14 +513,24 @@ class Traversal(wiring.Component):
                     self.rob_alloc.sign.eq(lazy & v_active & o_mode.sign),
                     self.rob_alloc.flush.eq(flush1 & v_last),
                 ]
-            with m.If(o_blk):
+            with m.If(o_blk | o_vc):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
                     self.rob_alloc.offset.eq(row_cur_addr[0:3]),
                     self.rob_alloc.log2_size.eq(o_mode.log2_size),
                     self.rob_alloc.sign.eq(o_mode.sign),
                     self.rob_alloc.count.eq(row_cnt),
-                    self.rob_alloc.flush.eq(flush1 & row_last),
+                    self.rob_alloc.flush.eq(flush1 & row_last & ~(o_vc & need_pad)),
+                ]
+            with m.If(o_vc & pad_active):
+                # Masked lanes: zero elements of the lane's size.
+                m.d.comb += [
+                    self.rob_alloc.load.eq(0),
+                    self.rob_alloc.value.eq(0),
+                    self.rob_alloc.offset.eq(0),
+                    self.rob_alloc.sign.eq(0),
+                    self.rob_alloc.count.eq(pad_cnt),
+                    self.rob_alloc.flush.eq(flush1 & pad_last),
                 ]
         immediate(self.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
@@ -464,7 +540,9 @@ class Traversal(wiring.Component):
         need_ctrl = is_ctl | is_ctl2
 
         ld = Signal()
-        m.d.comb += ld.eq(Mux(o_vec, lazy & v_active, lazy | (o_blk & (row_cur_left != 0))))
+        m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
+                              Mux(o_vc, ~pad_active,
+                                  Mux(o_blk, row_cur_left != 0, lazy))))
 
         def try_action(on_fire):
             """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
@@ -473,24 +551,31 @@ class Traversal(wiring.Component):
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_blk, row_cur_addr, Mux(o_vec, v_val, op_v))),
+                    self.req.payload.addr.eq(Mux(o_blk | o_vc, row_cur_addr,
+                                                 Mux(o_vec, v_val, op_v))),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Mux(o_blk, row_cnt << o_mode.log2_size,
+                    self.stat_issue_bytes.eq(Mux(o_blk | o_vc, row_cnt << o_mode.log2_size,
                                                  Const(1, 4) << o_mode.log2_size)),
                 ]
                 with m.If(~ld | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
-                    with m.If(o_blk & ~row_last):
+                    with m.If((o_blk | (o_vc & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
                                      row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
                                      row_left.eq(row_cur_left - row_cnt)]
-                    with m.Elif(o_vec & ~v_last):
+                    with m.Elif(o_vc & ~pad_active & need_pad):
+                        # The last active lane's word: the masked lanes' zeros follow.
+                        m.d.sync += [row_active.eq(0), pad_active.eq(1),
+                                     pad_left.eq(lk_lay.lanes_m1 + 1 - count)]
+                    with m.Elif(o_vc & pad_active & ~pad_last):
+                        m.d.sync += pad_left.eq(pad_left - 8)
+                    with m.Elif(o_lane & ~v_last):
                         m.d.sync += lane.eq(lane + 1)
                     with m.Else():
-                        with m.If(o_vec):
+                        with m.If(o_lane):
                             m.d.sync += lane.eq(0)
-                        m.d.sync += row_active.eq(0)
+                        m.d.sync += [row_active.eq(0), pad_active.eq(0)]
                         on_fire()
             with m.Else():
                 m.d.comb += self.stat_rob_stall.eq(~room)
@@ -516,6 +601,7 @@ class Traversal(wiring.Component):
             m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
             with m.If(kn_lk):
                 m.d.sync += [first.eq(nidx), lane.eq(0)]
+                m.d.comb += self.stat_vec_iter.eq(1)
 
         # LOCKSTEP faults: lanes are evaluated lane by lane, the golden model stream by stream
         # (docs/isa.md §7.2), so the first fault in its order is the one of the lowest stream id
@@ -558,13 +644,18 @@ class Traversal(wiring.Component):
                     m.next = "RUN"
 
             with m.State("RUN"):
+                m.d.comb += [
+                    self.stat_lane_eval.eq(((u.kind == UopKind.STREAM) & s_lk)
+                                           | (u.kind == UopKind.LANE)),
+                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vec),
+                ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(s_fault & s_lk):
+                            with m.If(s_fault & s_lk & ~self.lk_fast):
                                 with m.If(~lf_valid | (u.id < lf_sid)):
                                     m.d.sync += [lf_valid.eq(1), lf_sid.eq(u.id),
                                                  lf_code.eq(s_code), lf_addr.eq(s_faddr)]
@@ -615,6 +706,7 @@ class Traversal(wiring.Component):
                                 m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
                                 with m.If(lk_on & (k == lk)):
                                     m.d.sync += [first.eq(a_v), lane.eq(0), lf_valid.eq(0)]
+                                    m.d.comb += self.stat_vec_iter.eq(a_v < b_v)
                                 m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
                                                       _pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):

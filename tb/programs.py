@@ -538,7 +538,7 @@ def block_cases():
 
 def lockstep_case(name, *, lanes=4, rows=9, dim=6, lengths=(3, 0, 2), gather=False, seed=0,
                   size=4, pack=1, indices=None, table_bytes=None):
-    """What -O1/-O2 emit for an embedding bag (ISA v1, docs/isa.md §7.2-7.4): bags (SINGLE),
+    """What -O1 emits for an embedding bag (ISA v1, docs/isa.md §7.2-7.4): bags (SINGLE),
     lookups (BROADCAST), and the row's columns as a LOCKSTEP layer of ``lanes`` lanes with a
     tail mask (``dim`` not a multiple of ``lanes``): per vector iteration COUNT and FIRST
     (joined into one token) and the contiguous vector load of the row's elements, packed

@@ -384,7 +384,7 @@ class Decoder(wiring.Component):
                                   & stream_blk.bit_select(pend_sid, 1))
                                  | self.act_vec.bit_select(pend.id[:self._abits], 1)))
                 absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                          & ~pend.fuse_act & ~multi
+                          & ~pend.fuse_act & ~pend.fuse_lane & ~multi
                           & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
                 immediate = ~(act_reads.bit_select(id_[:self._abits], 1)
                               & stream_mem.bit_select(sid, 1)
@@ -408,14 +408,22 @@ class Decoder(wiring.Component):
                                  pend_valid.eq(1)]
             elif kind == UopKind.NEXT:
                 fused = Signal(Uop)
-                can = pend_valid & ~pend_hoist & ((pend.kind == UopKind.STREAM)
-                                                  | (pend.kind == UopKind.ACT))
+                can = pend_valid & ~pend_hoist & ~pend.fuse_lane & (
+                    (pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
                 m.d.comb += fused.eq(pend)
                 with m.If(can):
                     m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_)]
                 pend_write(fused)
                 m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
                              pend_valid.eq(1)]
+            elif kind == UopKind.LANE:
+                # Folded into the layer's last STREAM uop when there is one (``fuse_lane``).
+                with m.If(pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)):
+                    m.d.sync += pend.fuse_lane.eq(1)
+                with m.Else():
+                    pend_write(pend)
+                    m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                                 pend_valid.eq(1)]
             else:
                 pend_write(pend)
                 m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),

@@ -30,6 +30,7 @@ class Uop(data.Struct):
     act2_id:    8   # token, no load) in the same cycle, allocating the next reorder-buffer entry
     fuse_next:  1   # STREAM/ACT: perform ``NEXT next_layer`` in the same cycle
     next_layer: 8
+    fuse_lane:  1   # STREAM (the last of a LOCKSTEP layer run lane by lane): perform ``LANE``
 
 
 class LayerCfg(data.Struct):

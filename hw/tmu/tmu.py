@@ -34,7 +34,7 @@ COUNTERS = (
     "inflight_sum",      # sum over cycles of loads in flight (average = inflight_sum / cycles)
     "decode_cycles",     # cycles spent decoding (and building the microcode)
     "vector_iterations", # vector iterations of the ISA v1 LOCKSTEP layer
-    "lane_eval_cycles",  # cycles on STREAM/LANE uops of the LOCKSTEP layer (its evaluation)
+    "lane_eval_uops",    # STREAM/LANE uops of the LOCKSTEP layer completed (1 cycle each + waits)
     "vec_marshal_cycles",  # cycles on vector OPERAND actions (lanes, words of a row, padding)
 )
 
@@ -341,7 +341,7 @@ class Tmu(wiring.Component):
                 cnt.inflight_sum.eq(cnt.inflight_sum + inflight),
                 cnt.decode_cycles.eq(cnt.decode_cycles + dec.busy),
                 cnt.vector_iterations.eq(cnt.vector_iterations + trv.stat_vec_iter),
-                cnt.lane_eval_cycles.eq(cnt.lane_eval_cycles + trv.stat_lane_eval),
+                cnt.lane_eval_uops.eq(cnt.lane_eval_uops + trv.stat_lane_eval),
                 cnt.vec_marshal_cycles.eq(cnt.vec_marshal_cycles + trv.stat_vec_marshal),
             ]
             with m.If(inflight_next > cnt.peak_inflight):

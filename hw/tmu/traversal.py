@@ -156,7 +156,7 @@ class Traversal(wiring.Component):
             "lane_pos":      In(c.streams),
             "lane_neg":      In(c.streams),
             "vcont":         In(c.streams),
-            "stat_lane_eval":   Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer this cycle
+            "stat_lane_eval":   Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
             "stat_vec_marshal": Out(1),   # a vector OPERAND action this cycle
             "stat_vec_iter":    Out(1),   # a vector iteration of the LOCKSTEP layer starts
         })
@@ -612,8 +612,35 @@ class Traversal(wiring.Component):
         lf_code = Signal(FaultCode)
         lf_addr = Signal(64)
 
-        def advance():
-            with m.If(u.fuse_next):
+        lk_body = _pick(m, body_pc, lk, self._ubits, "lk_body")
+        more_lanes = Signal()
+        m.d.comb += more_lanes.eq(lane + 1 < count)
+
+        uop_done = Signal()        # the uop completes (advance / lane_step)
+        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & s_lk)
+                                                       | (u.kind == UopKind.LANE)))
+
+        def lane_step(cur_fault=None):
+            """``LANE``: the next active lane, or (after the last) the first fault of the vector
+            iteration in the golden model's order, or its ITER actions. ``cur_fault``: the
+            uop's own lane fault of this cycle (a fused ``LANE``), not yet in ``lf_*``."""
+            m.d.comb += uop_done.eq(1)
+            with m.If(more_lanes):
+                m.d.sync += [lane.eq(lane + 1), idx[lk].eq(idx[lk] + lk_lay.step),
+                             pc.eq(lk_body)]
+            with m.Elif(lf_valid):
+                stop(lf_code, lf_addr)
+            if cur_fault is not None:
+                with m.Elif(cur_fault):
+                    stop(s_code, s_faddr)
+            with m.Else():
+                m.d.sync += [lane.eq(0), pc.eq(pc + 1)]
+
+        def advance(cur_fault=None):
+            m.d.comb += uop_done.eq(1)
+            with m.If(u.fuse_lane):
+                lane_step(cur_fault)
+            with m.Elif(u.fuse_next):
                 with m.If(cont):
                     next_iteration()
                 with m.Else():
@@ -645,8 +672,6 @@ class Traversal(wiring.Component):
 
             with m.State("RUN"):
                 m.d.comb += [
-                    self.stat_lane_eval.eq(((u.kind == UopKind.STREAM) & s_lk)
-                                           | (u.kind == UopKind.LANE)),
                     self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vec),
                 ]
                 with m.If(self.abort):
@@ -659,7 +684,7 @@ class Traversal(wiring.Component):
                                 with m.If(~lf_valid | (u.id < lf_sid)):
                                     m.d.sync += [lf_valid.eq(1), lf_sid.eq(u.id),
                                                  lf_code.eq(s_code), lf_addr.eq(s_faddr)]
-                                advance()
+                                advance(cur_fault=Const(1))
                             with m.Elif(s_fault):
                                 stop(s_code, s_faddr)
                             with m.Elif(s_blocking & s_pf & s_pf_head):
@@ -715,14 +740,7 @@ class Traversal(wiring.Component):
                             with m.Else():
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.LANE):
-                            # The next active lane of the vector iteration, or its ITER actions.
-                            with m.If(lf_valid):
-                                stop(lf_code, lf_addr)
-                            with m.Elif(lane + 1 < count):
-                                m.d.sync += [lane.eq(lane + 1), idx[lk].eq(idx[lk] + lk_lay.step),
-                                             pc.eq(_pick(m, body_pc, lk, self._ubits, "lk_body"))]
-                            with m.Else():
-                                m.d.sync += [lane.eq(0), pc.eq(pc + 1)]
+                            lane_step()
                         with m.Case(UopKind.PREFETCH):
                             with m.If(self.pf_idle.bit_select(pf_e, 1)):
                                 m.d.comb += self.pf_start.bit_select(pf_e, 1).eq(1)

@@ -15,8 +15,8 @@ lanes, an odd number of f32 elements per packed row: half a token of zero paddin
 
 All kernels of one test are compiled in one ``cc`` invocation. The default suite runs every
 workload at -O3 (hashed_gather: a buffer collected over a vector layer, packed) and every level
-of the weighted EmbeddingBag (vector fma at -O1, block rows at -O2); the full matrix is marked
-slow.
+of the weighted EmbeddingBag (vector fma at -O1, a collected row at -O2, block rows at -O3); the
+full matrix is marked slow.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
 #: (case label, level) where the DLC itself is wrong (so the Python and C sides agree on a wrong
 #: result): the test expects the reference check to fail, so a fix forces the entry out. Was
 #: {("kg_transe_d13", 2), ("spattn_gather_d13", 2)}: a vector layer collecting several buffers
-#: pushed them interleaved per `iter` firing; since `bufferize` loads each row as its own block
-#: stream (docs/compiler.md), every case is right.
+#: pushed them interleaved per `iter` firing; since `bufferize` collects one buffer per loop and
+#: `simplify-streams` (-O3) loads each row as its own block stream (docs/compiler.md), every
+#: case is right.
 PYTHON_SIDE_WRONG: set[tuple[str, int]] = set()
 
 

@@ -9,6 +9,7 @@ from tb.golden_compare import assert_matches
 from tb.harness import RtlJob, run_many_on_rtl
 from tb.programs import (block_case, block_cases, lockstep_case, lockstep_cases, mutated_cases,
                          pack_case, random_v1_case, v1_decode_cases)
+from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
 pytestmark = pytest.mark.rtl
 
@@ -27,6 +28,7 @@ def test_v1_programs_match_golden(backpressure):
     cases += v1_decode_cases(CFG) + block_cases() + lockstep_cases(CFG.lanes)
     cases += lockstep_cases(3)
     cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5) for s in range(60)]
+    cases += [vector_mode_case(s, CFG) for s in range(60)] + [lane_fault_order_case(CFG.lanes)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(100 * backpressure))):
         assert_matches(case, r, CFG)
 
@@ -68,3 +70,24 @@ def test_lockstep_lane_faults():
     for case, r in zip(cases, results):
         assert_matches(case, r, CFG)
     assert [r.fault_code for r in results] == [0, Fault.ADDR_RANGE, Fault.ADDR_RANGE]
+
+
+def test_lockstep_vector_mode_loads_words():
+    """The -O1 embedding-bag form at 8 lanes (4-byte elements, rows of 12 = one full vector
+    and a tail of 4): the layer runs in vector mode (two uops per vector iteration), the row
+    loads are one per aligned 64-bit word of the active lanes, fewer than the golden model's
+    one per element, and the tokens are the golden model's."""
+    dim, lanes = 12, CFG.lanes
+    indices = [0, 5, 2, 7, 1, 1, 3]
+    case = lockstep_case("vector_mode", lanes=lanes, rows=8, dim=dim, lengths=(4, 0, 3),
+                         indices=indices, size=4, pack=0)
+    r, = _run([case], backpressure=0.3)
+    assert_matches(case, r, CFG)
+    vec = [(row * dim + c, min(lanes, dim - c)) for row in indices for c in range(0, dim, lanes)]
+    words = sum((4 * e + 4 * n - 1) // 8 - (4 * e) // 8 + 1 for e, n in vec)
+    assert r.stats["vector_iterations"] == len(vec)
+    assert r.stats["lane_eval_uops"] == 2 * len(vec)
+    # Other loads: offsets[b] and offsets[b + 1] per bag, indices[j] per lookup (the run-ahead
+    # engines may load a few past them speculatively).
+    others = 2 * 3 + len(indices)
+    assert words + others <= r.stats["loads"] <= words + others + 4, r.stats

@@ -17,10 +17,24 @@ import random
 
 from sw.runtime.isa import (Action, ActionKind, AluOp, Event, Layer, LayerMode, Program, Region,
                             Source, Stream, StreamKind)
-from tb.programs import Case
+from tb.programs import Case, lockstep_case
 
 
-__all__ = ["vector_mode_case"]
+__all__ = ["vector_mode_case", "lane_fault_order_case"]
+
+
+def lane_fault_order_case(lanes: int) -> Case:
+    """A gather (run lane by lane) whose lane 0 faults in the row load (stream 5: row 9 of a
+    4-row table) and whose lane 1 faults in the index load (stream 3: the index region holds
+    one index). The golden model evaluates stream by stream, so the reported fault is stream
+    3's, at the second index's address (``args[3] + 8``); ``lanes`` >= 2."""
+    if lanes < 2:
+        raise ValueError(f"lanes must be >= 2, not {lanes!r}")
+    base = lockstep_case("order", lanes=lanes, rows=4, gather=True, indices=[9, 0, 1],
+                         lengths=(3,))
+    args = list(base.args)
+    args[4] = 8                           # the index region holds indices[0] only
+    return Case("lane_fault_order", base.program, base.memory, args)
 
 
 def vector_mode_case(seed: int, config, *, fallback_prob: float = 0.15) -> Case:

@@ -27,6 +27,10 @@ def main(argv=None):
     ap.add_argument("--config", default="configs/tmu_rtl.json",
                     help="TMU configuration the compiler targets (must be the default RTL build)")
     ap.add_argument("--levels", default="0,1,2,3", help="comma-separated -O levels")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where the cycles go: vector iterations of the LOCKSTEP "
+                         "layer, its evaluation uops, vector-operand marshaling cycles, "
+                         "reorder-buffer-full and output-stall cycles (docs/rtl.md §2.6)")
     a = ap.parse_args(argv)
     if a.dim < 1:
         ap.error(f"--dim must be >= 1, not {a.dim}")
@@ -93,6 +97,19 @@ def main(argv=None):
         print(f"| -O{level} | v{k.program.version} | {r.cycles:,} | {s['loads']:,} | "
               f"{s['data_tokens']:,} | {s['control_tokens']:,} | "
               f"{s['bytes_loaded'] / r.cycles:.2f} | {base / r.cycles:.2f}x |")
+    if a.profile:
+        print()
+        print("| level | vector iterations | cycles / vector iteration | lane-eval uops "
+              "| vector marshaling cycles | ROB-full cycles | output-stall cycles "
+              "| blocking-wait cycles |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (level, *_), r in zip(runs, results):
+            s = r.stats
+            vi = s["vector_iterations"]
+            per = f"{r.cycles / vi:.2f}" if vi else "-"
+            print(f"| -O{level} | {vi:,} | {per} | {s['lane_eval_uops']:,} | "
+                  f"{s['vec_marshal_cycles']:,} | {s['rob_full_cycles']:,} | "
+                  f"{s['out_stall_cycles']:,} | {s['block_wait_cycles']:,} |")
 
 
 if __name__ == "__main__":

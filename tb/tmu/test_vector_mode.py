@@ -7,9 +7,9 @@ from hw.tmu import TmuConfig
 from sw.runtime.golden import run_golden
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
-from tb.programs import Case, limits_of, lockstep_case
+from tb.programs import limits_of, lockstep_case
 from tb.tmu.amaranth_bench import run_on_amaranth
-from tb.tmu.lockstep_programs import vector_mode_case
+from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
 SMALL = TmuConfig.small()
 
@@ -61,14 +61,10 @@ def test_lane_fault_order_is_stream_major():
     """Lane 0 of the row load (stream 5) faults and lane 1 of the index load (stream 3) faults:
     the golden model evaluates stream by stream, so stream 3's lane-1 fault is the one reported
     (the lane-by-lane engine must finish all lanes before reporting)."""
-    base = lockstep_case("order", lanes=SMALL.lanes, rows=4, gather=True, indices=[9, 0, 1],
-                         lengths=(3,))
-    args = list(base.args)
-    args[4] = 8                           # the index region holds indices[0] only
-    case = Case("lane_fault_order", base.program, base.memory, args)
+    case = lane_fault_order_case(SMALL.lanes)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL)
     assert_matches(case, r, SMALL)
-    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, args[3] + 8)
+    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, case.args[3] + 8)
 
 
 @pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)

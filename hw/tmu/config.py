@@ -61,7 +61,8 @@ class TmuConfig:
         one: its values are scalars, which is what the lanes read.)
     lanes : int
         Most lanes of a LOCKSTEP layer, 1..64; > 1 only with ``"lockstep"``. Default 8
-        (the lanes run one after the other: ``docs/rtl.md`` §9).
+        (a lane-affine layer is evaluated once per vector iteration, any other lane by lane:
+        ``docs/rtl.md`` §9.3).
     max_block : int
         Most elements of one BLOCK stream's row (a larger run-time count faults
         ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 1024.

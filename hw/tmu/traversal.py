@@ -50,6 +50,15 @@ class Traversal(wiring.Component):
     (``fuse_act2``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
     (``fuse_next``). See ``docs/rtl.md``.
 
+    An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* when the decoder
+    found every stream lane-affine or a contiguous vector load (``lk_fast``): its streams are
+    evaluated once per vector iteration at lane 0 (a contiguous load checks all active lanes at
+    once), a contiguous vector operand is one aligned 64-bit load per word of the active lanes
+    plus zero chunks for the masked lanes, other vector operands are lane 0's value
+    ``+ c * lane * step``. Otherwise it runs lane by lane: the body's streams once per lane,
+    the ``LANE`` step folded into the last one (``fuse_lane``), lane faults reported after the
+    last lane in the golden model's stream-major order.
+
     Parameters
     ----------
     config : TmuConfig

@@ -67,9 +67,11 @@ def test_lane_fault_order_is_stream_major():
     assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, case.args[3] + 8)
 
 
-@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
-                                           for s in range(2, 40)])
+@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
+                                        for s in range(1, 40)])
 def test_random_vector_mode_programs(seed):
+    """Random vector-mode programs (``tb.tmu.lockstep_programs``); 60 more run on Verilator in
+    ``tb/system/test_v1.py``."""
     case = vector_mode_case(seed, SMALL)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)

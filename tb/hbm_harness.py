@@ -21,7 +21,6 @@ driver are built with ``verilator --binary`` once per (preset, storage size, tag
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -53,12 +52,18 @@ def _model_verilog(preset, words, tag_bits):
     return text + "".join(mem.verilog_modules.values()), len(mem.stat_names)
 
 
+_memo: dict[str, tuple[Path, int]] = {}
+
+
 def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -> tuple[Path, int]:
     """Build (once) the Verilator binary of the memory model of ``preset`` (name or
-    ``HbmPreset``) with its trace driver; returns (build directory, number of statistics)."""
-    from hw.hbm_model.presets import HbmPreset
+    ``HbmPreset``) with its trace driver; returns (build directory, number of statistics).
+    The build is keyed by the parameters and the model's sources, and looked up once per
+    process."""
     preset = _preset(preset)
     key0 = repr((preset, words, tag_bits, VERILATOR_ARGS))
+    if key0 in _memo:
+        return _memo[key0]
     src = hashlib.sha256(key0.encode())
     for path in sorted((REPO / "hw" / "hbm_model").glob("*")) + [REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]:
         if path.suffix in (".py", ".v"):
@@ -89,7 +94,8 @@ def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -
             (build_dir / "nstats").write_text(f"{nstats}\n")
             (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
             (build_dir / "BUILT").write_text("ok\n")
-    return build_dir, int((build_dir / "nstats").read_text())
+    _memo[key0] = build_dir, int((build_dir / "nstats").read_text())
+    return _memo[key0]
 
 
 def _hex_lines(values) -> str:

@@ -1,122 +1,296 @@
 #!/usr/bin/env python3
-"""Compiler benchmark: every workload of ``sw.workloads`` at every -O level.
+"""Compiler benchmark: every workload of ``sw.workloads`` at every -O level, golden model and RTL.
 
-Per workload and level: access-program size (descriptors = layers + regions + streams + actions,
-the instructions of docs/isa.md), TMU resources used (layers, streams, actions), data and control
-tokens per lookup on the golden model, compile time (ms, wall clock, informative only), and with
-``--rtl`` RTL cycles for -O0 (the RTL runs ISA v0 only). -O1..-O3 are compiled for
-``configs/tmu_vector.json`` (ISA v1), -O0 for ``configs/tmu_rtl.json``.
+Each workload is compiled at each level for one TMU configuration (``--config``, default
+``configs/tmu_rtl.json``: the RTL's default build, ISA v0 + v1 with 8 lanes), run on the golden
+model and checked against PyTorch (``Workload.check``). Per workload and level it reports:
 
-The speedup column is the reduction of the core's queue traffic, (data + control tokens at -O0) /
-(tokens at -On): the execute side pops one token per operand and dispatches one callback per
-control token, so in a core-bound DAE machine (Ember §7) time scales with tokens. It is a proxy,
-not a cycle measurement; Ember's Fig. 13 reports 6.5x-21x cycle speedups from -O0 to -O3
-(geometric mean about 11x) on its simulated TMU + core.
+* access-program size: descriptors = layers + regions + streams + actions (the instructions of
+  ``docs/isa.md``), and the TMU resources used (layers / streams / actions);
+* data and control tokens per lookup (a lookup is one gathered element, ``Workload.lookups``) and
+  their reduction over -O0, ``tokens(-O0) / tokens(-On)`` (the execute side pops one 64-bit token
+  per operand word and dispatches one callback per control token);
+* core cycles: ``sw.runtime.execute.CoreCostModel`` over the token stream, i.e.
+  ``callbacks * (dispatch + per_callback) + data tokens * per_operand`` (2 + 4 cycles per
+  callback, 1 per data token; a flat model: a vectorised callback costs what a scalar one does);
+* with ``--rtl``: access-unit cycles from START to done on the RTL under Verilator (all jobs in one
+  simulator process, ``tb.harness.run_many_on_rtl``; tokens compared one by one with the golden
+  model, results with PyTorch), bytes loaded per cycle, and the decoupled access-execute estimate
+  ``DAE = max(access cycles, core cycles)`` — the two sides overlap through the output queues, so
+  the slower one sets the time. Ember's Fig. 13 cycles include the core, so the DAE column is the
+  one to compare with it.
 
-Writes build/bench_compiler.csv.
+Speedups are over -O0 of the same workload; geometric means are over the workloads that ran at
+both levels. A kernel that does not fit the configuration gets a row with the compiler's
+``CompileError`` message (the resource and how many are needed); an RTL fault gets a row with
+the fault. Ember (arXiv 2504.09870, Fig. 13) reports 6.5x-21x from -O0 to -O3, geometric mean
+about 11x, in cycles of its simulated TMU + core.
 
-    python scripts/bench_compiler.py [--size small|full] [--rtl] [--levels 0 1 2 3]
+Writes ``build/bench_compiler.csv`` (``--out``). Compile times are wall clock, informative only.
+
+    python scripts/bench_compiler.py [--size small|full] [--levels 0 1 2 3] [--rtl]
+                                     [--memory simple|HBM2|HBM3] [--config FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import math
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Sequence
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 from sw.compiler import CompileError, compile_mlir  # noqa: E402
-from sw.runtime.drivers import run_kernel  # noqa: E402
+from sw.runtime.drivers import AccessRun, run_kernel  # noqa: E402
+from sw.runtime.execute import CoreCostModel  # noqa: E402
+from sw.runtime.golden import AccessFault  # noqa: E402
+from sw.runtime.image import bind_arguments, build_image  # noqa: E402
 from sw.runtime.isa import Limits  # noqa: E402
 from sw.workloads import WORKLOADS  # noqa: E402
 
 EMBER_FIG13 = "Ember Fig. 13: -O3 over -O0 = 6.5x..21x, geomean ~11x (cycles, simulated TMU + core)"
+MEMORIES = ("simple", "HBM2", "HBM3")
+
+#: CSV columns, in order. Counts are per run; ``*_per_lookup`` per gathered element; cycles are
+#: clock cycles of the access unit (``rtl_cycles``), of the core model (``core_cycles``) and
+#: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level.
+FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",
+          "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
+          "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
+          "rtl_bytes_per_cycle", "dae_cycles", "dae_speedup", "memory", "config", "compile_ms",
+          "error"]
 
 
 def _copy(args):
     return [a.copy() if hasattr(a, "copy") else a for a in args]
 
 
+def rtl_config_for(limits: Limits):
+    """The RTL build (``hw.tmu.TmuConfig``) whose resources and ISA support are ``limits``.
+
+    ``configs/tmu_rtl.json`` gives ``TmuConfig()``, the default build (cached in
+    ``build/rtl``); another configuration means another Verilator build (35 s or more).
+
+    Raises
+    ------
+    ValueError
+        ``limits`` cannot be built as RTL (e.g. ``streams_per_layer`` set: the RTL's stream
+        slots are one pool), naming the field.
+    """
+    from hw.tmu import TmuConfig
+    from tb.programs import limits_of
+    cfg = TmuConfig(layers=limits.layers, regions=limits.regions, streams=limits.streams,
+                    actions=limits.actions, args=limits.args, versions=tuple(limits.versions),
+                    features=tuple(sorted(f.value for f in limits.features)), lanes=limits.lanes,
+                    max_block=limits.max_block)
+    want = {k: v for k, v in limits.to_dict().items() if k != "name"}
+    got = {k: v for k, v in limits_of(cfg).to_dict().items() if k != "name"}
+    diff = sorted(k for k in want if want[k] != got[k])
+    if diff:
+        raise ValueError(f"config {limits.name!r} cannot be built as RTL: "
+                         + ", ".join(f"{k} must be {got[k]!r}, not {want[k]!r}" for k in diff))
+    return cfg
+
+
+class _Replay:
+    """A transport that hands back an RTL run already made (so ``run_kernel`` checks and
+    executes it like any other run)."""
+    name = "rtl"
+
+    def __init__(self, r):
+        self.r = r
+
+    def run(self, program, memory, args):
+        r = self.r
+        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
+                         dict(r.stats))
+
+
+def _ratio(base, value):
+    return base / value if base and value else None
+
+
+def geomean(values: Sequence[float]) -> float:
+    """Geometric mean of positive numbers.
+
+    Raises
+    ------
+    ValueError
+        ``values`` is empty or holds a value <= 0.
+    """
+    if not values or min(values) <= 0:
+        raise ValueError(f"values must be a non-empty sequence of positive numbers, not {values!r}")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
+            rtl: bool = False, memory: str = "simple", cost: CoreCostModel | None = None,
+            ) -> list[dict]:
+    """Compile, run and measure ``workloads`` × ``levels``; one dict per row, keys ``FIELDS``.
+
+    Every run's results are checked against PyTorch (``AssertionError`` on a mismatch); RTL
+    tokens must equal the golden model's (``AssertionError``). A ``CompileError``, an RTL fault
+    or a golden-model fault becomes the row's ``error`` instead.
+    """
+    cost = cost or CoreCostModel()
+    rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, job)
+    for name in workloads:
+        w = WORKLOADS[name]
+        text = w.path.read_text()
+        args = w.make(size, 0)
+        lookups = w.lookups(args)
+        for level in levels:
+            row = dict(workload=name, level=level, lookups=lookups, config=limits.name,
+                       memory=memory if rtl else "", error="")
+            rows.append(row)
+            t0 = time.perf_counter()
+            try:
+                kernel = compile_mlir(text, filename=w.example, limits=limits, opt_level=level)
+            except CompileError as e:
+                row["error"] = f"does not compile for {limits.name}: {e.message}"
+                continue
+            row["compile_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+            p = kernel.program
+            row.update(isa=p.version, descriptors=len(p.layers) + len(p.regions) + len(p.streams)
+                       + len(p.actions), layers=len(p.layers), streams=len(p.streams),
+                       actions=len(p.actions))
+            try:
+                r = run_kernel(kernel, _copy(args), "golden", limits=limits, cost=cost)
+            except AccessFault as e:
+                row["error"] = f"golden model: {e}"
+                continue
+            w.check(_copy(args), r.results)
+            nd, nc = len(r.access.data_tokens), len(r.access.control_tokens)
+            row.update(data_tokens=nd, control_tokens=nc, data_per_lookup=nd / lookups,
+                       control_per_lookup=nc / lookups, core_cycles=r.execute.core_cycles)
+            if rtl:
+                from tb.harness import RtlJob
+                run_args = _copy(args)
+                image = build_image(kernel, run_args)
+                regs = bind_arguments(kernel, run_args, image)
+                pending.append((row, w, kernel, args, r.access,
+                                RtlJob(p.encode(), image.data, regs)))
+    if pending:
+        from tb.harness import run_many_on_rtl
+        results = run_many_on_rtl([job for *_, job in pending], config=rtl_config_for(limits),
+                                  memory=memory)
+        for (row, w, kernel, args, gold, _), rr in zip(pending, results):
+            if rr.fault_code:
+                row["error"] = f"RTL fault {rr.fault_code} at {rr.fault_addr:#x}"
+                continue
+            assert rr.data_tokens == gold.data_tokens and rr.control_tokens == gold.control_tokens, \
+                f"{row['workload']} -O{row['level']}: RTL tokens differ from the golden model's"
+            res = run_kernel(kernel, _copy(args), _Replay(rr), cost=cost)
+            w.check(_copy(args), res.results)
+            row.update(rtl_cycles=rr.cycles,
+                       rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / rr.cycles if rr.cycles else None,
+                       dae_cycles=max(rr.cycles, res.execute.core_cycles))
+    base = {r["workload"]: r for r in rows if r["level"] == 0 and not r["error"]}
+    for r in rows:
+        b = base.get(r["workload"])
+        if r["error"] or b is None:
+            continue
+        r["token_speedup"] = _ratio(b["data_tokens"] + b["control_tokens"],
+                                    r["data_tokens"] + r["control_tokens"])
+        for key in ("core", "rtl", "dae"):
+            r[f"{key}_speedup"] = _ratio(b.get(f"{key}_cycles"), r.get(f"{key}_cycles"))
+    return rows
+
+
+def summary(rows: Sequence[dict], levels: Sequence[int]) -> list[dict]:
+    """Per level > 0 and metric (token, core, rtl, dae): min, max and geometric mean of the
+    speedup over -O0 across the workloads that have it."""
+    out = []
+    for level in levels:
+        if level == 0:
+            continue
+        for key in ("token", "core", "rtl", "dae"):
+            sps = [r[f"{key}_speedup"] for r in rows
+                   if r["level"] == level and r.get(f"{key}_speedup")]
+            if sps:
+                out.append(dict(level=level, metric=key, n=len(sps), min=min(sps), max=max(sps),
+                                geomean=geomean(sps)))
+    return out
+
+
+def _fmt(value, spec, width):
+    return f"{'-':>{width}s}" if value is None else f"{value:>{width}{spec}}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=("small", "full"), default="small",
                     help="input size of sw.workloads (default small)")
-    ap.add_argument("--levels", type=int, nargs="+", default=[0, 1, 2, 3], help="-O levels")
-    ap.add_argument("--rtl", action="store_true", help="also run -O0 on the RTL (Verilator) for cycles")
+    ap.add_argument("--levels", type=int, nargs="+", default=[0, 1, 2, 3],
+                    help="-O levels (default 0 1 2 3; speedups need 0)")
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), metavar="NAME",
+                    help=f"workloads (default all: {' '.join(WORKLOADS)})")
+    ap.add_argument("--config", default=str(REPO / "configs" / "tmu_rtl.json"),
+                    help="TMU configuration to compile for (and build the RTL of); "
+                         "default configs/tmu_rtl.json")
+    ap.add_argument("--rtl", action="store_true",
+                    help="also run every workload x level on the RTL (Verilator) for cycles")
+    ap.add_argument("--memory", choices=MEMORIES, default="simple",
+                    help="memory model behind the RTL (default simple = fixed 32-cycle latency; "
+                         "HBM2/HBM3 = docs/hbm_model.md presets, builds take minutes)")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_compiler.csv"), help="CSV file")
     a = ap.parse_args(argv)
     bad = [lv for lv in a.levels if lv not in (0, 1, 2, 3)]
     if bad:
         ap.error(f"--levels must be in 0..3, not {bad[0]}")
+    unknown = [n for n in a.workloads if n not in WORKLOADS]
+    if unknown:
+        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(WORKLOADS)}), "
+                 f"not {unknown[0]!r}")
+    if a.memory != "simple" and not a.rtl:
+        ap.error(f"--memory {a.memory} needs --rtl")
+    levels = sorted(set(a.levels))
+    try:
+        limits = Limits.from_file(a.config)
+        if a.rtl:
+            rtl_config_for(limits)
+    except (OSError, ValueError) as e:
+        ap.error(f"--config: {e}")
     warnings.simplefilter("ignore", UserWarning)
-    rtl_limits = Limits.from_file("configs/tmu_rtl.json")
-    vector = Limits.from_file("configs/tmu_vector.json")
-    rows = []
-    for name, w in WORKLOADS.items():
-        text = w.path.read_text()
-        args = w.make(a.size, 0)
-        lookups = w.lookups(args)
-        base_tokens = None
-        for level in a.levels:
-            limits = rtl_limits if level == 0 else vector
-            t0 = time.perf_counter()
-            try:
-                kernel = compile_mlir(text, filename=w.example, limits=limits, opt_level=level)
-            except CompileError as e:
-                rows.append(dict(workload=name, level=level, error=str(e)))
-                continue
-            ms = 1000 * (time.perf_counter() - t0)
-            p = kernel.program
-            r = run_kernel(kernel, _copy(args), "golden", limits=limits)
-            w.check(_copy(args), r.results)
-            tokens = len(r.access.data_tokens) + len(r.access.control_tokens)
-            if level == 0:
-                base_tokens = tokens
-            row = dict(workload=name, level=level, descriptors=len(p.layers) + len(p.regions)
-                       + len(p.streams) + len(p.actions), layers=len(p.layers), streams=len(p.streams),
-                       actions=len(p.actions), lookups=lookups,
-                       data_per_lookup=len(r.access.data_tokens) / lookups,
-                       control_per_lookup=len(r.access.control_tokens) / lookups,
-                       compile_ms=ms, token_speedup=(base_tokens / tokens) if base_tokens else None,
-                       rtl_cycles=None, error="")
-            if a.rtl and level == 0:
-                rr = run_kernel(kernel, _copy(args), "rtl")
-                row["rtl_cycles"] = rr.cycles
-            rows.append(row)
+    rows = measure(a.workloads, levels, a.size, limits, rtl=a.rtl, memory=a.memory)
+
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["workload", "level", "descriptors", "layers", "streams", "actions", "lookups",
-              "data_per_lookup", "control_per_lookup", "compile_ms", "token_speedup", "rtl_cycles", "error"]
     with out.open("w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=fields)
+        wr = csv.DictWriter(f, fieldnames=FIELDS)
         wr.writeheader()
         for r in rows:
-            wr.writerow({k: r.get(k) for k in fields})
-    print(f"{'workload':14s} {'-O':>2s} {'desc':>4s} {'L/S/A':>8s} {'data/lk':>8s} {'ctrl/lk':>8s} "
-          f"{'ms':>6s} {'speedup':>8s} {'RTL cyc':>8s}")
+            wr.writerow({k: r.get(k) for k in FIELDS})
+
+    print(f"{a.size} inputs, {limits.name}" + (f", RTL memory {a.memory}" if a.rtl else ""))
+    print(f"{'workload':14s} {'-O':>2s} {'desc':>4s} {'L/S/A':>8s} {'data/lk':>7s} {'ctrl/lk':>7s} "
+          f"{'tok x':>6s} {'core cyc':>9s} {'RTL cyc':>9s} {'RTL x':>6s} {'B/cyc':>5s} "
+          f"{'DAE cyc':>9s} {'DAE x':>6s}")
     for r in rows:
-        if r.get("error"):
-            print(f"{r['workload']:14s} {r['level']:>2d}  does not compile: {r['error'][:90]}")
+        if r["error"]:
+            print(f"{r['workload']:14s} {r['level']:>2d}  {r['error']}")
             continue
-        sp = f"{r['token_speedup']:.2f}x" if r["token_speedup"] else "-"
-        cyc = str(r["rtl_cycles"]) if r["rtl_cycles"] else "-"
         print(f"{r['workload']:14s} {r['level']:>2d} {r['descriptors']:>4d} "
-              f"{r['layers']:>2d}/{r['streams']:>2d}/{r['actions']:>2d} {r['data_per_lookup']:>8.3f} "
-              f"{r['control_per_lookup']:>8.3f} {r['compile_ms']:>6.0f} {sp:>8s} {cyc:>8s}")
-    for level in a.levels[1:]:
-        sps = [r["token_speedup"] for r in rows if r["level"] == level and r.get("token_speedup")]
-        if sps:
-            g = math.exp(sum(math.log(s) for s in sps) / len(sps))
-            print(f"-O{level} over -O0 (tokens): {min(sps):.2f}x .. {max(sps):.2f}x, geomean {g:.2f}x "
-                  f"over {len(sps)} workloads")
+              f"{r['layers']:>2d}/{r['streams']:>2d}/{r['actions']:>2d} "
+              f"{r['data_per_lookup']:>7.3f} {r['control_per_lookup']:>7.3f} "
+              f"{_fmt(r.get('token_speedup'), '.2f', 6)} {r['core_cycles']:>9,d} "
+              f"{_fmt(r.get('rtl_cycles'), ',d', 9)} {_fmt(r.get('rtl_speedup'), '.2f', 6)} "
+              f"{_fmt(r.get('rtl_bytes_per_cycle'), '.2f', 5)} {_fmt(r.get('dae_cycles'), ',d', 9)} "
+              f"{_fmt(r.get('dae_speedup'), '.2f', 6)}")
+    names = dict(token="tokens", core="core cycles", rtl="RTL access cycles",
+                 dae="DAE max(access, core)")
+    for s in summary(rows, levels):
+        print(f"-O{s['level']} over -O0, {names[s['metric']]:22s}: {s['min']:.2f}x .. "
+              f"{s['max']:.2f}x, geomean {s['geomean']:.2f}x over {s['n']} workloads")
     print(EMBER_FIG13)
     print(f"wrote {out}")
     return 0

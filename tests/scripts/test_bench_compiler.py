@@ -1,0 +1,117 @@
+"""scripts/bench_compiler.py without the RTL: the CSV it writes, checked against the golden model
+and the core cost model recomputed by hand (the RTL path is exercised by running the script with
+``--rtl``; docs/performance.md)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_compiler", REPO / "scripts" / "bench_compiler.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+bench = _load()
+
+
+def _read(path: Path) -> tuple[list[str], list[dict]]:
+    with path.open(newline="") as f:
+        r = csv.DictReader(f)
+        return list(r.fieldnames), list(r)
+
+
+def test_golden_levels_0_and_3_csv(tmp_path, capsys):
+    out = tmp_path / "bench.csv"
+    assert bench.main(["--size", "small", "--levels", "0", "3", "--out", str(out)]) == 0
+    fields, rows = _read(out)
+    assert fields == bench.FIELDS
+    from sw.workloads import WORKLOADS
+    assert [(r["workload"], int(r["level"])) for r in rows] == \
+        [(w, lv) for w in WORKLOADS for lv in (0, 3)]
+    by = {(r["workload"], int(r["level"])): r for r in rows}
+    for name in WORKLOADS:
+        o0, o3 = by[name, 0], by[name, 3]
+        assert o0["error"] == o3["error"] == ""
+        assert int(o0["isa"]) == 0 and int(o3["isa"]) in (0, 1)
+        tok0 = int(o0["data_tokens"]) + int(o0["control_tokens"])
+        tok3 = int(o3["data_tokens"]) + int(o3["control_tokens"])
+        assert tok3 <= tok0, name
+        assert float(o3["token_speedup"]) == pytest.approx(tok0 / tok3)
+        assert float(o0["token_speedup"]) == 1.0
+        for r in (o0, o3):
+            lookups = int(r["lookups"])
+            assert float(r["data_per_lookup"]) == pytest.approx(int(r["data_tokens"]) / lookups)
+            assert int(r["descriptors"]) >= int(r["layers"]) + int(r["streams"]) + int(r["actions"])
+            # CoreCostModel defaults: 2 (dispatch) + 4 (body) per callback, 1 per operand; the
+            # control stream ends with one DONE token that runs no callback
+            want = 6 * (int(r["control_tokens"]) - 1) + int(r["data_tokens"])
+            assert int(r["core_cycles"]) == want, name
+            assert r["rtl_cycles"] == r["dae_cycles"] == r["rtl_speedup"] == ""
+    # the -O0 token counts of EmbeddingBag sum recomputed from its inputs: per gathered element
+    # one operand each for the bag id, the column and the value, and one control token (the
+    # callback), plus one DONE token
+    w = WORKLOADS["eb_sum"]
+    args = w.make("small", 0)
+    elements = len(args[1]) * args[0].shape[1]
+    assert int(by["eb_sum", 0]["data_tokens"]) == 3 * elements
+    assert int(by["eb_sum", 0]["control_tokens"]) == elements + 1
+    text = capsys.readouterr().out
+    assert "-O3 over -O0, tokens" in text and "geomean" in text
+
+
+def test_compile_error_becomes_a_row(tmp_path):
+    """tmu_small has 3 regions; SpMV needs 4: the row carries the compiler's resource message."""
+    out = tmp_path / "bench.csv"
+    assert bench.main(["--levels", "0", "--workloads", "spmv_csr", "eb_sum", "--config",
+                       str(REPO / "configs" / "tmu_small.json"), "--out", str(out)]) == 0
+    _, rows = _read(out)
+    by = {r["workload"]: r for r in rows}
+    assert by["spmv_csr"]["error"] == ("does not compile for tmu_small: the kernel does not fit the "
+                                       "access unit: it needs 4 regions, the unit has 3 "
+                                       "(Limits.regions)")
+    assert by["spmv_csr"]["data_tokens"] == ""
+    assert by["eb_sum"]["error"] == "" and int(by["eb_sum"]["data_tokens"]) > 0
+
+
+def test_geomean_and_summary():
+    assert bench.geomean([2.0, 8.0]) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match=r"^values must be a non-empty sequence of positive "
+                                         r"numbers, not \[\]$"):
+        bench.geomean([])
+    rows = [dict(level=3, token_speedup=2.0, core_speedup=None),
+            dict(level=3, token_speedup=8.0, core_speedup=3.0)]
+    s = {x["metric"]: x for x in bench.summary(rows, [0, 3])}
+    assert set(s) == {"token", "core"}
+    assert s["token"]["geomean"] == pytest.approx(4.0) and s["token"]["n"] == 2
+    assert s["core"]["min"] == s["core"]["max"] == 3.0
+
+
+def test_rtl_config_for():
+    from hw.tmu import TmuConfig
+    from sw.runtime.isa import Limits
+    assert bench.rtl_config_for(Limits.from_file(REPO / "configs" / "tmu_rtl.json")) == TmuConfig()
+    with pytest.raises(ValueError, match=r"^config 'tmu_vector' cannot be built as RTL: "
+                                         r"streams_per_layer must be None, not 16$"):
+        bench.rtl_config_for(Limits.from_file(REPO / "configs" / "tmu_vector.json"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--levels", "4"], "--levels must be in 0..3, not 4"),
+    (["--workloads", "nope"], "--workloads must name workloads of sw.workloads"),
+    (["--memory", "HBM2"], "--memory HBM2 needs --rtl"),
+])
+def test_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err

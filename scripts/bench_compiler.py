@@ -60,11 +60,15 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 
 #: CSV columns, in order. Counts are per run; ``*_per_lookup`` per gathered element; cycles are
 #: clock cycles of the access unit (``rtl_cycles``), of the core model (``core_cycles``) and
-#: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level.
+#: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level. ``rtl_*``
+#: counters are the unit's (docs/rtl.md §2.6): loads issued, cycles the traversal waited for a
+#: blocking load, cycles an action waited for a reorder-buffer entry; data tokens per cycle near 1
+#: means the 64-bit data queue (one token per cycle) is the access unit's limit.
 FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
-          "rtl_bytes_per_cycle", "dae_cycles", "dae_speedup", "memory", "config", "compile_ms",
+          "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
+          "rtl_rob_full_cycles", "dae_cycles", "dae_speedup", "memory", "config", "compile_ms",
           "error"]
 
 
@@ -189,8 +193,11 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                 f"{row['workload']} -O{row['level']}: RTL tokens differ from the golden model's"
             res = run_kernel(kernel, _copy(args), _Replay(rr), cost=cost)
             w.check(_copy(args), res.results)
-            row.update(rtl_cycles=rr.cycles,
-                       rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / rr.cycles if rr.cycles else None,
+            cyc = max(rr.cycles, 1)
+            row.update(rtl_cycles=rr.cycles, rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / cyc,
+                       rtl_data_tokens_per_cycle=rr.stats["data_tokens"] / cyc,
+                       rtl_loads=rr.stats["loads"], rtl_block_wait_cycles=rr.stats["block_wait_cycles"],
+                       rtl_rob_full_cycles=rr.stats["rob_full_cycles"],
                        dae_cycles=max(rr.cycles, res.execute.core_cycles))
     base = {r["workload"]: r for r in rows if r["level"] == 0 and not r["error"]}
     for r in rows:
@@ -284,7 +291,8 @@ def main(argv=None) -> int:
               f"{r['data_per_lookup']:>7.3f} {r['control_per_lookup']:>7.3f} "
               f"{_fmt(r.get('token_speedup'), '.2f', 6)} {r['core_cycles']:>9,d} "
               f"{_fmt(r.get('rtl_cycles'), ',d', 9)} {_fmt(r.get('rtl_speedup'), '.2f', 6)} "
-              f"{_fmt(r.get('rtl_bytes_per_cycle'), '.2f', 5)} {_fmt(r.get('dae_cycles'), ',d', 9)} "
+              f"{_fmt(r.get('rtl_bytes_per_cycle'), '.2f', 5)} "
+              f"{_fmt(r.get('rtl_data_tokens_per_cycle'), '.2f', 5)} {_fmt(r.get('dae_cycles'), ',d', 9)} "
               f"{_fmt(r.get('dae_speedup'), '.2f', 6)}")
     names = dict(token="tokens", core="core cycles", rtl="RTL access cycles",
                  dae="DAE max(access, core)")

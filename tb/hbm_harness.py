@@ -64,27 +64,37 @@ def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -
     key0 = repr((preset, words, tag_bits, VERILATOR_ARGS))
     if key0 in _memo:
         return _memo[key0]
+    # Two keys, as in tb/common.py: the sources (an index that skips the Verilog generation)
+    # and the generated Verilog (the build itself, unchanged by edits that do not change it).
     src = hashlib.sha256(key0.encode())
     for path in sorted((REPO / "hw" / "hbm_model").glob("*")) + [REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]:
         if path.suffix in (".py", ".v"):
             src.update(path.read_bytes())
-    key = src.hexdigest()[:16]
+    index = BUILD_ROOT / "hbm" / "index" / src.hexdigest()[:16]
+    if index.is_file() and (Path(index.read_text().strip()) / "BUILT").is_file():
+        build_dir = Path(index.read_text().strip())
+        _memo[key0] = build_dir, int((build_dir / "nstats").read_text())
+        return _memo[key0]
+    t0 = time.perf_counter()
+    text, nstats = _model_verilog(preset, words, tag_bits)
+    from hw.hbm_model import STORAGE_VERILOG
+    storage_text = STORAGE_VERILOG.read_text() if words else ""
+    key = hashlib.sha256((key0 + text + TB_VERILOG.read_text() + storage_text).encode()).hexdigest()[:16]
     build_dir = BUILD_ROOT / "hbm" / key
     with _lock(BUILD_ROOT / "hbm" / f"{key}.lock"):
         if not (build_dir / "BUILT").is_file():
             if build_dir.exists():
                 shutil.rmtree(build_dir)
             build_dir.mkdir(parents=True)
-            t0 = time.perf_counter()
-            text, nstats = _model_verilog(preset, words, tag_bits)
             (build_dir / f"{TOP}.v").write_text(text)
             sources = [build_dir / f"{TOP}.v", TB_VERILOG]
             if words:
-                from hw.hbm_model import STORAGE_VERILOG
-                sources.append(STORAGE_VERILOG)
+                storage_copy = build_dir / "ember_hbm_storage.v"
+                storage_copy.write_text(storage_text)
+                sources.append(storage_copy)
             cmd = (["verilator", "--binary", "--top-module", "ember_hbm_tb", "-o", "Vhbm",
                     f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}",
-                    "-Mdir", str(build_dir / "obj_dir"), f"-j", str(os.cpu_count() or 1)]
+                    "-Mdir", str(build_dir / "obj_dir"), "-j", str(os.cpu_count() or 1)]
                    + VERILATOR_ARGS + [str(s) for s in sources])
             with open(build_dir / "build.log", "w") as log:
                 proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=build_dir)
@@ -94,6 +104,8 @@ def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -
             (build_dir / "nstats").write_text(f"{nstats}\n")
             (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
             (build_dir / "BUILT").write_text("ok\n")
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text(f"{build_dir}\n")
     _memo[key0] = build_dir, int((build_dir / "nstats").read_text())
     return _memo[key0]
 

@@ -4,7 +4,7 @@ Both follow ``docs/hbm_model.md``: §4 (storage: read or written when a request 
 §5 (statistics: names and definitions shared with the reference model ``reference.py``).
 """
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, unsigned
+from amaranth.hdl import ClockSignal, Instance, Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -30,9 +30,12 @@ def _run(cases, memory, backpressure=0.0, seed=0):
 
 
 def _check_memory_stats(r, access_bytes=64):
+    """The memory saw every load the unit counted (the unit counts from START to done; the memory
+    until its statistics are read, so it also sees run-ahead loads issued after done), each
+    delivered and classified once, and no writes."""
     s = r.memory_stats
-    assert s["reads"] == r.stats["loads"] and s["writes"] == 0
-    assert s["bytes_read"] == access_bytes * r.stats["loads"]
+    assert s["reads"] >= r.stats["loads"] and s["writes"] == 0
+    assert s["bytes_read"] == access_bytes * s["reads"]
     assert s["row_hits"] + s["row_misses"] + s["row_conflicts"] == s["reads"]
     if s["reads"]:
         assert sum(s["read_latency_hist"]) == s["reads"]

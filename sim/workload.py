@@ -4,7 +4,7 @@ Workload: one GNN message-passing step, ``h[v] = Σ_{u ∈ N(v)} x[u]`` over the
 (2,708 nodes, 10,556 directed edges, ``sw.runtime.datasets.load_cora``) with generated features
 ``x`` of shape (2708, dim), float32, seed 0 — i.e. ``F.embedding_bag(indices, x, offsets, mode="sum")``.
 
-Steps: compile ``examples/embedding_bag_sum.mlir`` (or use the hand-written access program with
+Steps: compile ``examples/embedding_bag_sum.mlir`` (at ``-O3`` for ``configs/tmu_rtl.json`` by default) (or use the hand-written access program with
 ``--program handwritten``), lay out the memory image, build the Verilator model (once per
 configuration and memory preset, cached under ``build/``), run, execute the callbacks, compare
 with PyTorch. Prints cycles, bytes loaded per cycle, lookups per cycle, the memory model's
@@ -25,6 +25,8 @@ DEFAULT_KERNEL = REPO / "examples" / "embedding_bag_sum.mlir"
 DEFAULT_DIM = 16
 MEMORIES = ("simple", "HBM2", "HBM3")
 DEFAULT_MEMORY = "HBM2"
+DEFAULT_OPT_LEVEL = 3
+DEFAULT_TMU_CONFIG = REPO / "configs" / "tmu_rtl.json"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--program", choices=("compiled", "handwritten"), default="compiled",
                    help="compiled: the compiler's output for --kernel; handwritten: sw/runtime/handwritten.py")
     p.add_argument("--kernel", default=str(DEFAULT_KERNEL), help="MLIR kernel for --program compiled")
+    p.add_argument("-O", "--opt-level", type=int, choices=(0, 1, 2, 3), default=DEFAULT_OPT_LEVEL,
+                   help=f"compiler optimisation level for --program compiled (default {DEFAULT_OPT_LEVEL}; "
+                        "docs/compiler.md)")
+    p.add_argument("--tmu-config", default=str(DEFAULT_TMU_CONFIG),
+                   help="TMU configuration the compiler maps onto (default: configs/tmu_rtl.json, what the RTL builds)")
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="seed of the features and of the back-pressure")
@@ -73,7 +80,8 @@ def main(ns: argparse.Namespace) -> int:
     print(f"workload: sum-aggregation over {g.name}: {g.num_nodes} nodes, {g.num_edges} edges, "
           f"features {x.shape[0]}x{ns.dim} float32 ({distinct} distinct rows gathered)")
     memory = f"; memory: {ns.memory}" if ns.target == "rtl" else ""
-    print(f"program: {ns.program}{' (' + ns.kernel + ')' if ns.program == 'compiled' else ''}; "
+    compiled = f" ({ns.kernel}, -O{ns.opt_level})" if ns.program == "compiled" else ""
+    print(f"program: {ns.program}{compiled}; "
           f"target: {ns.target}{memory}")
 
     t0 = time.perf_counter()
@@ -190,17 +198,22 @@ def _kernel(ns):
         from sw.runtime.handwritten import embedding_bag_kernel
         return embedding_bag_kernel("float32", "sum")
     from sw.compiler import compile_mlir
+    from sw.runtime.isa import Limits
     path = Path(ns.kernel)
     if not path.is_file():
         raise FileNotFoundError(f"--kernel {ns.kernel!r} does not exist")
-    return compile_mlir(path.read_text(), filename=str(path))
+    limits = Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG))
+    return compile_mlir(path.read_text(), filename=str(path),
+                        opt_level=getattr(ns, "opt_level", DEFAULT_OPT_LEVEL), limits=limits)
 
 
 def _run(g, x, ns):
-    from sw.runtime.drivers import run_kernel
-    target = ns.target
+    from sw.runtime.drivers import GoldenTransport, run_kernel
+    from sw.runtime.isa import Limits
     if ns.target == "rtl":
         target = _RtlMemoryTransport(getattr(ns, "memory", DEFAULT_MEMORY), ns.backpressure, ns.seed)
+    else:   # the golden model decodes with the configuration the program was compiled for
+        target = GoldenTransport(Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG)))
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], target)
     return np.asarray(result.results[0]), result.access

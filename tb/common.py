@@ -182,9 +182,11 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
 
 
 def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[str, str] | None = None,
-               plusargs: list[str] | None = None, waves: bool = False) -> None:
+               plusargs: list[str] | None = None, waves: bool = False,
+               hdl_toplevel: str = TOPLEVEL) -> None:
     """Run the cocotb ``test_module`` (dotted name, importable from the repository root) on a built
-    model. Raises ``RuntimeError`` if a test failed (the log is in ``test_dir/sim.log``)."""
+    model whose top module is ``hdl_toplevel`` (default: the system wrapper). Raises
+    ``RuntimeError`` if a test failed (the log is in ``test_dir/sim.log``)."""
     runner = _runner()
     extra_env = {"PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in sys.path if p])}
     extra_env.update(env or {})
@@ -194,7 +196,7 @@ def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[s
         with contextlib.redirect_stdout(io.StringIO()):       # "INFO: Running command ..."
             results = runner.test(
                 test_module=test_module,
-                hdl_toplevel=TOPLEVEL,
+                hdl_toplevel=hdl_toplevel,
                 hdl_toplevel_lang="verilog",
                 build_dir=build_dir,
                 test_dir=test_dir,
@@ -203,7 +205,7 @@ def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[s
                 waves=waves or os.environ.get("WAVES") == "1",
                 log_file=log,
             )
-    except Exception as e:
+    except (Exception, SystemExit) as e:      # the runner raises SystemExit for failed tests
         tail = log.read_text(errors="replace")[-4000:] if log.is_file() else ""
         raise RuntimeError(f"cocotb test {test_module} failed ({e}); log {log}:\n{tail}") from None
     results = Path(results)

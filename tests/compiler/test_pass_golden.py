@@ -6,8 +6,7 @@ were reviewed against the pass's rules (docs/compiler.md, "Passes"). The test pa
 runs the pass as an xDSL ``ModulePass``, and compares the printed result; every file also
 round-trips (print, parse, print: identical).
 
-lit and filecheck are not installable here (no PyPI access), so this is a pytest text
-comparison. After an intended change, regenerate and review the diff with::
+Full-text comparison (stricter than FileCheck patterns, and no lit/FileCheck dependency). After an intended change, regenerate and review the diff with::
 
     EMBER_UPDATE_GOLDEN=1 python -m pytest tests/compiler/test_pass_golden.py
     git diff tests/compiler/golden/passes

@@ -22,8 +22,9 @@ makes the clock and marks the ports VPI-visible). In every unit cycle ``t`` the 
 
 The first difference fails the test with the trace, the cycle, the request index and both sides'
 values (also written to the result file, see below). After the last response the §5 statistics
-of the RTL (its ``stats`` output) must equal ``HbmReference.stats`` exactly. Traces run one after
-another in one simulator process; the DUT is reset and its storage image reloaded before each.
+of the RTL (its ``stats`` output; the wrapper shows each as a 64-bit wire ``stat_<k>``) must
+equal ``HbmReference.stats`` exactly. Traces run one after another in one simulator process; the
+DUT is reset and its storage image reloaded before each.
 
 Signals are driven right after the falling clock edge; the outputs are read in the read-only
 phase of the same time step (settled, combinational in the new inputs); the rising edge that
@@ -35,7 +36,8 @@ Job (pickle file named by ``$EMBER_HBM_COCOTB_JOB``; :func:`write_job` writes it
     reference_preset  HbmPreset of the reference (the same, except in the test that proves a
                       mismatch is reported)
     tag_bits, storage_words, n, seed, traces (names), image (path of the $readmemh image),
-    result (path of the JSON result file)
+    result (path of the JSON result file), shadow_flip (optional: a word index whose bit 0 the
+    shadow memory flips, to prove the data check compares)
 
 Result (JSON): ``{"traces": [per-trace summary], "failure": null | {"trace", "cycle",
 "request", "field", "rtl", "reference", "accept_cycle_0", "message"}}``.
@@ -198,6 +200,11 @@ class TB:
         self.req = _Packer(mem_request_layout(self.tag_bits))
         self.resp = _Packer(mem_response_layout(self.tag_bits))
         self.image = storage_image(job["storage_words"], job["seed"])
+        # What the shadow memory believes was loaded: the image, except in the test that proves
+        # the data check compares (``shadow_flip``: a word whose bit 0 the shadow has flipped).
+        self.shadow_image = self.image.copy()
+        if job.get("shadow_flip") is not None:
+            self.shadow_image[job["shadow_flip"]] ^= np.uint64(1)
 
     async def reset(self):
         """Reset the model and reload the storage image; returns right after the falling edge
@@ -243,13 +250,15 @@ class TB:
         accept_cycle = {}
         max_cycles = 200 * n + 20_000
 
-        def fail(t, field, request, rtl, reference):
-            rq = reqs[request] if request is not None and 0 <= request < n else None
+        def fail(t, field, request, rtl, reference, message=None):
+            where = f"trace {spec.name!r}, cycle {t}"
+            if request is not None:
+                where += f", request {request} ({reqs[request]})"
             record = {
                 "trace": spec.name, "cycle": t, "request": request, "field": field,
                 "rtl": rtl, "reference": reference, "accept_cycle_0": accept_cycle.get(0),
-                "message": (f"trace {spec.name!r}, cycle {t}, request {request} ({rq}): {field} "
-                            f"differs: RTL {rtl!r}, reference {reference!r}"),
+                "message": f"{where}: " + (message or f"{field} differs: RTL {rtl!r}, "
+                                                      f"reference {reference!r}"),
             }
             raise Mismatch(record)
 
@@ -263,7 +272,9 @@ class TB:
         t = 0
         while done < n:
             if t >= max_cycles:
-                fail(t, "progress (requests completed)", None, done, n)
+                fail(t, "progress", None, done, done,
+                     message=f"only {done} of {n} requests completed in {max_cycles} cycles "
+                             f"(the two models agreed in every cycle)")
             # -- inputs of cycle t (we are right after its falling edge) -----------------------
             if not valid and nxt < n and (nxt & tag_mask) not in in_flight \
                     and rng.random() < spec.p_valid:
@@ -301,8 +312,10 @@ class TB:
                 i = in_flight.pop(rtl_resp[0])
                 want = expected.pop(i)
                 if rtl_resp[2] != want:
-                    fail(t, "read data (last write accepted before the read, §4)", i,
-                         rtl_resp[2], want)
+                    fail(t, "read data", i, rtl_resp[2], want,
+                         message=f"read data differ from the last write accepted before the "
+                                 f"read (§4; the image if none): RTL {rtl_resp[2]:#x}, "
+                                 f"expected {want:#x}")
                 done += 1
             if accepted:
                 w = r.addr >> 3
@@ -310,10 +323,10 @@ class TB:
                     expected[nxt] = 0
                     if w < words:
                         m = sum(0xFF << (8 * b) for b in range(8) if (r.wstrb >> b) & 1)
-                        old = shadow.get(w, int(self.image[w]))
+                        old = shadow.get(w, int(self.shadow_image[w]))
                         shadow[w] = (old & ~m & _MASK64) | (r.data & m)
                 else:
-                    expected[nxt] = shadow.get(w, int(self.image[w])) if w < words else 0
+                    expected[nxt] = shadow.get(w, int(self.shadow_image[w])) if w < words else 0
                 in_flight[nxt & tag_mask] = nxt
                 accept_cycle[nxt] = t
                 nxt += 1

@@ -37,7 +37,7 @@ import pytest
 
 from hw.hbm_model.presets import get_preset
 from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _lock, _preset, _runner, run_cocotb
-from tb.hbm_model.cocotb_hbm import JOB_ENV, TRACE_NAMES, build_traces, write_job
+from tb.hbm_model.cocotb_hbm import JOB_ENV, TRACE_NAMES, build_traces, storage_image, write_job
 
 TOP = "ember_hbm_cocotb_top"     # the generated wrapper (the cocotb toplevel)
 MODEL = "ember_hbm_top"          # HbmMemory's Verilog
@@ -256,7 +256,6 @@ def test_data_mismatch_is_reported(tmp_path):
     """The read-data check is independent of the reference: with the shadow memory's copy of one
     image word wrong (bit 0 flipped), the first read of that word that no write precedes must
     fail the run with the RTL's word (the image's) and the shadow's."""
-    from tb.hbm_model.cocotb_hbm import build_traces, storage_image
     p = small_hbm2()
     spec, = build_traces(p, 200, 1, STORAGE_WORDS, ["mixed"])
     written, first = set(), None

@@ -5,7 +5,7 @@ The contract is ``docs/hbm_model.md`` §2-§5; both models implement it independ
 requires, for every request, the same acceptance cycle, the same completion cycle (the cycle its
 response is transferred) and the same read data, and the same §5 statistics.
 
-Two drivers:
+Two drivers here (the cocotb version on the Verilator model is tb/hbm_model/test_hbm_cocotb.py):
 
 * **lockstep** (Amaranth simulator, no Verilator): each cycle a random request is offered or not
   (``req.valid`` random while requests remain, the payload the next request) and ``resp.ready``

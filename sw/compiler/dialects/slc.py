@@ -66,7 +66,23 @@ from xdsl.printer import Printer
 from xdsl.traits import HasAncestor, HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator, ensure_terminator
 from xdsl.utils.exceptions import VerifyException
 
-from ._syntax import parse_operand_list, parse_type_list, print_types, resolve
+from ._syntax import (
+    ImplicitTerminatorOp,
+    OneOperandOp,
+    as_region,
+    parse_alu,
+    parse_bounds,
+    parse_subscript,
+    parse_type_list,
+    parse_typed_operand,
+    print_alu,
+    print_body,
+    print_bounds,
+    print_subscript,
+    print_typed_operand,
+    print_types,
+    resolve,
+)
 
 __all__ = [
     "StreamType", "ForOp", "MemStreamOp", "AluStreamOp", "ToStreamOp", "CastOp",
@@ -110,21 +126,40 @@ def _check_index_operands(op: IRDLOperation, values: Sequence[SSAValue], what: s
                 "Addresses and bounds are integer values.")
 
 
+def check_step(step: IntegerAttr) -> None:
+    """Raise VerifyException unless a loop's (traversal unit's) ``step`` is positive."""
+    if step.value.data <= 0:
+        raise VerifyException(f"Expected a step > 0, got {step.value.data}. "
+                              "Traversal units count upwards.")
+
+
+def check_alu_op(op: StringAttr) -> None:
+    """Raise VerifyException unless ``op`` names an ALU operation (:data:`ALU_OPS`)."""
+    if op.data not in ALU_OPS:
+        raise VerifyException(f"Expected an ALU op in {', '.join(ALU_OPS)}, got {op.data!r}. "
+                              "These are the access unit's ALU operations.")
+
+
+def check_event(event: str) -> None:
+    """Raise VerifyException unless ``event`` is a layer event (:data:`EVENTS`)."""
+    if event not in EVENTS:
+        raise VerifyException(f"Expected an event in begin, iter, end, got {event!r}. "
+                              "These are the layer events of the access unit.")
+
+
+def check_index_count(mtype: MemRefType, indices: Sequence[SSAValue]) -> None:
+    """Raise VerifyException unless there is one index per dimension of ``mtype``."""
+    if len(indices) != mtype.get_num_dims():
+        raise VerifyException(f"Expected {mtype.get_num_dims()} indices for {mtype}, got "
+                              f"{len(indices)}. One index per dimension.")
+
+
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(ImplicitTerminatorOp):
     """Terminator of ``slc.for`` and ``slc.callback`` bodies (implicit in the custom syntax)."""
 
     name = "slc.yield"
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp, CallbackOp)))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "YieldOp":
-        op = cls()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
 
 @irdl_op_definition
@@ -154,14 +189,11 @@ class ForOp(IRDLOperation):
 
     def __init__(self, lb: SSAValue, ub: SSAValue, step: int, body: Region | Block | None = None,
                  check_order: bool = False):
-        if body is None:
-            body = Block(arg_types=[StreamType(IndexType())])
-        if isinstance(body, Block):
-            body = Region(body)
         props: dict[str, Attribute] = {"step": IntegerAttr(step, i64)}
         if check_order:
             props["check_order"] = UnitAttr()
-        super().__init__(operands=[lb, ub], properties=props, regions=[body])
+        super().__init__(operands=[lb, ub], properties=props,
+                         regions=[as_region(body, [StreamType(IndexType())])])
         ensure_terminator(self, SingleBlockImplicitTerminator(YieldOp))
 
     @property
@@ -170,9 +202,7 @@ class ForOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_index_operands(self, (self.lb, self.ub), "a bound")
-        if self.step.value.data <= 0:
-            raise VerifyException(f"Expected a step > 0, got {self.step.value.data}. "
-                                  "Traversal units count upwards.")
+        check_step(self.step)
         args = self.body.block.args
         if len(args) != 1 or args[0].type != StreamType(IndexType()):
             raise VerifyException(
@@ -182,27 +212,19 @@ class ForOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_ssa_value(self.index)
-        printer.print_string(" = ")
-        printer.print_ssa_value(self.lb)
-        printer.print_string(" to ")
-        printer.print_ssa_value(self.ub)
-        printer.print_string(f" step {self.step.value.data}")
+        printer.print_string(" =")
+        print_bounds(printer, self.lb, self.ub, self.step)
         if self.check_order is not None:
             printer.print_string(" check_order")
         printer.print_string(" : ")
         print_types(printer, (self.lb, self.ub))
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=False)
+        print_body(printer, self.body)
 
     @classmethod
     def parse(cls, parser: Parser) -> "ForOp":
         index = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lb = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        ub = parser.parse_unresolved_operand()
-        parser.parse_keyword("step")
-        step = parser.parse_integer()
+        lb, ub, step = parse_bounds(parser)
         check_order = parser.parse_optional_keyword("check_order") is not None
         parser.parse_punctuation(":")
         lb_v, ub_v = resolve(parser, (lb, ub), parse_type_list(parser, 2))
@@ -237,28 +259,20 @@ class MemStreamOp(IRDLOperation):
     def verify_(self) -> None:
         mtype = self.memref.type
         assert isinstance(mtype, MemRefType)
-        if len(self.indices) != mtype.get_num_dims():
-            raise VerifyException(f"Expected {mtype.get_num_dims()} indices for {mtype}, got "
-                                  f"{len(self.indices)}. One index per dimension.")
+        check_index_count(mtype, self.indices)
         _check_index_operands(self, self.indices, "an index")
         if self.result.type != StreamType(mtype.element_type):
             raise VerifyException(f"Expected result type !slc.stream<{mtype.element_type}>, got "
                                   f"{self.result.type}. A memory stream carries the memref's elements.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.memref)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_ssa_value)
-        printer.print_string("] : ")
+        print_subscript(printer, self.memref, self.indices)
+        printer.print_string(" : ")
         print_types(printer, (self.memref, *self.indices))
 
     @classmethod
     def parse(cls, parser: Parser) -> "MemStreamOp":
-        memref = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        indices = parse_operand_list(parser)
-        parser.parse_punctuation("]")
+        memref, indices = parse_subscript(parser)
         parser.parse_punctuation(":")
         types = parse_type_list(parser, 1 + len(indices))
         values = resolve(parser, (memref, *indices), types)
@@ -290,36 +304,22 @@ class AluStreamOp(IRDLOperation):
                          properties={"op": StringAttr(op)})
 
     def verify_(self) -> None:
-        if self.op.data not in ALU_OPS:
-            raise VerifyException(f"Expected an ALU op in {', '.join(ALU_OPS)}, got {self.op.data!r}. "
-                                  "These are the access unit's ALU operations.")
+        check_alu_op(self.op)
         _check_index_operands(self, (self.lhs, self.rhs), "an operand")
         if not is_index_operand(self.result.type):
             raise VerifyException(f"Expected an integer stream result, got {self.result.type}. "
                                   "ALU streams compute on 64-bit integers.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.op.data} ")
-        printer.print_list((self.lhs, self.rhs), printer.print_ssa_value)
-        printer.print_string(" : ")
-        print_types(printer, (self.lhs, self.rhs))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "AluStreamOp":
-        op = parser.parse_identifier()
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        lhs_v, rhs_v = resolve(parser, (lhs, rhs), parse_type_list(parser, 2))
-        parser.parse_punctuation("->")
-        return cls(op, lhs_v, rhs_v, parser.parse_type())
+        return cls(*parse_alu(parser))
 
 
 @irdl_op_definition
-class ToStreamOp(IRDLOperation):
+class ToStreamOp(OneOperandOp):
     """A forward stream: a register (or constant) brought into the loop as a stream.
 
     Example::
@@ -336,18 +336,6 @@ class ToStreamOp(IRDLOperation):
 
     def __init__(self, value: SSAValue):
         super().__init__(operands=[value], result_types=[StreamType(value.type)])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "ToStreamOp":
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        return cls(parser.resolve_operand(value, parser.parse_type()))
 
 
 @irdl_op_definition
@@ -380,18 +368,13 @@ class CastOp(IRDLOperation):
                                       "can be reinterpreted.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
+        print_typed_operand(printer, self.value)
         printer.print_string(" to ")
         printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "CastOp":
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(value, parser.parse_type())
+        v = parse_typed_operand(parser)
         parser.parse_keyword("to")
         return cls(v, parser.parse_type())
 
@@ -419,18 +402,12 @@ class CallbackOp(IRDLOperation):
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
 
     def __init__(self, event: str, body: Region | Block | None = None):
-        if body is None:
-            body = Block()
-        if isinstance(body, Block):
-            body = Region(body)
-        super().__init__(properties={"event": StringAttr(event)}, regions=[body])
+        super().__init__(properties={"event": StringAttr(event)}, regions=[as_region(body)])
         ensure_terminator(self, SingleBlockImplicitTerminator(YieldOp))
 
     def verify_(self) -> None:
         event = self.event.data
-        if event not in EVENTS:
-            raise VerifyException(f"Expected an event in begin, iter, end, got {event!r}. "
-                                  "These are the layer events of the access unit.")
+        check_event(event)
         parent = self.parent_op()
         if parent is None or parent.name not in LOOP_OPS:
             return
@@ -450,8 +427,8 @@ class CallbackOp(IRDLOperation):
                                   "begin, after it on its end.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.event.data} ")
-        printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=False)
+        printer.print_string(f" {self.event.data}")
+        print_body(printer, self.body)
 
     @classmethod
     def parse(cls, parser: Parser) -> "CallbackOp":
@@ -460,7 +437,7 @@ class CallbackOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FromStreamOp(IRDLOperation):
+class FromStreamOp(OneOperandOp):
     """The current value of an access-side stream, inside a callback.
 
     Example::
@@ -484,18 +461,6 @@ class FromStreamOp(IRDLOperation):
         if self.result.type != self.stream.type.element_type:
             raise VerifyException(f"Expected result type {self.stream.type.element_type}, got "
                                   f"{self.result.type}. from_stream yields the stream's element.")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.stream)
-        printer.print_string(" : ")
-        printer.print_attribute(self.stream.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FromStreamOp":
-        stream = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        return cls(parser.resolve_operand(stream, parser.parse_type()))
 
 
 SLC = Dialect(

@@ -42,6 +42,7 @@ Example (a bufferised EmbeddingBag row at ``-O2``, collected over a vector layer
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -79,7 +80,26 @@ from xdsl.traits import HasAncestor, HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from . import slc
-from ._syntax import parse_operand_list, parse_type_list, print_types, resolve
+from ._syntax import (
+    ImplicitTerminatorOp,
+    LanesTypeSyntax,
+    OneOperandOp,
+    as_region,
+    parse_alu,
+    parse_bounds,
+    parse_nonempty_type_list,
+    parse_operand_list,
+    parse_result_type,
+    parse_subscript,
+    parse_type_list,
+    print_alu,
+    print_body,
+    print_bounds,
+    print_result_type,
+    print_subscript,
+    print_types,
+    resolve,
+)
 
 __all__ = [
     "VStreamType", "BufferType", "ForOp", "MemStreamOp", "AluStreamOp", "BufStreamOp",
@@ -92,30 +112,13 @@ CONFIGS = ("scalar", "broadcast", "vector")
 
 
 @irdl_attr_definition
-class VStreamType(ParametrizedAttribute, TypeAttribute):
+class VStreamType(LanesTypeSyntax, ParametrizedAttribute, TypeAttribute):
     """``!slcv.vstream<T, L>``: ``L`` lanes of ``T`` per iteration of a vector ``slcv.for``."""
 
     name = "slcv.vstream"
 
     element_type: Attribute = param_def()
     lanes: IntAttr = param_def()
-
-    def __init__(self, element_type: Attribute, lanes: int | IntAttr):
-        super().__init__(element_type, lanes if isinstance(lanes, IntAttr) else IntAttr(lanes))
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_attribute(self.element_type)
-        printer.print_string(f", {self.lanes.data}>")
-
-    @classmethod
-    def parse_parameters(cls, parser: Parser) -> list[Attribute]:
-        parser.parse_punctuation("<")
-        t = parser.parse_type()
-        parser.parse_punctuation(",")
-        n = parser.parse_integer()
-        parser.parse_punctuation(">")
-        return [t, IntAttr(n)]
 
     def verify(self) -> None:
         if self.lanes.data < 1:
@@ -155,6 +158,21 @@ def _is_index_source(t: Attribute) -> bool:
     return slc.is_index_operand(t) or (isinstance(t, VStreamType) and slc.is_int_like(t.element_type))
 
 
+def check_config(config: str) -> None:
+    """Raise VerifyException unless ``config`` is a loop configuration (:data:`CONFIGS`)."""
+    if config not in CONFIGS:
+        raise VerifyException(f"Expected a config in scalar, broadcast, vector, got {config!r}. "
+                              "These are the layer modes of the access unit.")
+
+
+def _body_arg_types(config: str, vlen: int) -> list[Attribute]:
+    """Body arguments of an ``slcv.for``: lane indices and lane mask of a vector loop, else one
+    index stream."""
+    if config == "vector":
+        return [VStreamType(IndexType(), vlen), VStreamType(i1, vlen)]
+    return [slc.StreamType(IndexType())]
+
+
 def _check_lanes(op: IRDLOperation, values: Sequence[SSAValue], result: Attribute) -> None:
     """All vector operands and the result have the same number of lanes."""
     lanes = {lanes_of(v.type) for v in values if isinstance(v.type, VStreamType)}
@@ -165,20 +183,11 @@ def _check_lanes(op: IRDLOperation, values: Sequence[SSAValue], result: Attribut
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(ImplicitTerminatorOp):
     """Implicit terminator of a ``slcv.for`` without buffer results."""
 
     name = "slcv.yield"
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp)))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "YieldOp":
-        op = cls()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
 
 @irdl_op_definition
@@ -253,13 +262,7 @@ class ForOp(IRDLOperation):
     def __init__(self, lb: SSAValue, ub: SSAValue, step: int, vlen: int, config: str,
                  body: Region | Block | None = None, check_order: bool = False,
                  buffer_types: Sequence[Attribute] = ()):
-        if body is None:
-            if config == "vector":
-                body = Block(arg_types=[VStreamType(IndexType(), vlen), VStreamType(i1, vlen)])
-            else:
-                body = Block(arg_types=[slc.StreamType(IndexType())])
-        if isinstance(body, Block):
-            body = Region(body)
+        body = as_region(body, _body_arg_types(config, vlen))
         props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "vlen": IntegerAttr(vlen, i64),
                                        "config": StringAttr(config)}
         if check_order:
@@ -285,19 +288,14 @@ class ForOp(IRDLOperation):
 
     def verify_(self) -> None:
         slc._check_index_operands(self, (self.lb, self.ub), "a bound")
-        if self.step.value.data <= 0:
-            raise VerifyException(f"Expected a step > 0, got {self.step.value.data}. "
-                                  "Traversal units count upwards.")
+        slc.check_step(self.step)
         config, vlen = self.config.data, self.vlen.value.data
-        if config not in CONFIGS:
-            raise VerifyException(f"Expected a config in scalar, broadcast, vector, got {config!r}. "
-                                  "These are the layer modes of the access unit.")
+        check_config(config)
         if vlen < 1 or (config == "scalar" and vlen != 1):
             raise VerifyException(f"Expected vlen 1 for a scalar loop and vlen >= 1 otherwise, got "
                                   f"vlen {vlen} with config {config}.")
         args = [a.type for a in self.body.block.args]
-        want = ([VStreamType(IndexType(), vlen), VStreamType(i1, vlen)] if config == "vector"
-                else [slc.StreamType(IndexType())])
+        want = _body_arg_types(config, vlen)
         if args != want:
             raise VerifyException(f"Expected body arguments {[str(t) for t in want]}, got "
                                   f"{[str(t) for t in args]}. A vector loop has lane indices and a "
@@ -312,12 +310,9 @@ class ForOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list(self.body.block.args, printer.print_ssa_value)
-        printer.print_string(" = ")
-        printer.print_ssa_value(self.lb)
-        printer.print_string(" to ")
-        printer.print_ssa_value(self.ub)
-        printer.print_string(f" step {self.step.value.data} vlen {self.vlen.value.data} "
-                             f"config {self.config.data}")
+        printer.print_string(" =")
+        print_bounds(printer, self.lb, self.ub, self.step)
+        printer.print_string(f" vlen {self.vlen.value.data} config {self.config.data}")
         if self.check_order is not None:
             printer.print_string(" check_order")
         printer.print_string(" : ")
@@ -325,9 +320,7 @@ class ForOp(IRDLOperation):
         if self.buffers:
             printer.print_string(" -> ")
             printer.print_list([r.type for r in self.buffers], printer.print_attribute)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False,
-                             print_block_terminators=bool(self.buffers))
+        print_body(printer, self.body, terminators=bool(self.buffers))
 
     @classmethod
     def parse(cls, parser: Parser) -> "ForOp":
@@ -336,11 +329,7 @@ class ForOp(IRDLOperation):
         if parser.parse_optional_punctuation(","):
             mask = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lb = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        ub = parser.parse_unresolved_operand()
-        parser.parse_keyword("step")
-        step = parser.parse_integer()
+        lb, ub, step = parse_bounds(parser)
         parser.parse_keyword("vlen")
         vlen = parser.parse_integer()
         parser.parse_keyword("config")
@@ -350,9 +339,7 @@ class ForOp(IRDLOperation):
         lb_v, ub_v = resolve(parser, (lb, ub), parse_type_list(parser, 2))
         buffer_types: list[Attribute] = []
         if parser.parse_optional_punctuation("->"):
-            buffer_types.append(parser.parse_type())
-            while parser.parse_optional_punctuation(","):
-                buffer_types.append(parser.parse_type())
+            buffer_types = parse_nonempty_type_list(parser)
         if mask is not None:
             args = (index.resolve(VStreamType(IndexType(), vlen)), mask.resolve(VStreamType(i1, vlen)))
         else:
@@ -393,9 +380,7 @@ class MemStreamOp(IRDLOperation):
     def verify_(self) -> None:
         mtype = self.memref.type
         assert isinstance(mtype, MemRefType)
-        if len(self.indices) != mtype.get_num_dims():
-            raise VerifyException(f"Expected {mtype.get_num_dims()} indices for {mtype}, got "
-                                  f"{len(self.indices)}. One index per dimension.")
+        slc.check_index_count(mtype, self.indices)
         for i in self.indices:
             if not _is_index_source(i.type):
                 raise VerifyException(f"Expected an integer (vector) stream or register as an index "
@@ -406,27 +391,18 @@ class MemStreamOp(IRDLOperation):
                                   f"{self.result.type}. A memory stream carries the memref's elements.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.memref)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_ssa_value)
-        printer.print_string("] : ")
+        print_subscript(printer, self.memref, self.indices)
+        printer.print_string(" : ")
         print_types(printer, (self.memref, *self.indices))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_result_type(printer, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "MemStreamOp":
-        memref = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        indices = parse_operand_list(parser)
-        parser.parse_punctuation("]")
+        memref, indices = parse_subscript(parser)
         parser.parse_punctuation(":")
         types = parse_type_list(parser, 1 + len(indices))
         values = resolve(parser, (memref, *indices), types)
-        parser.parse_punctuation("->")
-        rtype = parser.parse_type()
-        return cls(values[0], values[1:], lanes_of(rtype))
+        return cls(values[0], values[1:], lanes_of(parse_result_type(parser)))
 
 
 @irdl_op_definition
@@ -452,9 +428,7 @@ class AluStreamOp(IRDLOperation):
                          properties={"op": StringAttr(op)})
 
     def verify_(self) -> None:
-        if self.op.data not in slc.ALU_OPS:
-            raise VerifyException(f"Expected an ALU op in {', '.join(slc.ALU_OPS)}, got "
-                                  f"{self.op.data!r}. These are the access unit's ALU operations.")
+        slc.check_alu_op(self.op)
         for v in (self.lhs, self.rhs, self.result):
             if not _is_index_source(v.type):
                 raise VerifyException(f"Expected integer (vector) streams or registers, got {v.type}. "
@@ -462,23 +436,11 @@ class AluStreamOp(IRDLOperation):
         _check_lanes(self, (self.lhs, self.rhs), self.result.type)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.op.data} ")
-        printer.print_list((self.lhs, self.rhs), printer.print_ssa_value)
-        printer.print_string(" : ")
-        print_types(printer, (self.lhs, self.rhs))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "AluStreamOp":
-        op = parser.parse_identifier()
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        lhs_v, rhs_v = resolve(parser, (lhs, rhs), parse_type_list(parser, 2))
-        parser.parse_punctuation("->")
-        return cls(op, lhs_v, rhs_v, parser.parse_type())
+        return cls(*parse_alu(parser))
 
 
 @irdl_op_definition
@@ -508,44 +470,34 @@ class BufStreamOp(IRDLOperation):
     def verify_(self) -> None:
         mtype = self.memref.type
         assert isinstance(mtype, MemRefType)
-        if len(self.indices) != mtype.get_num_dims():
-            raise VerifyException(f"Expected {mtype.get_num_dims()} indices for {mtype}, got "
-                                  f"{len(self.indices)}. One index per dimension.")
+        slc.check_index_count(mtype, self.indices)
         slc._check_index_operands(self, (*self.indices, self.length), "an index or length")
         if self.result.type != BufferType(mtype.element_type):
             raise VerifyException(f"Expected result type !slcv.buffer<{mtype.element_type}>, got "
                                   f"{self.result.type}.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.memref)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_ssa_value)
-        printer.print_string("] len ")
+        print_subscript(printer, self.memref, self.indices)
+        printer.print_string(" len ")
         printer.print_ssa_value(self.length)
         printer.print_string(" : ")
         print_types(printer, (self.memref, *self.indices, self.length))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_result_type(printer, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "BufStreamOp":
-        memref = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        indices = parse_operand_list(parser)
-        parser.parse_punctuation("]")
+        memref, indices = parse_subscript(parser)
         parser.parse_keyword("len")
         length = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
         types = parse_type_list(parser, 2 + len(indices))
         values = resolve(parser, (memref, *indices, length), types)
-        parser.parse_punctuation("->")
-        parser.parse_type()
+        parse_result_type(parser)
         return cls(values[0], values[1:-1], values[-1])
 
 
 @irdl_op_definition
-class FromStreamOp(IRDLOperation):
+class FromStreamOp(OneOperandOp):
     """The current value of a vector stream inside a callback, as an MLIR vector (``vector<Lxi1>``
     for a lane mask).
 
@@ -555,6 +507,7 @@ class FromStreamOp(IRDLOperation):
     """
 
     name = "slcv.from_stream"
+    ARROW: ClassVar[bool] = True
 
     stream = operand_def(VStreamType)
     result = result_def(VectorType)
@@ -573,26 +526,9 @@ class FromStreamOp(IRDLOperation):
             raise VerifyException(f"Expected result type vector<{t.lanes.data}x{t.element_type}>, got "
                                   f"{self.result.type}.")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.stream)
-        printer.print_string(" : ")
-        printer.print_attribute(self.stream.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FromStreamOp":
-        stream = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(stream, parser.parse_type())
-        parser.parse_punctuation("->")
-        parser.parse_type()
-        return cls(v)
-
 
 @irdl_op_definition
-class FromBufferOp(IRDLOperation):
+class FromBufferOp(OneOperandOp):
     """A buffer operand inside a callback, as a 1-D memref of its elements.
 
     Example::
@@ -601,6 +537,7 @@ class FromBufferOp(IRDLOperation):
     """
 
     name = "slcv.from_buffer"
+    ARROW: ClassVar[bool] = True
 
     buffer = operand_def(BufferType)
     result = result_def(MemRefType)
@@ -612,26 +549,9 @@ class FromBufferOp(IRDLOperation):
         assert isinstance(t, BufferType)
         super().__init__(operands=[buffer], result_types=[MemRefType(t.element_type, [DYNAMIC_INDEX])])
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.buffer)
-        printer.print_string(" : ")
-        printer.print_attribute(self.buffer.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FromBufferOp":
-        buf = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(buf, parser.parse_type())
-        parser.parse_punctuation("->")
-        parser.parse_type()
-        return cls(v)
-
 
 @irdl_op_definition
-class FirstLaneOp(IRDLOperation):
+class FirstLaneOp(OneOperandOp):
     """Lane 0 of a vector stream, as a scalar stream of the same layer (lane 0 is active on every
     step of a vector layer). Used for a vector loop's index: its lanes are ``i0 + l * step``, so a
     callback needs only ``i0``.
@@ -642,6 +562,7 @@ class FirstLaneOp(IRDLOperation):
     """
 
     name = "slcv.first_lane"
+    ARROW: ClassVar[bool] = True
 
     value = operand_def(VStreamType)
     result = result_def(slc.StreamType)
@@ -652,23 +573,6 @@ class FirstLaneOp(IRDLOperation):
         t = value.type
         assert isinstance(t, VStreamType)
         super().__init__(operands=[value], result_types=[slc.StreamType(t.element_type)])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FirstLaneOp":
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(value, parser.parse_type())
-        parser.parse_punctuation("->")
-        parser.parse_type()
-        return cls(v)
 
 
 SLCV = Dialect(

@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, MemRefType, StringAttr, UnitAttr, i1, i64
+from typing import ClassVar
+
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AnyAttr,
@@ -48,7 +50,6 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
-    var_operand_def,
     var_result_def,
 )
 from xdsl.parser import Parser
@@ -56,8 +57,28 @@ from xdsl.printer import Printer
 from xdsl.traits import HasAncestor, HasParent, IsTerminator, SingleBlockImplicitTerminator, ensure_terminator
 from xdsl.utils.exceptions import VerifyException
 
-from ._syntax import parse_operand_list, parse_type_list, print_types, resolve
-from .slc import ALU_OPS, EVENTS, is_int_like
+from ._syntax import (
+    ImplicitTerminatorOp,
+    LanesTypeSyntax,
+    OneOperandOp,
+    as_region,
+    parse_alu,
+    parse_bounds,
+    parse_layer,
+    parse_nonempty_type_list,
+    parse_result_type,
+    parse_type_list,
+    print_alu,
+    print_body,
+    print_bounds,
+    print_layer,
+    print_result_type,
+    print_subscript,
+    print_types,
+    resolve,
+)
+from .slc import check_alu_op, check_event, check_step, is_int_like
+from .slcv import CONFIGS, check_config
 
 __all__ = [
     "StreamType", "VStreamType", "BufferType", "FirstLaneOp", "MaskStreamOp", "BufStreamOp",
@@ -80,30 +101,13 @@ class StreamType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_attr_definition
-class VStreamType(ParametrizedAttribute, TypeAttribute):
+class VStreamType(LanesTypeSyntax, ParametrizedAttribute, TypeAttribute):
     """``!dlc.vstream<T, L>``: a stream of a vector layer, ``L`` lanes of ``T`` per step."""
 
     name = "dlc.vstream"
 
     element_type: Attribute = param_def()
     lanes: IntAttr = param_def()
-
-    def __init__(self, element_type: Attribute, lanes: int | IntAttr):
-        super().__init__(element_type, lanes if isinstance(lanes, IntAttr) else IntAttr(lanes))
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_attribute(self.element_type)
-        printer.print_string(f", {self.lanes.data}>")
-
-    @classmethod
-    def parse_parameters(cls, parser: Parser) -> list[Attribute]:
-        parser.parse_punctuation("<")
-        t = parser.parse_type()
-        parser.parse_punctuation(",")
-        n = parser.parse_integer()
-        parser.parse_punctuation(">")
-        return [t, IntAttr(n)]
 
 
 @irdl_attr_definition
@@ -139,50 +143,24 @@ def _check_sources(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
                                   f"got {v.type}. Sources of the access unit are 64-bit integers.")
 
 
-def _check_event(op: IRDLOperation, event: str) -> None:
-    if event not in EVENTS:
-        raise VerifyException(f"Expected an event in begin, iter, end, got {event!r}. "
-                              "These are the layer events of the access unit.")
-
-
-#: Layer configurations (docs/compiler.md; the TMU's single/broadcast/lockstep layer modes).
-CONFIGS = ("scalar", "broadcast", "vector")
-
-
 def _layer_prop(layer: int) -> IntegerAttr:
     return IntegerAttr(layer, i64)
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(ImplicitTerminatorOp):
     """Terminator of ``dlc`` regions (implicit in the custom syntax)."""
 
     name = "dlc.yield"
     traits = lazy_traits_def(lambda: (IsTerminator(),
                                       HasParent(ConfigureAccessOp, ComputeLoopOp, CaseOp)))
 
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "YieldOp":
-        op = cls()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
 
 class _RegionOp(IRDLOperation):
     """Shared custom syntax of ops that are a keyword and a single-block region."""
 
-    def _init_region(self, body: Region | Block | None) -> Region:
-        if body is None:
-            body = Block()
-        return Region(body) if isinstance(body, Block) else body
-
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_region(self.regions[0], print_entry_block_args=False,
-                             print_block_terminators=False)
+        print_body(printer, self.regions[0])
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -205,7 +183,7 @@ class ConfigureAccessOp(_RegionOp):
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
 
     def __init__(self, body: Region | Block | None = None):
-        super().__init__(regions=[self._init_region(body)])
+        super().__init__(regions=[as_region(body)])
         ensure_terminator(self, SingleBlockImplicitTerminator(YieldOp))
 
 
@@ -254,12 +232,8 @@ class TuOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_sources(self, (self.lb, self.ub))
-        if self.step.value.data <= 0:
-            raise VerifyException(f"Expected a step > 0, got {self.step.value.data}. "
-                                  "Traversal units count upwards.")
-        if self.config_name not in CONFIGS:
-            raise VerifyException(f"Expected a config in scalar, broadcast, vector, got "
-                                  f"{self.config_name!r}. These are the layer modes of the access unit.")
+        check_step(self.step)
+        check_config(self.config_name)
         if (self.config is None) != (self.vlen is None):
             raise VerifyException("Expected vlen and config together. A non-scalar layer names both.")
         if self.index.type != stream_type(IndexType(), self.lanes):
@@ -267,11 +241,8 @@ class TuOp(IRDLOperation):
                                   f"{self.index.type}.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.lb)
-        printer.print_string(" to ")
-        printer.print_ssa_value(self.ub)
-        printer.print_string(f" step {self.step.value.data}")
+        print_layer(printer, self.layer)
+        print_bounds(printer, self.lb, self.ub, self.step)
         if self.check_order is not None:
             printer.print_string(" check_order")
         if self.config is not None and self.vlen is not None:
@@ -281,13 +252,8 @@ class TuOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "TuOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
-        lb = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        ub = parser.parse_unresolved_operand()
-        parser.parse_keyword("step")
-        step = parser.parse_integer()
+        layer = parse_layer(parser)
+        lb, ub, step = parse_bounds(parser)
         check_order = parser.parse_optional_keyword("check_order") is not None
         vlen, config = 1, "scalar"
         if parser.parse_optional_keyword("vlen") is not None:
@@ -336,17 +302,14 @@ class MemStreamOp(IRDLOperation):
                                   "stream carries the memref's elements, one per lane of its index.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.memref)
-        printer.print_string("[")
-        printer.print_ssa_value(self.index)
-        printer.print_string(f"] stride {self.stride.value.data} : ")
+        print_layer(printer, self.layer)
+        print_subscript(printer, self.memref, (self.index,))
+        printer.print_string(f" stride {self.stride.value.data} : ")
         print_types(printer, (self.memref, self.index))
 
     @classmethod
     def parse(cls, parser: Parser) -> "MemStreamOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
+        layer = parse_layer(parser)
         memref = parser.parse_unresolved_operand()
         parser.parse_punctuation("[")
         index = parser.parse_unresolved_operand()
@@ -382,35 +345,21 @@ class AluStreamOp(IRDLOperation):
                          properties={"layer": _layer_prop(layer), "op": StringAttr(op)})
 
     def verify_(self) -> None:
-        if self.op.data not in ALU_OPS:
-            raise VerifyException(f"Expected an ALU op in {', '.join(ALU_OPS)}, got {self.op.data!r}. "
-                                  "These are the access unit's ALU operations.")
+        check_alu_op(self.op)
         _check_sources(self, (self.lhs, self.rhs, self.result))
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} {self.op.data} ")
-        printer.print_list((self.lhs, self.rhs), printer.print_ssa_value)
-        printer.print_string(" : ")
-        print_types(printer, (self.lhs, self.rhs))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_layer(printer, self.layer)
+        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "AluStreamOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
-        op = parser.parse_identifier()
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        lv, rv = resolve(parser, (lhs, rhs), parse_type_list(parser, 2))
-        parser.parse_punctuation("->")
-        return cls(layer, op, lv, rv, parser.parse_type())
+        layer = parse_layer(parser)
+        return cls(layer, *parse_alu(parser))
 
 
 @irdl_op_definition
-class FwdStreamOp(IRDLOperation):
+class FwdStreamOp(OneOperandOp):
     """A forward stream of ``layer``: a register, constant or outer stream brought into the layer.
 
     Example::
@@ -419,6 +368,7 @@ class FwdStreamOp(IRDLOperation):
     """
 
     name = "dlc.fwd_stream"
+    LAYER: ClassVar[bool] = True
 
     layer = prop_def(IntegerAttr)
     value = operand_def(AnyAttr())
@@ -434,20 +384,6 @@ class FwdStreamOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_sources(self, (self.value,))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FwdStreamOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        return cls(layer, parser.resolve_operand(value, parser.parse_type()))
 
 
 @irdl_op_definition
@@ -485,13 +421,14 @@ class RegisterOperandOp(IRDLOperation):
         super().__init__(operands=[value], properties=props)
 
     def verify_(self) -> None:
-        _check_event(self, self.event.data)
+        check_event(self.event.data)
         if not isinstance(self.value.type, StreamType | VStreamType | BufferType):
             raise VerifyException(f"Expected a stream, vector stream or buffer operand, got "
                                   f"{self.value.type}. Operands are values of the access program.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} {self.event.data} ")
+        print_layer(printer, self.layer)
+        printer.print_string(f" {self.event.data} ")
         printer.print_ssa_value(self.value)
         if self.packed is not None:
             printer.print_string(" packed")
@@ -502,8 +439,7 @@ class RegisterOperandOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "RegisterOperandOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
+        layer = parse_layer(parser)
         event = parser.parse_identifier()
         value = parser.parse_unresolved_operand()
         packed = parser.parse_optional_keyword("packed") is not None
@@ -534,15 +470,15 @@ class RegisterCallbackOp(IRDLOperation):
                                      "id": IntegerAttr(callback_id, i64)})
 
     def verify_(self) -> None:
-        _check_event(self, self.event.data)
+        check_event(self.event.data)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} {self.event.data} {self.id.value.data}")
+        print_layer(printer, self.layer)
+        printer.print_string(f" {self.event.data} {self.id.value.data}")
 
     @classmethod
     def parse(cls, parser: Parser) -> "RegisterCallbackOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
+        layer = parse_layer(parser)
         event = parser.parse_identifier()
         return cls(layer, event, parser.parse_integer())
 
@@ -563,7 +499,7 @@ class ComputeLoopOp(_RegionOp):
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
 
     def __init__(self, body: Region | Block | None = None):
-        super().__init__(regions=[self._init_region(body)])
+        super().__init__(regions=[as_region(body)])
         ensure_terminator(self, SingleBlockImplicitTerminator(YieldOp))
 
 
@@ -585,16 +521,12 @@ class CaseOp(IRDLOperation):
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), HasParent(ComputeLoopOp))
 
     def __init__(self, callback_id: int, body: Region | Block | None = None):
-        if body is None:
-            body = Block()
-        if isinstance(body, Block):
-            body = Region(body)
-        super().__init__(regions=[body], properties={"id": IntegerAttr(callback_id, i64)})
+        super().__init__(regions=[as_region(body)], properties={"id": IntegerAttr(callback_id, i64)})
         ensure_terminator(self, SingleBlockImplicitTerminator(YieldOp))
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.id.value.data} ")
-        printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=False)
+        printer.print_string(f" {self.id.value.data}")
+        print_body(printer, self.body)
 
     @classmethod
     def parse(cls, parser: Parser) -> "CaseOp":
@@ -630,7 +562,7 @@ class PopOperandOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FirstLaneOp(IRDLOperation):
+class FirstLaneOp(OneOperandOp):
     """Lane 0 of a vector stream of ``layer`` as a scalar stream (for a vector layer's index: the
     index of the step's first iteration).
 
@@ -640,6 +572,8 @@ class FirstLaneOp(IRDLOperation):
     """
 
     name = "dlc.first_lane"
+    LAYER: ClassVar[bool] = True
+    ARROW: ClassVar[bool] = True
 
     layer = prop_def(IntegerAttr)
     value = operand_def(VStreamType)
@@ -653,28 +587,9 @@ class FirstLaneOp(IRDLOperation):
         super().__init__(operands=[value], properties={"layer": _layer_prop(layer)},
                          result_types=[StreamType(t.element_type)])
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "FirstLaneOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(value, parser.parse_type())
-        parser.parse_punctuation("->")
-        parser.parse_type()
-        return cls(layer, v)
-
 
 @irdl_op_definition
-class MaskStreamOp(IRDLOperation):
+class MaskStreamOp(OneOperandOp):
     """The lane mask of vector layer ``layer``: lane ``l`` is active when its index is below the
     layer's upper bound (the tail of a traversal masks the lanes past it).
 
@@ -684,6 +599,8 @@ class MaskStreamOp(IRDLOperation):
     """
 
     name = "dlc.mask_stream"
+    LAYER: ClassVar[bool] = True
+    ARROW: ClassVar[bool] = True
 
     layer = prop_def(IntegerAttr)
     index = operand_def(VStreamType)
@@ -699,25 +616,6 @@ class MaskStreamOp(IRDLOperation):
         if not (isinstance(self.index.owner, TuOp) and self.index.owner.lanes > 1):
             raise VerifyException("Expected the index of a vector dlc.tu. A mask belongs to a "
                                   "vector layer.")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.index)
-        printer.print_string(" : ")
-        printer.print_attribute(self.index.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "MaskStreamOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
-        index = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        v = parser.resolve_operand(index, parser.parse_type())
-        parser.parse_punctuation("->")
-        parser.parse_type()
-        return cls(layer, v)
 
 
 @irdl_op_definition
@@ -754,21 +652,17 @@ class BufStreamOp(IRDLOperation):
                                   "loads one row per iteration.")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" layer {self.layer.value.data} ")
-        printer.print_ssa_value(self.memref)
-        printer.print_string("[")
-        printer.print_ssa_value(self.index)
-        printer.print_string("] len ")
+        print_layer(printer, self.layer)
+        print_subscript(printer, self.memref, (self.index,))
+        printer.print_string(" len ")
         printer.print_ssa_value(self.length)
         printer.print_string(f" stride {self.stride.value.data} : ")
         print_types(printer, (self.memref, self.index, self.length))
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_result_type(printer, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "BufStreamOp":
-        parser.parse_keyword("layer")
-        layer = parser.parse_integer()
+        layer = parse_layer(parser)
         memref = parser.parse_unresolved_operand()
         parser.parse_punctuation("[")
         index = parser.parse_unresolved_operand()
@@ -779,8 +673,7 @@ class BufStreamOp(IRDLOperation):
         stride = parser.parse_integer()
         parser.parse_punctuation(":")
         m, i, n = resolve(parser, (memref, index, length), parse_type_list(parser, 3))
-        parser.parse_punctuation("->")
-        parser.parse_type()
+        parse_result_type(parser)
         return cls(layer, m, i, n, stride)
 
 
@@ -868,10 +761,7 @@ class PopPackedOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> "PopPackedOp":
         parser.parse_punctuation(":")
-        types = [parser.parse_type()]
-        while parser.parse_optional_punctuation(","):
-            types.append(parser.parse_type())
-        return cls(types)
+        return cls(parse_nonempty_type_list(parser))
 
 
 DLC = Dialect(

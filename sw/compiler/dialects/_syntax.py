@@ -211,6 +211,26 @@ class OneOperandOp(IRDLOperation):
         return cls(value) if layer is None else cls(layer, value)  # type: ignore[call-arg]
 
 
+class AluStreamSyntaxOp(IRDLOperation):
+    """Custom syntax ``[layer N] op %lhs, %rhs : T, U -> R`` of an ALU stream: a string property
+    ``op``, two operands and one result; built as ``cls(op, lhs, rhs, R)`` or, with ``LAYER``
+    (a ``layer`` property printed first), ``cls(N, op, lhs, rhs, R)``."""
+
+    LAYER: ClassVar[bool] = False
+
+    def print(self, printer: Printer) -> None:
+        if self.LAYER:
+            print_layer(printer, self.properties["layer"])  # type: ignore[arg-type]
+        lhs, rhs = self.operands
+        print_alu(printer, self.properties["op"].data, lhs, rhs,  # type: ignore[attr-defined]
+                  self.results[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        layer = [parse_layer(parser)] if cls.LAYER else []
+        return cls(*layer, *parse_alu(parser))  # type: ignore[call-arg]
+
+
 # -- types ----------------------------------------------------------------------------------------
 
 class LanesTypeSyntax:

@@ -58,17 +58,16 @@ from xdsl.traits import HasAncestor, HasParent, IsTerminator, SingleBlockImplici
 from xdsl.utils.exceptions import VerifyException
 
 from ._syntax import (
+    AluStreamSyntaxOp,
     ImplicitTerminatorOp,
     LanesTypeSyntax,
     OneOperandOp,
     as_region,
-    parse_alu,
     parse_bounds,
     parse_layer,
     parse_nonempty_type_list,
     parse_result_type,
     parse_type_list,
-    print_alu,
     print_body,
     print_bounds,
     print_layer,
@@ -322,7 +321,7 @@ class MemStreamOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AluStreamOp(IRDLOperation):
+class AluStreamOp(AluStreamSyntaxOp):
     """An ALU stream of ``layer``: ``op(lhs, rhs)`` on 64-bit integers.
 
     Example::
@@ -331,6 +330,7 @@ class AluStreamOp(IRDLOperation):
     """
 
     name = "dlc.alu_stream"
+    LAYER: ClassVar[bool] = True
 
     layer = prop_def(IntegerAttr)
     op = prop_def(StringAttr)
@@ -347,15 +347,6 @@ class AluStreamOp(IRDLOperation):
     def verify_(self) -> None:
         check_alu_op(self.op)
         _check_sources(self, (self.lhs, self.rhs, self.result))
-
-    def print(self, printer: Printer) -> None:
-        print_layer(printer, self.layer)
-        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "AluStreamOp":
-        layer = parse_layer(parser)
-        return cls(layer, *parse_alu(parser))
 
 
 @irdl_op_definition

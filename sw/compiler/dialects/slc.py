@@ -67,15 +67,14 @@ from xdsl.traits import HasAncestor, HasParent, IsTerminator, Pure, SingleBlockI
 from xdsl.utils.exceptions import VerifyException
 
 from ._syntax import (
+    AluStreamSyntaxOp,
     ImplicitTerminatorOp,
     OneOperandOp,
     as_region,
-    parse_alu,
     parse_bounds,
     parse_subscript,
     parse_type_list,
     parse_typed_operand,
-    print_alu,
     print_body,
     print_bounds,
     print_subscript,
@@ -280,7 +279,7 @@ class MemStreamOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AluStreamOp(IRDLOperation):
+class AluStreamOp(AluStreamSyntaxOp):
     """An ALU stream: ``op(lhs, rhs)`` on 64-bit integers, once per iteration.
 
     ``op`` is one of ``add sub mul shl shr sra and or xor min max lt eq`` (docs/isa.md).
@@ -309,13 +308,6 @@ class AluStreamOp(IRDLOperation):
         if not is_index_operand(self.result.type):
             raise VerifyException(f"Expected an integer stream result, got {self.result.type}. "
                                   "ALU streams compute on 64-bit integers.")
-
-    def print(self, printer: Printer) -> None:
-        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "AluStreamOp":
-        return cls(*parse_alu(parser))
 
 
 @irdl_op_definition

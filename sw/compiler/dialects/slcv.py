@@ -49,7 +49,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     StringAttr,
     UnitAttr,
@@ -81,18 +80,17 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import slc
 from ._syntax import (
+    AluStreamSyntaxOp,
     ImplicitTerminatorOp,
     LanesTypeSyntax,
     OneOperandOp,
     as_region,
-    parse_alu,
     parse_bounds,
     parse_nonempty_type_list,
     parse_operand_list,
     parse_result_type,
     parse_subscript,
     parse_type_list,
-    print_alu,
     print_body,
     print_bounds,
     print_result_type,
@@ -406,7 +404,7 @@ class MemStreamOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AluStreamOp(IRDLOperation):
+class AluStreamOp(AluStreamSyntaxOp):
     """A vector ALU stream: ``op(lhs, rhs)`` per lane on 64-bit integers (scalars broadcast).
 
     Example::
@@ -434,13 +432,6 @@ class AluStreamOp(IRDLOperation):
                 raise VerifyException(f"Expected integer (vector) streams or registers, got {v.type}. "
                                       "ALU streams compute on 64-bit integers.")
         _check_lanes(self, (self.lhs, self.rhs), self.result.type)
-
-    def print(self, printer: Printer) -> None:
-        print_alu(printer, self.op.data, self.lhs, self.rhs, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "AluStreamOp":
-        return cls(*parse_alu(parser))
 
 
 @irdl_op_definition

@@ -77,6 +77,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import dlc
 from ..errors import CompileError, location_of
+from .python import FLOAT_FORMATS
 
 __all__ = ["generate_c", "generate_replay", "PRELUDE", "EMBER_OK", "EMBER_ERR_SCRATCH",
            "EMBER_ERR_CONTROL"]
@@ -345,7 +346,6 @@ _ELEMENTWISE = (*_FLOAT_BIN, *_FLOAT_FN, *_FLOAT_IEEE, *_INT_WRAP, arith.NegfOp,
 
 #: arith.truncf roundingmode -> ember_round's mode (MLIR arith::RoundingMode values).
 _TRUNCF_MODES = {0: 0, 3: 3, 4: 4}
-_FORMAT = {Float16Type: "11, -14, 15", BFloat16Type: "8, -126, 127", Float32Type: "24, -126, 127"}
 
 
 def _has_pop_buffer(block: Block) -> bool:
@@ -560,7 +560,8 @@ class _Gen:
                                    location_of(op))
             if mode == 0 and isinstance(t, Float32Type):
                 return f"(float){a[0]}"
-            return f"(float)ember_round((double){a[0]}, {_FORMAT[type(t)]}, {_TRUNCF_MODES[mode]})"
+            p, emin, emax = FLOAT_FORMATS[type(t)]
+            return f"(float)ember_round((double){a[0]}, {p}, {emin}, {emax}, {_TRUNCF_MODES[mode]})"
         raise AssertionError(op.name)
 
     def elementwise(self, op: Operation, indent: int) -> None:

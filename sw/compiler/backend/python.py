@@ -281,9 +281,11 @@ def _float_ctor(t: Attribute) -> str:
     return "np.float32" if isinstance(t, Float32Type) else "np.float64"
 
 
-#: (significand bits, smallest and largest normal exponent) of the float types, for _round.
-_FORMATS = {Float16Type: (11, -14, 15), BFloat16Type: (8, -126, 127), Float32Type: (24, -126, 127),
-            Float64Type: (53, -1022, 1023)}
+#: (significand bits p, smallest and largest normal exponent emin, emax) of the IEEE-754 binary
+#: formats (bfloat16: f32's exponent range, 8 bits of significand): the arguments of ``_round``
+#: here and of ``ember_round`` in the C execute side (sw/compiler/backend/c.py).
+FLOAT_FORMATS = {Float16Type: (11, -14, 15), BFloat16Type: (8, -126, 127),
+                 Float32Type: (24, -126, 127), Float64Type: (53, -1022, 1023)}
 
 
 
@@ -523,7 +525,7 @@ class _Gen:
             t = op.result.type
             base = t.element_type if isinstance(t, VectorType) else t
             if mode != 0:
-                p, emin, emax = _FORMATS[type(base)]
+                p, emin, emax = FLOAT_FORMATS[type(base)]
                 x = n(op.input)
                 rounded = (f"np.array([_round(x, {p}, {emin}, {emax}, {mode}) for x in {x}])"
                            if isinstance(t, VectorType) else f"_round({x}, {p}, {emin}, {emax}, {mode})")

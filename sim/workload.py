@@ -208,12 +208,10 @@ def _kernel(ns):
 
 
 def _run(g, x, ns):
-    from sw.runtime.drivers import GoldenTransport, run_kernel
-    from sw.runtime.isa import Limits
+    from sw.runtime.drivers import run_kernel
+    target = ns.target
     if ns.target == "rtl":
         target = _RtlMemoryTransport(getattr(ns, "memory", DEFAULT_MEMORY), ns.backpressure, ns.seed)
-    else:   # the golden model decodes with the configuration the program was compiled for
-        target = GoldenTransport(Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG)))
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], target)
     return np.asarray(result.results[0]), result.access

@@ -12,7 +12,7 @@ one program (returned as a tuple or concatenated along dim 1, as in DLRM), ``nn.
 ``scatter_reduce`` (sum/mean/amax/amin: GNN aggregation), and a sparse CSR tensor ``@`` a dense
 matrix. ``opt_level`` (0..3, Ember's ``-O`` levels) and ``limits`` (the TMU configuration,
 ``sw.runtime.isa.Limits``) go to the compiler; levels above 0 need a configuration with the vector
-extension (``configs/tmu_vector.json``), the RTL runs ``-O0``.
+extension (ISA v1: ``configs/tmu_rtl.json``, what the RTL builds, or ``configs/tmu_vector.json``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
     ``torch.export`` on ``example_inputs``) into a :class:`CompiledOp`.
 
     ``opt_level`` 0..3 is passed to :func:`sw.compiler.compile_mlir`; ``limits`` is the TMU
-    configuration (default: the RTL's, ISA v0). Call the result with ``limits=`` as well when
-    running an ISA v1 program on the golden model.
+    configuration (default ``sw.runtime.isa.Limits()``: ISA v0, one lane; pass
+    ``Limits.from_file("tmu_rtl")`` for what the RTL builds). The golden model runs the program
+    with the configuration it was compiled for.
 
     Raises
     ------

@@ -108,8 +108,6 @@ def cmd_run(ns) -> int:
                           opt_level=ns.opt_level)
     args = load_inputs(ns.inputs, len(kernel.params))
     options = {}
-    if ns.target == "golden" and limits is not None:
-        options = {"limits": limits}
     if ns.target == "rtl":
         options = {"backpressure": ns.backpressure, "seed": ns.seed}
     result = run_kernel(kernel, args, ns.target, **options)

@@ -211,5 +211,6 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
         result_dtypes=[element_type_name(t.element_type if isinstance(t, MemRefType) else t) or str(t)
                        for t in results],
         callbacks=dict(access.callbacks),
+        limits=limits,
     )
     return Compilation(scf_module, slc_module, dlc_module, access, kernel, slcv_module)

@@ -84,11 +84,11 @@ class RunResult:
         return self.access.cycles
 
 
-def _transport(target: str | Transport, **options) -> Transport:
+def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
     if not isinstance(target, str):
         return target
     if target == "golden":
-        return GoldenTransport(options.get("limits"))
+        return GoldenTransport(options.get("limits") or kernel.limits)
     if target == "rtl":
         return RtlTransport(options.get("config"), options.get("backpressure", 0.0), options.get("seed", 0))
     raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
@@ -122,7 +122,8 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         Python ints or 0-d arrays for scalars. Arrays the kernel writes are written in place.
     target : {'golden', 'rtl'} or Transport
     options
-        ``limits`` (golden), ``config``, ``backpressure``, ``seed`` (rtl).
+        ``limits`` (golden; default ``kernel.limits``, the configuration it was compiled for),
+        ``config``, ``backpressure``, ``seed`` (rtl).
 
     Raises
     ------
@@ -132,7 +133,7 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         The access unit faulted (an index out of range, decreasing offsets, ...): the message says
         which input and address.
     """
-    transport = _transport(target, **options)
+    transport = _transport(target, kernel, **options)
     image = build_image(kernel, args)
     regs = bind_arguments(kernel, args, image)
     program = kernel.program.encode()

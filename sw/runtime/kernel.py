@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .isa import Program
+from .isa import Limits, Program
 
 __all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "Kernel"]
 
@@ -93,6 +93,9 @@ class Kernel:
     result_dtypes: list[str] = field(default_factory=list)
     # Callback id -> (name, number of operands popped): for the cost model and for checks.
     callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # The TMU configuration the program was compiled for (None: the default ``Limits()``); the
+    # golden model decodes the program with it unless a run is given other limits.
+    limits: Limits | None = None
 
     def execute_fn(self):
         """Compile ``execute_source`` and return its ``execute`` function."""

@@ -97,3 +97,26 @@ def test_expression_argument_registers():
     with pytest.raises(ValueError, match=r"argument register 3 = 'args\[9\]' cannot be computed from the "
                                          r"arguments: list index out of range"):
         bind_arguments(kernel, [table, indices, offsets, out], image)
+
+
+def test_golden_runs_a_v1_kernel_with_the_configuration_it_was_compiled_for():
+    """An -O3 kernel for configs/tmu_rtl.json (ISA v1) runs on the golden model without limits=;
+    the default Limits() (v0 only) would refuse its program with BAD_VERSION."""
+    from pathlib import Path
+
+    from sw.compiler import compile_mlir
+    from sw.runtime.isa import Limits, ProgramError
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "embedding_bag_sum.mlir").read_text()
+    kernel = compile_mlir(text, opt_level=3, limits=Limits.from_file("tmu_rtl"))
+    assert kernel.limits.name == "tmu_rtl"
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((10, 13)).astype(np.float32)
+    indices = np.array([1, 9, 9, 0, 4], dtype=np.int64)
+    offsets = np.array([0, 2, 2, 5], dtype=np.int64)
+    out = np.zeros((3, 13), np.float32)
+    got = run_kernel(kernel, [table, indices, offsets, out], "golden").results[0]
+    expected = np.stack([table[[1, 9]].sum(0), np.zeros(13, np.float32), table[[9, 0, 4]].sum(0)])
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    with pytest.raises(ProgramError):
+        run_kernel(kernel, [table, indices, offsets, out], "golden", limits=Limits())

@@ -33,8 +33,8 @@ with warnings.catch_warnings():
         from cocotb_tools.runner import get_runner, get_results   # type: ignore
 
 
-__all__ = ["REPO", "BUILD_ROOT", "TOPLEVEL", "generate_verilog", "build_model", "run_cocotb",
-           "mem_words_for"]
+__all__ = ["REPO", "BUILD_ROOT", "TOPLEVEL", "generate_verilog", "build_model", "cached_build",
+           "runner_build", "run_cocotb", "mem_words_for"]
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,15 +91,6 @@ def generate_verilog(config: TmuConfig, mem_words: int, memory="simple") -> str:
     return text + "".join(top.verilog_modules.values())
 
 
-def _sources_digest() -> str:
-    h = hashlib.sha256()
-    for path in sorted(list((REPO / "hw").rglob("*")) + [TB_TOP_VERILOG]):
-        if path.suffix in (".py", ".v") and path.is_file():
-            h.update(str(path.relative_to(REPO)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def _storage_verilog() -> Path:
     from hw.hbm_model import STORAGE_VERILOG
     return STORAGE_VERILOG
@@ -116,6 +107,83 @@ def _lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) -> Path:
+    """Build a Verilator model once and reuse it; returns its build directory.
+
+    ``key`` names the parameters (configuration, preset, sizes, Verilator arguments). The model
+    lives in ``root/<hash of key and the generated files>/``; an index ``root/index/<hash of key
+    and the contents of the ``inputs`` source files>`` skips ``generate`` when no source changed,
+    and a per-process memo skips even that. On a miss, ``generate()`` returns ``{file name:
+    text}``, the files are written into a fresh build directory (under a file lock, so parallel
+    processes build once) and ``build(build_dir, paths)`` runs Verilator there. ``build.log`` and
+    ``build_seconds`` (wall time) are left in the directory, ``BUILT`` marks it complete.
+
+    Raises ``RuntimeError`` with the tail of ``build.log`` when ``build`` fails.
+    """
+    memo_key = f"{root}\0{key}"
+    if memo_key in _memo:
+        return _memo[memo_key]
+    digest = hashlib.sha256(key.encode())
+    for path in sorted(inputs):
+        if path.is_file():
+            digest.update(str(path.relative_to(REPO)).encode())
+            digest.update(path.read_bytes())
+    index = root / "index" / digest.hexdigest()[:16]
+    if index.is_file():
+        build_dir = Path(index.read_text().strip())
+        if (build_dir / "BUILT").is_file():
+            _memo[memo_key] = build_dir
+            return build_dir
+
+    t0 = time.perf_counter()
+    files = generate()
+    digest = hashlib.sha256(key.encode())
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].encode())
+    build_dir = root / digest.hexdigest()[:16]
+    with _lock(root / f"{build_dir.name}.lock"):
+        if not (build_dir / "BUILT").is_file():
+            if build_dir.exists():
+                shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
+            paths = []
+            for name, text in files.items():
+                (build_dir / name).write_text(text)
+                paths.append(build_dir / name)
+            (build_dir / "key.txt").write_text(key + "\n")
+            try:
+                build(build_dir, paths)
+            except (Exception, SystemExit) as e:      # the cocotb runner raises SystemExit
+                log = build_dir / "build.log"
+                tail = log.read_text(errors="replace")[-3000:] if log.is_file() else ""
+                raise RuntimeError(f"verilator build failed ({e}); {log}:\n{tail}") from None
+            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
+            (build_dir / "BUILT").write_text("ok\n")
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text(f"{build_dir}\n")
+    _memo[memo_key] = build_dir
+    return build_dir
+
+
+def runner_build(build_dir: Path, sources, toplevel: str, *, parameters=None, waves: bool = False,
+                 verbose: bool = False) -> None:
+    """Build ``sources`` with the cocotb Verilator runner into ``build_dir`` (for
+    :func:`cached_build`), using every core and keeping the runner's command echo quiet."""
+    env_make = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):   # "INFO: Running command ..."
+            _runner().build(verilog_sources=list(sources), hdl_toplevel=toplevel,
+                            parameters=parameters or {}, build_dir=build_dir,
+                            build_args=VERILATOR_ARGS, waves=waves, verbose=verbose,
+                            log_file=build_dir / "build.log")
+    finally:
+        if env_make is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = env_make
+
+
 def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS, *,
                 memory="simple", waves: bool = False, verbose: bool = False) -> Path:
     """Build (once) the Verilator model of the system with the memory model of preset
@@ -124,61 +192,20 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
     config = config or TmuConfig()
     preset = _preset(memory)
     waves = waves or os.environ.get("WAVES") == "1"
-    cfg_key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves,
-                          "memory": repr(preset), "verilator_args": VERILATOR_ARGS},
-                         sort_keys=True)
-    key1 = hashlib.sha256((cfg_key + _sources_digest()).encode()).hexdigest()[:16]
-    if key1 in _memo:
-        return _memo[key1]
-    index = BUILD_ROOT / "index" / key1
-    if index.is_file():
-        build_dir = Path(index.read_text().strip())
-        if (build_dir / "BUILT").is_file():
-            _memo[key1] = build_dir
-            return build_dir
+    key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves,
+                      "memory": repr(preset), "verilator_args": VERILATOR_ARGS}, sort_keys=True)
+    inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + [TB_TOP_VERILOG]
 
-    t0 = time.perf_counter()
-    verilog_text = generate_verilog(config, mem_words, preset)
-    storage_text = _storage_verilog().read_text()
-    tb_text = TB_TOP_VERILOG.read_text()
-    key2 = hashlib.sha256((cfg_key + verilog_text + storage_text + tb_text).encode()).hexdigest()[:16]
-    build_dir = BUILD_ROOT / key2
-    with _lock(BUILD_ROOT / f"{key2}.lock"):
-        if not (build_dir / "BUILT").is_file():
-            if build_dir.exists():
-                shutil.rmtree(build_dir)
-            build_dir.mkdir(parents=True)
-            (build_dir / f"{SYSTEM}.v").write_text(verilog_text)
-            (build_dir / "ember_hbm_storage.v").write_text(storage_text)
-            (build_dir / f"{TOPLEVEL}.v").write_text(tb_text)
-            (build_dir / "config.json").write_text(cfg_key)
-            runner = _runner()
-            env_make = os.environ.get("MAKEFLAGS")
-            os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):   # "INFO: Running command ..."
-                    runner.build(
-                        verilog_sources=[build_dir / f"{SYSTEM}.v", build_dir / "ember_hbm_storage.v",
-                                         build_dir / f"{TOPLEVEL}.v"],
-                        hdl_toplevel=TOPLEVEL,
-                        parameters={"ABITS": max(1, (mem_words - 1).bit_length())},
-                        build_dir=build_dir,
-                        build_args=VERILATOR_ARGS,
-                        waves=waves,
-                        verbose=verbose,
-                        log_file=build_dir / "build.log",
-                    )
-            finally:
-                if env_make is None:
-                    os.environ.pop("MAKEFLAGS", None)
-                else:
-                    os.environ["MAKEFLAGS"] = env_make
-            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
-            (build_dir / "BUILT").write_text("ok\n")
-    index.parent.mkdir(parents=True, exist_ok=True)
-    index.write_text(str(build_dir) + "\n")
-    _memo[key1] = build_dir
-    return build_dir
+    def generate():
+        return {f"{SYSTEM}.v": generate_verilog(config, mem_words, preset),
+                "ember_hbm_storage.v": _storage_verilog().read_text(),
+                f"{TOPLEVEL}.v": TB_TOP_VERILOG.read_text()}
+
+    def build(build_dir, paths):
+        runner_build(build_dir, paths, TOPLEVEL, waves=waves, verbose=verbose,
+                     parameters={"ABITS": max(1, (mem_words - 1).bit_length())})
+
+    return cached_build(key, inputs, generate, build)
 
 
 def run_cocotb(build_dir: Path, test_module: str, *, test_dir: Path, env: dict[str, str] | None = None,

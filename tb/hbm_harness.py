@@ -21,18 +21,15 @@ driver are built with ``verilator --binary`` once per (preset, storage size, tag
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _lock, _preset
+from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
 
 __all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS"]
 
@@ -52,62 +49,34 @@ def _model_verilog(preset, words, tag_bits):
     return text + "".join(mem.verilog_modules.values()), len(mem.stat_names)
 
 
-_memo: dict[str, tuple[Path, int]] = {}
-
-
 def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -> tuple[Path, int]:
     """Build (once) the Verilator binary of the memory model of ``preset`` (name or
     ``HbmPreset``) with its trace driver; returns (build directory, number of statistics).
-    The build is keyed by the parameters and the model's sources, and looked up once per
-    process."""
+    Cached by ``tb.common.cached_build`` under ``build/rtl/hbm/``."""
     preset = _preset(preset)
-    key0 = repr((preset, words, tag_bits, VERILATOR_ARGS))
-    if key0 in _memo:
-        return _memo[key0]
-    # Two keys, as in tb/common.py: the sources (an index that skips the Verilog generation)
-    # and the generated Verilog (the build itself, unchanged by edits that do not change it).
-    src = hashlib.sha256(key0.encode())
-    for path in sorted((REPO / "hw" / "hbm_model").glob("*")) + [REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]:
-        if path.suffix in (".py", ".v"):
-            src.update(path.read_bytes())
-    index = BUILD_ROOT / "hbm" / "index" / src.hexdigest()[:16]
-    if index.is_file() and (Path(index.read_text().strip()) / "BUILT").is_file():
-        build_dir = Path(index.read_text().strip())
-        _memo[key0] = build_dir, int((build_dir / "nstats").read_text())
-        return _memo[key0]
-    t0 = time.perf_counter()
-    text, nstats = _model_verilog(preset, words, tag_bits)
-    from hw.hbm_model import STORAGE_VERILOG
-    storage_text = STORAGE_VERILOG.read_text() if words else ""
-    key = hashlib.sha256((key0 + text + TB_VERILOG.read_text() + storage_text).encode()).hexdigest()[:16]
-    build_dir = BUILD_ROOT / "hbm" / key
-    with _lock(BUILD_ROOT / "hbm" / f"{key}.lock"):
-        if not (build_dir / "BUILT").is_file():
-            if build_dir.exists():
-                shutil.rmtree(build_dir)
-            build_dir.mkdir(parents=True)
-            (build_dir / f"{TOP}.v").write_text(text)
-            sources = [build_dir / f"{TOP}.v", TB_VERILOG]
-            if words:
-                storage_copy = build_dir / "ember_hbm_storage.v"
-                storage_copy.write_text(storage_text)
-                sources.append(storage_copy)
-            cmd = (["verilator", "--binary", "--top-module", "ember_hbm_tb", "-o", "Vhbm",
-                    f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}",
-                    "-Mdir", str(build_dir / "obj_dir"), "-j", str(os.cpu_count() or 1)]
-                   + VERILATOR_ARGS + [str(s) for s in sources])
-            with open(build_dir / "build.log", "w") as log:
-                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=build_dir)
-            if proc.returncode:
-                tail = (build_dir / "build.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"verilator build failed ({build_dir / 'build.log'}):\n{tail}")
-            (build_dir / "nstats").write_text(f"{nstats}\n")
-            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
-            (build_dir / "BUILT").write_text("ok\n")
-    index.parent.mkdir(parents=True, exist_ok=True)
-    index.write_text(f"{build_dir}\n")
-    _memo[key0] = build_dir, int((build_dir / "nstats").read_text())
-    return _memo[key0]
+    key = repr((preset, words, tag_bits, VERILATOR_ARGS))
+    inputs = [p for p in (REPO / "hw" / "hbm_model").glob("*") if p.suffix in (".py", ".v")] + [
+        REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]
+
+    def generate():
+        from hw.hbm_model import STORAGE_VERILOG
+        text, nstats = _model_verilog(preset, words, tag_bits)
+        files = {f"{TOP}.v": text, "hbm_tb.v": TB_VERILOG.read_text(), "nstats": f"{nstats}\n"}
+        if words:
+            files["ember_hbm_storage.v"] = STORAGE_VERILOG.read_text()
+        return files
+
+    def build(build_dir, paths):
+        nstats = int((build_dir / "nstats").read_text())
+        cmd = (["verilator", "--binary", "--top-module", "ember_hbm_tb", "-o", "Vhbm",
+                f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}",
+                "-Mdir", str(build_dir / "obj_dir"), "-j", str(os.cpu_count() or 1)]
+               + VERILATOR_ARGS + [str(p) for p in paths if p.suffix == ".v"])
+        with open(build_dir / "build.log", "w") as log:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=build_dir, check=True)
+
+    build_dir = cached_build(key, inputs, generate, build, root=BUILD_ROOT / "hbm")
+    return build_dir, int((build_dir / "nstats").read_text())
 
 
 def _hex_lines(values) -> str:
@@ -215,7 +184,7 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
             if storage_words and storage is not None:
                 (tmp / "image.hex").write_text(_hex_lines(storage))
                 plus.append(f"+HBM_IMAGE={tmp / 'image.hex'}")
-                plus.append(f"+IMAGE=1")
+                plus.append("+IMAGE=1")
             log = tmp / "sim.log"
             with open(log, "w") as f:
                 proc = subprocess.run([str(build_dir / "obj_dir" / "Vhbm")] + plus, stdout=f,

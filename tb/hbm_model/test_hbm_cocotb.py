@@ -26,17 +26,13 @@ the build itself is keyed by the generated Verilog.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from hw.hbm_model.presets import get_preset
-from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _lock, _preset, _runner, run_cocotb
+from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build, run_cocotb, runner_build
 from tb.hbm_model.cocotb_hbm import JOB_ENV, TRACE_NAMES, build_traces, storage_image, write_job
 
 TOP = "ember_hbm_cocotb_top"     # the generated wrapper (the cocotb toplevel)
@@ -92,9 +88,6 @@ endmodule
 """
 
 
-_memo: dict[str, Path] = {}
-
-
 def build_hbm_cocotb(preset, *, words: int = STORAGE_WORDS, tag_bits: int | None = None) -> Path:
     """Build (once) the Verilator model of ``HbmMemory(preset)`` in its cocotb wrapper; returns
     the build directory (``build_seconds`` in it: the wall time of the build).
@@ -120,58 +113,21 @@ def build_hbm_cocotb(preset, *, words: int = STORAGE_WORDS, tag_bits: int | None
     tag_bits = tag_bits_for(preset) if tag_bits is None else tag_bits
     if not isinstance(words, int) or words < 1:
         raise ValueError(f"words must be a positive integer, not {words!r}")
-    key0 = repr((preset, words, tag_bits, VERILATOR_ARGS))
-    if key0 in _memo:
-        return _memo[key0]
-    src = hashlib.sha256(key0.encode())
-    for path in sorted((REPO / "hw" / "hbm_model").glob("*")) + [
-            REPO / "hw" / "core_if" / "signatures.py", Path(__file__)]:
-        if path.suffix in (".py", ".v"):
-            src.update(path.read_bytes())
-    index = BUILD_DIR / "index" / src.hexdigest()[:16]
-    if index.is_file() and (Path(index.read_text().strip()) / "BUILT").is_file():
-        _memo[key0] = Path(index.read_text().strip())
-        return _memo[key0]
+    key = repr((preset, words, tag_bits, VERILATOR_ARGS))
+    inputs = [p for p in (REPO / "hw" / "hbm_model").glob("*") if p.suffix in (".py", ".v")] + [
+        REPO / "hw" / "core_if" / "signatures.py", Path(__file__)]
 
-    t0 = time.perf_counter()
-    mem = HbmMemory(preset, words=words, tag_bits=tag_bits, storage="verilog")
-    text = verilog.convert(mem, name=MODEL, emit_src=False) + "".join(mem.verilog_modules.values())
-    wrapper = _wrapper_verilog(mem_request_layout(tag_bits).size, mem_response_layout(tag_bits).size,
-                               mem.addr_bits, len(mem.stat_names))
-    storage_text = STORAGE_VERILOG.read_text()
-    key = hashlib.sha256((key0 + text + wrapper + storage_text).encode()).hexdigest()[:16]
-    build_dir = BUILD_DIR / key
-    with _lock(BUILD_DIR / f"{key}.lock"):
-        if not (build_dir / "BUILT").is_file():
-            if build_dir.exists():
-                shutil.rmtree(build_dir)
-            build_dir.mkdir(parents=True)
-            sources = []
-            for name, body in ((f"{MODEL}.v", text), ("ember_hbm_storage.v", storage_text),
-                               (f"{TOP}.v", wrapper)):
-                (build_dir / name).write_text(body)
-                sources.append(build_dir / name)
-            (build_dir / "preset.txt").write_text(f"{preset!r}\ntag_bits={tag_bits} words={words}\n")
-            env_make = os.environ.get("MAKEFLAGS")
-            os.environ["MAKEFLAGS"] = f"-j{os.cpu_count() or 1}"
-            try:
-                _runner().build(verilog_sources=sources, hdl_toplevel=TOP, build_dir=build_dir,
-                                build_args=VERILATOR_ARGS, log_file=build_dir / "build.log")
-            except (Exception, SystemExit) as e:      # the runner raises SystemExit
-                log = build_dir / "build.log"
-                tail = log.read_text(errors="replace")[-3000:] if log.is_file() else ""
-                raise RuntimeError(f"verilator build of {TOP} failed ({e}); {log}:\n{tail}") from None
-            finally:
-                if env_make is None:
-                    os.environ.pop("MAKEFLAGS", None)
-                else:
-                    os.environ["MAKEFLAGS"] = env_make
-            (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
-            (build_dir / "BUILT").write_text("ok\n")
-    index.parent.mkdir(parents=True, exist_ok=True)
-    index.write_text(f"{build_dir}\n")
-    _memo[key0] = build_dir
-    return build_dir
+    def generate():
+        mem = HbmMemory(preset, words=words, tag_bits=tag_bits, storage="verilog")
+        text = verilog.convert(mem, name=MODEL, emit_src=False) + "".join(mem.verilog_modules.values())
+        wrapper = _wrapper_verilog(mem_request_layout(tag_bits).size,
+                                   mem_response_layout(tag_bits).size, mem.addr_bits,
+                                   len(mem.stat_names))
+        return {f"{MODEL}.v": text, "ember_hbm_storage.v": STORAGE_VERILOG.read_text(),
+                f"{TOP}.v": wrapper}
+
+    return cached_build(key, inputs, generate, lambda d, paths: runner_build(d, paths, TOP),
+                        root=BUILD_DIR)
 
 
 def run_differential(preset, test_dir: Path, *, n: int, seed: int = 1, traces=TRACE_NAMES,

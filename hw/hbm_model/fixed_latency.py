@@ -28,7 +28,8 @@ class FixedLatencyMemory(wiring.Component):
     Parameters
     ----------
     words : int
-        Storage size in 64-bit words, >= 1. Bytes at addresses >= ``8 * words`` read as 0.
+        Storage size in 64-bit words, >= 0 (0: timing only, as ``HbmMemory``; checked by
+        ``blocks.Storage``). Bytes at addresses >= ``8 * words`` read as 0.
     tag_bits : int
         Width of the request/response tag, >= 1.
     latency : int
@@ -61,8 +62,6 @@ class FixedLatencyMemory(wiring.Component):
     """
 
     def __init__(self, *, words, tag_bits, latency=32, storage="memory", init=None):
-        if not isinstance(words, int) or words < 1:
-            raise ValueError(f"words must be a positive integer, not {words!r}")
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"tag_bits must be a positive integer, not {tag_bits!r}")
         if not isinstance(latency, int) or latency < 1:

@@ -78,7 +78,7 @@ def test_response_backpressure_holds_pipeline():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"words": 0, "tag_bits": 1}, "words must be a positive integer, not 0"),
+    ({"words": -1, "tag_bits": 1}, "words must be a non-negative integer, not -1"),
     ({"words": 4, "tag_bits": 0}, "tag_bits must be a positive integer, not 0"),
     ({"words": 4, "tag_bits": 2, "latency": 0}, "latency must be a positive integer, not 0"),
     ({"words": 4, "tag_bits": 2, "storage": "x"}, "storage must be 'memory' or 'verilog', not 'x'"),

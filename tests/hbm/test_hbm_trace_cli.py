@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hw.hbm_model.presets import PRESETS
 from hw.hbm_model.reference import run_requests
 from hw.hbm_model.traces import sequential, write_trace
@@ -51,3 +53,17 @@ def test_errors(tmp_path, capsys):
     assert main(["hbm-trace", str(tmp_path / "s.trace"), "--model", "rtl", "--ports", "2"]) == 2
     assert capsys.readouterr().err == \
         "ember: error: --ports must be 1 with --model rtl (one request port), not 2\n"
+
+
+@pytest.mark.slow
+def test_rtl_model_of_the_simple_preset_matches_reference(tmp_path, capsys):
+    """`--model rtl` on the fixed-latency preset (timing only, no storage) reports what the
+    reference reports (it used to fail: the fixed-latency RTL model refused 0 storage words)."""
+    write_trace(sequential(200, interval=2), tmp_path / "s.trace")
+    out = {}
+    for model in ("reference", "rtl"):
+        assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "simple", "--json",
+                     "--max-outstanding", "8", "--model", model]) == 0
+        out[model] = json.loads(capsys.readouterr().out)
+    out["rtl"].pop("model", None), out["reference"].pop("model", None)
+    assert out["rtl"] == out["reference"]

@@ -48,7 +48,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sw.compiler import CompileError, compile_mlir  # noqa: E402
-from sw.runtime.drivers import AccessRun, run_kernel  # noqa: E402
+from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel  # noqa: E402
 from sw.runtime.execute import CoreCostModel  # noqa: E402
 from sw.runtime.golden import AccessFault  # noqa: E402
 from sw.runtime.image import bind_arguments, build_image  # noqa: E402
@@ -101,20 +101,6 @@ def rtl_config_for(limits: Limits):
         raise ValueError(f"config {limits.name!r} cannot be built as RTL: "
                          + ", ".join(f"{k} must be {got[k]!r}, not {want[k]!r}" for k in diff))
     return cfg
-
-
-class _Replay:
-    """A transport that hands back an RTL run already made (so ``run_kernel`` checks and
-    executes it like any other run)."""
-    name = "rtl"
-
-    def __init__(self, r):
-        self.r = r
-
-    def run(self, program, memory, args):
-        r = self.r
-        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
-                         dict(r.stats))
 
 
 def _ratio(base, value):
@@ -191,7 +177,8 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                 continue
             assert rr.data_tokens == gold.data_tokens and rr.control_tokens == gold.control_tokens, \
                 f"{row['workload']} -O{row['level']}: RTL tokens differ from the golden model's"
-            res = run_kernel(kernel, _copy(args), _Replay(rr), cost=cost)
+            replay = ReplayTransport(kernel.program.encode(), AccessRun.from_rtl(rr))
+            res = run_kernel(kernel, _copy(args), replay, cost=cost)
             w.check(_copy(args), res.results)
             cyc = max(rr.cycles, 1)
             row.update(rtl_cycles=rr.cycles, rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / cyc,

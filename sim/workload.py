@@ -100,7 +100,7 @@ def main(ns: argparse.Namespace) -> int:
         for key in ("loads", "peak_inflight", "stall_cycles", "tokens"):
             if key in stats:
                 print(f"{key.replace('_', ' ')}: {stats[key]}")
-        mem_stats = getattr(access, "memory_stats", None)
+        mem_stats = access.memory_stats
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
@@ -173,25 +173,6 @@ def print_memory_stats(stats: dict, preset_name: str, cycles: int) -> None:
             print("    " + "  ".join(cells[i:i + 8]))
 
 
-class _RtlMemoryTransport:
-    """The RTL transport with a memory preset (``tb.harness.run_on_rtl(memory=...)``); keeps the
-    memory statistics of the run on the returned ``AccessRun`` (``memory_stats``)."""
-    name = "rtl"
-
-    def __init__(self, memory, backpressure, seed):
-        self.memory, self.backpressure, self.seed = memory, backpressure, seed
-
-    def run(self, program, image, args):
-        from sw.runtime.drivers import AccessRun
-        from tb.harness import run_on_rtl
-        r = run_on_rtl(program, image, args, backpressure=self.backpressure, seed=self.seed,
-                       memory=self.memory)
-        run = AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
-                        dict(r.stats))
-        run.memory_stats = r.memory_stats
-        return run
-
-
 def _kernel(ns):
     """The kernel to run: the compiler's output for ``--kernel``, or the hand-written program."""
     if ns.program == "handwritten":
@@ -209,11 +190,12 @@ def _kernel(ns):
 
 def _run(g, x, ns):
     from sw.runtime.drivers import run_kernel
-    target = ns.target
+    options = {}
     if ns.target == "rtl":
-        target = _RtlMemoryTransport(getattr(ns, "memory", DEFAULT_MEMORY), ns.backpressure, ns.seed)
+        options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
+                   "backpressure": ns.backpressure, "seed": ns.seed}
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], target)
+    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
     return np.asarray(result.results[0]), result.access
 
 

@@ -21,7 +21,7 @@ from .image import MemoryImage, bind_arguments, build_image
 from .isa import Fault, Limits
 from .kernel import Kernel
 
-__all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "RunResult", "run_kernel",
+__all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayTransport", "RunResult", "run_kernel",
            "TARGETS"]
 
 TARGETS = ("golden", "rtl")
@@ -36,6 +36,14 @@ class AccessRun:
     fault_addr: int = 0
     cycles: int | None = None                 # access-unit clock cycles, start to done (RTL only)
     stats: dict[str, int] = field(default_factory=dict)
+    # The memory model's statistics (docs/hbm_model.md §5; RTL only, empty otherwise).
+    memory_stats: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_rtl(cls, r) -> "AccessRun":
+        """The access run of a ``tb.harness.RtlResult``."""
+        return cls(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
+                   dict(r.stats), dict(r.memory_stats or {}))
 
 
 class Transport(Protocol):
@@ -58,17 +66,32 @@ class GoldenTransport:
 
 
 class RtlTransport:
-    """The RTL access unit under Verilator (cocotb). ``config`` is a ``tb.harness.TmuConfig``."""
+    """The RTL access unit under Verilator (cocotb). ``config`` is a ``tb.harness.TmuConfig``,
+    ``memory`` the memory model's preset (``"simple"``, ``"HBM2"``, ``"HBM3"``; docs/hbm_model.md)."""
     name = "rtl"
 
-    def __init__(self, config=None, backpressure: float = 0.0, seed: int = 0):
-        self.config, self.backpressure, self.seed = config, backpressure, seed
+    def __init__(self, config=None, backpressure: float = 0.0, seed: int = 0, memory="simple"):
+        self.config, self.backpressure, self.seed, self.memory = config, backpressure, seed, memory
 
     def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
         from tb.harness import run_on_rtl   # imported lazily: only the RTL target needs cocotb
-        r = run_on_rtl(program, memory, args, config=self.config, backpressure=self.backpressure,
-                       seed=self.seed)
-        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles, dict(r.stats))
+        return AccessRun.from_rtl(run_on_rtl(program, memory, args, config=self.config,
+                                             backpressure=self.backpressure, seed=self.seed,
+                                             memory=self.memory))
+
+
+class ReplayTransport:
+    """A run already made, handed back as a transport: e.g. many programs run on the RTL in one
+    simulator process (``tb.harness.run_many_on_rtl``), then each checked and executed by
+    :func:`run_kernel`. ``run`` raises ``ValueError`` if asked for another program."""
+
+    def __init__(self, program: bytes, run: AccessRun, name: str = "rtl"):
+        self.program, self.access, self.name = program, run, name
+
+    def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
+        if program != self.program:
+            raise ValueError("ReplayTransport: the program differs from the one that was run")
+        return self.access
 
 
 @dataclass
@@ -90,7 +113,8 @@ def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
     if target == "golden":
         return GoldenTransport(options.get("limits") or kernel.limits)
     if target == "rtl":
-        return RtlTransport(options.get("config"), options.get("backpressure", 0.0), options.get("seed", 0))
+        return RtlTransport(options.get("config"), options.get("backpressure", 0.0),
+                            options.get("seed", 0), options.get("memory", "simple"))
     raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
 
 
@@ -123,7 +147,7 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     target : {'golden', 'rtl'} or Transport
     options
         ``limits`` (golden; default ``kernel.limits``, the configuration it was compiled for),
-        ``config``, ``backpressure``, ``seed`` (rtl).
+        ``config``, ``backpressure``, ``seed``, ``memory`` (rtl).
 
     Raises
     ------

@@ -11,7 +11,7 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.compiler import compile_mlir
 from sw.compiler.errors import CompileError
-from sw.runtime.drivers import AccessRun, run_kernel
+from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
 from sw.runtime.golden import run_golden
 from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import Limits
@@ -24,18 +24,6 @@ pytestmark = pytest.mark.rtl
 CFG = TmuConfig()
 
 
-class _Replay:
-    """A transport that hands back a run already made on the RTL."""
-    name = "rtl"
-
-    def __init__(self, program: bytes, result):
-        self.program, self.result = program, result
-
-    def run(self, program, memory, args):
-        assert program == self.program
-        r = self.result
-        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
-                         dict(r.stats))
 
 
 def test_config_file_is_the_default_build():
@@ -69,5 +57,5 @@ def test_every_level_of_every_workload_on_rtl():
         assert rtl.fault_code == 0, where
         assert rtl.control_tokens == gold.control_tokens, where
         assert rtl.data_tokens == gold.data_tokens, where
-        run = run_kernel(k, args, _Replay(program, rtl))
+        run = run_kernel(k, args, ReplayTransport(program, AccessRun.from_rtl(rtl)))
         w.check(args, run.results)

@@ -38,7 +38,7 @@ def main(argv=None):
     from sw.compiler import compile_mlir
     from sw.compiler.errors import CompileError
     from sw.runtime.datasets import load_cora, node_features
-    from sw.runtime.drivers import AccessRun, run_kernel
+    from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
     from sw.runtime.golden import run_golden
     from sw.runtime.image import bind_arguments, build_image
     from sw.runtime.isa import Limits
@@ -70,17 +70,6 @@ def main(argv=None):
         runs.append((level, k, args, program, run_golden(program, image.data, regs, limits=limits)))
     results = run_many_on_rtl(jobs)
 
-    class Replay:
-        name = "rtl"
-
-        def __init__(self, r):
-            self.r = r
-
-        def run(self, program, memory, args):
-            r = self.r
-            return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr,
-                             r.cycles, dict(r.stats))
-
     print(f"Cora sum aggregation, dim {a.dim}, {len(offsets) - 1} bags, {len(indices)} lookups, "
           f"{a.config}")
     print("| level | ISA | cycles | loads issued | data tokens | control tokens | bytes/cycle "
@@ -90,7 +79,7 @@ def main(argv=None):
     for (level, k, args, program, gold), r in zip(runs, results):
         assert r.fault_code == 0 and r.data_tokens == gold.data_tokens \
             and r.control_tokens == gold.control_tokens, f"-O{level}: RTL differs from golden"
-        res = run_kernel(k, args, Replay(r))
+        res = run_kernel(k, args, ReplayTransport(program, AccessRun.from_rtl(r)))
         np.testing.assert_allclose(res.results[0], ref, rtol=1e-5, atol=1e-5)
         base = base or r.cycles
         s = r.stats

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sw.compiler import compile_mlir
-from sw.runtime.drivers import AccessRun, run_kernel
+from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
 from sw.workloads import WORKLOADS, dlrm_trace, load_reuse_histogram
 
 @pytest.fixture(scope="module")
@@ -73,17 +73,6 @@ def test_dlrm_trace_rejects_bad_sizes(bad, message):
         dlrm_trace(**bad)
 
 
-class _Replay:
-    """A transport that hands back a run already made on the RTL (one simulator start for all)."""
-    name = "rtl"
-
-    def __init__(self, program: bytes, result):
-        self.program, self.result = program, result
-
-    def run(self, program, memory, args):
-        assert program == self.program
-        r = self.result
-        return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles, dict(r.stats))
 
 
 @pytest.mark.rtl
@@ -107,6 +96,6 @@ def test_all_workloads_on_rtl_match_golden_and_pytorch(o0):
         assert rtl.fault_code == 0, name
         assert rtl.control_tokens == gold.control_tokens, name
         assert rtl.data_tokens == gold.data_tokens, name
-        run = run_kernel(k, args, _Replay(program, rtl))
+        run = run_kernel(k, args, ReplayTransport(program, AccessRun.from_rtl(rtl)))
         w.check(args, run.results)
         assert run.cycles > 0

@@ -48,7 +48,7 @@ import torch
 from .runtime.datasets import DATA_DIR, Graph, load_cora
 
 __all__ = ["EXAMPLES", "Workload", "WORKLOADS", "dlrm_trace", "load_reuse_histogram",
-           "gcn_normalised", "transe_triples", "block_mask"]
+           "gcn_normalised", "transe_triples", "block_mask", "widen"]
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 REUSE_STATS = DATA_DIR / "dlrm" / "locality_stats_2022_trace0.txt"
@@ -223,6 +223,21 @@ class Workload:
             for k, (got, want) in enumerate(zip(results, self.sequential(args))):
                 np.testing.assert_array_equal(got, want, err_msg=f"{self.name}: result {k} vs the "
                                               "sequential NumPy reference")
+
+
+def widen(args: list, dim: int, seed: int) -> list:
+    """A ``"small"`` workload's arguments at embedding width ``dim`` instead of 8: every (n, 8)
+    float32 matrix (tables, outputs) becomes (n, dim) — standard normal (``seed``) where the
+    original holds data, zeros where it is an output. Used to test widths that are not a multiple
+    of the vector lanes."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == 8:
+            a = (rng.standard_normal((a.shape[0], dim)).astype(np.float32) if a.any()
+                 else np.zeros((a.shape[0], dim), np.float32))
+        out.append(a)
+    return out
 
 
 def _t(a) -> torch.Tensor:

@@ -35,7 +35,7 @@ from sw.compiler.backend.c import generate_c, generate_replay
 from sw.compiler.pipelines import _kernel_fn, run_pipeline
 from sw.runtime.drivers import run_kernel
 from sw.runtime.isa import Limits
-from sw.workloads import WORKLOADS, EXAMPLES
+from sw.workloads import EXAMPLES, WORKLOADS, widen
 from test_kernels_on_golden import OPS
 from test_opt_levels import SUBSET_KERNELS
 
@@ -56,19 +56,6 @@ CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
 #: `simplify-streams` (-O3) loads each row as its own block stream (docs/compiler.md), every
 #: case is right.
 PYTHON_SIDE_WRONG: set[tuple[str, int]] = set()
-
-
-def _widen(args: list, dim: int, seed: int) -> list:
-    """The workload's arguments with every (n, 8) f32 matrix (tables, outputs) replaced by an
-    (n, dim) one: random normal where the original has data, zeros where it is an output."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == 8:
-            a = (rng.standard_normal((a.shape[0], dim)).astype(np.float32) if a.any()
-                 else np.zeros((a.shape[0], dim), np.float32))
-        out.append(a)
-    return out
 
 
 def _copy(args: list) -> list:
@@ -103,7 +90,7 @@ class Case:
 
 def _workload(name: str, dim: int, level: int) -> Case:
     w = WORKLOADS[name]
-    return Case(f"{name}_d{dim}", w.path.read_text(), lambda: _widen(w.make("small", 3), dim, level),
+    return Case(f"{name}_d{dim}", w.path.read_text(), lambda: widen(w.make("small", 3), dim, level),
                 w.check)
 
 

@@ -32,7 +32,7 @@ from sw.compiler.backend.python import run_access
 from sw.compiler.pipelines import _kernel_fn, run_pipeline
 from sw.runtime.drivers import run_kernel
 from sw.runtime.isa import Limits
-from sw.workloads import WORKLOADS
+from sw.workloads import WORKLOADS, widen
 
 # configs/tmu_vector.json with room for TransE's 9 streams in one layer (the kernels, not the
 # resource mapping, are under test here; tests/compiler/test_backend_*.py cover the limits).
@@ -88,19 +88,6 @@ FAST_WIDTH_CASES = {("kg_transe", 13, 2), ("spattn_gather", 13, 2),
 WIDE_WORKLOADS = [name for name in WORKLOADS if name != "spmv_csr"]
 
 
-def _widen(args: list, dim: int, seed: int) -> list:
-    """The workload's arguments with every (n, 8) f32 matrix (tables, outputs) replaced by an
-    (n, dim) one: random normal where the original has data, zeros where it is an output."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == 8:
-            a = (rng.standard_normal((a.shape[0], dim)).astype(np.float32) if a.any()
-                 else np.zeros((a.shape[0], dim), np.float32))
-        out.append(a)
-    return out
-
-
 @pytest.fixture(scope="module")
 def wide_baseline():
     """(workload, width) -> (arguments, -O0 run on the golden model), built on first use."""
@@ -109,7 +96,7 @@ def wide_baseline():
     def get(name: str, dim: int):
         if (name, dim) not in cache:
             w = WORKLOADS[name]
-            args = _widen(w.make("small", 3), dim, seed=dim)
+            args = widen(w.make("small", 3), dim, seed=dim)
             assert any(getattr(a, "shape", ())[-1:] == (dim,) for a in args), f"{name}: not widened"
             kernel = compile_mlir(w.path.read_text(), filename=w.example)
             cache[name, dim] = (args, run_kernel(kernel, _copy(args), "golden"))
@@ -231,7 +218,7 @@ def test_rows_of_one_loop_stay_at_o2_and_become_block_streams_at_o3():
     assert "vlen 8 config vector" in slcv_o2
     dlc_o3 = str(run_pipeline(text, until="dlc", opt_level=3, limits=VECTOR))
     assert dlc_o3.count("dlc.buf_stream layer 0") == 3 and "vlen" not in dlc_o3
-    args = _widen(w.make("small", 3), 13, seed=13)
+    args = widen(w.make("small", 3), 13, seed=13)
     n = len(args[3])
     got = {level: run_kernel(compile_mlir(text, filename=w.example, limits=VECTOR,
                                           opt_level=level), _copy(args), "golden", limits=VECTOR)

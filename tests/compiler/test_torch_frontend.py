@@ -330,3 +330,58 @@ def test_opt_level_is_passed_to_the_compiler():
         compile_torch(bag, inp, opt_level=3)
     with pytest.raises(ValueError, match="7"):
         compile_torch(bag, inp, opt_level=7)
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 8 item 3: a compiled op reads the module's current parameters at each call
+# ------------------------------------------------------------------------------------------------
+
+def _replace_parameter(m, name, how):
+    """Give ``m.<name>`` new values: a new Parameter, ``.data =``, or in place."""
+    old = getattr(m, name)
+    new = torch.randn_like(old) * 3 + 1
+    if how == "parameter":
+        setattr(m, name, torch.nn.Parameter(new))
+    elif how == "data":
+        old.data = new
+    else:
+        with torch.no_grad():
+            old.copy_(new)
+
+
+@pytest.mark.parametrize("how", ["parameter", "data", "in place"])
+@pytest.mark.parametrize("case", ["bag", "bag 2-D (attributes)", "embedding", "several bags"])
+def test_compiled_op_reads_the_current_parameters(case, how):
+    torch.manual_seed(11)
+    if case == "bag":
+        m, ins, holders = torch.nn.EmbeddingBag(10, 5, mode="mean"), (INP, torch.tensor([0, 2, 2, 5])), None
+    elif case == "bag 2-D (attributes)":
+        m, ins, holders = torch.nn.EmbeddingBag(10, 5), (torch.tensor([[1, 3], [4, 9]]),), None
+    elif case == "embedding":
+        m, ins, holders = torch.nn.Embedding(10, 5), (torch.tensor([[1, 3], [4, 9]]),), None
+    else:
+        m = _Dlrm()
+        ins = (torch.tensor([1, 2, 9]), torch.tensor([0, 1]), torch.tensor([29, 0, 3, 3]),
+               torch.tensor([0, 0]), torch.tensor([6, 5]), torch.tensor([0, 1]))
+        holders = list(m.tables)
+    tk = compile_torch(m, ins)
+    assert torch.equal(run(tk, *ins), m(*ins).detach())
+    for h in holders or [m]:
+        _replace_parameter(h, "weight", how)
+    assert torch.equal(run(tk, *ins), m(*ins).detach())
+
+
+@pytest.mark.parametrize("how", ["data", "in place"])
+def test_compiled_function_reads_its_captured_tensor_at_each_call(how):
+    weight = torch.randn(12, 4)
+
+    def fn(indices, offsets):
+        return torch.nn.functional.embedding_bag(indices, weight, offsets, mode="sum")
+
+    inp, offsets = torch.tensor([0, 11, 5, 5]), torch.tensor([0, 2, 3])
+    tk = compile_torch(fn, (inp, offsets))
+    if how == "data":
+        weight.data = torch.randn(12, 4)
+    else:
+        weight.mul_(2)
+    assert torch.equal(run(tk, inp, offsets), fn(inp, offsets))

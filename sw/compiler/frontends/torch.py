@@ -193,10 +193,42 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False) -> str:
 # Finding the op
 # ------------------------------------------------------------------------------------------------
 
+class _Live:
+    """A parameter, buffer or constant tensor of the traced module, read again at each call
+    (issue 8 item 3: ``module.weight = Parameter(...)`` and ``weight.data = ...`` after
+    compiling are seen, like in-place updates).
+
+    A parameter or buffer is looked up by its name on the module (``get_parameter`` /
+    ``get_buffer``); a constant by its attribute path when it has one, else (a tensor a function
+    captured, ``lifted_tensor_N``) it is the captured tensor object itself.
+    """
+
+    def __init__(self, module: torch.nn.Module, kind: str, target: str, tensor: torch.Tensor):
+        self.module, self.kind, self.target, self._tensor = module, kind, target, tensor
+
+    def current(self) -> torch.Tensor:
+        if self.kind == "parameter":
+            return self.module.get_parameter(self.target)
+        if self.kind == "buffer":
+            return self.module.get_buffer(self.target)
+        obj = self.module
+        for part in self.target.split("."):
+            obj = getattr(obj, part, None)
+        return obj if isinstance(obj, torch.Tensor) else self._tensor
+
+
+def _live(module: torch.nn.Module, ep, spec) -> _Live:
+    """The :class:`_Live` of a non-user input ``spec`` of the exported program ``ep``."""
+    from torch.export.graph_signature import InputKind
+    kind = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(spec.kind, "constant")
+    value = ep.constants[spec.target] if spec.target in ep.constants else ep.state_dict[spec.target]
+    return _Live(module, kind, spec.target, value)
+
+
 @dataclass
 class _Found:
     spec: BagSpec
-    weight: torch.Tensor | None       # None when the weight is an input
+    weight: _Live | None              # None when the weight is an input
     roles: dict[str, int]             # "indices"/"offsets"/"per_sample_weights"/"weight" -> input position
     num_embeddings: int
     how: str                          # "torch.export" or "attributes"
@@ -218,7 +250,8 @@ def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
     dtype = _check_weight(weight)
     spec = BagSpec(bag.mode, dtype, False, bool(bag.include_last_offset), bag.padding_idx)
     roles = {"indices": 0, "offsets": 1, "per_sample_weights": 2}
-    return _Found(spec, weight, roles, weight.shape[0], "attributes")
+    return _Found(spec, _Live(bag, "parameter", "weight", bag.weight), roles, weight.shape[0],
+                  "attributes")
 
 
 _BAG_OPS = ("aten.embedding_bag.padding_idx", "aten.embedding_bag.default",
@@ -277,17 +310,16 @@ def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Fo
 
     weight_node = args["weight"]
     spec_in = inputs.get(getattr(weight_node, "name", ""))
-    weight: torch.Tensor | None = None
+    weight: _Live | None = None
     roles: dict[str, int] = {}
     if spec_in is None:
         raise CompileError("the embedding weight must be a parameter, a constant or an input")
     if spec_in.kind == InputKind.USER_INPUT:
         roles["weight"] = user.index(weight_node.name)
         weight_value = example_inputs[roles["weight"]]
-    elif spec_in.kind == InputKind.CONSTANT_TENSOR:
-        weight = weight_value = ep.constants[spec_in.target]
     else:
-        weight = weight_value = ep.state_dict[spec_in.target]
+        weight = _live(module, ep, spec_in)
+        weight_value = weight.current()
     dtype = _check_weight(weight_value)
     roles["indices"] = position("indices", "indices")
     roles["offsets"] = position("offsets", "offsets")
@@ -302,8 +334,6 @@ def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Fo
         padding_idx += weight_value.shape[0]
     spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
                    padding_idx)
-    if weight is not None:
-        weight = weight.detach()
     return _Found(spec, weight, roles, weight_value.shape[0], "torch.export")
 
 
@@ -329,7 +359,7 @@ class TorchKernel:
         self.spec = found.spec
         self.traced_with = found.how
         self.scf = scf
-        self._weight = None if found.weight is None else found.weight.cpu().numpy()
+        self._weight = found.weight             # a _Live, read at each call, or None (an input)
         self._roles = found.roles
         self._num_embeddings = found.num_embeddings
 
@@ -347,9 +377,8 @@ class TorchKernel:
             offsets, offsets past the end of the input, mismatched per_sample_weights.
         """
         spec = self.spec
-        weight = self._weight
-        if weight is None:
-            weight = _numpy(self._input(inputs, "weight"), "weight")
+        weight = _numpy(self._input(inputs, "weight") if self._weight is None
+                        else self._weight.current(), "weight")
         dtype = np.dtype(spec.dtype)
         if weight.dtype != dtype:
             raise ValueError(f"weight must have dtype {dtype}, not {weight.dtype}")
@@ -457,7 +486,7 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
     inputs = tuple(example_inputs)
     try:
         ep = _export(module, inputs)
-        plan = _plan(_Graph(ep, inputs))
+        plan = _plan(_Graph(ep, inputs, module))
         if plan is not None:
             plan.kernel = _compile(plan.scf, limits, opt_level)
             return plan
@@ -626,9 +655,9 @@ class _Graph:
     """A torch.export graph with its inputs resolved (user inputs by position, parameters and
     constants by value)."""
 
-    def __init__(self, ep, example_inputs: tuple):
+    def __init__(self, ep, example_inputs: tuple, module: torch.nn.Module):
         from torch.export.graph_signature import InputKind
-        self.ep, self.examples = ep, example_inputs
+        self.ep, self.examples, self.module = ep, example_inputs, module
         self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
         self.user = [s.arg.name for s in ep.graph_signature.input_specs
                      if s.kind == InputKind.USER_INPUT]
@@ -638,7 +667,8 @@ class _Graph:
         self._kind = InputKind
 
     def source(self, node, what: str, *, allow_const: bool = True):
-        """``("input", position)`` or ``("const", tensor)``.
+        """``("input", position)`` or ``("const", _Live)`` (a parameter, buffer or constant,
+        read at each call).
 
         Raises
         ------
@@ -654,18 +684,16 @@ class _Graph:
             return "input", self.user.index(node.name)
         if not allow_const:
             raise CompileError(f"unsupported {what}: it must be an input of the function")
-        value = (self.ep.constants[spec.target] if spec.kind == self._kind.CONSTANT_TENSOR
-                 else self.ep.state_dict[spec.target])
-        return "const", value.detach()
+        return "const", _live(self.module, self.ep, spec)
 
     def example(self, node, what: str) -> torch.Tensor:
         kind, v = self.source(node, what)
-        return self.examples[v] if kind == "input" else v
+        return self.examples[v] if kind == "input" else v.current().detach()
 
 
 def _value(src, inputs: tuple, name: str) -> np.ndarray:
     kind, v = src
-    return _numpy(inputs[v] if kind == "input" else v, name)
+    return _numpy(inputs[v] if kind == "input" else v.current(), name)
 
 
 def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:

@@ -32,14 +32,18 @@ How the op is found:
   the graph must hold exactly one ``aten.embedding_bag`` (whose first result is the output) and
   nothing else but ``getitem``. Its arguments give the mode, ``per_sample_weights``,
   ``include_last_offset`` and ``padding_idx``; the weight is a parameter, a constant or an input.
-* For an ``nn.EmbeddingBag`` whose export graph is not that simple (e.g. a 2-D example input,
-  which ``F.embedding_bag`` reshapes before the aten op), the frontend reads the module's
-  attributes instead: its ``forward`` is exactly ``F.embedding_bag`` with them.
+* What ``F.embedding_bag``/``F.embedding`` put around the aten op is folded: a 2-D input
+  (``reshape(input, [-1])`` and offsets ``arange(0, numel, bag length)``; the call binds the
+  actual shape, so any batch size and bag length run) and ``max_norm`` (``detach`` +
+  ``embedding_renorm_`` of the weight: at each call the looked-up rows are renormalised in place
+  on the host with ``torch.embedding_renorm_`` itself, then the lookup runs on the access unit).
+* For an ``nn.EmbeddingBag`` whose export graph is still not that simple, the frontend reads the
+  module's attributes instead: its ``forward`` is exactly ``F.embedding_bag`` with them.
 
 Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``sum``, as in
-PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``; ``padding_idx``; float32 and float64 weights; 1-D input with
-offsets or 2-D input (fixed-length bags). Not supported (CompileError): ``max_norm``, other ops in
-the traced function, other weight dtypes.
+PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``; ``padding_idx``; ``max_norm``/``norm_type``; float32 and float64
+weights; 1-D input with offsets or 2-D input (fixed-length bags). Not supported (CompileError):
+other ops in the traced function, other weight dtypes.
 
 The generated SCF function is::
 
@@ -232,6 +236,7 @@ class _Found:
     roles: dict[str, int]             # "indices"/"offsets"/"per_sample_weights"/"weight" -> input position
     num_embeddings: int
     how: str                          # "torch.export" or "attributes"
+    renorm: tuple[float, float] | None = None   # (max_norm, norm_type)
 
 
 def _check_weight(weight: torch.Tensor) -> str:
@@ -243,15 +248,13 @@ def _check_weight(weight: torch.Tensor) -> str:
 
 
 def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
-    if bag.max_norm is not None:
-        raise CompileError("unsupported nn.EmbeddingBag(max_norm=...): it renormalizes the weight "
-                           "in place")
     weight = bag.weight.detach()
     dtype = _check_weight(weight)
     spec = BagSpec(bag.mode, dtype, False, bool(bag.include_last_offset), bag.padding_idx)
     roles = {"indices": 0, "offsets": 1, "per_sample_weights": 2}
+    renorm = None if bag.max_norm is None else (float(bag.max_norm), float(bag.norm_type))
     return _Found(spec, _Live(bag, "parameter", "weight", bag.weight), roles, weight.shape[0],
-                  "attributes")
+                  "attributes", renorm)
 
 
 _BAG_OPS = ("aten.embedding_bag.padding_idx", "aten.embedding_bag.default",
@@ -275,27 +278,29 @@ def _export(module: torch.nn.Module, example_inputs: tuple):
                            f"{str(e).splitlines()[0] if str(e) else ''}") from None
 
 
-def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Found:
-    from torch.export.graph_signature import InputKind
+def _bag_args(g: "_Graph", node) -> dict:
+    """The arguments of an ``aten.embedding_bag`` node by schema name, with a 2-D input folded
+    (``indices`` the 2-D input, ``offsets`` None, ``per_sample_weights`` the 2-D weights)."""
+    schema = node.target._schema
+    args = {a.name: a.default_value if a.has_default_value() else None for a in schema.arguments}
+    args.update(zip((a.name for a in schema.arguments), node.args))
+    args.update(node.kwargs)
+    if node in g.fixed:
+        args["indices"], args["offsets"], args["per_sample_weights"] = g.fixed[node]
+    return args
 
-    if ep is None:
-        ep = _export(module, example_inputs)
-    inputs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs}
-    user = [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
-    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-    bags = [n for n in calls if str(n.target) in _BAG_OPS]
-    others = [n for n in calls if n.target is not operator.getitem and n not in bags]
+
+def _from_export(g: "_Graph") -> _Found:
+    bags = [n for n in g.calls if str(n.target) in _BAG_OPS]
+    others = [n for n in g.calls if n not in bags]
     if others:
         raise CompileError(f"unsupported PyTorch operation {others[0].target} (the frontend compiles "
                            "one embedding_bag per function)")
     if len(bags) != 1:
         raise CompileError(f"expected one embedding_bag in the traced function, found {len(bags)}")
     node = bags[0]
-    schema = node.target._schema
-    args = {a.name: a.default_value if a.has_default_value() else None for a in schema.arguments}
-    args.update(zip((a.name for a in schema.arguments), node.args))
-    args.update(node.kwargs)
-    outputs = [n for n in ep.graph.nodes if n.op == "output"][0].args[0]
+    args = _bag_args(g, node)
+    outputs = g.outputs
     if len(outputs) != 1 or outputs[0].target is not operator.getitem or outputs[0].args != (node, 0):
         raise CompileError("the traced function must return the embedding_bag's output only")
 
@@ -303,22 +308,20 @@ def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Fo
         arg = args[name]
         if arg is None:
             return -1
-        if getattr(arg, "op", None) != "placeholder" or arg.name not in user:
+        if getattr(arg, "op", None) != "placeholder" or arg.name not in g.user:
             raise CompileError(f"unsupported {what}: it must be an input of the function, not "
-                               f"computed in it ({arg})")
-        return user.index(arg.name)
+                               f"computed in it ({getattr(arg, 'target', arg)})")
+        return g.user.index(arg.name)
 
     weight_node = args["weight"]
-    spec_in = inputs.get(getattr(weight_node, "name", ""))
     weight: _Live | None = None
     roles: dict[str, int] = {}
-    if spec_in is None:
-        raise CompileError("the embedding weight must be a parameter, a constant or an input")
-    if spec_in.kind == InputKind.USER_INPUT:
-        roles["weight"] = user.index(weight_node.name)
-        weight_value = example_inputs[roles["weight"]]
+    kind, v = g.source(weight_node, "embedding weight")
+    if kind == "input":
+        roles["weight"] = v
+        weight_value = g.examples[v]
     else:
-        weight = _live(module, ep, spec_in)
+        weight = v
         weight_value = weight.current()
     dtype = _check_weight(weight_value)
     roles["indices"] = position("indices", "indices")
@@ -326,7 +329,7 @@ def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Fo
     roles["per_sample_weights"] = position("per_sample_weights", "per_sample_weights")
     mode = _MODES.get(int(args.get("mode", 0) or 0))
     if mode is None:
-        raise CompileError(f"unsupported embedding_bag mode {args.get('mode')}")
+        raise CompileError(f"unsupported embedding_bag mode={args.get('mode')!r} (0 sum, 1 mean, 2 max are)")
     padding_idx = args.get("padding_idx")
     if str(node.target) != "aten.embedding_bag.padding_idx" and padding_idx == -1:
         padding_idx = None                      # the older overloads spell "none" as -1
@@ -334,7 +337,8 @@ def _from_export(module: torch.nn.Module, example_inputs: tuple, ep=None) -> _Fo
         padding_idx += weight_value.shape[0]
     spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
                    padding_idx)
-    return _Found(spec, weight, roles, weight_value.shape[0], "torch.export")
+    return _Found(spec, weight, roles, weight_value.shape[0], "torch.export",
+                  g.renorm_of(weight_node, args["indices"]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,6 +366,7 @@ class TorchKernel:
         self._weight = found.weight             # a _Live, read at each call, or None (an input)
         self._roles = found.roles
         self._num_embeddings = found.num_embeddings
+        self.renorm = found.renorm               # (max_norm, norm_type) or None
 
     def _input(self, inputs: tuple, role: str):
         pos = self._roles.get(role, -1)
@@ -377,8 +382,9 @@ class TorchKernel:
             offsets, offsets past the end of the input, mismatched per_sample_weights.
         """
         spec = self.spec
-        weight = _numpy(self._input(inputs, "weight") if self._weight is None
-                        else self._weight.current(), "weight")
+        weight_tensor = (self._input(inputs, "weight") if self._weight is None
+                         else self._weight.current())
+        weight = _numpy(weight_tensor, "weight")
         dtype = np.dtype(spec.dtype)
         if weight.dtype != dtype:
             raise ValueError(f"weight must have dtype {dtype}, not {weight.dtype}")
@@ -426,6 +432,8 @@ class TorchKernel:
             k = int(out_of_range[0])
             raise ValueError(f"input[{k}] = {int(indices[k])} is out of range for an embedding "
                              f"table of {weight.shape[0]} rows")
+        if self.renorm is not None:
+            _renorm(weight_tensor, indices, *self.renorm)
         if psw is not None:
             if spec.mode != "sum":
                 raise ValueError("per_sample_weights is only supported with mode='sum'")
@@ -445,6 +453,17 @@ class TorchKernel:
     def unbind(self, results) -> torch.Tensor:
         """The PyTorch result (the output of the bag) from the kernel's results."""
         return torch.from_numpy(np.asarray(results[0]))
+
+
+def _renorm(weight, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
+    """``max_norm``: renormalise the rows ``indices`` of ``weight`` in place, before the lookup,
+    as ``F.embedding``/``F.embedding_bag`` do — by calling ``torch.embedding_renorm_`` itself on
+    the host (each distinct row whose ``norm_type``-norm exceeds ``max_norm`` is scaled by
+    ``max_norm / (norm + 1e-7)``); the lookup then runs on the access unit."""
+    w = weight if isinstance(weight, torch.Tensor) else torch.from_numpy(weight)
+    with torch.no_grad():
+        torch.embedding_renorm_(w.detach(), torch.from_numpy(np.ascontiguousarray(indices, np.int64)),
+                                max_norm, norm_type)
 
 
 def _numpy(value, name: str) -> np.ndarray:
@@ -490,16 +509,14 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
         if plan is not None:
             plan.kernel = _compile(plan.scf, limits, opt_level)
             return plan
-        found = _from_export(module, inputs, ep)
+        found = _from_export(_Graph(ep, inputs, module))
     except CompileError:
         if not isinstance(module_or_fn, torch.nn.EmbeddingBag):
             raise
         found = _from_attributes(module_or_fn)
-    if isinstance(module_or_fn, torch.nn.EmbeddingBag) and module_or_fn.max_norm is not None:
-        raise CompileError("unsupported nn.EmbeddingBag(max_norm=...): it renormalizes the weight "
-                           "in place")
     if found.spec.per_sample_weights and found.spec.mode != "sum":
-        raise CompileError("per_sample_weights is only supported with mode='sum' (as in PyTorch)")
+        raise CompileError(f"per_sample_weights is only supported with mode='sum' (as in PyTorch), "
+                           f"not mode={found.spec.mode!r}")
     text = scf_for_bag(found.spec)
     return TorchKernel(_compile(text, limits, opt_level), found, text)
 
@@ -665,6 +682,49 @@ class _Graph:
                       and n.target is not operator.getitem]
         self.outputs = list([n for n in ep.graph.nodes if n.op == "output"][0].args[0])
         self._kind = InputKind
+        self.renorm: dict = {}      # weight node -> (indices node, max_norm, norm_type)
+        self.fixed: dict = {}       # embedding_bag node -> (2-D input, None, 2-D weights or None)
+        self._fold()
+
+    def _fold(self) -> None:
+        """Fold what ``F.embedding``/``F.embedding_bag`` put around the aten op: ``max_norm``
+        (``detach`` + ``embedding_renorm_`` of the weight) and a 2-D input (``reshape(input, [-1])``
+        with offsets ``arange(0, numel, bag length)``, and the per_sample_weights reshaped)."""
+        drop = set()
+        for n in self.calls:
+            if str(n.target) != "aten.embedding_renorm_.default":
+                continue
+            det, idx, max_norm, norm_type = n.args[:4]
+            if str(getattr(det, "target", "")) != "aten.detach.default" or len(det.users) != 1:
+                raise CompileError("unsupported max_norm: embedding_renorm_ of a tensor that is not "
+                                   "the embedding weight")
+            self.renorm[det.args[0]] = (_unflatten(idx), float(max_norm), float(norm_type))
+            drop |= {n, det}
+        for n in self.calls:
+            if str(n.target) not in _BAG_OPS or len(n.args) < 3:
+                continue
+            idx, off = n.args[1], n.args[2]
+            src = _unflatten(idx)
+            if src is idx or str(getattr(off, "target", "")) != "aten.arange.start_step":
+                continue
+            shape = tuple(src.meta["val"].shape)
+            start, end, step = (list(off.args) + [1])[:3]
+            if len(shape) != 2 or (start, end, step) != (0, shape[0] * shape[1], shape[1]):
+                continue
+            psw = n.args[6] if len(n.args) > 6 else n.kwargs.get("per_sample_weights")
+            self.fixed[n] = (src, None, None if psw is None else _unflatten(psw))
+            drop |= {idx, off} | ({psw} if psw is not None and psw is not _unflatten(psw) else set())
+        self.calls = [n for n in self.calls if n not in drop]
+
+    def renorm_of(self, weight_node, indices_node) -> tuple[float, float] | None:
+        """``(max_norm, norm_type)`` when the function renormalises ``weight_node`` at
+        ``indices_node`` (``max_norm=``), else None."""
+        r = self.renorm.get(weight_node)
+        if r is None:
+            return None
+        if _unflatten(r[0]) is not _unflatten(indices_node):
+            raise CompileError("unsupported max_norm: the rows renormalised are not the rows looked up")
+        return r[1], r[2]
 
     def source(self, node, what: str, *, allow_const: bool = True):
         """``("input", position)`` or ``("const", _Live)`` (a parameter, buffer or constant,
@@ -691,9 +751,25 @@ class _Graph:
         return self.examples[v] if kind == "input" else v.current().detach()
 
 
-def _value(src, inputs: tuple, name: str) -> np.ndarray:
+def _unflatten(node):
+    """The tensor ``node`` reshapes to 1-D (``reshape``/``view``/``flatten`` to ``[-1]``), else
+    ``node``."""
+    t = str(getattr(node, "target", ""))
+    if t in ("aten.reshape.default", "aten.view.default") and list(node.args[1]) == [-1]:
+        return node.args[0]
+    if t == "aten.flatten.using_ints" and tuple(node.args[1:]) in ((), (0,), (0, -1)):
+        return node.args[0]
+    return node
+
+
+def _tensor(src, inputs: tuple):
+    """The tensor (or array) ``src`` refers to in a call with ``inputs``."""
     kind, v = src
-    return _numpy(inputs[v] if kind == "input" else v.current(), name)
+    return inputs[v] if kind == "input" else v.current()
+
+
+def _value(src, inputs: tuple, name: str) -> np.ndarray:
+    return _numpy(_tensor(src, inputs), name)
 
 
 def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:
@@ -741,6 +817,7 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     t = _elem(weight, "embedding weight")
     i_src = g.source(idx_node, "embedding indices", allow_const=False)
     nrows, dim, dtype = weight.shape[0], weight.shape[1], weight.dtype
+    renorm = g.renorm_of(weight_node, idx_node)
 
     def bind(inputs):
         w = _value(w_src, inputs, "weight")
@@ -748,12 +825,15 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
             raise ValueError(f"weight must be a ({nrows}, {dim}) {dtype} tensor, not {w.dtype} {w.shape}")
         idx = _value(i_src, inputs, "input")
         flat = _index_array(i_src, inputs, "input", w.shape[0])
+        if renorm is not None:
+            _renorm(_tensor(w_src, inputs), flat, *renorm)
+            w = _value(w_src, inputs, "weight")
         return [np.ascontiguousarray(w), flat, np.zeros((flat.size, dim), w.dtype), idx.shape]
 
     def unbind_shape(results, shape):
         return torch.from_numpy(np.asarray(results[0]).reshape(*shape, dim))
 
-    pk = PlanKernel("embedding", {"dtype": str(dtype)}, scf_for_gather(t), None, None)
+    pk = PlanKernel("embedding", {"dtype": str(dtype), "max_norm": renorm}, scf_for_gather(t), None, None)
     state = {}
 
     def bind_args(inputs):
@@ -877,10 +957,7 @@ def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
     found = []
     for node in bags:
         sub = SimpleNamespace(target=node.target, args=node.args, kwargs=node.kwargs, name=node.name)
-        schema = node.target._schema
-        args = {a.name: a.default_value if a.has_default_value() else None for a in schema.arguments}
-        args.update(zip((a.name for a in schema.arguments), node.args))
-        args.update(node.kwargs)
+        args = _bag_args(g, node)
         mode = _MODES.get(int(args.get("mode", 0) or 0))
         pad = args.get("padding_idx")
         if pad is not None and not (str(node.target) != "aten.embedding_bag.padding_idx" and pad == -1):
@@ -891,6 +968,7 @@ def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
         psw = args.get("per_sample_weights")
         spec = BagSpec(mode, dtype, psw is not None, bool(args.get("include_last_offset")), None)
         found.append(dict(spec=spec, w=w_src, rows=w.shape[0], dim=w.shape[1], node=sub,
+                          renorm=g.renorm_of(args["weight"], args["indices"]),
                           idx=g.source(args["indices"], "indices", allow_const=False),
                           off=g.source(args["offsets"], "offsets", allow_const=False)
                           if args["offsets"] is not None else None,
@@ -925,7 +1003,7 @@ def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
         order.append(getitems[p])
     singles = [TorchKernel.__new__(TorchKernel) for _ in found]
     for tk, f in zip(singles, found):        # reuse the single-bag argument checks
-        tk.spec, tk._weight, tk._num_embeddings = f["spec"], None, f["rows"]
+        tk.spec, tk._weight, tk._num_embeddings, tk.renorm = f["spec"], None, f["rows"], f["renorm"]
         tk._roles = {}
 
     def bind(inputs):

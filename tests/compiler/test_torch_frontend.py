@@ -51,15 +51,6 @@ def run(tk, *inputs):
 INP = torch.tensor([1, 3, 4, 3, 3, 9, 0, 2])
 
 
-class _TwoModes(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.EmbeddingBag(4, 2, mode="sum"), torch.nn.EmbeddingBag(4, 2, mode="mean")
-
-    def forward(self, i0, o0, i1, o1):
-        return self.a(i0, o0), self.b(i1, o1)
-
-
 @pytest.mark.parametrize("mode, padding_idx, include_last_offset, dtype", list(itertools.product(
     ["sum", "mean", "max"], [None, 3], [False, True], [torch.float32, torch.float64])))
 def test_embedding_bag_module_matches_pytorch_bit_for_bit(mode, padding_idx, include_last_offset, dtype):
@@ -226,11 +217,9 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
               (torch.tensor([1]),)),
      "unsupported embedding weight dtype torch.complex64 (float32, float64, float16, bfloat16, int32 and "
      "int64 are)"),
-    (lambda: (_TwoModes(), (torch.tensor([1]), torch.tensor([0]), torch.tensor([2]), torch.tensor([0]))),
-     "embedding bag 1 differs from bag 0 in its spec (BagSpec(mode='mean', dtype='float32', "
-     "per_sample_weights=False, include_last_offset=False, padding_idx=None) vs BagSpec(mode='sum', "
-     "dtype='float32', per_sample_weights=False, include_last_offset=False, padding_idx=None)); one "
-     "program needs the same mode, dtype, options and embedding dim"),
+    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.cat([torch.nn.functional.embedding_bag(i, w, o)] * 2),
+              (torch.tensor([1]), torch.tensor([0]))),
+     "unsupported torch.cat of embedding bags along dim=0 (dim 1 is)"),
 ])
 def test_unsupported_torch_programs(make, message):
     """Each unsupported graph is a CompileError naming the op or option (full message)."""

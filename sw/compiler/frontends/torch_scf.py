@@ -26,18 +26,20 @@ class BagSpec:
     padding_idx: int | None = None      # normalized to [0, num_embeddings)
 
 
-def scf_for_bag(spec: BagSpec, *, multi_table: bool = False) -> str:
+def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False) -> str:
     """The MLIR SCF text of the embedding bag ``spec``.
 
     With ``multi_table`` (several bags of one module in one program, as FBGEMM's table-batched
     embedding): ``%table`` is the tables' rows concatenated, a ``%bag_base: memref<?xi64>``
     argument (after ``%offsets``) gives each bag the first row of its table, and the row of a
     lookup is ``indices[j] + bag_base[b]`` (an ALU stream); ``padding_idx`` must be None.
+    ``padded``: the bags had a ``padding_idx`` whose lookups the caller dropped (only the
+    bfloat16 rounding depends on it, see :func:`_scf_for_half_bag`).
     """
     if multi_table and spec.padding_idx is not None:
         raise ValueError("multi_table bags cannot have a padding_idx")
     if spec.dtype in _HALF:
-        return _scf_for_half_bag(spec, multi_table)
+        return _scf_for_half_bag(spec, multi_table, padded)
     t = "f32" if spec.dtype == "float32" else "f64"
     mt = f"memref<?x?x{t}>"
     pad = spec.padding_idx is not None
@@ -276,7 +278,7 @@ def scf_for_csr_mm(t: str) -> str:
 """
 
 
-def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
+def _scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False) -> str:
     """The embedding bag ``spec`` over a float16 or bfloat16 table, as PyTorch's CPU kernel
     computes it (measured against ``F.embedding_bag`` with torch 2.13, ``tests/compiler/
     test_torch_half_frontend.py``): each bag is accumulated in **float32** in lookup order (the
@@ -299,7 +301,7 @@ def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
     if spec.per_sample_weights:
         params.append(f"%weights: memref<?x{t}>")
     params.append(f"%out: {mt}")
-    trunc = " {roundingmode = 4 : i32}" if t == "bf16" and not pad else ""
+    trunc = " {roundingmode = 4 : i32}" if t == "bf16" and not (pad or padded) else ""
     init = _NEG_INF["f32"] if spec.mode == "max" else "0.0"
     L = [f"func.func @embedding_bag({', '.join(params)}) -> {mt} {{",
          "  %c0 = arith.constant 0 : index",

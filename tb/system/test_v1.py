@@ -6,7 +6,7 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
+from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import (block_case, block_cases, lockstep_case, lockstep_cases, mutated_cases,
                          pack_case, random_v1_case, v1_decode_cases)
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case

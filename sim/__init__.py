@@ -5,5 +5,5 @@
   (``sim/system_top.v`` wrapper, driven by the cocotb module ``sim.system_top``);
 * ``sim.hbm`` — ``run_requests_on_rtl``: request traces through the memory model alone
   (``sim/hbm_top.v`` driver);
-* ``sim.workload`` — the main job (``make sim``).
+* ``sim.main_job`` — the main job (``make sim``).
 """

@@ -8,6 +8,7 @@ from sw.runtime.golden import run_golden
 from sw.runtime.isa import Fault, Limits
 from tb.golden_compare import assert_matches
 from tb.programs import lockstep_case
+from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
@@ -67,11 +68,12 @@ def test_lane_fault_order_is_stream_major():
     assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, case.args[3] + 8)
 
 
-@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
-                                        for s in range(1, 40)])
-def test_random_vector_mode_programs(seed):
-    """Random vector-mode programs (``tb.tmu.lockstep_programs``); 60 more run on Verilator in
-    ``tb/system/test_v1.py``."""
+@pytest.mark.parametrize("n", [0] + [pytest.param(n, marks=pytest.mark.slow)
+                                     for n in range(1, 40)])
+def test_random_vector_mode_programs(n):
+    """Random vector-mode programs (``tb.tmu.lockstep_programs``) of fresh seeds (printed);
+    60 more run on Verilator in ``tb/system/test_v1.py``."""
+    seed = fresh_seed("vector_mode_case, seed + n") + n
     case = vector_mode_case(seed, SMALL)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)

@@ -64,17 +64,39 @@ class MemoryImage:
                 return p
         return None
 
-    def describe(self, addr: int) -> str:
-        """Human-readable location of a byte address: ``'table' + 72 bytes`` or the nearest tensor."""
-        p = self.owner(addr)
-        if p is not None:
-            return f"{addr:#x} ({p.name!r} + {addr - p.base} bytes)"
+    def nearest(self, addr: int) -> tuple[int, Placement] | None:
+        """``(parameter index, placement)`` of the tensor containing ``addr``, else the nearest one
+        (``addr`` is read as a signed 64-bit address: a negative index gives a negative address)."""
+        addr = _signed(addr)
         if not self.placements:
-            return f"{addr:#x}"
-        near = min(self.placements.values(), key=lambda q: min(abs(addr - q.base), abs(addr - q.base - q.nbytes)))
-        rel = addr - near.base
-        where = f"{rel} bytes from the start" if rel < 0 else f"{rel - near.nbytes} bytes past the end"
-        return f"{addr:#x} ({where} of {near.name!r}, {near.nbytes} bytes at {near.base:#x})"
+            return None
+        for key, p in self.placements.items():
+            if p.base <= addr < p.base + max(p.nbytes, 1):
+                return key, p
+        return min(self.placements.items(),
+                   key=lambda kp: min(abs(addr - kp[1].base), abs(addr - kp[1].base - kp[1].nbytes)))
+
+    def describe(self, addr: int) -> str:
+        """Human-readable location of a byte address: ``0x48 ('table' + 72 bytes)``, or relative
+        to the nearest tensor (``-0xd00 (3328 bytes before the start of 'table', ...)``); the
+        address is read as a signed 64-bit value."""
+        addr = _signed(addr)
+        text = f"{addr:#x}"
+        found = self.nearest(addr)
+        if found is None:
+            return text
+        p = found[1]
+        if p.base <= addr < p.base + max(p.nbytes, 1):
+            return f"{text} ({p.name!r} + {addr - p.base} bytes)"
+        rel = addr - p.base
+        where = (f"{-rel} bytes before the start" if rel < 0
+                 else f"{rel - p.nbytes} bytes past the end")
+        return f"{text} ({where} of {p.name!r}, {p.nbytes} bytes at {p.base:#x})"
+
+
+def _signed(addr: int) -> int:
+    addr &= (1 << 64) - 1
+    return addr - (1 << 64) if addr >> 63 else addr
 
 
 def build_image(kernel: Kernel, args: Sequence) -> MemoryImage:

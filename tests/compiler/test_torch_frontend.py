@@ -327,6 +327,6 @@ def test_opt_level_is_passed_to_the_compiler():
     assert torch.equal(o3.unbind(r3.results), o0.unbind(r0.results))
     assert len(r3.access.data_tokens) < len(r0.access.data_tokens)
     with pytest.raises(CompileError, match="ISA version"):     # -O3 needs the vector extension
-        compile_torch(bag, inp, opt_level=3)
+        compile_torch(bag, inp, opt_level=3, limits=Limits())  # (the default is configs/tmu_rtl.json)
     with pytest.raises(ValueError, match="7"):
         compile_torch(bag, inp, opt_level=7)

@@ -63,8 +63,69 @@ def test_run_rtl_prints_cycles(tmp_path, capsys):
 def test_run_reports_a_bad_index(tmp_path, capsys):
     write_inputs(tmp_path / "in.npz", bad_index=True)
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
-    assert "ADDR_RANGE" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (idx)[2] = 9 is outside [0, 9): it indexes axis 0 of arg1 (tbl), which "
+        f"has 9 entries (the load at {KERNEL}:13:7)\n")
     assert not (tmp_path / "o.npz").exists()
+
+
+# Indices whose byte offset wraps past 2^64 once read another row (issue 8 item 2): the host
+# checks every index before the unit runs, on either target, as the PyTorch path does.
+@pytest.mark.parametrize("target", ["golden", pytest.param("rtl", marks=pytest.mark.rtl)])
+@pytest.mark.parametrize("index, overflow", [
+    (-1, ""), (-(2 ** 59), ""), (2 ** 59, ""),
+    (2 ** 61 + 5, "; its byte offset 2305843009213693957 * 12 does not fit in 64 bits")])
+def test_run_refuses_an_index_outside_the_table(tmp_path, capsys, index, overflow, target):
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg3"][3] = index
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", target,
+                 "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (idx)[3] = {index} is outside [0, 9): it indexes axis 0 of arg1 (tbl), "
+        f"which has 9 entries (the load at {KERNEL}:13:7){overflow}\n")
+
+
+@pytest.mark.parametrize("position, value", [(3, 5), (1, -2)])
+def test_run_names_offsets_past_the_indices(tmp_path, capsys, position, value):
+    """An offset past the end of (or before) the indices is blamed on the offsets (issue 8 item 7)."""
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg0"][position] = value
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg0 (offs)[{position}] = {value} is outside [0, 4]: it is a bound of the loop "
+        f"at {KERNEL}:12:5 whose index selects along axis 0 of arg3 (idx), which has 4 entries\n")
+
+
+def test_run_with_an_output_narrower_than_the_table(tmp_path, capsys):
+    """The row loop runs over the output's columns in this kernel; a table narrower than the
+    output was an IndexError traceback with exit status 1 (issue 8 item 7)."""
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg2"] = np.zeros((3, 5), np.float32)
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg1 (tbl) has 3 entries along axis 1, fewer than the loop at {KERNEL}:14:7 "
+        f"that indexes it runs over (5, the size of arg2 (out) along axis 1)\n")
+
+
+def test_run_example_with_an_output_narrower_than_the_table(tmp_path, capsys):
+    """examples/embedding_bag_sum.mlir runs its row loop over the table's columns."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "embedding_bag_sum.mlir")
+    table = np.ones((4, 8), np.float32)
+    np.savez(tmp_path / "in.npz", arg0=table, arg1=np.array([1, 2], np.int64),
+             arg2=np.array([0, 2], np.int64), arg3=np.zeros((1, 4), np.float32))
+    assert main(["run", example, "-O3", "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (out) has 4 entries along axis 1, fewer than the loop at {example}:12:7 "
+        f"that indexes it runs over (8, the size of arg0 (table) along axis 1)\n")
 
 
 def test_run_reports_a_missing_argument(tmp_path, capsys):

@@ -217,3 +217,16 @@ def test_a_fault_of_the_unit_is_explained_when_no_host_check_applies():
             np.zeros((1, 8), np.float32)]
     with pytest.raises(AccessFault, match=r"a load at -0xd00 \(3328 bytes before the start of 'table'"):
         run_kernel(kernel, args, "golden")
+
+
+def test_an_execute_side_index_error_names_the_line():
+    """A too-small output that no host check covers (checks removed here) stops with a ValueError
+    quoting the generated line that indexed it (was an IndexError traceback, exit status 1)."""
+    kernel = _example_kernel(0)
+    kernel.host_checks = []
+    args = [np.ones((10, 8), np.float32), np.array([1, 2], np.int64), np.array([0, 2], np.int64),
+            np.zeros((1, 4), np.float32)]
+    with pytest.raises(ValueError, match=r"^the execute side of kernel 'embedding_bag' indexed outside an "
+                                         r"argument \('acc = out\[b, d\]'\): index 4 is out of bounds "
+                                         r"for axis 1 with size 4$"):
+        run_kernel(kernel, args, "golden")

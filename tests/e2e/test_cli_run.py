@@ -150,3 +150,57 @@ def test_unsupported_op_is_reported_with_location(tmp_path, capsys):
     assert main(["compile", str(bad), "--emit", "slc"]) == 2
     err = capsys.readouterr().err
     assert "scf.while" in err and "3:" in err
+
+
+# `ember run --memory/--stats` (issue 10): a user measures their own kernel.
+def test_run_stats_on_the_golden_model(tmp_path, capsys):
+    import json
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--stats", str(tmp_path / "stats.json")]) == 0
+    assert f"stats -> {tmp_path / 'stats.json'}" in capsys.readouterr().out
+    report = json.loads((tmp_path / "stats.json").read_text())
+    # 4 lookups of 3-wide f32 rows at -O0: one index, two offsets per bag... counted by the golden model
+    assert report["target"] == "golden" and report["kernel"] == "bag" and report["cycles"] is None
+    assert report["unit"]["bytes_loaded"] == 4 * 3 * 4 + 4 * 8 + 2 * 3 * 8
+    assert report["execute"] == {"operands": 3 * 4 * 3, "callbacks": {"0": 12}}
+    assert report["memory"] is None
+
+
+def test_run_memory_needs_the_rtl_target(tmp_path, capsys):
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--memory", "HBM2"]) == 2
+    assert capsys.readouterr().err == ("ember: error: --memory HBM2 applies to --target rtl only "
+                                       "(the golden model has no timing)\n")
+    with pytest.raises(SystemExit) as info:
+        main(["run", KERNEL, "--inputs", "x.npz", "--out", "o.npz", "--memory", "DDR4"])
+    assert info.value.code == 2
+
+
+def test_run_stats_to_an_unwritable_file(tmp_path, capsys):
+    write_inputs(tmp_path / "in.npz")
+    bad = str(tmp_path / "missing" / "stats.json")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--stats", bad]) == 2
+    assert capsys.readouterr().err == f"ember: error: --stats {bad!r} cannot be written: No such file or directory\n"
+
+
+@pytest.mark.rtl
+def test_run_rtl_stats_with_the_simple_memory(tmp_path, capsys):
+    import json
+    expected = write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl", "--memory", "simple",
+                 "--out", str(tmp_path / "out.npz"), "--stats", str(tmp_path / "stats.json")]) == 0
+    report = json.loads((tmp_path / "stats.json").read_text())
+    assert report["target"] == "rtl" and report["cycles"] > 0
+    assert f"cycles={report['cycles']}" in capsys.readouterr().out
+    assert report["unit"]["bytes_loaded"] == 4 * 3 * 4 + 4 * 8 + 2 * 3 * 8     # as on the golden model
+    memory = report["memory"]
+    assert memory["preset"] == "simple"
+    reads = sum(memory["statistics"]["read_latency_hist"])
+    assert reads > 0 and memory["summary"]["reads"] == reads
+    assert memory["summary"]["bytes_per_cycle"] == memory["summary"]["bytes"] / report["cycles"]
+    assert memory["summary"]["lat_min"] == 32                        # the simple preset's fixed latency
+    with np.load(tmp_path / "out.npz") as out:
+        np.testing.assert_allclose(out["result0"], expected, rtol=1e-6)

@@ -154,7 +154,7 @@ def write_stats(path: str, result, kernel_name: str, memory: str | None) -> None
         "memory": None,
     }
     if memory is not None and access.memory_stats:
-        from sim.workload import memory_summary
+        from sim.main_job import memory_summary
         report["memory"] = {"preset": memory, "statistics": access.memory_stats,
                             "summary": memory_summary(access.memory_stats, memory, access.cycles or 0)}
     try:
@@ -189,7 +189,7 @@ def cmd_disasm(ns) -> int:
 
 
 def cmd_sim(ns) -> int:
-    from sim.workload import main as sim_main
+    from sim.main_job import main as sim_main
     return sim_main(ns)
 
 
@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compile sum-aggregation of node features over the Cora citation "
                        "graph, run it on the RTL (or golden model), and check against "
                        "torch.nn.functional.embedding_bag. Exit status 1 on FAIL.")
-    from sim.workload import add_arguments
+    from sim.main_job import add_arguments
     add_arguments(p)
     p.set_defaults(func=cmd_sim)
 

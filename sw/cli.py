@@ -141,7 +141,7 @@ def write_stats(path: str, result, kernel_name: str, memory: str | None) -> None
     ``peak_inflight``, ``stall_cycles``, ``tokens``, ... as the target reports them), ``execute``
     (``operands`` popped, ``callbacks`` run per callback id), ``memory`` (rtl: ``preset``, the
     memory model's raw ``statistics`` of docs/hbm_model.md §5 and the derived ``summary`` of
-    ``sim.workload.memory_summary``: bytes/cycle, fraction of peak, row-buffer outcomes, read
+    ``sim.main_job.memory_summary``: bytes/cycle, fraction of peak, row-buffer outcomes, read
     latency percentiles, per-channel utilisation; null on the golden model).
     """
     import json

@@ -131,8 +131,8 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> s
         return " or ".join(f"arg{n} ({kernel.params[n].name!r})" for n in params)
 
     if code == Fault.ADDR_RANGE:
-        where = image.describe(addr)
-        found = image.nearest(addr)
+        where = image.describe(addr, outside=True)
+        found = image.nearest(addr, outside=True)
         sources = []
         if found is not None:
             sources = list(dict.fromkeys(c.source for c in kernel.host_checks

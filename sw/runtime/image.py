@@ -64,25 +64,31 @@ class MemoryImage:
                 return p
         return None
 
-    def nearest(self, addr: int) -> tuple[int, Placement] | None:
+    def nearest(self, addr: int, *, outside: bool = False) -> tuple[int, Placement] | None:
         """``(parameter index, placement)`` of the tensor containing ``addr``, else the nearest one
-        (``addr`` is read as a signed 64-bit address: a negative index gives a negative address)."""
+        (``addr`` is read as a signed 64-bit address: a negative index gives a negative address).
+        ``outside``: the nearest tensor that does not contain ``addr`` (a load that faulted
+        ``ADDR_RANGE`` was outside its own tensor, even when it landed inside another one)."""
         addr = _signed(addr)
-        if not self.placements:
+        candidates = [(k, p) for k, p in self.placements.items()
+                      if not (outside and p.base <= addr < p.base + max(p.nbytes, 1))]
+        if not candidates:
             return None
-        for key, p in self.placements.items():
-            if p.base <= addr < p.base + max(p.nbytes, 1):
-                return key, p
-        return min(self.placements.items(),
+        if not outside:
+            for key, p in candidates:
+                if p.base <= addr < p.base + max(p.nbytes, 1):
+                    return key, p
+        return min(candidates,
                    key=lambda kp: min(abs(addr - kp[1].base), abs(addr - kp[1].base - kp[1].nbytes)))
 
-    def describe(self, addr: int) -> str:
+    def describe(self, addr: int, *, outside: bool = False) -> str:
         """Human-readable location of a byte address: ``0x48 ('table' + 72 bytes)``, or relative
         to the nearest tensor (``-0xd00 (3328 bytes before the start of 'table', ...)``); the
-        address is read as a signed 64-bit value."""
+        address is read as a signed 64-bit value. ``outside`` as in :meth:`nearest` (the tensor
+        the address lands in, if any, is then named after the nearest one)."""
         addr = _signed(addr)
         text = f"{addr:#x}"
-        found = self.nearest(addr)
+        found = self.nearest(addr, outside=outside)
         if found is None:
             return text
         p = found[1]
@@ -91,7 +97,9 @@ class MemoryImage:
         rel = addr - p.base
         where = (f"{-rel} bytes before the start" if rel < 0
                  else f"{rel - p.nbytes} bytes past the end")
-        return f"{text} ({where} of {p.name!r}, {p.nbytes} bytes at {p.base:#x})"
+        inside = self.owner(addr) if outside else None
+        also = f", inside {inside.name!r}" if inside is not None else ""
+        return f"{text} ({where} of {p.name!r}, {p.nbytes} bytes at {p.base:#x}{also})"
 
 
 def _signed(addr: int) -> int:

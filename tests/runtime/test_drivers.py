@@ -230,3 +230,23 @@ def test_an_execute_side_index_error_names_the_line():
                                          r"argument \('acc = out\[b, d\]'\): index 4 is out of bounds "
                                          r"for axis 1 with size 4$"):
         run_kernel(kernel, args, "golden")
+
+
+def test_a_fault_address_inside_another_tensor_is_blamed_on_the_one_it_left():
+    """A load past the end of 'table' may land inside 'indices' (the next tensor of the image):
+    the region check faults, and the report names 'table' (a load inside its own tensor never
+    faults ADDR_RANGE). Seen on the RTL with a row 3 past the table."""
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((18, 8), np.float32), np.arange(8, dtype=np.int64), np.array([0, 8], np.int64),
+            np.zeros((1, 8), np.float32)]
+    image = build_image(kernel, args)
+    table, indices = image.placements[0], image.placements[1]
+    addr = indices.base + 24
+    assert addr > table.base + table.nbytes
+    assert explain_fault(kernel, image, Fault.ADDR_RANGE, addr) == (
+        f"access unit fault ADDR_RANGE: a load at {addr:#x} ({addr - table.nbytes} bytes past the end "
+        f"of 'table', 576 bytes at 0x0, inside 'indices') is outside the memory region it was granted; "
+        f"a value of arg1 ('indices'), which selects positions in 'table', is out of range")

@@ -4,6 +4,7 @@ Sub-commands::
 
     ember compile KERNEL.mlir --emit {scf,slc,slcv,dlc,tmu,asm,bin,c} [-O{0,1,2,3}] [--tmu-config FILE] [-o FILE]
     ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} [-O{0..3}] [--tmu-config FILE] --out OUT.npz
+              [--memory {simple,HBM2,HBM3}] [--stats FILE.json]
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
     ember disasm PROGRAM.bin [--tmu-config FILE] [-o PROGRAM.s]   disassemble (checks the program like the RTL decoder)
     ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
@@ -115,7 +116,9 @@ def cmd_run(ns) -> int:
     args = load_inputs(ns.inputs, len(kernel.params))
     options = {}
     if ns.target == "rtl":
-        options = {"backpressure": ns.backpressure, "seed": ns.seed}
+        options = {"backpressure": ns.backpressure, "seed": ns.seed, "memory": ns.memory or "simple"}
+    elif ns.memory is not None:
+        raise UserError(f"--memory {ns.memory} applies to --target rtl only (the golden model has no timing)")
     result = run_kernel(kernel, args, ns.target, **options)
     np.savez(ns.out, **{f"result{n}": np.asarray(r) for n, r in enumerate(result.results)})
     stats = result.access.stats
@@ -124,7 +127,47 @@ def cmd_run(ns) -> int:
           f"operands={result.execute.operands} callbacks={sum(result.execute.calls.values())}")
     if result.cycles is not None:
         print(f"cycles={result.cycles}")
+    if ns.stats is not None:
+        write_stats(ns.stats, result, kernel.name, options.get("memory"))
+        print(f"stats -> {ns.stats}")
     return 0
+
+
+def write_stats(path: str, result, kernel_name: str, memory: str | None) -> None:
+    """``--stats FILE``: the run's counters as JSON — what ``make sim`` prints.
+
+    Keys: ``target``, ``kernel``, ``cycles`` (unit clock cycles, start to done; null on the
+    golden model), ``unit`` (the access unit's counters: ``loads``, ``bytes_loaded``,
+    ``peak_inflight``, ``stall_cycles``, ``tokens``, ... as the target reports them), ``execute``
+    (``operands`` popped, ``callbacks`` run per callback id), ``memory`` (rtl: ``preset``, the
+    memory model's raw ``statistics`` of docs/hbm_model.md §5 and the derived ``summary`` of
+    ``sim.main_job.memory_summary``: bytes/cycle, fraction of peak, row-buffer outcomes, read
+    latency percentiles, per-channel utilisation; null on the golden model).
+    """
+    import json
+    access = result.access
+    report = {
+        "target": result.target, "kernel": kernel_name, "cycles": access.cycles,
+        "unit": dict(access.stats),
+        "execute": {"operands": result.execute.operands,
+                    "callbacks": {str(k): v for k, v in sorted(result.execute.calls.items())}},
+        "memory": None,
+    }
+    if memory is not None and access.memory_stats:
+        from sim.main_job import memory_summary
+        report["memory"] = {"preset": memory, "statistics": access.memory_stats,
+                            "summary": memory_summary(access.memory_stats, memory, access.cycles or 0)}
+    try:
+        Path(path).write_text(json.dumps(report, indent=1, default=_json_number) + "\n")
+    except OSError as e:
+        raise UserError(f"--stats {path!r} cannot be written: {e.strerror}") from None
+
+
+def _json_number(value):
+    """NumPy scalars and arrays in the statistics, as JSON numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def cmd_asm(ns) -> int:
@@ -178,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="rtl: probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="rtl: seed of the back-pressure pattern")
+    p.add_argument("--memory", choices=("simple", "HBM2", "HBM3"), default=None,
+                   help="rtl: memory model behind the unit (docs/hbm_model.md): simple = fixed "
+                        "latency (default), HBM2/HBM3 = the JEDEC-timed presets")
+    p.add_argument("--stats", metavar="FILE",
+                   help="write the run's counters as JSON: cycles, the unit's counters, the execute "
+                        "side's, and (rtl) the memory model's statistics that make sim prints")
     _add_opt_arguments(p)
     p.set_defaults(func=cmd_run)
 

@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ..runtime.isa import Limits
 from ..runtime.kernel import Kernel
+from .backend.host_checks import host_checks
 from .backend.python import generate_execute
 from .conversion.scf_to_slc import decouple_function
 from .conversion.slc_to_dlc import lower_function
@@ -200,6 +201,7 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
     scf_fn = check_supported(scf_module)
     if until == "scf":
         return scf_module
+    checks = host_checks(scf_fn)
     slc_module = _verified(_slc(scf_fn), "slc")
     if until == "slc":
         return slc_module
@@ -225,5 +227,6 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
                        for t in results],
         callbacks=dict(access.callbacks),
         limits=limits,
+        host_checks=checks,
     )
     return Compilation(scf_module, slc_module, dlc_module, access, kernel, slcv_module)

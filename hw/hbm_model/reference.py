@@ -506,20 +506,7 @@ class HbmReference:
             self._next_ref += self._t.tREFI
         # response port: state at the start of t
         presented = self._present(t)
-        # ingress: occupancy at the start of t plus those accepted before in this cycle
-        accepted = []
-        fch_lsb, fch_m = self._fb["channel"]
-        qd = self.preset.queue_depth
-        added = {}
-        for r in offered[:self.ports]:
-            if r is None:
-                continue
-            c = (r.addr >> fch_lsb) & fch_m
-            k = added.get(c, 0)
-            if len(self._ch[c].queue) + k >= qd:
-                break
-            added[c] = k + 1
-            accepted.append((c, r))
+        accepted = self._admit(offered)
         # commands, from the state at the start of t (queues without this cycle's arrivals)
         eager = self._eager
         for c, ch in enumerate(self._ch):
@@ -571,6 +558,25 @@ class HbmReference:
             if ch.wake > t + 1:
                 ch.wake = t + 1
         return len(accepted), out
+
+    def _admit(self, offered) -> list:
+        """§2 Ingress: [(channel, request)] accepted this cycle, in port order. Occupancy at the
+        start of the cycle plus the requests of lower ports accepted to the same channel; the
+        first refused valid port refuses every port above it."""
+        accepted = []
+        fch_lsb, fch_m = self._fb["channel"]
+        qd = self.preset.queue_depth
+        added = {}
+        for r in offered[:self.ports]:
+            if r is None:
+                continue
+            c = (r.addr >> fch_lsb) & fch_m
+            k = added.get(c, 0)
+            if len(self._ch[c].queue) + k >= qd:
+                break
+            added[c] = k + 1
+            accepted.append((c, r))
+        return accepted
 
     def _deliver(self, index, write, t):
         st = self._st

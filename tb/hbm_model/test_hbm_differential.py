@@ -421,3 +421,26 @@ def test_traces_full_presets(name):
     # A long sequential stream crosses refreshes (tREFI 3900 / 6240 cycles).
     rtl, ref = _compare_trace(p, traces.sequential(40_000))
     assert ref.stats["refreshes"] > 0
+
+
+PORT_TRACE_CASES = [("small-HBM2", 2), ("small-HBM2", 4), ("HBM2", 4)]
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.parametrize("variant, ports", PORT_TRACE_CASES,
+                         ids=[f"{v}-{k}" for v, k in PORT_TRACE_CASES])
+def test_traces_ports(variant, ports):
+    """The structured traces through the Verilator model with ``ports`` line ports (64 bytes),
+    against ``reference.run_requests`` with the same ports: every request's acceptance and
+    completion cycle and line, and the statistics."""
+    p = small("HBM2", refresh=False) if variant == "small-HBM2" else get_preset("HBM2")
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    for k, (pat, reqs) in enumerate(_trace_cases(p, 600 if variant.startswith("small") else 3000,
+                                                 seed=seed)):
+        reqs = _wide(reqs, rng, 64)
+        _compare_trace(p, reqs, ports=ports, line_bytes=64)
+        _compare_trace(p, reqs, ports=ports, line_bytes=64, max_outstanding=1 + k * 5,
+                       resp_backpressure=0.3, seed=k)

@@ -1,7 +1,7 @@
 // Trace driver of the memory model alone (simulation only; Verilator --binary --timing).
 //
 // Mirrors the issue semantics of hw/hbm_model/reference.py run_requests with PORTS request and
-// response ports, so that Python only writes the trace and reads the results (tb/hbm_harness.py):
+// response ports, so that Python only writes the trace and reads the results (sim/hbm.py):
 //   * requests are offered in trace order on ports 0, 1, ...: in cycle t port k offers request
 //     nxt + k (nxt: the first not yet accepted) iff ports 0..k-1 offer, k < LIMIT - outstanding
 //     (accepted, response not yet transferred, at the start of t), and issue_cycle <= t; the model
@@ -11,7 +11,7 @@
 //   * the tag of request i is i mod 2^TAG_BITS; a request whose tag is still outstanding is not
 //     offered, nor are the ones after it (counted in `tag_stalls`, which the harness requires to
 //     be 0: otherwise the run would differ from the reference).
-// The model is the flat wrapper ember_hbm_top of tb/hbm_harness.py: port k's payload is bits
+// The model is the flat wrapper ember_hbm_top of sim/hbm.py: port k's payload is bits
 // [k*W +: W] of req_payload / resp_payload (the StructLayouts of hw/hbm_model/ports.py).
 // Cycle 0 is the first cycle after reset (the model's reset also starts its refresh timer).
 // Files (plusargs): +ADDR= +META= (issue_cycle[39:0], write[40]) +WDATA= (LINE_BITS per request)

@@ -161,9 +161,12 @@ def rtl_ports(ns) -> int:
                     cmd = [sys.executable, "-m", "sw.cli", "hbm-trace", str(trace), "--preset",
                            name, "--ports", str(ports), "--model", model, "--json"]
                     if model == "rtl":      # build once, outside the timed run
-                        subprocess.run(cmd, check=True, cwd=REPO, capture_output=True)
+                        subprocess.run(cmd, cwd=REPO, capture_output=True)
                     t0 = time.perf_counter()
-                    out = subprocess.run(cmd, check=True, cwd=REPO, capture_output=True, text=True)
+                    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+                    if out.returncode:
+                        print(out.stderr, file=sys.stderr)
+                        return 1
                     wall = time.perf_counter() - t0
                     d = json.loads(out.stdout)
                     reports[model] = d

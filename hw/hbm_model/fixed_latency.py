@@ -94,6 +94,16 @@ class FixedLatencyMemory(wiring.Component):
         })
 
     @property
+    def request_ports(self):
+        """The request ports as a list (``[req]``; as ``HbmMemory.request_ports``)."""
+        return [self.req]
+
+    @property
+    def response_ports(self):
+        """The response ports as a list (``[resp]``)."""
+        return [self.resp]
+
+    @property
     def words(self):
         return self._words
 

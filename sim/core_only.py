@@ -19,10 +19,12 @@ Pipeline, per core cycle ``c`` (in this order):
 4. issue, oldest ready first, at most ``width`` instructions and ``load_ports`` loads: an ALU
    instruction completes at ``c + latency``, a store at ``c + 1`` (it writes its lines into L1/L2
    without memory traffic: stores drain from the store buffer off the critical path — generous
-   to the core); a load looks up each of its lines: L1 hit; merge into the MSHR already fetching
-   the line; else it needs a free MSHR: an L2 hit fills at ``c + l2_latency``, an L2 miss
-   becomes a memory request ready at ``c + l2_latency + uncore_latency``. Lines that find no
-   free MSHR stay pending and the load retries (without an issue slot) when one frees;
+   to the core); a load whose addresses an earlier store wrote is forwarded from the store
+   (completes at ``c + l1_latency``, no lookup); any other load looks up each of its lines:
+   L1 hit (``c + l1_latency``); merge into the MSHR already fetching the line; else it needs a
+   free MSHR: an L2 hit fills at ``c + l2_latency``, an L2 miss becomes a memory request ready
+   at ``c + l2_latency + uncore_latency``. Lines that find no free MSHR stay pending and the
+   load retries (without an issue slot) when one frees;
 5. retire, in order, at most ``width`` completed instructions;
 6. dispatch, in program order, at most ``width`` instructions into the reorder buffer (at most
    ``rob_entries``, and at most ``load_buffer`` loads in it).
@@ -134,7 +136,8 @@ class CoreResult:
     the same in core cycles. ``load_bytes``: useful bytes of the kernel's loads;
     ``bytes_per_cycle`` = load_bytes / cycles. ``mshr_mean``/``mshr_peak``: MSHRs occupied per
     core cycle. ``memory_requests``: lines fetched from memory; ``l1_hits``, ``l2_hits``,
-    ``merged`` (line lookups merged into an in-flight MSHR) count line lookups.
+    ``merged`` (line lookups merged into an in-flight MSHR) count line lookups; ``forwarded``
+    loads served by store-to-load forwarding (``Trace.forwarded``).
     ``mshr_wait_cycles``: core cycles in which some load waited for an MSHR. ``stats``: the
     memory model's statistics (docs/hbm_model.md §5). ``accesses``: every line request.
     """
@@ -147,6 +150,7 @@ class CoreResult:
     l1_hits: int
     l2_hits: int
     merged: int
+    forwarded: int
     mshr_mean: float
     mshr_peak: int
     mshr_wait_cycles: int
@@ -217,6 +221,7 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
         raise ValueError(f"trace must be a sim.core_trace.Trace, not {trace!r}")
     mem = HbmReference(preset, ports=ports)   # validates preset and ports
     kind, lat, deps, lines = trace.kind, trace.latency, trace.deps, trace.lines
+    fwd = trace.forwarded if len(trace.forwarded) == len(kind) else [False] * len(kind)
     N = len(kind)
     R = cfg.clock_ratio
     l1, l2 = _Cache(cfg.l1_bytes, cfg.l1_ways), _Cache(cfg.l2_bytes, cfg.l2_ways)
@@ -239,7 +244,7 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
     loads_in_rob = 0
     nxt = 0
     retired = 0
-    n_l1 = n_l2 = n_merge = 0
+    n_l1 = n_l2 = n_merge = n_forwarded = 0
     occ_sum = occ_peak = wait_cycles = 0
     c = 0
     last = 0
@@ -305,6 +310,12 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
                     retry.append(heapq.heappop(ready))
                     continue
                 heapq.heappop(ready)
+                if fwd[i]:
+                    issued += 1
+                    loads_issued += 1
+                    n_forwarded += 1
+                    complete(i, c + cfg.l1_latency)
+                    continue
                 first = i not in todo
                 if first:
                     todo[i] = list(lines[i])
@@ -392,5 +403,6 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
     return CoreResult(cycles=cycles, core_cycles=core_cycles, instructions=N,
                       loads=sum(1 for k in kind if k == LOAD), load_bytes=trace.load_bytes,
                       memory_requests=len(accepted), l1_hits=n_l1, l2_hits=n_l2, merged=n_merge,
+                      forwarded=n_forwarded,
                       mshr_mean=occ_sum / max(c, 1), mshr_peak=occ_peak,
                       mshr_wait_cycles=wait_cycles, stats=stats, accesses=accesses)

@@ -87,7 +87,8 @@ class Trace:
     (tuple of earlier instruction numbers it waits for), ``lines[i]`` (tuple of 64-byte line
     addresses a LOAD/STORE touches, ascending), ``nbytes[i]`` (useful bytes a LOAD/STORE moves),
     ``array[i]`` (name of the memref it accesses, '' for ALU), ``addrs[i]`` (its element byte
-    addresses in lane order). ``bases``: array name -> base byte address. ``results``: the
+    addresses in lane order), ``forwarded[i]`` (a LOAD all of whose addresses an earlier STORE
+    wrote: served by store-to-load forwarding, not by the caches). ``bases``: array name -> base byte address. ``results``: the
     function's returned values.
     """
     kind: list = field(default_factory=list)
@@ -97,6 +98,7 @@ class Trace:
     nbytes: list = field(default_factory=list)
     array: list = field(default_factory=list)
     addrs: list = field(default_factory=list)
+    forwarded: list = field(default_factory=list)
     bases: dict = field(default_factory=dict)
     results: tuple = ()
 
@@ -142,7 +144,7 @@ class _Tracer:
 
     # -- emission -------------------------------------------------------------------------------
 
-    def emit(self, op, kind, deps, latency=0, mem=None, addr=None, size=0) -> int:
+    def emit(self, op, kind, deps, latency=0, mem=None, addr=None, size=0, store=None) -> int:
         t = self.t
         deps = {d for d in deps if d is not None}
         if self.chunk is not None and op in self.chunk:
@@ -150,8 +152,10 @@ class _Tracer:
             t.deps[i] = t.deps[i] | {d for d in deps if d < i}
             if addr is not None:
                 t.addrs[i].append(addr)
+                t.forwarded[i] = t.forwarded[i] and store is not None and store < i
             return i
         i = len(t.kind)
+        t.forwarded.append(kind == LOAD and store is not None and store < i)
         t.kind.append(kind)
         t.latency.append(latency)
         t.deps.append({d for d in deps if d < i})
@@ -216,8 +220,9 @@ class _Tracer:
             idx = tuple(int(env[v]) for v in op.indices)
             addr = m.base + int(np.ravel_multi_index(idx, m.array.shape)) * m.itemsize if idx \
                 else m.base
-            deps = self.deps_of(op.indices) + [self.last_store.get(addr)]
-            i = self.emit(op, LOAD, deps, mem=m, addr=addr, size=m.itemsize)
+            store = self.last_store.get(addr)
+            i = self.emit(op, LOAD, self.deps_of(op.indices) + [store], mem=m, addr=addr,
+                          size=m.itemsize, store=store)
             env[op.res] = m.array[idx] if idx else m.array[()]
             prod[op.res] = i
             return None

@@ -26,10 +26,12 @@ def seed():
     return s
 
 
-def make_trace(instrs) -> Trace:
-    """``instrs``: (kind, deps, lines, latency) tuples."""
+def make_trace(instrs, forwarded=()) -> Trace:
+    """``instrs``: (kind, deps, lines, latency) tuples; ``forwarded``: indices of loads served
+    by store-to-load forwarding."""
     t = Trace()
-    for kind, deps, lines, latency in instrs:
+    for n, (kind, deps, lines, latency) in enumerate(instrs):
+        t.forwarded.append(n in forwarded)
         t.kind.append(kind)
         t.deps.append(tuple(deps))
         t.lines.append(tuple(lines))
@@ -141,6 +143,15 @@ def test_stores_and_alu_follow_dependences():
     # load completes at 1 + trip, the ALU at + 4, the store at + 1, the load at + l1_latency
     assert r.cycles == 1 + trip + 4 + 1 + cfg.l1_latency + 1
     assert r.memory_requests == 1 and r.l1_hits == 1
+
+
+def test_forwarded_load_needs_no_cache_and_no_memory():
+    t = make_trace([(LOAD, [], [0], 0), (STORE, [0], [640], 0), (LOAD, [1], [640], 0)],
+                   forwarded={2})
+    cfg = CoreConfig(l2_latency=2, **NO_CACHE)
+    r = run_core(t, SIMPLE, cfg)
+    assert r.memory_requests == 1 and r.forwarded == 1
+    assert r.cycles == 1 + (2 + SIMPLE.fixed_latency + 1) + 1 + cfg.l1_latency + 1
 
 
 def test_the_memory_sees_what_run_requests_gives_for_the_same_acceptance_cycles(seed):

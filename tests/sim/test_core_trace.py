@@ -67,13 +67,19 @@ def test_embedding_bag_loads_follow_offsets_indices_rows(seed):
             assert il in tr.deps[table_loads[k]]
             assert offset_load[ob + 8 * b] in _closure(tr, il)
             k += dim
-    # the accumulator load of out[b, d] waits for the previous store to it
+    # the accumulator load of out[b, d] waits for the previous store to it and is forwarded
+    # from it; the first load of each out[b, d] is not
     stores = {}
     for i, kd in enumerate(tr.kind):
         if kd == STORE:
             stores[tr.addrs[i][0]] = i
-        elif kd == LOAD and tr.array[i] == "out" and tr.addrs[i][0] in stores:
-            assert stores[tr.addrs[i][0]] in tr.deps[i]
+        elif kd == LOAD and tr.array[i] == "out":
+            a = tr.addrs[i][0]
+            assert tr.forwarded[i] == (a in stores)
+            if a in stores:
+                assert stores[a] in tr.deps[i]
+        elif kd == LOAD:
+            assert not tr.forwarded[i]
 
 
 def test_vector_form_loads_one_row_per_lookup(seed):

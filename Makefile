@@ -28,7 +28,7 @@ test-all:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 sim:
-	$(PYTHON) -m sim.workload $(SIM_ARGS)
+	$(PYTHON) -m sim.main_job $(SIM_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache

@@ -46,7 +46,13 @@ def main(argv=None) -> int:
 
     from hw.hbm_model.presets import get_preset
     from hw.hbm_model.reference import run_requests
-    from hw.hbm_model.traces import PATTERNS, uniform_random
+    from hw.hbm_model.traces import PATTERNS, embedding_gather, uniform_random
+    from sw.runtime.datasets import load_cora
+
+    cora = load_cora().indices
+    patterns = {**PATTERNS,
+                "gather": ("Cora embedding-bag gather, dim 64 f32 (4 accesses per row)",
+                           lambda n, fp, seed: embedding_gather(64, indices=cora)[:n])}
 
     rows = []
     print(f"{'preset':7} {'pattern':13} {'ports':>5} {'GB/s':>8} {'% peak':>7} "
@@ -55,7 +61,7 @@ def main(argv=None) -> int:
     for name in ns.presets:
         p = get_preset(name)
         peak_ports = max(1, math.ceil(p.peak_bytes_per_cycle / p.access_bytes))
-        for pat, (desc, gen) in PATTERNS.items():
+        for pat, (desc, gen) in patterns.items():
             reqs = gen(ns.requests, FOOTPRINT, ns.seed)
             for ports in sorted({1, peak_ports}):
                 r = run_requests(p, reqs, ports=ports)

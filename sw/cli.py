@@ -5,7 +5,7 @@ Sub-commands::
     ember compile KERNEL.mlir --emit {scf,slc,slcv,dlc,tmu,asm,bin,c} [-O{0,1,2,3}] [--tmu-config FILE] [-o FILE]
     ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} [-O{0..3}] [--tmu-config FILE] --out OUT.npz
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
-    ember disasm PROGRAM.bin [-o PROGRAM.s]     disassemble (checks the program like the RTL decoder)
+    ember disasm PROGRAM.bin [--tmu-config FILE] [-o PROGRAM.s]   disassemble (checks the program like the RTL decoder)
     ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
     ember hbm-trace TRACE --preset HBM2 ...     run a DRAMSim3-format trace through the HBM model
 
@@ -25,10 +25,12 @@ STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 
 
 def _limits(ns):
-    """The --tmu-config file as ``sw.runtime.isa.Limits`` (None: the default configuration)."""
-    if getattr(ns, "tmu_config", None) is None:
-        return None
+    """The --tmu-config file as ``sw.runtime.isa.Limits``; without the option the configuration
+    the RTL builds (``configs/tmu_rtl.json``, ``sw.compiler.pipelines.default_limits``)."""
     from sw.runtime.isa import Limits
+    if getattr(ns, "tmu_config", None) is None:
+        from sw.compiler.pipelines import default_limits
+        return default_limits()
     try:
         return Limits.from_file(ns.tmu_config)
     except FileNotFoundError:
@@ -37,15 +39,19 @@ def _limits(ns):
         raise UserError(f"--tmu-config: {e}") from None
 
 
+def _add_tmu_config_argument(p) -> None:
+    p.add_argument("--tmu-config", metavar="FILE",
+                   help="TMU configuration (JSON, configs/*.json, or a name such as tmu_vector); "
+                        "default: configs/tmu_rtl.json, what the RTL builds")
+
+
 def _add_opt_arguments(p) -> None:
     p.add_argument("-O", dest="opt_level", type=int, choices=(0, 1, 2, 3), default=0,
                    metavar="{0,1,2,3}",
                    help="optimisation level (docs/compiler.md): 0 decoupled scalar code, "
                         "1 + vectorisation, 2 + bufferisation, 3 + queue alignment and stream "
                         "simplification; default 0")
-    p.add_argument("--tmu-config", metavar="FILE",
-                   help="TMU configuration (JSON, configs/*.json, or a name such as tmu_vector); "
-                        "default: the ISA v0 unit of sw.runtime.isa.Limits()")
+    _add_tmu_config_argument(p)
 
 
 class UserError(Exception):
@@ -135,12 +141,12 @@ def cmd_disasm(ns) -> int:
     p = Path(ns.program)
     if not p.is_file():
         raise UserError(f"PROGRAM {ns.program!r} does not exist or is not a file")
-    _write(ns.output, Program.decode(p.read_bytes()).to_asm())
+    _write(ns.output, Program.decode(p.read_bytes(), _limits(ns)).to_asm())
     return 0
 
 
 def cmd_sim(ns) -> int:
-    from sim.workload import main as sim_main
+    from sim.main_job import main as sim_main
     return sim_main(ns)
 
 
@@ -180,8 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_asm)
 
-    p = sub.add_parser("disasm", help="check and disassemble a binary access program")
+    p = sub.add_parser("disasm", help="check and disassemble a binary access program",
+                       description="Decode PROGRAM.bin with the checks the RTL decoder of the "
+                       "configuration makes (--tmu-config) and print it as assembly text.")
     p.add_argument("program", metavar="PROGRAM.bin")
+    _add_tmu_config_argument(p)
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_disasm)
 
@@ -189,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compile sum-aggregation of node features over the Cora citation "
                        "graph, run it on the RTL (or golden model), and check against "
                        "torch.nn.functional.embedding_bag. Exit status 1 on FAIL.")
-    from sim.workload import add_arguments
+    from sim.main_job import add_arguments
     add_arguments(p)
     p.set_defaults(func=cmd_sim)
 

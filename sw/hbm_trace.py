@@ -6,7 +6,7 @@
 
 Requests are offered in trace order, each from its issue cycle on, as fast as the model accepts
 them and never more than N outstanding (``hw.hbm_model.reference.run_requests``; the RTL runner
-``tb.hbm_harness.run_requests_on_rtl`` mirrors the same issue rules). Printed: achieved bandwidth
+``sim.hbm.run_requests_on_rtl`` mirrors the same issue rules). Printed: achieved bandwidth
 (GB/s and % of the preset's peak), read latency in ns (mean, p50, p99: exact percentiles of the
 per-request latencies, acceptance to response transfer), row-buffer hit rate (classification of
 docs/hbm_model.md §2) and activates per request.
@@ -81,9 +81,9 @@ def cmd_hbm_trace(ns) -> int:
         if ns.ports != 1:
             raise ValueError(f"--ports must be 1 with --model rtl (one request port), not {ns.ports}")
         try:
-            from tb.hbm_harness import run_requests_on_rtl
+            from sim.hbm import run_requests_on_rtl
         except ImportError as e:
-            raise ValueError(f"--model rtl needs tb.hbm_harness.run_requests_on_rtl, which is not "
+            raise ValueError(f"--model rtl needs sim.hbm.run_requests_on_rtl, which is not "
                             f"available ({e}); use --model reference") from None
         result = run_requests_on_rtl(preset, requests, **kw)
     else:

@@ -18,9 +18,10 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
                             ProgramError, Region, Source, Stream, StreamKind)
 
 
-__all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
+__all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
-           "v1_decode_cases", "block_case", "block_cases", "lockstep_case", "lockstep_cases"]
+           "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
+           "lockstep_case", "lockstep_cases"]
 
 
 @dataclass
@@ -29,15 +30,6 @@ class Case:
     program: bytes
     memory: bytes
     args: Sequence[int]
-
-
-def limits_of(config) -> Limits:
-    """The golden model's ``Limits`` for a ``TmuConfig`` (resources, ISA versions, v1 features,
-    lanes, maximum block length; ``configs/tmu_rtl.json`` is ``limits_of(TmuConfig())``)."""
-    return Limits(layers=config.layers, regions=config.regions, streams=config.streams,
-                  actions=config.actions, args=config.args, versions=tuple(config.versions),
-                  features=frozenset(config.features), lanes=config.lanes,
-                  max_block=config.max_block)
 
 
 def embedding_bag_case(name, rows, dim, lengths, *, seed=0, elem_size=4, indices=None):
@@ -264,7 +256,7 @@ def mutated_cases(seed, count, config, *, bases=None):
         bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
                  alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
                                     for i in range(4)]
-    limits = limits_of(config)
+    limits = Limits.from_tmu_config(config)
     fingerprints = [_bound_fingerprint(Program.decode(b.program, Limits.unlimited()))
                     for b in bases]
     out = []
@@ -514,6 +506,25 @@ def block_case(name, *, rows=6, dim=5, lengths=(2, 0, 3), col0=0, ncols=None, si
     return Case(name, prog.encode(), memory, args)
 
 
+def block_after_immediate_case(name="block_after_immediate", *, rows=4, ncols=2, size=2):
+    """An immediate operand, then a BLOCK row of ``ncols`` elements of ``size`` bytes, per
+    iteration over ``rows`` rows (issue 8 item 1: the RTL fused the immediate action into the
+    row stream's evaluation and then lost the row's count, delivering ``[38]`` for
+    ``[38, row...]``)."""
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    memory = bytes(range(256)) * 2
+    prog = Program(n_args=3, version=1,
+                   layers=[Layer(imm(0), R(0))],
+                   regions=[Region(R(1), R(2))],
+                   streams=[Stream(0, StreamKind.ALU, I(0), imm(ncols), op=AluOp.MUL),
+                            Stream(0, StreamKind.MEM, R(1), S(0), size=size, region=0,
+                                   block=True, count=imm(ncols))],
+                   actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=imm(38)),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(1)),
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=2)])
+    return Case(name, prog.encode(), memory, [rows, 0, rows * ncols * size])
+
+
 def block_cases():
     """Hand-written BLOCK-row programs: aligned and unaligned row starts, every packing, a row
     narrower/wider than its packed width, JOIN of a row with a scalar, empty rows, and the
@@ -533,6 +544,7 @@ def block_cases():
         block_case("block_too_long", rows=3, dim=2, ncols=100000),
         block_case("block_negative", rows=3, dim=2, ncols=-1),
         block_case("block_misaligned", rows=3, dim=4, base_off=2),
+        block_after_immediate_case(),
     ]
 
 

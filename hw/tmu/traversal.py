@@ -664,6 +664,14 @@ class Traversal(wiring.Component):
         b_sign = Signal()
         b_lk   = Signal()                # ... for a lane of the LOCKSTEP layer
 
+        def keep_stream_value():
+            """The evaluated stream's value, a BLOCK row's count and a lane's value are kept."""
+            m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+            if has_block:
+                m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
+            if has_lk:
+                m.d.comb += vreg_w.en.eq(s_lk)
+
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
             m.next = "DRAIN"
@@ -677,6 +685,11 @@ class Traversal(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [pc.eq(0), self.fault_code.eq(FaultCode.NONE),
                                  self.fault_addr.eq(0)]
+                    # Nothing of an earlier run survives a start (a run that faulted or was
+                    # aborted in the middle of a row or a vector iteration included).
+                    m.d.sync += [row_active.eq(0), pad_active.eq(0), lane.eq(0),
+                                 lf_valid.eq(0), first.eq(0)]
+                    m.d.sync += [v.eq(0) for v in (*vals, *nvals, *idx, *ubr)]
                     m.next = "RUN"
 
             with m.State("RUN"):
@@ -719,16 +732,14 @@ class Traversal(wiring.Component):
                                                  b_lk.eq(s_lk)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
+                                # The stream's value (and a BLOCK row's count) is kept when
+                                # its fused action fires, exactly as without the action.
                                 def on_fire():
-                                    m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+                                    keep_stream_value()
                                     advance()
                                 try_action(on_fire)
                             with m.Else():
-                                m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
-                                if has_block:
-                                    m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
-                                if has_lk:
-                                    m.d.comb += vreg_w.en.eq(s_lk)
+                                keep_stream_value()
                                 advance()
                         with m.Case(UopKind.ACT):
                             try_action(advance)

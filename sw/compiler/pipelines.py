@@ -50,12 +50,22 @@ from .transforms.simplify_streams import simplify_streams
 from .transforms.vectorize_access import vectorize_access
 from .transforms.vectorize_callbacks import vectorize_callbacks
 
-__all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "Compilation", "run_pipeline", "v1_features"]
+__all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "DEFAULT_TMU_CONFIG", "Compilation", "default_limits",
+           "run_pipeline", "v1_features"]
 
 STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
+#: The TMU configuration the compiler maps onto when the caller gives none (``limits=None``):
+#: what the RTL builds (``configs/tmu_rtl.json``, ISA versions 0 and 1), as ``make sim`` uses.
+#: ``sw.runtime.isa.Limits()`` (no arguments) is a different thing: the smallest version-0 unit.
+DEFAULT_TMU_CONFIG = "tmu_rtl"
+
+
+def default_limits() -> Limits:
+    """The configuration of ``DEFAULT_TMU_CONFIG`` (``configs/tmu_rtl.json``), read afresh."""
+    return Limits.from_file(DEFAULT_TMU_CONFIG)
 
 
 @dataclass
@@ -181,8 +191,11 @@ def _check_isa(dlc_fn: func.FuncOp, limits: Limits | None, opt_level: int) -> No
 def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None = None,
                  until: str = "bin", opt_level: int = 0) -> Compilation | ModuleOp:
     """Run the stages up to ``until`` (a STAGES name); ``scf``/``slc``/``slcv``/``dlc`` return
-    that module, later stages the whole :class:`Compilation`."""
+    that module, later stages the whole :class:`Compilation`. ``limits=None`` means
+    :func:`default_limits` (what the RTL builds)."""
     opt_level = check_opt_level(opt_level)
+    if limits is None:
+        limits = default_limits()
     scf_module = parse_mlir(text, filename)
     scf_fn = check_supported(scf_module)
     if until == "scf":

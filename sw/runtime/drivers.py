@@ -3,7 +3,7 @@
 The same user-facing call (:func:`run_kernel`) runs on either transport:
 
 * ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
-* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``tb.harness.run_on_rtl``),
+* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``sim.system.run_on_rtl``),
   which also reports cycles and counters.
 
 Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →
@@ -41,7 +41,7 @@ class AccessRun:
 
     @classmethod
     def from_rtl(cls, r) -> "AccessRun":
-        """The access run of a ``tb.harness.RtlResult``."""
+        """The access run of a ``sim.system.RtlResult``."""
         return cls(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
                    dict(r.stats), dict(r.memory_stats or {}))
 
@@ -66,7 +66,7 @@ class GoldenTransport:
 
 
 class RtlTransport:
-    """The RTL access unit under Verilator (cocotb). ``config`` is a ``tb.harness.TmuConfig``,
+    """The RTL access unit under Verilator (cocotb). ``config`` is a ``sim.system.TmuConfig``,
     ``memory`` the memory model's preset (``"simple"``, ``"HBM2"``, ``"HBM3"``; docs/hbm_model.md)."""
     name = "rtl"
 
@@ -74,7 +74,7 @@ class RtlTransport:
         self.config, self.backpressure, self.seed, self.memory = config, backpressure, seed, memory
 
     def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
-        from tb.harness import run_on_rtl   # imported lazily: only the RTL target needs cocotb
+        from sim.system import run_on_rtl   # imported lazily: only the RTL target needs cocotb
         return AccessRun.from_rtl(run_on_rtl(program, memory, args, config=self.config,
                                              backpressure=self.backpressure, seed=self.seed,
                                              memory=self.memory))
@@ -82,7 +82,7 @@ class RtlTransport:
 
 class ReplayTransport:
     """A run already made, handed back as a transport: e.g. many programs run on the RTL in one
-    simulator process (``tb.harness.run_many_on_rtl``), then each checked and executed by
+    simulator process (``sim.system.run_many_on_rtl``), then each checked and executed by
     :func:`run_kernel`. ``run`` raises ``ValueError`` if asked for another program."""
 
     def __init__(self, program: bytes, run: AccessRun, name: str = "rtl"):

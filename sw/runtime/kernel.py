@@ -17,17 +17,47 @@ The execute-side source defines one function::
         Runs the prologue, then for each control token the callback it names until DONE (0xFFFF),
         then the epilogue; returns the tuple of the function's results.'''
 
-Helpers the generated code may import: ``sw.runtime.execute`` (``as_f32``, ``as_f64``, ``as_i64``, ...).
+The generated code decodes operands with the helpers of this module (``as_f32``, ``as_f64``,
+``as_i64``, ``as_u64``), so it depends only on this contract, not on the runtime that runs it.
 """
 
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import dataclass, field
 
 from .isa import Limits, Program
 
-__all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "Kernel"]
+__all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "Kernel", "as_u64", "as_i64", "as_f32",
+           "as_f64"]
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+def as_u64(raw: int) -> int:
+    return raw & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def as_i64(raw: int) -> int:
+    """Signed 64-bit integer (an ``index`` or i64 operand)."""
+    raw &= 0xFFFF_FFFF_FFFF_FFFF
+    return raw - (1 << 64) if raw >> 63 else raw
+
+
+def as_f32(raw: int):
+    """The f32 in bits [31:0] of an operand, as ``numpy.float32``."""
+    import numpy as np
+    return np.float32(_F32.unpack(_U32.pack(raw & 0xFFFF_FFFF))[0])
+
+
+def as_f64(raw: int):
+    """The f64 in bits [63:0] of an operand, as ``numpy.float64``."""
+    import numpy as np
+    return np.float64(_F64.unpack(_U64.pack(raw & 0xFFFF_FFFF_FFFF_FFFF))[0])
 
 
 class ArgKind(str, enum.Enum):

@@ -12,7 +12,7 @@ Two drivers here (the cocotb version on the Verilator model is tb/hbm_model/test
   is random; the reference's ``HbmReference.step`` runs the same cycle with the same inputs and
   the acceptance and the transferred response are compared in that cycle. Small preset variants
   (2 channels, 16 rows, short queues) keep it fast; this is the fast-suite check.
-* **trace** (Verilator, ``tb.hbm_harness.run_requests_on_rtl``): the structured traces of
+* **trace** (Verilator, ``sim.hbm.run_requests_on_rtl``): the structured traces of
   ``hw.hbm_model.traces`` with random issue gaps, ``max_outstanding`` and random ``resp.ready``,
   against ``reference.run_requests`` with the same arguments; real presets and variants
   (closed page, refresh-heavy), marked ``slow``.
@@ -148,7 +148,7 @@ def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_c
         state["done"] = done
         names = dut.stat_names
         values = [ctx.get(dut.stats[k]) for k in range(len(names))]
-        from tb.harness import memory_stats_dict
+        from sim.system import memory_stats_dict
         state["rtl"] = memory_stats_dict(values, 1 if preset.fixed_latency else preset.channels)
 
     sim = Simulator(dut)
@@ -204,7 +204,7 @@ PATTERNS = ["sequential", "strided", "random", "hot_set", "write_bursts", "mixed
 
 
 def _compare_trace(preset, reqs, **kw):
-    from tb.hbm_harness import run_requests_on_rtl
+    from sim.hbm import run_requests_on_rtl
     image = _image(3)
     rtl = run_requests_on_rtl(preset, reqs, storage=image, **kw)
     ref = run_requests(preset, reqs, storage=image, **kw)

@@ -116,12 +116,65 @@ def test_weight_passed_as_an_input():
     assert torch.equal(run(tk, offsets, weight, inp), fn(offsets, weight, inp))
 
 
-def test_2d_example_falls_back_to_the_module_attributes():
+def test_2d_example_is_traced():
     bag = torch.nn.EmbeddingBag(10, 3)
     fixed = torch.tensor([[1, 2], [3, 4]])
     tk = compile_torch(bag, (fixed,))
-    assert tk.traced_with == "attributes"
+    assert tk.traced_with == "torch.export"
     assert torch.equal(run(tk, fixed), bag(fixed).detach())
+    other = torch.tensor([[1, 2, 9], [3, 4, 4], [0, 0, 0]])                # another batch and length
+    assert torch.equal(run(tk, other), bag(other).detach())
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_f_embedding_bag_with_2d_input(mode, weighted):
+    """Issue 8 item 7 / issue 12: F.embedding_bag reshapes a 2-D input and makes offsets with
+    aten.arange before the aten op (was "unsupported PyTorch operation aten.arange")."""
+    if weighted and mode != "sum":
+        return
+    torch.manual_seed(12)
+    weight = torch.randn(20, 6)
+    if weighted:
+        def fn(i, p):
+            return torch.nn.functional.embedding_bag(i, weight, mode=mode, per_sample_weights=p)
+    else:
+        def fn(i):
+            return torch.nn.functional.embedding_bag(i, weight, mode=mode)
+    i = torch.randint(0, 20, (4, 5))
+    ins = (i, torch.randn(4, 5)) if weighted else (i,)
+    tk = compile_torch(fn, ins)
+    assert torch.equal(run(tk, *ins), fn(*ins))
+    i2 = torch.randint(0, 20, (7, 3))
+    ins2 = (i2, torch.randn(7, 3)) if weighted else (i2,)
+    assert torch.equal(run(tk, *ins2), fn(*ins2))
+
+
+def _renorm_cases():
+    w = torch.randn(12, 5) * 2
+    return {
+        "nn.Embedding": (lambda: torch.nn.Embedding(12, 5, max_norm=1.5, _weight=w.clone()),
+                         (torch.tensor([[1, 3, 3], [11, 0, 3]]),)),
+        "nn.EmbeddingBag": (lambda: torch.nn.EmbeddingBag(12, 5, max_norm=1.0, norm_type=1.0, mode="mean",
+                                                          _weight=w.clone()),
+                            (torch.tensor([1, 3, 3, 11, 0]), torch.tensor([0, 2]))),
+        "nn.EmbeddingBag 2-D": (lambda: torch.nn.EmbeddingBag(12, 5, max_norm=2.0, _weight=w.clone()),
+                                (torch.tensor([[1, 3], [3, 7]]),)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_renorm_cases()))
+def test_max_norm_renormalises_the_weight_in_place_like_pytorch(case):
+    """max_norm: the looked-up rows of the weight are renormalised in place (torch.embedding_renorm_,
+    on the host), then looked up on the access unit; output and weight equal PyTorch's."""
+    make, ins = _renorm_cases()[case]
+    ours, ref = make(), make()
+    tk = compile_torch(ours, ins)
+    assert torch.equal(ours.weight, make().weight)           # compiling does not renormalise
+    got, want = run(tk, *ins), ref(*ins).detach()
+    assert torch.equal(got, want)
+    assert torch.equal(ours.weight, ref.weight)               # the same rows renormalised in place
+    assert not torch.equal(ours.weight, make().weight)
 
 
 @pytest.mark.parametrize("inputs, message", [
@@ -156,8 +209,6 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: (torch.nn.EmbeddingBag(4, 2, max_norm=1.0), (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported nn.EmbeddingBag(max_norm=...): it renormalizes the weight in place"),
     (lambda: (torch.nn.EmbeddingBag(4, 2, dtype=torch.float16), (torch.tensor([1]), torch.tensor([0]))),
      "unsupported embedding weight dtype torch.float16 (float32 and float64 are)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2): torch.relu(torch.nn.functional.embedding_bag(i, w, o)),
@@ -330,3 +381,58 @@ def test_opt_level_is_passed_to_the_compiler():
         compile_torch(bag, inp, opt_level=3)
     with pytest.raises(ValueError, match="7"):
         compile_torch(bag, inp, opt_level=7)
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 8 item 3: a compiled op reads the module's current parameters at each call
+# ------------------------------------------------------------------------------------------------
+
+def _replace_parameter(m, name, how):
+    """Give ``m.<name>`` new values: a new Parameter, ``.data =``, or in place."""
+    old = getattr(m, name)
+    new = torch.randn_like(old) * 3 + 1
+    if how == "parameter":
+        setattr(m, name, torch.nn.Parameter(new))
+    elif how == "data":
+        old.data = new
+    else:
+        with torch.no_grad():
+            old.copy_(new)
+
+
+@pytest.mark.parametrize("how", ["parameter", "data", "in place"])
+@pytest.mark.parametrize("case", ["bag", "bag 2-D (attributes)", "embedding", "several bags"])
+def test_compiled_op_reads_the_current_parameters(case, how):
+    torch.manual_seed(11)
+    if case == "bag":
+        m, ins, holders = torch.nn.EmbeddingBag(10, 5, mode="mean"), (INP, torch.tensor([0, 2, 2, 5])), None
+    elif case == "bag 2-D (attributes)":
+        m, ins, holders = torch.nn.EmbeddingBag(10, 5), (torch.tensor([[1, 3], [4, 9]]),), None
+    elif case == "embedding":
+        m, ins, holders = torch.nn.Embedding(10, 5), (torch.tensor([[1, 3], [4, 9]]),), None
+    else:
+        m = _Dlrm()
+        ins = (torch.tensor([1, 2, 9]), torch.tensor([0, 1]), torch.tensor([29, 0, 3, 3]),
+               torch.tensor([0, 0]), torch.tensor([6, 5]), torch.tensor([0, 1]))
+        holders = list(m.tables)
+    tk = compile_torch(m, ins)
+    assert torch.equal(run(tk, *ins), m(*ins).detach())
+    for h in holders or [m]:
+        _replace_parameter(h, "weight", how)
+    assert torch.equal(run(tk, *ins), m(*ins).detach())
+
+
+@pytest.mark.parametrize("how", ["data", "in place"])
+def test_compiled_function_reads_its_captured_tensor_at_each_call(how):
+    weight = torch.randn(12, 4)
+
+    def fn(indices, offsets):
+        return torch.nn.functional.embedding_bag(indices, weight, offsets, mode="sum")
+
+    inp, offsets = torch.tensor([0, 11, 5, 5]), torch.tensor([0, 2, 3])
+    tk = compile_torch(fn, (inp, offsets))
+    if how == "data":
+        weight.data = torch.randn(12, 4)
+    else:
+        weight.mul_(2)
+    assert torch.equal(run(tk, inp, offsets), fn(inp, offsets))

@@ -151,7 +151,7 @@ def test_torch_index_out_of_range_is_rejected():
 @pytest.mark.parametrize("seed, backpressure", [(0, 0.0), (1, 0.5), (2, 0.0)])
 def test_compiled_sum_on_rtl_matches_golden_token_by_token_and_pytorch(sum_kernel, seed, backpressure):
     from sw.runtime.image import bind_arguments, build_image
-    from tb.harness import run_on_rtl
+    from sim.system import run_on_rtl
     table, indices, offsets = random_bags(seed)
     args = call_args(sum_kernel, table, indices, offsets)
     image = build_image(sum_kernel, args)

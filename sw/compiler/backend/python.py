@@ -50,7 +50,7 @@ _HEADER = '''\
 from fractions import Fraction
 
 import numpy as np
-from sw.runtime.execute import as_f32, as_f64, as_i64
+from sw.runtime.kernel import as_f32, as_f64, as_i64
 
 DONE = 0xFFFF
 

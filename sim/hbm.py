@@ -11,7 +11,7 @@ True
 (``ports = 1``): same trace-issue semantics (trace order, ``issue_cycle``, ``max_outstanding``),
 same ``resp.ready`` draws (``reference.ReadyStream``), same result type (``TraceResult``). No
 Python runs per cycle: the trace, the ``resp.ready`` pattern and the storage image are files that
-the Verilog driver ``tb/hbm_model/hbm_tb.v`` reads with ``$readmemh``; it writes acceptance and
+the Verilog driver ``sim/hbm_top.v`` reads with ``$readmemh``; it writes acceptance and
 completion cycles, read data, the §5 statistics and the cycle count back with ``$writememh``.
 
 The model (``hw.hbm_model.memory_model(preset, storage="verilog")`` as ``ember_hbm_top``) and the
@@ -29,12 +29,12 @@ from typing import Sequence
 
 import numpy as np
 
-from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
+from sim.verilator import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
 
 __all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS"]
 
 
-TB_VERILOG = Path(__file__).resolve().parent / "hbm_model" / "hbm_tb.v"
+TB_VERILOG = Path(__file__).resolve().parent / "hbm_top.v"
 TOP = "ember_hbm_top"
 TRACE_TAG_BITS = 12           # 4096 tags: more than any preset can hold in flight (HBM3: 1536)
 MAX_REQUESTS = 1 << 20        # per run (the driver's arrays)
@@ -52,7 +52,7 @@ def _model_verilog(preset, words, tag_bits):
 def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -> tuple[Path, int]:
     """Build (once) the Verilator binary of the memory model of ``preset`` (name or
     ``HbmPreset``) with its trace driver; returns (build directory, number of statistics).
-    Cached by ``tb.common.cached_build`` under ``build/rtl/hbm/``."""
+    Cached by ``sim.verilator.cached_build`` under ``build/rtl/hbm/``."""
     preset = _preset(preset)
     key = repr((preset, words, tag_bits, VERILATOR_ARGS))
     inputs = [p for p in (REPO / "hw" / "hbm_model").glob("*") if p.suffix in (".py", ".v")] + [
@@ -126,7 +126,7 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
         up (``TRACE_TAG_BITS`` too small for this trace: the run would differ from the reference).
     """
     from hw.hbm_model.reference import Completion, ReadyStream, Request, TraceResult
-    from tb.harness import memory_stats_dict
+    from sim.system import memory_stats_dict
     preset = _preset(preset)
     if max_outstanding is not None and (not isinstance(max_outstanding, int)
                                         or isinstance(max_outstanding, bool) or max_outstanding < 1):

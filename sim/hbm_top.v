@@ -1,7 +1,7 @@
 // Trace driver of the memory model alone (simulation only; Verilator --binary --timing).
 //
 // Mirrors the issue semantics of hw/hbm_model/reference.py run_requests with one port, so that
-// Python only writes the trace and reads the results (tb/hbm_harness.py):
+// Python only writes the trace and reads the results (sim/hbm.py):
 //   * requests are offered in trace order; request i is offered in cycle t iff it is the first
 //     not yet accepted, issue_cycle_i <= t, and fewer than LIMIT requests are outstanding at the
 //     start of t (accepted, response not yet transferred);

@@ -43,6 +43,7 @@ for p in (REPO, REPO / "scripts"):
 from hw.hbm_model.presets import get_preset  # noqa: E402
 from sim.core_only import CoreConfig, run_core  # noqa: E402
 from sim.core_trace import trace_kernel  # noqa: E402
+from sw.compiler.frontends.mlir import parse_mlir  # noqa: E402
 from sw.workloads import WORKLOADS  # noqa: E402
 
 MEMORIES = ("HBM2", "HBM3", "simple")
@@ -66,7 +67,7 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     for name in workloads:
         w = WORKLOADS[name]
         args = w.make(size, 0)                 # the same inputs as bench_compiler's measure
-        tr = trace_kernel(w.path.read_text(), args, vector_bytes=vector_bytes)
+        tr = trace_kernel(parse_mlir(w.path.read_text(), w.example), args, vector_bytes=vector_bytes)
         w.check(w.make(size, 0), list(tr.results))
         for caches, over in CACHES.items():
             for m in mshrs:

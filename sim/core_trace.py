@@ -1,7 +1,8 @@
 """The instruction stream of a kernel's sequential form, with its data dependences, for a core model.
 
-``trace_kernel(text, args)`` runs the SCF-level MLIR function (the frontend's ``func`` + ``scf`` +
-``arith`` + ``memref`` form, parsed by ``sw.compiler.frontends.mlir.parse_mlir``) on real inputs
+``trace_kernel(module, args)`` runs the SCF-level MLIR function (the frontend's ``func`` +
+``scf`` + ``arith`` + ``memref`` form: the xDSL module ``sw.compiler.frontends.mlir.parse_mlir``
+returns, which the caller passes in: the simulator does not import the compiler) on real inputs
 and records, in program order, one instruction per executed operation that a compiled core
 program would execute:
 
@@ -44,10 +45,8 @@ from typing import Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, FloatAttr, MemRefType
-from xdsl.ir import Operation
-
-from sw.compiler.frontends.mlir import element_type_name, parse_mlir
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Operation
 
 __all__ = ["ALU", "LOAD", "STORE", "OpLatency", "Trace", "trace_kernel", "LINE_BYTES"]
 
@@ -88,8 +87,8 @@ class Trace:
     addresses a LOAD/STORE touches, ascending), ``nbytes[i]`` (useful bytes a LOAD/STORE moves),
     ``array[i]`` (name of the memref it accesses, '' for ALU), ``addrs[i]`` (its element byte
     addresses in lane order), ``forwarded[i]`` (a LOAD all of whose addresses an earlier STORE
-    wrote: served by store-to-load forwarding, not by the caches). ``bases``: array name -> base byte address. ``results``: the
-    function's returned values.
+    wrote: served by store-to-load forwarding, not by the caches). ``bases``: array name ->
+    base byte address. ``results``: the function's returned values.
     """
     kind: list = field(default_factory=list)
     latency: list = field(default_factory=list)
@@ -114,6 +113,15 @@ class Trace:
     def load_bytes(self) -> int:
         """Useful bytes of all LOAD instructions."""
         return sum(n for k, n in zip(self.kind, self.nbytes) if k == LOAD)
+
+
+_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool", "i8": "int8",
+           "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64"}
+
+
+def element_type_name(t: Attribute) -> str | None:
+    """NumPy dtype name of an MLIR scalar type (the frontend's mapping without bf16), else None."""
+    return _DTYPES.get(str(t))
 
 
 class _Mem:
@@ -387,14 +395,15 @@ _FP_OPS = {
 }
 
 
-def trace_kernel(text: str, args: Sequence, *, vector_bytes: int = 64,
-                 latency: OpLatency | None = None, filename: str = "<input>") -> Trace:
-    """Run the single ``func.func`` of ``text`` on ``args`` and return its instruction stream.
+def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
+                 latency: OpLatency | None = None) -> Trace:
+    """Run the single ``func.func`` of ``module`` on ``args`` and return its instruction stream.
 
     Parameters
     ----------
-    text : str
-        MLIR of the frontend's supported subset (``sw.compiler.frontends.mlir``).
+    module : xdsl ModuleOp or func.FuncOp
+        Of the frontend's supported subset: ``sw.compiler.frontends.mlir.parse_mlir(text)``
+        (bf16 memrefs are not supported here).
     args : sequence
         Positional arguments: NumPy arrays for memrefs (copied: the caller's arrays are not
         modified), Python/NumPy scalars otherwise (the workload's ``make``).
@@ -409,15 +418,17 @@ def trace_kernel(text: str, args: Sequence, *, vector_bytes: int = 64,
     Raises
     ------
     ValueError
-        ``vector_bytes`` negative or not an int, the wrong number of ``args``, or an operation
-        outside the frontend's subset. ``sw.compiler.CompileError``: the text does not parse.
+        ``vector_bytes`` negative or not an int, ``module`` not one function, the wrong number
+        of ``args``, an element type without a NumPy dtype, or an operation outside the
+        frontend's subset.
     """
     if not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes < 0:
         raise ValueError(f"vector_bytes must be a non-negative integer, not {vector_bytes!r}")
-    module = parse_mlir(text, filename)
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    funcs = [module] if isinstance(module, func.FuncOp) else \
+        [op for op in module.ops if isinstance(op, func.FuncOp)] if isinstance(module, ModuleOp) else []
     if len(funcs) != 1:
-        raise ValueError(f"text must hold exactly one func.func, not {len(funcs)}")
+        raise ValueError(f"module must be a func.FuncOp or a ModuleOp holding exactly one, "
+                         f"not {module!r:.80}")
     fn = funcs[0]
     block = fn.body.block
     if len(args) != len(block.args):
@@ -427,7 +438,11 @@ def trace_kernel(text: str, args: Sequence, *, vector_bytes: int = 64,
     bound = []
     for n, (a, value) in enumerate(zip(block.args, args)):
         if isinstance(a.type, MemRefType):
-            arr = np.array(value, dtype=element_type_name(a.type.get_element_type()), copy=True)
+            dtype = element_type_name(a.type.get_element_type())
+            if dtype is None:
+                raise ValueError(f"args[{n}] must be a memref of {', '.join(_DTYPES)}, "
+                                 f"not {a.type}")
+            arr = np.array(value, dtype=dtype, copy=True)
             bound.append((tr.place(a.name_hint or f"arg{n}", arr), None))
         else:
             bound.append((np.asarray(value).item(), None))

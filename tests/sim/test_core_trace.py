@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sim.core_trace import ALU, LINE_BYTES, LOAD, STORE, trace_kernel
+from sw.compiler.frontends.mlir import parse_mlir
 from sw.workloads import WORKLOADS, widen
 
 warnings.simplefilter("ignore", UserWarning)
@@ -29,7 +30,7 @@ def seed():
 def test_the_sequential_form_computes_the_workload(name, vector_bytes, seed):
     w = WORKLOADS[name]
     args = w.make("small", seed)
-    tr = trace_kernel(w.path.read_text(), args, vector_bytes=vector_bytes)
+    tr = trace_kernel(parse_mlir(w.path.read_text()), args, vector_bytes=vector_bytes)
     w.check(args, list(tr.results))        # PyTorch (bit-exact where the workload says so)
 
 
@@ -47,7 +48,7 @@ def test_embedding_bag_loads_follow_offsets_indices_rows(seed):
     w = WORKLOADS["eb_sum"]
     table, indices, offsets, out = w.make("small", seed)
     dim, esize = table.shape[1], table.itemsize
-    tr = trace_kernel(w.path.read_text(), [table, indices, offsets, out], vector_bytes=0)
+    tr = trace_kernel(parse_mlir(w.path.read_text()), [table, indices, offsets, out], vector_bytes=0)
     tb, ib, ob = tr.bases["table"], tr.bases["indices"], tr.bases["offsets"]
     loads = [i for i, k in enumerate(tr.kind) if k == LOAD]
     table_loads = [i for i in loads if tr.array[i] == "table"]
@@ -86,12 +87,12 @@ def test_vector_form_loads_one_row_per_lookup(seed):
     w = WORKLOADS["eb_sum"]
     args = widen(w.make("small", seed), 16, seed)       # 16 f32 = one 64-byte line per row
     table, indices, offsets = args[:3]
-    tr = trace_kernel(w.path.read_text(), args, vector_bytes=64)
+    tr = trace_kernel(parse_mlir(w.path.read_text()), args, vector_bytes=64)
     tb = tr.bases["table"]
     rows = [i for i, k in enumerate(tr.kind) if k == LOAD and tr.array[i] == "table"]
     assert [tr.lines[i] for i in rows] == [(tb + int(r) * 64,) for r in indices]
     assert all(tr.nbytes[i] == 64 for i in rows)
-    scalar = trace_kernel(w.path.read_text(), args, vector_bytes=0)
+    scalar = trace_kernel(parse_mlir(w.path.read_text()), args, vector_bytes=0)
     assert tr.load_bytes == scalar.load_bytes       # the same bytes, in fewer instructions
     assert len(tr) < len(scalar) / 4
 
@@ -99,7 +100,7 @@ def test_vector_form_loads_one_row_per_lookup(seed):
 def test_gather_touches_the_lines_of_its_lanes(seed):
     w = WORKLOADS["spmv_csr"]
     rowptr, col, val, x, y = w.make("small", seed)
-    tr = trace_kernel(w.path.read_text(), [rowptr, col, val, x, y], vector_bytes=64)
+    tr = trace_kernel(parse_mlir(w.path.read_text()), [rowptr, col, val, x, y], vector_bytes=64)
     xb = tr.bases["x"]
     got = sorted(a for i, k in enumerate(tr.kind) if k == LOAD and tr.array[i] == "x"
                  for a in tr.addrs[i])
@@ -111,7 +112,7 @@ def test_gather_touches_the_lines_of_its_lanes(seed):
 
 def test_alu_instructions_carry_latencies():
     w = WORKLOADS["kg_transe"]
-    tr = trace_kernel(w.path.read_text(), w.make("small", 0), vector_bytes=0)
+    tr = trace_kernel(parse_mlir(w.path.read_text()), w.make("small", 0), vector_bytes=0)
     lat = {tr.latency[i] for i, k in enumerate(tr.kind) if k == ALU}
     assert lat == {1, 4, 12}       # index arithmetic, FP add/mul, sqrt
 
@@ -120,6 +121,8 @@ def test_bad_arguments():
     w = WORKLOADS["eb_sum"]
     args = w.make("small", 0)
     with pytest.raises(ValueError, match="vector_bytes"):
-        trace_kernel(w.path.read_text(), args, vector_bytes=-64)
+        trace_kernel(parse_mlir(w.path.read_text()), args, vector_bytes=-64)
     with pytest.raises(ValueError, match="args"):
-        trace_kernel(w.path.read_text(), args[:2])
+        trace_kernel(parse_mlir(w.path.read_text()), args[:2])
+    with pytest.raises(ValueError, match="module"):
+        trace_kernel(w.path.read_text(), args)

@@ -61,6 +61,7 @@ class Fault(enum.IntEnum):
     WATCHDOG = 8
     TRUNCATED = 9
     BLOCK_LENGTH = 10       # v1: a block stream's count is negative or above Limits.max_block
+    ADDR_OVERFLOW = 11      # a load's address computation left the signed 64-bit range
 
 
 class SrcKind(enum.IntEnum):
@@ -465,6 +466,23 @@ class Limits:
                 raise ValueError(f"{path}: not valid JSON: {e}") from None
         data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
         return cls.from_dict(data, where=path)
+
+    @classmethod
+    def from_tmu_config(cls, config) -> "Limits":
+        """The limits of the RTL built with ``config`` (a ``hw.tmu.config.TmuConfig``, read by
+        attribute, so this module does not import the hardware): resources, ISA versions, v1
+        features, lanes, maximum block length. ``configs/tmu_rtl.json`` is
+        ``Limits.from_tmu_config(TmuConfig())``.
+
+        Raises
+        ------
+        ValueError
+            A field out of range for the compiler (as the constructor does).
+        """
+        return cls(layers=config.layers, regions=config.regions, streams=config.streams,
+                   actions=config.actions, args=config.args, versions=tuple(config.versions),
+                   features=frozenset(config.features), lanes=config.lanes,
+                   max_block=config.max_block)
 
     def to_file(self, path: str | os.PathLike, description: str = "") -> None:
         """Write the configuration as JSON (``from_file`` reads it back equal)."""

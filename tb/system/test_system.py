@@ -9,9 +9,10 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches, expected
-from tb.harness import RtlJob, RtlResult, run_many_on_rtl, run_on_rtl
+from sim.system import RtlJob, RtlResult, run_many_on_rtl, run_on_rtl
 from tb.programs import (alu_case, embedding_bag_case, fault_cases, mutated_cases, random_case,
                          watchdog_case)
+from tb.seeds import fresh_seed, seed_range
 
 pytestmark = pytest.mark.rtl
 
@@ -46,8 +47,11 @@ def _embedding_bag_cases():
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.3, 0.7])
 def test_programs_match_golden(backpressure):
-    cases = _embedding_bag_cases() + [alu_case(s) for s in range(3)]
-    cases += [random_case(s) for s in range(60)]
+    """Hand-written embedding bags, and ALU and random programs of fresh seeds (printed:
+    ``EMBER_SEED=...`` reproduces them)."""
+    base = fresh_seed("alu_case, random_case")
+    cases = _embedding_bag_cases() + [alu_case(s) for s in seed_range(base, 3)]
+    cases += [random_case(s) for s in seed_range(base, 60)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(backpressure * 100))):
         assert_matches(case, r, CFG)
 
@@ -69,8 +73,9 @@ def test_faults_match_golden():
 
 
 def test_decoder_against_golden_loader():
-    """Programs with one corrupted word: the same fault code and PC as sw.runtime.isa."""
-    cases = mutated_cases(11, 600, CFG)
+    """Programs with one corrupted word: the same fault code and PC as sw.runtime.isa (fresh
+    seed, printed)."""
+    cases = mutated_cases(fresh_seed("mutated_cases"), 600, CFG)
     for case, r in zip(cases, _run(cases, backpressure=0.2)):
         assert_matches(case, r, CFG)
 
@@ -132,6 +137,6 @@ def test_large_embedding_bag(backpressure):
 
 @pytest.mark.slow
 def test_many_random_programs():
-    cases = [random_case(s) for s in range(100, 400)]
+    cases = [random_case(s) for s in seed_range(fresh_seed("random_case"), 300)]
     for case, r in zip(cases, _run(cases, backpressure=0.5)):
         assert_matches(case, r, CFG)

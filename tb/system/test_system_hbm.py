@@ -16,8 +16,9 @@ import pytest
 
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
+from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import embedding_bag_case, fault_cases, random_case
+from tb.seeds import fresh_seed, seed_range
 from tb.system.test_system import _embedding_bag_cases
 
 CFG = TmuConfig()
@@ -60,7 +61,8 @@ def test_embedding_bag_on_hbm2_amaranth():
 @pytest.mark.rtl
 def test_embedding_bag_on_hbm2():
     """Embedding bags and random programs on HBM2 under Verilator, token by token."""
-    cases = _embedding_bag_cases() + [random_case(s) for s in range(12)]
+    cases = _embedding_bag_cases() + [random_case(s)
+                                      for s in seed_range(fresh_seed("random_case"), 12)]
     results = _run(cases, "HBM2", backpressure=0.3)
     for case, r in zip(cases, results):
         assert_matches(case, r, CFG)
@@ -74,7 +76,9 @@ def test_embedding_bag_on_hbm2():
 @pytest.mark.parametrize("memory", ["HBM2", "HBM3"])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_programs_on_hbm(memory, backpressure):
-    cases = _embedding_bag_cases() + [random_case(s) for s in range(80)] + fault_cases(CFG)
+    cases = _embedding_bag_cases() + [random_case(s)
+                                      for s in seed_range(fresh_seed("random_case"), 80)]
+    cases += fault_cases(CFG)
     for case, r in zip(cases, _run(cases, memory, backpressure, seed=int(10 * backpressure))):
         assert_matches(case, r, CFG)
         _check_memory_stats(r)

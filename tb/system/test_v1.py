@@ -6,9 +6,11 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
-from tb.programs import (block_case, block_cases, lockstep_case, lockstep_cases, mutated_cases,
-                         pack_case, random_v1_case, v1_decode_cases)
+from sim.system import RtlJob, run_many_on_rtl
+from tb.programs import (address_overflow_cases, block_after_immediate_case, block_case,
+                         block_cases, lockstep_case, lockstep_cases, mutated_cases, pack_case,
+                         random_v1_case, v1_decode_cases)
+from tb.seeds import fresh_seed, seed_range
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
 pytestmark = pytest.mark.rtl
@@ -22,23 +24,53 @@ def _run(cases, backpressure=0.0, seed=0):
     return run_many_on_rtl(jobs, config=CFG)
 
 
+#: random_v1_case seeds that once failed on the RTL (issue 8: a BLOCK row's count lost when its
+#: stream's evaluation was fused with an immediate action; found by fresh-seed fuzzing).
+REGRESSION_V1_SEEDS = (103915, 104980)
+
+
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_v1_programs_match_golden(backpressure):
+    """The hand-written v1 cases, the regression seeds and 60 + 60 random programs of fresh
+    seeds (printed: ``EMBER_SEED=...`` reproduces them)."""
     cases = [pack_case(f"pack_{s}", n=3 + s, seed=s) for s in range(3)]
     cases += v1_decode_cases(CFG) + block_cases() + lockstep_cases(CFG.lanes)
     cases += lockstep_cases(3)
-    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5) for s in range(60)]
-    cases += [vector_mode_case(s, CFG) for s in range(60)] + [lane_fault_order_case(CFG.lanes)]
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+              for s in REGRESSION_V1_SEEDS]
+    base = fresh_seed("random_v1_case, vector_mode_case")
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+              for s in seed_range(base, 60)]
+    cases += [vector_mode_case(s, CFG) for s in seed_range(base, 60)]
+    cases += [lane_fault_order_case(CFG.lanes)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(100 * backpressure))):
         assert_matches(case, r, CFG)
+
+
+def test_block_row_after_fused_immediate_action():
+    """An immediate operand action fused into a BLOCK row stream's evaluation must keep the
+    row's count (issue 8: the RTL delivered ``[38]`` for ``[38, row...]``), whatever an earlier
+    job left behind: the case runs first after reset, after a job with other row counts and
+    twice in a row."""
+    fused = block_after_immediate_case()
+    other = block_case("block_other", rows=6, dim=7, lengths=(3, 1, 2))
+    cases = [fused, other, fused, block_after_immediate_case("three", ncols=3, size=4), fused]
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+              for s in REGRESSION_V1_SEEDS]
+    results = _run(cases)
+    for case, r in zip(cases, results):
+        assert_matches(case, r, CFG)
+    assert results[0].data_tokens[:3] == [38, 0x0100, 0x0302]
 
 
 @pytest.mark.slow
 def test_v1_decoder_against_golden_loader():
     """Version-1 programs with one corrupted word: the same fault code and PC as sw.runtime.isa."""
     bases = [pack_case(), lockstep_case("ls", lanes=CFG.lanes)]
-    bases += [random_v1_case(s, CFG, block_prob=0.5, lockstep_prob=0.5) for s in range(4)]
-    cases = mutated_cases(17, 400, CFG, bases=bases)
+    base = fresh_seed("random_v1_case, mutated_cases")
+    bases += [random_v1_case(s, CFG, block_prob=0.5, lockstep_prob=0.5)
+              for s in seed_range(base, 4)]
+    cases = mutated_cases(base, 400, CFG, bases=bases)
     for case, r in zip(cases, _run(cases, backpressure=0.2)):
         assert_matches(case, r, CFG)
 
@@ -91,3 +123,28 @@ def test_lockstep_vector_mode_loads_words():
     # engines may load a few past them speculatively).
     others = 2 * 3 + len(indices)
     assert words + others <= r.stats["loads"] <= words + others + 4, r.stats
+
+
+def test_address_overflow_faults():
+    """Addresses whose computation leaves the signed 64-bit range fault ADDR_OVERFLOW at the
+    stream id, before the region check, as in the golden model (issue 8 item 2: indices 2**59,
+    -2**59 and 2**61 + 5 into an 8-wide f32 table read rows 0, 0 and 5); neighbours that fit do
+    not; in a LOCKSTEP layer, lane by lane and in vector mode, a later lane's overflow comes
+    before lane 0's ADDR_RANGE."""
+    cases = address_overflow_cases(CFG)
+    results = _run(cases, backpressure=0.3)
+    for case, r in zip(cases, results):
+        assert_matches(case, r, CFG)
+    codes = {c.name: r.fault_code for c, r in zip(cases, results)}
+    for name in ("eb_2p59", "eb_m2p59", "eb_2p61p5", "eb_2p58", "addr_up", "addr_down",
+                 "alu_mul_and", "alu_shl", "block", "lanes", "vector_load", "vector_affine"):
+        assert codes[f"overflow_{name}"] == Fault.ADDR_OVERFLOW, name
+    for name in ("eb_2p57", "alu_mul_fits"):
+        assert codes[f"overflow_{name}"] == Fault.ADDR_RANGE, name
+    for name in ("alu_mul_pushed", "block_empty", "vector_affine_fits"):
+        assert codes[f"overflow_{name}"] == 0, name
+    by_name = dict(zip((c.name for c in cases), results))
+    assert by_name["overflow_eb_2p59"].fault_addr == 6            # the table's stream
+    # Vector mode: one STREAM uop per stream and vector iteration (lane by lane: 2 per lane).
+    assert by_name["overflow_vector_affine_fits"].stats["lane_eval_uops"] == 3
+    assert by_name["overflow_lanes"].stats["lane_eval_uops"] == 2 * min(8, CFG.lanes)

@@ -7,6 +7,7 @@ import pytest
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
 from tb.programs import embedding_bag_case, fault_cases, random_case
+from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 
 SMALL = TmuConfig.small()
@@ -26,8 +27,9 @@ def test_embedding_bag(backpressure, config):
     assert r.stats["data_tokens"] == len(r.data_tokens)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_programs(seed):
+@pytest.mark.parametrize("n", range(4))
+def test_random_programs(n):
+    seed = fresh_seed("random_case, seed + n") + n
     case = random_case(seed, layers=SMALL.layers, streams=SMALL.streams, actions=SMALL.actions,
                        regions=2, args=SMALL.args)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,

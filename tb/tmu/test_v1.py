@@ -6,6 +6,7 @@ from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
 from tb.programs import (block_cases, lockstep_cases, pack_case, random_v1_case,
                          v1_decode_cases)
+from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 
 SMALL = TmuConfig.small()
@@ -29,9 +30,10 @@ def test_v1_decode_faults():
         assert_matches(case, r, SMALL)
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
-                                  pytest.param(2, marks=pytest.mark.slow)])
-def test_random_v1_programs(seed):
+@pytest.mark.parametrize("n", [0, pytest.param(1, marks=pytest.mark.slow),
+                               pytest.param(2, marks=pytest.mark.slow)])
+def test_random_v1_programs(n):
+    seed = fresh_seed("random_v1_case, seed + n") + n
     case = random_v1_case(seed, SMALL, block_prob=0.5, lockstep_prob=0.5)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)

@@ -5,9 +5,10 @@ import pytest
 
 from hw.tmu import TmuConfig
 from sw.runtime.golden import run_golden
-from sw.runtime.isa import Fault
+from sw.runtime.isa import Fault, Limits
 from tb.golden_compare import assert_matches
-from tb.programs import limits_of, lockstep_case
+from tb.programs import lockstep_case
+from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
@@ -33,14 +34,14 @@ def test_contiguous_rows_one_load_per_word():
     vec = [(row * dim + c, min(lanes, dim - c)) for row in indices for c in range(0, dim, lanes)]
     # Scalar loads: offsets[b], offsets[b + 1] per bag, indices[j] per lookup (run-ahead
     # engines may load one offset/index past the end speculatively).
-    scalar = run_golden(case.program, case.memory, case.args, limits=limits_of(SMALL)).loads \
+    scalar = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(SMALL)).loads \
         - sum(n for _, n in vec)
     row_words = sum(_words(e * size, n, size) for e, n in vec)
     assert r.stats["vector_iterations"] == len(vec)
     assert r.stats["lane_eval_uops"] == 2 * len(vec)          # s5 (ALU) and s6 (MEM) once
     assert row_words + scalar <= r.stats["loads"] <= row_words + scalar + 2
     assert r.stats["loads"] < run_golden(case.program, case.memory, case.args,
-                                         limits=limits_of(SMALL)).loads
+                                         limits=Limits.from_tmu_config(SMALL)).loads
 
 
 def test_gather_runs_lane_by_lane():
@@ -67,11 +68,12 @@ def test_lane_fault_order_is_stream_major():
     assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, case.args[3] + 8)
 
 
-@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
-                                        for s in range(1, 40)])
-def test_random_vector_mode_programs(seed):
-    """Random vector-mode programs (``tb.tmu.lockstep_programs``); 60 more run on Verilator in
-    ``tb/system/test_v1.py``."""
+@pytest.mark.parametrize("n", [0] + [pytest.param(n, marks=pytest.mark.slow)
+                                     for n in range(1, 40)])
+def test_random_vector_mode_programs(n):
+    """Random vector-mode programs (``tb.tmu.lockstep_programs``) of fresh seeds (printed);
+    60 more run on Verilator in ``tb/system/test_v1.py``."""
+    seed = fresh_seed("vector_mode_case, seed + n") + n
     case = vector_mode_case(seed, SMALL)
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from sw.runtime.drivers import RunResult, run_kernel
 
-__all__ = ["CompiledOp", "compile_torch"]
+__all__ = ["CompiledOp", "compile_jagged", "compile_torch"]
 
 
 class CompiledOp:
@@ -93,3 +93,21 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
     """
     from sw.compiler.frontends.torch import compile_torch as frontend
     return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits))
+
+
+def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
+                   limits=None) -> CompiledOp:
+    """Compile a DLRM sparse lookup on torchrec's jagged layout without torchrec: ``tables`` is
+    ``{key: nn.EmbeddingBag}``, ``example`` a ``sw.compiler.frontends.torch_jagged.Jagged(keys,
+    values, lengths, offsets, weights)`` (or a torchrec ``KeyedJaggedTensor``). Call the result
+    with one such input: it returns ``(B, sum of dims)`` (``KeyedTensor.values()``'s layout) or,
+    with ``output="dict"``, ``{key: (B, dim)}``. See ``sw.compiler.frontends.torch_jagged``.
+
+    Raises
+    ------
+    sw.compiler.CompileError
+        A table the frontend does not support. At the call, ``ValueError`` names a missing key or
+        lengths/offsets that do not match the values.
+    """
+    from sw.compiler.frontends.torch_jagged import compile_jagged as frontend
+    return CompiledOp(frontend(tables, example, output=output, opt_level=opt_level, limits=limits))

@@ -107,3 +107,69 @@ def test_bags_that_share_everything_are_one_program(rng):
     op = compile_torch(m, ins)
     assert len(op.kernels) == 1 and op.kernel is not None
     assert same(op(*ins), m(*ins))
+
+
+# ------------------------------------------------------------------------------------------------
+# The jagged (KeyedJaggedTensor) entry point, without torchrec
+# ------------------------------------------------------------------------------------------------
+
+def _reference(tables, keys, values, lengths, weights, output):
+    """What torchrec's EmbeddingBagCollection computes, written out with the tables."""
+    batch = lengths.numel() // len(keys)
+    ends = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    outs = {}
+    for key, table in tables.items():
+        k = keys.index(key)
+        lo = int(ends[k * batch])
+        starts = ends[k * batch:(k + 1) * batch + 1] - lo
+        idx = values[lo:int(ends[(k + 1) * batch])]
+        w = None if weights is None else weights[lo:int(ends[(k + 1) * batch])]
+        outs[key] = table(idx, starts if table.include_last_offset else starts[:-1], w).detach()
+    return outs if output == "dict" else torch.cat(list(outs.values()), dim=1)
+
+
+def _jagged(rng, keys, rows, batch, weighted=False):
+    from sw.compiler.frontends.torch_jagged import Jagged
+    lengths = torch.from_numpy(rng.integers(0, 5, len(keys) * batch))
+    parts = [rng.integers(0, rows[k // batch], int(n)) for k, n in enumerate(lengths.tolist())]
+    values = torch.from_numpy(np.concatenate(parts + [np.zeros(0, np.int64)]).astype(np.int64))
+    weights = torch.from_numpy(rng.random(values.numel()).astype(np.float32)) if weighted else None
+    return Jagged(keys, values, lengths=lengths, weights=weights), lengths
+
+
+@pytest.mark.parametrize("output", ["cat", "dict"])
+@pytest.mark.parametrize("by", ["lengths", "offsets"])
+def test_jagged_entry_point_matches_the_collection(rng, output, by):
+    from sw.api import compile_jagged
+    from sw.compiler.frontends.torch_jagged import Jagged
+    torch.manual_seed(int(rng.integers(2**31)))
+    keys = ["f_item", "f_user", "f_geo"]                     # the input's key order
+    tables = {"f_user": EB(30, 8), "f_item": EB(20, 4, mode="mean", include_last_offset=True),
+              "f_geo": EB(10, 8, mode="max", dtype=torch.float16)}
+    rows = [20, 30, 10]
+    kjt, lengths = _jagged(rng, keys, rows, batch=5)
+    if by == "offsets":
+        kjt = Jagged(keys, kjt.values, offsets=torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)]))
+    op = compile_jagged(tables, kjt, output=output)
+    got = op(kjt)
+    want = _reference(tables, keys, kjt.values, lengths, None, output)
+    if output == "cat":
+        assert got.dtype == torch.float32 and got.shape == (5, 20)   # cat promotes float16
+    assert same(got, want)
+    kjt2, lengths2 = _jagged(rng, keys, rows, batch=9)             # another batch size
+    assert same(op(kjt2), _reference(tables, keys, kjt2.values, lengths2, None, output))
+
+
+def test_jagged_weighted_features_and_errors(rng):
+    from sw.api import compile_jagged
+    from sw.compiler.frontends.torch_jagged import Jagged
+    keys = ["a", "b"]
+    tables = {"a": EB(12, 4, mode="sum"), "b": EB(9, 4, mode="sum")}
+    kjt, lengths = _jagged(rng, keys, [12, 9], batch=3, weighted=True)
+    op = compile_jagged(tables, kjt)
+    assert same(op(kjt), _reference(tables, keys, kjt.values, lengths, kjt.weights, "cat"))
+    with pytest.raises(ValueError, match="key 'b' is not in the input's keys"):
+        op(Jagged(["a"], kjt.values[:int(lengths[:3].sum())], lengths=lengths[:3], weights=kjt.weights))
+    with pytest.raises(ValueError, match=f"lengths sum to {int(lengths.sum())}, but values has"):
+        op(Jagged(keys, kjt.values[:-1] if kjt.values.numel() else torch.tensor([1]), lengths=lengths,
+                  weights=kjt.weights))

@@ -5,7 +5,8 @@ The bags of a module are grouped by what one program can share — mode, dtype,
 ``per_sample_weights``, embedding dim and, for bfloat16, whether ``padding_idx`` is set (PyTorch
 rounds those bags differently) — and each group is one
 table-batched program (``scf_for_bag(..., multi_table=True)``: the group's tables concatenated,
-a row base per bag, as FBGEMM's table-batched embedding). ``include_last_offset``, ``max_norm``,
+a row base per bag, as FBGEMM's table-batched embedding; with ``per_sample_weights``, which
+would make the row base a fifth memory region, the host adds it to the indices instead). ``include_last_offset``, ``max_norm``,
 2-D inputs and the padding index itself may differ inside a group: they are bound on the host
 (offsets made ``nbags + 1`` long, rows renormalised, and the lookups of ``padding_idx`` dropped —
 they add nothing in any mode, and PyTorch counts only the others for ``mean`` and treats a bag of
@@ -80,6 +81,9 @@ def _group(bags: list[_Bag]) -> PlanKernel:
     first = bags[0]
     spec = replace(first.spec, include_last_offset=False, padding_idx=None)
     padded = first.spec.padding_idx is not None and first.spec.dtype == "bfloat16"
+    # With per_sample_weights a row-base argument would be a fifth region (the RTL's unit has 4):
+    # then the host adds each table's first row to its indices instead.
+    rebase = spec.per_sample_weights
     shells = []
     for b in bags:                            # the single-bag argument checks, per bag
         tk = TorchKernel.__new__(TorchKernel)
@@ -108,7 +112,8 @@ def _group(bags: list[_Bag]) -> PlanKernel:
                 offsets = np.concatenate([[0], np.cumsum(keep)])[offsets].astype(np.int64)
                 indices = indices[keep]
                 psw = None if psw is None else psw[keep]
-            tables.append(table), idxs.append(indices), offs.append(offsets[:-1] + used)
+            tables.append(table), idxs.append(indices + row0 if rebase else indices)
+            offs.append(offsets[:-1] + used)
             if psw is not None:
                 psws.append(psw)
             bases.append(np.full(offsets.size - 1, row0, np.int64))
@@ -117,7 +122,7 @@ def _group(bags: list[_Bag]) -> PlanKernel:
             used += indices.size
         offsets = np.concatenate(offs + [np.array([used], np.int64)]).astype(np.int64)
         args = [np.ascontiguousarray(np.concatenate(tables)), np.concatenate(idxs).astype(np.int64),
-                offsets, np.concatenate(bases)]
+                offsets] + ([] if rebase else [np.concatenate(bases)])
         if spec.per_sample_weights:
             args.append(np.concatenate(psws))
         args.append(np.zeros((offsets.size - 1, first.dim), tables[0].dtype))
@@ -129,7 +134,7 @@ def _group(bags: list[_Bag]) -> PlanKernel:
         return list(torch.split(out, state["nb"]))
 
     return PlanKernel("multi_bag", {"bag": spec, "tables": len(bags)},
-                      scf_for_bag(spec, multi_table=True, padded=padded), bind, unbind)
+                      scf_for_bag(spec, multi_table=not rebase, padded=padded), bind, unbind)
 
 
 class BagGroups:

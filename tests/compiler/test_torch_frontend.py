@@ -203,10 +203,14 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
     (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float8_e4m3fn): torch.nn.functional.embedding_bag(i, w, o),
               (torch.tensor([1]), torch.tensor([0]))),
      "unsupported embedding weight dtype torch.float8_e4m3fn (float32, float64, float16 and bfloat16 are)"),
-    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.relu(torch.nn.functional.embedding_bag(i, w, o)),
+    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.sigmoid(torch.nn.functional.embedding_bag(i, w, o)),
               (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported PyTorch operation aten.relu.default (supported: embedding_bag, embedding, "
-     "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense)"),
+     "unsupported PyTorch operation aten.sigmoid.default (supported: embedding_bag (then relu, * / + - "
+     "by a number), embedding (then .sum(1)/.mean(1)), index_select/x[src] + index_add/scatter_reduce, "
+     "sparse CSR @ dense)"),
+    (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding_bag(i, w, o) * 2,
+              (torch.tensor([1]), torch.tensor([0]))),
+     "unsupported mul after a float16 embedding_bag (fused element-wise ops: float32 and float64)"),
     (lambda: (lambda x, s, d: torch.zeros(3, 2).scatter_reduce(0, d[:, None].expand(-1, 2), x[s], "prod"),
               (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
      "unsupported scatter_reduce reduce='prod' (sum, mean, amax, amin are)"),

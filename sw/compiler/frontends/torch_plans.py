@@ -159,8 +159,8 @@ def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
                       bind, lambda results: torch.from_numpy(np.asarray(results[0])))
 
 
-_SUPPORTED = ("embedding_bag, embedding, index_select/x[src] + index_add/scatter_reduce, "
-              "sparse CSR @ dense")
+_SUPPORTED = ("embedding_bag (then relu, * / + - by a number), embedding (then .sum(1)/.mean(1)), "
+              "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense")
 
 _HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
             "aten.unsqueeze.default", "aten.expand.default", "aten.expand_as.default"}

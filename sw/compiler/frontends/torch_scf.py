@@ -24,6 +24,7 @@ class BagSpec:
     per_sample_weights: bool = False
     include_last_offset: bool = False
     padding_idx: int | None = None      # normalized to [0, num_embeddings)
+    post: tuple = ()                    # element-wise ops on the output: ((relu|mul|div|add|sub, number), ...)
 
 
 def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False) -> str:
@@ -136,8 +137,43 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
               f"        memref.store %zero, %out[%b, %d1] : {mt}",
               "      }",
               "    }"]
+    if spec.post:
+        L += _post_ops(spec.post, t, mt)
+        L[5:5] = _post_constants(spec.post, t)
     L += ["  }", f"  return %out : {mt}", "}"]
     return "\n".join(L) + "\n"
+
+
+def _float_bits(value: float, t: str) -> str:
+    """``value`` rounded to ``t`` (f32/f64) as an exact MLIR hex constant (how PyTorch converts
+    a Python number for an op on a float32/float64 tensor)."""
+    import struct
+    if t == "f32":
+        return "0x%08X" % struct.unpack("<I", struct.pack("<f", value))[0]
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def _post_constants(post: tuple, t: str) -> list[str]:
+    lines = [f"  %post_zero = arith.constant 0.0 : {t}"] if any(op == "relu" for op, _ in post) else []
+    return lines + [f"  %post{k} = arith.constant {_float_bits(v, t)} : {t}"
+                    for k, (op, v) in enumerate(post) if op != "relu"]
+
+
+def _post_ops(post: tuple, t: str, mt: str) -> list[str]:
+    """The element-wise ops PyTorch applies to the bag's output (``relu``: ``x < 0 ? 0 : x``,
+    which keeps -0.0 and NaN as ``torch.relu``; ``mul``/``div``/``add``/``sub`` by a number, one
+    rounding each), fused into the bag's last callback: a loop over the output row on the core."""
+    L = ["    scf.for %d2 = %c0 to %dim step %c1 {",
+         f"      %q0 = memref.load %out[%b, %d2] : {mt}"]
+    for k, (op, _) in enumerate(post):
+        q, r = f"%q{k}", f"%q{k + 1}"
+        if op == "relu":
+            L += [f"      %neg{k} = arith.cmpf olt, {q}, %post_zero : {t}",
+                  f"      {r} = arith.select %neg{k}, %post_zero, {q} : {t}"]
+        else:
+            L.append(f"      {r} = arith.{op}f {q}, %post{k} : {t}")
+    L += [f"      memref.store %q{len(post)}, %out[%b, %d2] : {mt}", "    }"]
+    return L
 
 
 _FLOAT = ("f32", "f64")

@@ -25,8 +25,10 @@ num_segments)``                                             input, read at each 
 
 The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call) or an
 input; the ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
-Data types: float32, float64 (and int32/int64 for sums, max and gathers; float16 tables are not
-supported). Agreement with TensorFlow's CPU kernels (checked in
+Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 tables for the
+unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow does (measured:
+f32 accumulation, one rounding, the mean divided in f32 first; the sorted segment ids become bag
+offsets and the kernel is the PyTorch frontend's 16-bit bag), within one float16 ulp. Agreement with TensorFlow's CPU kernels (checked in
 ``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
 integer sum are bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean``/
 ``SqrtN`` and ``SegmentSum``/``Mean`` add a segment's rows in blocks of up to 8 (measured: equal
@@ -45,11 +47,11 @@ from typing import Callable
 import numpy as np
 
 from ..errors import CompileError
-from .torch import PlanKernel, _compile, scf_for_gather, scf_for_segment
+from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, scf_for_segment
 
 __all__ = ["compile_tf"]
 
-_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "float16": "f16"}
 _PASS = ("Identity",)
 
 
@@ -310,6 +312,13 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
                                                else src.of(look.weights, "sp_weights"))
     dtype = str(outs[0].dtype.name)
     floats = ("float32", "float64")
+    half = dtype == "float16"
+    if half and (look.weights is not None or look.combiner not in ("sum", "mean", "gather")
+                 or not (look.sorted_segments or look.gather)):
+        raise CompileError(f"unsupported float16 table in '{look.op}' (float16: embedding_lookup_sparse "
+                           "sum/mean without weights, sparse/segment sum/mean, gathers)")
+    if half:
+        floats = ("float32", "float64", "float16")
     if dtype not in _T or (look.combiner in ("mean", "sqrtn") and dtype not in floats) \
             or (look.weights is not None and dtype not in floats):
         raise CompileError(f"unsupported table dtype {dtype} in '{look.op}' (float32, float64"
@@ -317,6 +326,8 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     t = _T[dtype]
     if look.gather:
         scf = scf_for_gather(t)
+    elif half:              # TensorFlow: f32 accumulation, one rounding (mean: divided first)
+        scf = scf_for_bag(BagSpec(look.combiner, "float16"), divide_in_f32=True)
     elif look.weights is not None or look.combiner == "sqrtn":
         scf = scf_for_weighted_segment(t, look.combiner, look.weights is not None)
     elif look.combiner == "max":
@@ -382,6 +393,9 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
         bad = np.flatnonzero((s < 0) | (s >= n))
         if bad.size:
             raise ValueError(f"segment ids[{bad[0]}] = {s[bad[0]]} is out of range for {n} segments")
+        if half:            # sorted segments -> bag offsets
+            offsets = np.searchsorted(s, np.arange(n + 1), side="left").astype(np.int64)
+            return [np.ascontiguousarray(x), i, offsets, np.zeros((n, x.shape[1]), x.dtype)]
         out = (np.full((n, x.shape[1]), _LOWEST[dtype], x.dtype) if look.combiner == "max"
                else np.zeros((n, x.shape[1]), x.dtype))
         return [np.ascontiguousarray(x), i, s] + ([] if w is None else [w]) + [out]

@@ -27,7 +27,8 @@ class BagSpec:
     post: tuple = ()                    # element-wise ops on the output: ((relu|mul|div|add|sub, number), ...)
 
 
-def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False) -> str:
+def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False,
+                divide_in_f32: bool = False) -> str:
     """The MLIR SCF text of the embedding bag ``spec``.
 
     With ``multi_table`` (several bags of one module in one program, as FBGEMM's table-batched
@@ -35,12 +36,14 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
     argument (after ``%offsets``) gives each bag the first row of its table, and the row of a
     lookup is ``indices[j] + bag_base[b]`` (an ALU stream); ``padding_idx`` must be None.
     ``padded``: the bags had a ``padding_idx`` whose lookups the caller dropped (only the
-    bfloat16 rounding depends on it, see :func:`_scf_for_half_bag`).
+    bfloat16 rounding depends on it, see :func:`_scf_for_half_bag`). ``divide_in_f32``: a 16-bit
+    ``mean`` divides the f32 sum by the length before its one rounding (TensorFlow's
+    ``SparseSegmentMean``), not the rounded sum in the type (PyTorch).
     """
     if multi_table and spec.padding_idx is not None:
         raise ValueError("multi_table bags cannot have a padding_idx")
     if spec.dtype in _HALF:
-        return _scf_for_half_bag(spec, multi_table, padded)
+        return _scf_for_half_bag(spec, multi_table, padded, divide_in_f32)
     t = "f32" if spec.dtype == "float32" else "f64"
     mt = f"memref<?x?x{t}>"
     pad = spec.padding_idx is not None
@@ -314,7 +317,8 @@ def scf_for_csr_mm(t: str) -> str:
 """
 
 
-def _scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False) -> str:
+def _scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False,
+                      divide_in_f32: bool = False) -> str:
     """The embedding bag ``spec`` over a float16 or bfloat16 table, as PyTorch's CPU kernel
     computes it (measured against ``F.embedding_bag`` with torch 2.13, ``tests/compiler/
     test_torch_half_frontend.py``): each bag is accumulated in **float32** in lookup order (the
@@ -405,15 +409,20 @@ def _scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False) ->
                  "    %n = arith.subi %end, %start : index")
         L += ["    %n1 = arith.maxsi %n, %c1 : index",
               "    %n_i64 = arith.index_cast %n1 : index to i64",
-              f"    %nf = arith.sitofp %n_i64 : i64 to {t}"]
+              f"    %nf = arith.sitofp %n_i64 : i64 to {'f32' if divide_in_f32 else t}"]
     L += ["    scf.for %k = %c0 to %dim step %c1 {",
-          "      %s = memref.load %acc[%k] : memref<?xf32>",
-          f"      %h = arith.truncf %s{trunc} : f32 to {t}"]
-    if spec.mode == "mean":
-        L += [f"      %m = arith.divf %h, %nf : {t}",
+          "      %s = memref.load %acc[%k] : memref<?xf32>"]
+    if spec.mode == "mean" and divide_in_f32:
+        L += ["      %s1 = arith.divf %s, %nf : f32",
+              f"      %h = arith.truncf %s1{trunc} : f32 to {t}",
+              f"      memref.store %h, %out[%b, %k] : {mt}"]
+    elif spec.mode == "mean":
+        L += [f"      %h = arith.truncf %s{trunc} : f32 to {t}",
+              f"      %m = arith.divf %h, %nf : {t}",
               f"      memref.store %m, %out[%b, %k] : {mt}"]
     else:
-        L.append(f"      memref.store %h, %out[%b, %k] : {mt}")
+        L += [f"      %h = arith.truncf %s{trunc} : f32 to {t}",
+              f"      memref.store %h, %out[%b, %k] : {mt}"]
     L.append("    }")
     if spec.mode == "max":
         if counted:

@@ -3,6 +3,7 @@
 Sub-commands::
 
     ember compile KERNEL.mlir --emit {scf,slc,slcv,dlc,tmu,asm,bin,c} [-O{0,1,2,3}] [--tmu-config FILE] [-o FILE]
+    ember opt FILE.mlir --passes a,b{opt=v},c [--split-input-file]   run passes by name (like mlir-opt)
     ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} [-O{0..3}] [--tmu-config FILE] --out OUT.npz
               [--memory {simple,HBM2,HBM3}] [--stats FILE.json]
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
@@ -188,6 +189,28 @@ def cmd_disasm(ns) -> int:
     return 0
 
 
+def cmd_opt(ns) -> int:
+    from sw.compiler.opt import run_passes, run_passes_split
+    if ns.list_passes:
+        from sw.compiler.pipelines import OPT_LEVELS, PASSES, pipeline_spec
+        for name, cls in sorted(PASSES.items()):
+            print(f"{name:22} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        for level in OPT_LEVELS:
+            print(f"-O{level}: {pipeline_spec(level)}")
+        return 0
+    if ns.file is None or ns.passes is None:
+        raise UserError("opt needs FILE.mlir and --passes (or --list-passes)")
+    text = _read_text(ns.file)
+    if not ns.split_input_file:
+        _write(ns.output, run_passes(text, ns.passes, filename=ns.file))
+        return 0
+    result = run_passes_split(text, ns.passes, filename=ns.file)
+    _write(ns.output, "// -----\n".join(out for out in result.outputs if out is not None))
+    for error in result.errors:
+        print(f"ember: error: {error}", file=sys.stderr)
+    return 2 if result.errors else 0
+
+
 def cmd_sim(ns) -> int:
     from sim.main_job import main as sim_main
     return sim_main(ns)
@@ -209,6 +232,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_opt_arguments(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("opt", help="run compiler passes by name on an IR file (like mlir-opt)",
+                       description="Parse FILE.mlir (any IR level: scf, slc, slcv, dlc), run the "
+                       "passes of --passes in order (verifying after each) and print the result. "
+                       "Pass names: ember opt --list-passes.")
+    p.add_argument("file", metavar="FILE.mlir", nargs="?")
+    p.add_argument("--passes", metavar="PIPELINE",
+                   help="comma-separated passes with options, e.g. "
+                        "'move-to-callback,vectorize-access{vlen=4}'")
+    p.add_argument("--split-input-file", action="store_true",
+                   help="run each piece between '// -----' lines on its own; diagnostics of a piece "
+                        "go to stderr and the others still run")
+    p.add_argument("--list-passes", action="store_true",
+                   help="print the pass names and the pipeline of each -O level, then exit")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_opt)
 
     p = sub.add_parser("run", help="compile and run an MLIR kernel on inputs from an .npz file",
                        description="Arguments are bound by position to arrays arg0, arg1, ... of "

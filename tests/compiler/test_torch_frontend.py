@@ -209,8 +209,9 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: (torch.nn.EmbeddingBag(4, 2, dtype=torch.float16), (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported embedding weight dtype torch.float16 (float32 and float64 are)"),
+    (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float8_e4m3fn): torch.nn.functional.embedding_bag(i, w, o),
+              (torch.tensor([1]), torch.tensor([0]))),
+     "unsupported embedding weight dtype torch.float8_e4m3fn (float32, float64, float16 and bfloat16 are)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2): torch.relu(torch.nn.functional.embedding_bag(i, w, o)),
               (torch.tensor([1]), torch.tensor([0]))),
      "unsupported PyTorch operation aten.relu.default (supported: embedding_bag, embedding, "
@@ -221,9 +222,10 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
     (lambda: (lambda x, s, d: torch.zeros(3, 2).index_add(0, d, x.index_select(0, s), alpha=2.0),
               (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
      "unsupported index_add alpha=2.0 (alpha=1 is)"),
-    (lambda: (lambda i, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding(i, w),
+    (lambda: (lambda i, w=torch.ones(4, 2, dtype=torch.complex64): torch.nn.functional.embedding(i, w),
               (torch.tensor([1]),)),
-     "unsupported embedding weight dtype torch.float16 (float32, float64, int32 and int64 are)"),
+     "unsupported embedding weight dtype torch.complex64 (float32, float64, float16, bfloat16, int32 and "
+     "int64 are)"),
     (lambda: (_TwoModes(), (torch.tensor([1]), torch.tensor([0]), torch.tensor([2]), torch.tensor([0]))),
      "embedding bag 1 differs from bag 0 in its spec (BagSpec(mode='mean', dtype='float32', "
      "per_sample_weights=False, include_last_offset=False, padding_idx=None) vs BagSpec(mode='sum', "
@@ -397,7 +399,7 @@ def test_opt_level_is_passed_to_the_compiler():
     assert torch.equal(o3.unbind(r3.results), o0.unbind(r0.results))
     assert len(r3.access.data_tokens) < len(r0.access.data_tokens)
     with pytest.raises(CompileError, match="ISA version"):     # -O3 needs the vector extension
-        compile_torch(bag, inp, opt_level=3, limits=Limits())  # (the default is configs/tmu_rtl.json)
+        compile_torch(bag, inp, opt_level=3, limits=Limits())     # Limits(): the ISA-v0 unit
     with pytest.raises(ValueError, match="7"):
         compile_torch(bag, inp, opt_level=7)
 

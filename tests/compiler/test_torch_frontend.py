@@ -51,15 +51,6 @@ def run(tk, *inputs):
 INP = torch.tensor([1, 3, 4, 3, 3, 9, 0, 2])
 
 
-class _TwoModes(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.EmbeddingBag(4, 2, mode="sum"), torch.nn.EmbeddingBag(4, 2, mode="mean")
-
-    def forward(self, i0, o0, i1, o1):
-        return self.a(i0, o0), self.b(i1, o1)
-
-
 @pytest.mark.parametrize("mode, padding_idx, include_last_offset, dtype", list(itertools.product(
     ["sum", "mean", "max"], [None, 3], [False, True], [torch.float32, torch.float64])))
 def test_embedding_bag_module_matches_pytorch_bit_for_bit(mode, padding_idx, include_last_offset, dtype):
@@ -212,10 +203,14 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
     (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float8_e4m3fn): torch.nn.functional.embedding_bag(i, w, o),
               (torch.tensor([1]), torch.tensor([0]))),
      "unsupported embedding weight dtype torch.float8_e4m3fn (float32, float64, float16 and bfloat16 are)"),
-    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.relu(torch.nn.functional.embedding_bag(i, w, o)),
+    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.sigmoid(torch.nn.functional.embedding_bag(i, w, o)),
               (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported PyTorch operation aten.relu.default (supported: embedding_bag, embedding, "
-     "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense)"),
+     "unsupported PyTorch operation aten.sigmoid.default (supported: embedding_bag (then relu, * / + - "
+     "by a number), embedding (then .sum(1)/.mean(1)), index_select/x[src] + index_add/scatter_reduce, "
+     "sparse CSR @ dense)"),
+    (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding_bag(i, w, o) * 2,
+              (torch.tensor([1]), torch.tensor([0]))),
+     "unsupported mul after a float16 embedding_bag (fused element-wise ops: float32 and float64)"),
     (lambda: (lambda x, s, d: torch.zeros(3, 2).scatter_reduce(0, d[:, None].expand(-1, 2), x[s], "prod"),
               (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
      "unsupported scatter_reduce reduce='prod' (sum, mean, amax, amin are)"),
@@ -226,11 +221,9 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
               (torch.tensor([1]),)),
      "unsupported embedding weight dtype torch.complex64 (float32, float64, float16, bfloat16, int32 and "
      "int64 are)"),
-    (lambda: (_TwoModes(), (torch.tensor([1]), torch.tensor([0]), torch.tensor([2]), torch.tensor([0]))),
-     "embedding bag 1 differs from bag 0 in its spec (BagSpec(mode='mean', dtype='float32', "
-     "per_sample_weights=False, include_last_offset=False, padding_idx=None) vs BagSpec(mode='sum', "
-     "dtype='float32', per_sample_weights=False, include_last_offset=False, padding_idx=None)); one "
-     "program needs the same mode, dtype, options and embedding dim"),
+    (lambda: (lambda i, o, w=torch.ones(4, 2): torch.cat([torch.nn.functional.embedding_bag(i, w, o)] * 2),
+              (torch.tensor([1]), torch.tensor([0]))),
+     "unsupported torch.cat of embedding bags along dim=0 (dim 1 is)"),
 ])
 def test_unsupported_torch_programs(make, message):
     """Each unsupported graph is a CompileError naming the op or option (full message)."""

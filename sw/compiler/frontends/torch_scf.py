@@ -24,20 +24,26 @@ class BagSpec:
     per_sample_weights: bool = False
     include_last_offset: bool = False
     padding_idx: int | None = None      # normalized to [0, num_embeddings)
+    post: tuple = ()                    # element-wise ops on the output: ((relu|mul|div|add|sub, number), ...)
 
 
-def scf_for_bag(spec: BagSpec, *, multi_table: bool = False) -> str:
+def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False,
+                divide_in_f32: bool = False) -> str:
     """The MLIR SCF text of the embedding bag ``spec``.
 
     With ``multi_table`` (several bags of one module in one program, as FBGEMM's table-batched
     embedding): ``%table`` is the tables' rows concatenated, a ``%bag_base: memref<?xi64>``
     argument (after ``%offsets``) gives each bag the first row of its table, and the row of a
     lookup is ``indices[j] + bag_base[b]`` (an ALU stream); ``padding_idx`` must be None.
+    ``padded``: the bags had a ``padding_idx`` whose lookups the caller dropped (only the
+    bfloat16 rounding depends on it, see :func:`_scf_for_half_bag`). ``divide_in_f32``: a 16-bit
+    ``mean`` divides the f32 sum by the length before its one rounding (TensorFlow's
+    ``SparseSegmentMean``), not the rounded sum in the type (PyTorch).
     """
     if multi_table and spec.padding_idx is not None:
         raise ValueError("multi_table bags cannot have a padding_idx")
     if spec.dtype in _HALF:
-        return _scf_for_half_bag(spec, multi_table)
+        return _scf_for_half_bag(spec, multi_table, padded, divide_in_f32)
     t = "f32" if spec.dtype == "float32" else "f64"
     mt = f"memref<?x?x{t}>"
     pad = spec.padding_idx is not None
@@ -134,8 +140,43 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False) -> str:
               f"        memref.store %zero, %out[%b, %d1] : {mt}",
               "      }",
               "    }"]
+    if spec.post:
+        L += _post_ops(spec.post, t, mt)
+        L[5:5] = _post_constants(spec.post, t)
     L += ["  }", f"  return %out : {mt}", "}"]
     return "\n".join(L) + "\n"
+
+
+def _float_bits(value: float, t: str) -> str:
+    """``value`` rounded to ``t`` (f32/f64) as an exact MLIR hex constant (how PyTorch converts
+    a Python number for an op on a float32/float64 tensor)."""
+    import struct
+    if t == "f32":
+        return "0x%08X" % struct.unpack("<I", struct.pack("<f", value))[0]
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def _post_constants(post: tuple, t: str) -> list[str]:
+    lines = [f"  %post_zero = arith.constant 0.0 : {t}"] if any(op == "relu" for op, _ in post) else []
+    return lines + [f"  %post{k} = arith.constant {_float_bits(v, t)} : {t}"
+                    for k, (op, v) in enumerate(post) if op != "relu"]
+
+
+def _post_ops(post: tuple, t: str, mt: str) -> list[str]:
+    """The element-wise ops PyTorch applies to the bag's output (``relu``: ``x < 0 ? 0 : x``,
+    which keeps -0.0 and NaN as ``torch.relu``; ``mul``/``div``/``add``/``sub`` by a number, one
+    rounding each), fused into the bag's last callback: a loop over the output row on the core."""
+    L = ["    scf.for %d2 = %c0 to %dim step %c1 {",
+         f"      %q0 = memref.load %out[%b, %d2] : {mt}"]
+    for k, (op, _) in enumerate(post):
+        q, r = f"%q{k}", f"%q{k + 1}"
+        if op == "relu":
+            L += [f"      %neg{k} = arith.cmpf olt, {q}, %post_zero : {t}",
+                  f"      {r} = arith.select %neg{k}, %post_zero, {q} : {t}"]
+        else:
+            L.append(f"      {r} = arith.{op}f {q}, %post{k} : {t}")
+    L += [f"      memref.store %q{len(post)}, %out[%b, %d2] : {mt}", "    }"]
+    return L
 
 
 _FLOAT = ("f32", "f64")
@@ -276,7 +317,8 @@ def scf_for_csr_mm(t: str) -> str:
 """
 
 
-def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
+def _scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False,
+                      divide_in_f32: bool = False) -> str:
     """The embedding bag ``spec`` over a float16 or bfloat16 table, as PyTorch's CPU kernel
     computes it (measured against ``F.embedding_bag`` with torch 2.13, ``tests/compiler/
     test_torch_half_frontend.py``): each bag is accumulated in **float32** in lookup order (the
@@ -299,7 +341,7 @@ def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
     if spec.per_sample_weights:
         params.append(f"%weights: memref<?x{t}>")
     params.append(f"%out: {mt}")
-    trunc = " {roundingmode = 4 : i32}" if t == "bf16" and not pad else ""
+    trunc = " {roundingmode = 4 : i32}" if t == "bf16" and not (pad or padded) else ""
     init = _NEG_INF["f32"] if spec.mode == "max" else "0.0"
     L = [f"func.func @embedding_bag({', '.join(params)}) -> {mt} {{",
          "  %c0 = arith.constant 0 : index",
@@ -367,15 +409,20 @@ def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
                  "    %n = arith.subi %end, %start : index")
         L += ["    %n1 = arith.maxsi %n, %c1 : index",
               "    %n_i64 = arith.index_cast %n1 : index to i64",
-              f"    %nf = arith.sitofp %n_i64 : i64 to {t}"]
+              f"    %nf = arith.sitofp %n_i64 : i64 to {'f32' if divide_in_f32 else t}"]
     L += ["    scf.for %k = %c0 to %dim step %c1 {",
-          "      %s = memref.load %acc[%k] : memref<?xf32>",
-          f"      %h = arith.truncf %s{trunc} : f32 to {t}"]
-    if spec.mode == "mean":
-        L += [f"      %m = arith.divf %h, %nf : {t}",
+          "      %s = memref.load %acc[%k] : memref<?xf32>"]
+    if spec.mode == "mean" and divide_in_f32:
+        L += ["      %s1 = arith.divf %s, %nf : f32",
+              f"      %h = arith.truncf %s1{trunc} : f32 to {t}",
+              f"      memref.store %h, %out[%b, %k] : {mt}"]
+    elif spec.mode == "mean":
+        L += [f"      %h = arith.truncf %s{trunc} : f32 to {t}",
+              f"      %m = arith.divf %h, %nf : {t}",
               f"      memref.store %m, %out[%b, %k] : {mt}"]
     else:
-        L.append(f"      memref.store %h, %out[%b, %k] : {mt}")
+        L += [f"      %h = arith.truncf %s{trunc} : f32 to {t}",
+              f"      memref.store %h, %out[%b, %k] : {mt}"]
     L.append("    }")
     if spec.mode == "max":
         if counted:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from sw.runtime.drivers import RunResult, run_kernel
 
-__all__ = ["CompiledOp", "compile_torch"]
+__all__ = ["CompiledOp", "compile_jagged", "compile_torch"]
 
 
 class CompiledOp:
@@ -30,19 +30,28 @@ class CompiledOp:
 
     Attributes
     ----------
-    kernel : sw.runtime.kernel.Kernel
-        The access program, argument map and execute-side code.
+    kernel : sw.runtime.kernel.Kernel or None
+        The access program, argument map and execute-side code (None when the module compiled
+        into several programs: see ``kernels``).
+    kernels : list of sw.runtime.kernel.Kernel
+        Every program, run one after the other at each call (one, except for a module of
+        embedding bags that differ in mode, dtype, dim or padding: one per group).
     last_run : RunResult or None
-        Tokens, cycles (RTL) and counters of the latest call.
+        Tokens, cycles (RTL) and counters of the latest call (of its last program).
+    last_runs : list of RunResult
+        The latest call's runs, one per program (``sum(r.cycles for r in op.last_runs)``).
     """
 
     def __init__(self, torch_kernel: Any):
         self._tk = torch_kernel
         self.kernel = torch_kernel.kernel
+        self.kernels = [p.kernel for p in getattr(torch_kernel, "parts", [torch_kernel])]
         self.last_run: RunResult | None = None
+        self.last_runs: list[RunResult] = []
 
     def __call__(self, *inputs, target: str = "golden", **options):
-        """Run on ``target`` (``"golden"`` or ``"rtl"``) and return a ``torch.Tensor``.
+        """Run on ``target`` (``"golden"`` or ``"rtl"``) and return what the module returns (a
+        ``torch.Tensor``, or the tuple/list/dict of a module of several embedding bags).
 
         ``options`` go to :func:`sw.runtime.drivers.run_kernel` (``backpressure``, ``seed``, ...).
 
@@ -53,8 +62,14 @@ class CompiledOp:
         sw.runtime.golden.AccessFault
             The access unit faulted.
         """
+        if hasattr(self._tk, "parts"):
+            runs = [run_kernel(k, a, target, **options)
+                    for k, a in zip(self.kernels, self._tk.bind(*inputs))]
+            self.last_runs, self.last_run = runs, runs[-1]
+            return self._tk.unbind([r.results for r in runs])
         args = self._tk.bind(*inputs)
         self.last_run = run_kernel(self.kernel, args, target, **options)
+        self.last_runs = [self.last_run]
         return self._tk.unbind(self.last_run.results)
 
 
@@ -78,3 +93,21 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
     """
     from sw.compiler.frontends.torch import compile_torch as frontend
     return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits))
+
+
+def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
+                   limits=None) -> CompiledOp:
+    """Compile a DLRM sparse lookup on torchrec's jagged layout without torchrec: ``tables`` is
+    ``{key: nn.EmbeddingBag}``, ``example`` a ``sw.compiler.frontends.torch_jagged.Jagged(keys,
+    values, lengths, offsets, weights)`` (or a torchrec ``KeyedJaggedTensor``). Call the result
+    with one such input: it returns ``(B, sum of dims)`` (``KeyedTensor.values()``'s layout) or,
+    with ``output="dict"``, ``{key: (B, dim)}``. See ``sw.compiler.frontends.torch_jagged``.
+
+    Raises
+    ------
+    sw.compiler.CompileError
+        A table the frontend does not support. At the call, ``ValueError`` names a missing key or
+        lengths/offsets that do not match the values.
+    """
+    from sw.compiler.frontends.torch_jagged import compile_jagged as frontend
+    return CompiledOp(frontend(tables, example, output=output, opt_level=opt_level, limits=limits))

@@ -144,15 +144,88 @@ class _LocatingParser(Parser):
 
 
 def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
-    """Parse and verify MLIR text; errors become :class:`CompileError` with a location."""
+    """Parse and verify MLIR text; errors become :class:`CompileError` with a location.
+
+    A function argument of type ``!llvm.struct<...>`` of ``i64`` and ``!llvm.array<N x i64>``
+    fields — the sparse tensor storage specifier the MLIR sparsifier passes (Ember's
+    ``tests/eb_scf.mlir``) — read only with ``llvm.extractvalue``, becomes a ``memref<?xi64>`` of
+    its fields flattened in order (``!llvm.struct<(array<2 x i64>, array<3 x i64>)>``: 5 entries,
+    ``[0, j]`` is entry ``j``, ``[1, j]`` entry ``2 + j``), each ``llvm.extractvalue`` a
+    ``memref.load``: pass that argument as an int64 array of the fields.
+    """
+    from xdsl.dialects.llvm import LLVM
     ctx = make_context()
+    ctx.load_dialect(LLVM)
     try:
         module = _LocatingParser(ctx, text, filename).parse_module()
     except ParseError as e:
         loc = e.span.get_location()
         raise CompileError(e.msg, Location(filename, loc.line, loc.col)) from None
     _verify(module)
+    _lower_llvm_structs(module)
     return module
+
+
+def _struct_fields(t: Attribute) -> list[int] | None:
+    """The number of i64 entries of each field of an ``!llvm.struct`` of i64 / arrays of i64."""
+    from xdsl.dialects.llvm import LLVMArrayType
+    sizes = []
+    for field in t.types.data:
+        if isinstance(field, IntegerType) and field.width.data == 64:
+            sizes.append(1)
+        elif (isinstance(field, LLVMArrayType) and isinstance(field.type, IntegerType)
+              and field.type.width.data == 64):
+            sizes.append(field.size.data)
+        else:
+            return None
+    return sizes
+
+
+def _lower_llvm_structs(module: ModuleOp) -> None:
+    """``!llvm.struct`` arguments -> ``memref<?xi64>``; ``llvm.extractvalue`` -> ``memref.load``
+    (see :func:`parse_mlir`)."""
+    from xdsl.dialects.builtin import FunctionType, i64
+    from xdsl.dialects.llvm import ExtractValueOp, LLVMStructType
+    from xdsl.rewriter import Rewriter
+
+    for f in module.ops:
+        if not isinstance(f, func.FuncOp) or f.is_declaration:
+            continue
+        for arg in list(f.body.block.args):
+            if not isinstance(arg.type, LLVMStructType):
+                continue
+            name = f"%{arg.name_hint or arg.index}"
+            sizes = _struct_fields(arg.type)
+            if sizes is None:
+                raise CompileError(f"unsupported type {arg.type} of argument {name} of "
+                                   f"@{f.sym_name.data} (an !llvm.struct of i64 and arrays of i64 is)",
+                                   location_of(f))
+            struct = arg.type
+            for use in list(arg.uses):
+                op = use.operation
+                pos = list(op.position.get_values()) if isinstance(op, ExtractValueOp) else []
+                if (not isinstance(op, ExtractValueOp) or not pos or pos[0] >= len(sizes)
+                        or len(pos) != (2 if _is_array(struct, pos[0]) else 1)
+                        or (len(pos) == 2 and pos[1] >= sizes[pos[0]])):
+                    raise CompileError(f"unsupported use of the !llvm.struct argument {name} in "
+                                       f"'{op.name}' (llvm.extractvalue of one i64 field is)",
+                                       location_of(op))
+            flat = Rewriter.replace_value_with_new_type(arg, MemRefType(i64, [-1]))
+            for use in list(flat.uses):
+                op = use.operation
+                pos = list(op.position.get_values())
+                offset = sum(sizes[:pos[0]]) + (pos[1] if len(pos) == 2 else 0)
+                index = arith.ConstantOp(IntegerAttr(offset, IndexType()))
+                load = memref.LoadOp.get(flat, [index])
+                index.location = load.location = op.location
+                Rewriter.replace_op(op, [index, load], [load.res])
+        inputs = [a.type for a in f.body.block.args]
+        f.function_type = FunctionType.from_lists(inputs, list(f.function_type.outputs.data))
+
+
+def _is_array(t: Attribute, k: int) -> bool:
+    from xdsl.dialects.llvm import LLVMArrayType
+    return isinstance(t.types.data[k], LLVMArrayType)
 
 
 def _verify(module: ModuleOp) -> None:
@@ -160,7 +233,7 @@ def _verify(module: ModuleOp) -> None:
     for op in reversed(list(module.walk())):
         try:
             op.verify(verify_nested_ops=False)
-        except VerifyException as e:
+        except Exception as e:      # VerifyException; some xDSL verifiers raise a bare Exception
             raise CompileError(f"invalid '{op.name}': {e}", location_of(op)) from None
 
 

@@ -2,33 +2,40 @@
 
 ``compile_tf(fn, *example_args)`` traces ``fn`` (a ``tf.function`` or a Python function, which is
 wrapped in one) into a concrete function and reads its graph (``ConcreteFunction.graph``).
-Recognised graphs, lowered to the same SCF as the PyTorch frontend's gather-scatter kernel
-(``sw.compiler.frontends.torch.scf_for_segment``: for each lookup ``k`` in order,
-``out[segment[k], :] += table[ids[k], :]``):
+Recognised graphs (for each lookup ``k`` in order, ``out[segment[k], :] (op)= w[k] * table[ids[k], :]``):
 
-====================================================  =========================================
-TensorFlow                                             lookups
-====================================================  =========================================
-``tf.nn.embedding_lookup_sparse(params, sp_ids, None,  ``ids`` = ``sp_ids.values``, ``segment`` =
-combiner="sum" | "mean")`` (``Unique`` -> ``GatherV2``  ``sp_ids.indices[:, 0]``; the ``Unique`` is
--> ``SparseSegmentSum``/``Mean``)                       bypassed (a gather of the gathered unique
-                                                        rows is the gather of the original ids)
-``tf.sparse.segment_sum/mean(data, ids, segment)``     as written
-``tf.math.segment_sum(tf.gather(x, ids), segment)``     output rows ``max(segment) + 1``
-``tf.math.unsorted_segment_sum(tf.gather(x, ids),      output rows ``num_segments`` (a constant)
-segment, num_segments)``
-====================================================  =========================================
+=========================================================  ==============================================
+TensorFlow                                                  compiled as
+=========================================================  ==============================================
+``tf.nn.embedding_lookup_sparse(params, sp_ids, None,       ``scf_for_segment`` (sum, mean) /
+combiner="sum" | "mean" | "sqrtn")``                        :func:`scf_for_weighted_segment` (sqrtn); the
+                                                            ``Unique`` + double gather is bypassed
+the same with ``sp_weights`` (``Mul`` -> ``SegmentSum``,   :func:`scf_for_weighted_segment`: ``w * row``,
+``DivNoNan`` by the sum of weights or sqrt of squares)      per-segment denominator, 0 where it is 0
+``tf.nn.safe_embedding_lookup_sparse`` (no weights)         the above; ids < 0 dropped on the host, output
+                                                            rows ``dense_shape[0]`` (empty rows 0)
+``tf.nn.embedding_lookup(params, ids)``, ``tf.gather``      ``scf_for_gather`` (a copy), ids of any shape
+``tf.sparse.segment_sum/mean/sqrt_n(data, ids, segment)``   as written
+``tf.math.segment_sum/segment_mean(tf.gather(x, ids), s)``  output rows ``max(segment) + 1``
+``tf.math.unsorted_segment_sum/max(tf.gather(x, ids), s,    output rows ``num_segments`` (a constant or an
+num_segments)``                                             input, read at each call); negative segment
+                                                            ids dropped; max: empty rows hold the
+                                                            type's lowest value, as TensorFlow
+=========================================================  ==============================================
 
-The table (``params``/``x``) is a constant, a captured ``tf.Variable`` or an input; the ids and
-segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input). Data types: float32,
-float64 (and int32/int64 for the segment sums). The kernel reduces each segment in lookup order
-and divides the mean by the count. Agreement with TensorFlow's CPU kernels (checked in
-``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum`` and every integer sum are
-bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean`` and ``SegmentSum``
-add a segment's rows in blocks of up to 8 (measured: equal to the sequential sum for segments of
-up to 9 rows, not beyond) and the mean multiplies or divides depending on the path, so for those
-the tolerance is ``rtol = 1e-6`` (float32) / ``1e-14`` (float64). ``combiner="sqrtn"``, ``sp_weights`` and every other op
-are a :class:`~sw.compiler.CompileError` naming the op.
+The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call) or an
+input; the ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
+Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 tables for the
+unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow does (measured:
+f32 accumulation, one rounding, the mean divided in f32 first; the sorted segment ids become bag
+offsets and the kernel is the PyTorch frontend's 16-bit bag), within one float16 ulp. Agreement with TensorFlow's CPU kernels (checked in
+``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
+integer sum are bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean``/
+``SqrtN`` and ``SegmentSum``/``Mean`` add a segment's rows in blocks of up to 8 (measured: equal
+to the sequential sum for segments of up to 9 rows, not beyond) and divide or multiply by a
+reciprocal depending on the path, so for those the tolerance is ``rtol = 1e-6`` (float32) /
+``1e-14`` (float64), ten times that with weights or sqrtn. Every other op is a
+:class:`~sw.compiler.CompileError` naming it.
 
 TensorFlow is optional (``pip install -e .[tf]``); importing this module does not import it.
 """
@@ -40,11 +47,11 @@ from typing import Callable
 import numpy as np
 
 from ..errors import CompileError
-from .torch import PlanKernel, _compile, scf_for_segment
+from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, scf_for_segment
 
 __all__ = ["compile_tf"]
 
-_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "float16": "f16"}
 _PASS = ("Identity",)
 
 
@@ -79,6 +86,8 @@ class _Sources:
         ``sp.indices[:, 0]`` of a SparseTensor input."""
         t = _through(t)
         op = t.op
+        if op.type == "Cast" and t.dtype.is_integer and op.inputs[0].dtype.is_integer:
+            return self.of(op.inputs[0], what)          # segment ids cast int64 -> int32
         if op.type == "Placeholder" and t.name in self.inputs:
             return "input", self.inputs[t.name]
         if op.type == "Const":
@@ -101,6 +110,174 @@ class _Sources:
                            "be an input, a constant or a variable")
 
 
+def scf_for_weighted_segment(t: str, combiner: str, weighted: bool) -> str:
+    """``tf.nn.embedding_lookup_sparse`` with ``sp_weights`` or ``combiner="sqrtn"``: for each
+    lookup ``k`` in order, ``out[seg[k], :] += w[k] * table[ids[k], :]`` (``w = 1`` without
+    weights) and a per-segment denominator ``den[seg[k]] += 1 | w[k] | w[k]^2``; then each
+    segment is divided by ``den`` (``mean``) or ``sqrt(den)`` (``sqrtn``), 0 where ``den`` is 0
+    (TensorFlow's ``DivNoNan``). ``combiner == "sum"`` (weighted) has no denominator."""
+    mt = f"memref<?x?x{t}>"
+    params = [f"%x: {mt}", "%ids: memref<?xi64>", "%seg: memref<?xi64>"]
+    if weighted:
+        params.append(f"%w: memref<?x{t}>")
+    params.append(f"%out: {mt}")
+    scaled = combiner != "sum"
+    L = [f"func.func @segment_{combiner}({', '.join(params)}) -> {mt} {{",
+         "  %c0 = arith.constant 0 : index",
+         "  %c1 = arith.constant 1 : index",
+         "  %ne = memref.dim %ids, %c0 : memref<?xi64>",
+         f"  %dim = memref.dim %x, %c1 : {mt}",
+         f"  %nseg = memref.dim %out, %c0 : {mt}",
+         f"  %zero = arith.constant 0.0 : {t}",
+         f"  %one = arith.constant 1.0 : {t}"]
+    if scaled:
+        L.append(f"  %den = memref.alloc(%nseg) : memref<?x{t}>")
+    L += ["  scf.for %e = %c0 to %ne step %c1 {",
+          "    %s_i64 = memref.load %ids[%e] : memref<?xi64>",
+          "    %s = arith.index_cast %s_i64 : i64 to index",
+          "    %t_i64 = memref.load %seg[%e] : memref<?xi64>",
+          "    %t = arith.index_cast %t_i64 : i64 to index"]
+    if weighted:
+        L.append(f"    %we = memref.load %w[%e] : memref<?x{t}>")
+    if scaled:
+        L.append(f"    %d0 = memref.load %den[%t] : memref<?x{t}>")
+        if not weighted:
+            L.append(f"    %d1 = arith.addf %d0, %one : {t}")
+        elif combiner == "mean":
+            L.append(f"    %d1 = arith.addf %d0, %we : {t}")
+        else:
+            L += [f"    %w2 = arith.mulf %we, %we : {t}", f"    %d1 = arith.addf %d0, %w2 : {t}"]
+        L.append(f"    memref.store %d1, %den[%t] : memref<?x{t}>")
+    L += ["    scf.for %d = %c0 to %dim step %c1 {",
+          f"      %v = memref.load %x[%s, %d] : {mt}"]
+    if weighted:
+        L.append(f"      %v1 = arith.mulf %v, %we : {t}")
+    v = "%v1" if weighted else "%v"
+    L += [f"      %acc = memref.load %out[%t, %d] : {mt}",
+          f"      %new = arith.addf %acc, {v} : {t}",
+          f"      memref.store %new, %out[%t, %d] : {mt}",
+          "    }",
+          "  }"]
+    if scaled:
+        L += ["  scf.for %r = %c0 to %nseg step %c1 {",
+              f"    %k = memref.load %den[%r] : memref<?x{t}>"]
+        if combiner == "sqrtn":
+            L.append(f"    %kd = math.sqrt %k : {t}")
+        k = "%kd" if combiner == "sqrtn" else "%k"
+        L += [f"    %none = arith.cmpf oeq, {k}, %zero : {t}",
+              "    scf.for %d1 = %c0 to %dim step %c1 {",
+              f"      %a = memref.load %out[%r, %d1] : {mt}",
+              f"      %m = arith.divf %a, {k} : {t}",
+              f"      %q = arith.select %none, %zero, %m : {t}",
+              f"      memref.store %q, %out[%r, %d1] : {mt}",
+              "    }",
+              "  }"]
+    L += [f"  return %out : {mt}", "}"]
+    return "\n".join(L) + "\n"
+
+
+_LOOKUP_OPS = {"SparseSegmentSum": "sum", "SparseSegmentMean": "mean", "SparseSegmentSqrtN": "sqrtn"}
+_DENSE_OPS = {"SegmentSum": "sum", "SegmentMean": "mean", "UnsortedSegmentSum": "sum",
+              "UnsortedSegmentMax": "max"}
+_LOWEST = {"float32": np.finfo(np.float32).min, "float64": np.finfo(np.float64).min,
+           "int32": np.iinfo(np.int32).min, "int64": np.iinfo(np.int64).min}
+_SUPPORTED = ("embedding_lookup_sparse (sum, mean, sqrtn; sp_weights), safe_embedding_lookup_sparse, "
+              "embedding_lookup, sparse.segment_sum/mean/sqrt_n, gather + segment_sum/segment_mean/"
+              "unsorted_segment_sum/unsorted_segment_max")
+
+
+class _Lookup:
+    """What the graph computes: ``out[seg[k]] (op)= w[k] * table[ids[k]]`` for every lookup ``k``."""
+
+    def __init__(self, table, ids, seg, combiner, *, weights=None, rows=("max+1",), op="",
+                 sorted_segments=False, drop_negative_ids=False, drop_negative_segments=False,
+                 gather=False):
+        self.table, self.ids, self.seg, self.weights, self.combiner = table, ids, seg, weights, combiner
+        self.rows, self.op, self.sorted_segments = rows, op, sorted_segments
+        self.drop_negative_ids, self.drop_negative_segments = drop_negative_ids, drop_negative_segments
+        self.gather = gather
+
+
+def _unique_bypass(src, data, ids):
+    """``gather(gather(params, unique.y), unique.idx)`` is ``params[ids]``: the table and the ids."""
+    data = _through(data)
+    if (data.op.type in ("GatherV2", "ResourceGather") and _through(ids).op.type == "Unique"
+            and _through(data.op.inputs[1]).op is _through(ids).op):
+        return _through(data.op.inputs[0]), _through(ids).op.inputs[0]
+    return data, ids
+
+
+def _sparse_lookup(src, out) -> _Lookup | None:
+    """The embedding_lookup_sparse family ending at ``out`` (None if it is not one)."""
+    op = out.op
+    if op.type in _LOOKUP_OPS:
+        if len(op.inputs) > 3:
+            raise CompileError(f"unsupported '{op.type}' with num_segments")
+        table, ids = _unique_bypass(src, op.inputs[0], op.inputs[1])
+        if table.op.type in ("GatherV2", "ResourceGather"):
+            raise CompileError(f"unsupported '{op.type}' of a gather; use tf.nn.embedding_lookup_sparse "
+                               "or pass the table itself")
+        return _Lookup(table, ids, op.inputs[2], _LOOKUP_OPS[op.type], op=op.type, sorted_segments=True)
+    combiner, num = "sum", out
+    if op.type == "DivNoNan":
+        num, den = _through(op.inputs[0]), _through(op.inputs[1])
+        combiner = "sqrtn" if den.op.type == "Sqrt" else "mean"
+    if num.op.type != "SegmentSum" or _through(num.op.inputs[0]).op.type != "Mul":
+        return None
+    mul = _through(num.op.inputs[0]).op
+    rows, w = _through(mul.inputs[0]), _through(mul.inputs[1])
+    if w.op.type == "Reshape":
+        w = _through(w.op.inputs[0])
+    if rows.op.type not in ("GatherV2", "ResourceGather"):
+        return None
+    table, ids = _unique_bypass(src, rows.op.inputs[0], rows.op.inputs[1])
+    return _Lookup(table, ids, num.op.inputs[1], combiner, weights=w, op=f"{op.type}(weighted)",
+                   sorted_segments=True)
+
+
+def _find(tf, src, out) -> _Lookup:
+    op = out.op
+    if op.type == "Reshape" and _through(op.inputs[0]).op.type == "Select":          # safe_...
+        sel = _through(op.inputs[0]).op
+        inner = _sparse_lookup(src, _through(sel.inputs[2]))
+        fill = [o for o in out.graph.get_operations() if o.type == "SparseFillEmptyRows"]
+        if inner is None or not fill:
+            raise CompileError(f"unsupported TensorFlow operation 'Select' ({sel.name}); supported: "
+                               + _SUPPORTED)
+        sp_indices = _through(fill[0].inputs[0])
+        while sp_indices.op.type in ("GatherV2", "SparseReshape"):
+            sp_indices = _through(sp_indices.op.inputs[0])
+        k = src.inputs.get(sp_indices.name)
+        if k is None:
+            raise CompileError("unsupported safe_embedding_lookup_sparse: the ids must be a SparseTensor "
+                               "input")
+        inner.ids, inner.seg = ("input", k + 1), ("row_of", k)
+        if inner.weights is not None:
+            raise CompileError("unsupported safe_embedding_lookup_sparse with sp_weights (without "
+                               "them, and embedding_lookup_sparse with them, are supported)")
+        inner.rows, inner.drop_negative_ids, inner.op = ("dense_shape", k + 2), True, "safe_" + inner.op
+        return inner
+    if op.type == "GatherV2" or op.type == "ResourceGather":                       # embedding_lookup
+        return _Lookup(_through(op.inputs[0]), op.inputs[1], None, "gather", op=op.type, gather=True)
+    found = _sparse_lookup(src, out)
+    if found is not None:
+        return found
+    if op.type not in _DENSE_OPS:
+        raise CompileError(f"unsupported TensorFlow operation '{op.type}' ({op.name}); supported: "
+                           + _SUPPORTED)
+    data = _through(op.inputs[0])
+    if data.op.type not in ("GatherV2", "ResourceGather"):
+        raise CompileError(f"unsupported '{op.type}' of '{data.op.type}' ({data.op.name}); it must "
+                           "reduce tf.gather(x, ids)")
+    look = _Lookup(_through(data.op.inputs[0]), data.op.inputs[1], op.inputs[1], _DENSE_OPS[op.type],
+                   op=op.type, sorted_segments=not op.type.startswith("Unsorted"),
+                   drop_negative_segments=op.type.startswith("Unsorted"))
+    if op.type.startswith("Unsorted"):
+        n = src.of(op.inputs[2], "num_segments")
+        look.rows = ("const", int(n[1])) if n[0] == "const" else ("input", n[1])
+    return look
+
+
 def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> PlanKernel:
     """Compile ``fn`` traced on ``example_args`` (tensors, NumPy arrays, ``tf.SparseTensor``).
 
@@ -121,87 +298,114 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     outs = [_through(t) for t in cf.outputs]
     if len(outs) != 1:
         raise CompileError(f"the function must return one tensor, not {len(outs)}")
-    red = outs[0].op
-    kinds = {"SparseSegmentSum": "sum", "SparseSegmentMean": "mean", "SegmentSum": "sum",
-             "UnsortedSegmentSum": "sum"}
-    if red.type not in kinds:
-        raise CompileError(f"unsupported TensorFlow operation '{red.type}' ({red.name}); supported: "
-                           "embedding_lookup_sparse (sum, mean), sparse.segment_sum/mean, gather + "
-                           "segment_sum/unsorted_segment_sum")
-    reduce = kinds[red.type]
-    data = _through(red.inputs[0])
-    if red.type.startswith("Sparse"):
-        ids, seg = red.inputs[1], red.inputs[2]
-        if len(red.inputs) > 3:
-            raise CompileError(f"unsupported '{red.type}' with num_segments")
-        if data.op.type in ("GatherV2", "ResourceGather") \
-                and _through(data.op.inputs[1]).op.type == "Unique" \
-                and _through(ids).op.type == "Unique" \
-                and _through(ids).op is _through(data.op.inputs[1]).op:
-            ids = _through(ids).op.inputs[0]          # gather(gather(params, unique), idx) = params[ids]
-            data = _through(data.op.inputs[0])
-    else:
-        if data.op.type not in ("GatherV2", "ResourceGather"):
-            raise CompileError(f"unsupported '{red.type}' of '{data.op.type}' ({data.op.name}); it must "
-                               "reduce tf.gather(x, ids)")
-        ids, seg = data.op.inputs[1], red.inputs[1]
-        data = _through(data.op.inputs[0])
-    if data.op.type in ("GatherV2", "ResourceGather"):     # sparse.segment_sum(tf.gather(...))
-        raise CompileError(f"unsupported '{red.type}' of a gather; use tf.nn.embedding_lookup_sparse "
-                           "or pass the table itself")
+    look = _find(tf, src, outs[0])
     for op in cf.graph.get_operations():
         if op.type == "GatherV2":
             axis = src.of(op.inputs[2], "gather axis")
             if axis[0] != "const" or int(axis[1]) != 0:
                 raise CompileError(f"unsupported tf.gather along axis {axis[1]} (axis 0 is)")
-    table = src.of(data, "embedding table")
-    id_src, seg_src = src.of(ids, "ids"), src.of(seg, "segment ids")
-    num_segments = None
-    if red.type == "UnsortedSegmentSum":
-        n = src.of(red.inputs[2], "num_segments")
-        if n[0] != "const":
-            raise CompileError("unsupported num_segments: it must be a constant")
-        num_segments = int(n[1])
-    dtype = str(red.outputs[0].dtype.name)
-    if dtype not in _T or (reduce == "mean" and dtype not in ("float32", "float64")):
-        raise CompileError(f"unsupported table dtype {dtype} (float32, float64{', int32, int64' if reduce == 'sum' else ''} are)")
+    table = src.of(look.table, "embedding table")
+    id_src = look.ids if isinstance(look.ids, tuple) else src.of(look.ids, "ids")
+    seg_src = None if look.gather else (look.seg if isinstance(look.seg, tuple)
+                                        else src.of(look.seg, "segment ids"))
+    w_src = None if look.weights is None else (look.weights if isinstance(look.weights, tuple)
+                                               else src.of(look.weights, "sp_weights"))
+    dtype = str(outs[0].dtype.name)
+    floats = ("float32", "float64")
+    half = dtype == "float16"
+    if half and (look.weights is not None or look.combiner not in ("sum", "mean", "gather")
+                 or not (look.sorted_segments or look.gather)):
+        raise CompileError(f"unsupported float16 table in '{look.op}' (float16: embedding_lookup_sparse "
+                           "sum/mean without weights, sparse/segment sum/mean, gathers)")
+    if half:
+        floats = ("float32", "float64", "float16")
+    if dtype not in _T or (look.combiner in ("mean", "sqrtn") and dtype not in floats) \
+            or (look.weights is not None and dtype not in floats):
+        raise CompileError(f"unsupported table dtype {dtype} in '{look.op}' (float32, float64"
+                           f"{', int32, int64' if look.combiner in ('sum', 'max', 'gather') else ''} are)")
     t = _T[dtype]
-
-    def value(s, args, name):
-        kind, v = s
-        if kind == "const":
-            return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
-        a = flat_args(args)
-        if kind == "input":
-            return np.asarray(a[v])
-        return np.asarray(a[v])[:, 0]
+    if look.gather:
+        scf = scf_for_gather(t)
+    elif half:              # TensorFlow: f32 accumulation, one rounding (mean: divided first)
+        scf = scf_for_bag(BagSpec(look.combiner, "float16"), divide_in_f32=True)
+    elif look.weights is not None or look.combiner == "sqrtn":
+        scf = scf_for_weighted_segment(t, look.combiner, look.weights is not None)
+    elif look.combiner == "max":
+        scf = scf_for_segment(t, "amax", True)
+    else:
+        scf = scf_for_segment(t, look.combiner, False)
 
     def flat_args(args):
         return [x.numpy() if hasattr(x, "numpy") else np.asarray(x)
                 for x in tf.nest.flatten(list(args), expand_composites=True)]
 
+    def value(s, a):
+        kind, v = s
+        if kind == "const":
+            return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+        if kind == "input":
+            return np.asarray(a[v])
+        return np.asarray(a[v])[:, 0]
+
+    state: dict = {}
+
     def bind(args):
-        x = value(table, args, "table")
+        a = flat_args(args)
+        x = value(table, a)
         if x.dtype != np.dtype(dtype) or x.ndim != 2:
             raise ValueError(f"the table must be a 2-D {dtype} array, not {x.dtype} {x.shape}")
-        i = value(id_src, args, "ids").astype(np.int64).reshape(-1)
-        s = value(seg_src, args, "segment ids").astype(np.int64).reshape(-1)
+        ids = value(id_src, a)
+        state["shape"] = ids.shape
+        i = ids.astype(np.int64).reshape(-1)
+        if look.gather:
+            bad = np.flatnonzero((i < 0) | (i >= x.shape[0]))
+            if bad.size:
+                raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
+            return [np.ascontiguousarray(x), i, np.zeros((i.size, x.shape[1]), x.dtype)]
+        s = value(seg_src, a).astype(np.int64).reshape(-1)
+        w = None if w_src is None else value(w_src, a).astype(x.dtype).reshape(-1)
         if i.size != s.size:
             raise ValueError(f"ids and segment ids must have the same length, not {i.size} and {s.size}")
+        keep = np.ones(i.size, bool)
+        if look.drop_negative_ids:                       # safe_embedding_lookup_sparse
+            keep &= i >= 0
+        if look.drop_negative_segments:                  # unsorted segment ops drop them
+            keep &= s >= 0
+        if not keep.all():
+            i, s, w = i[keep], s[keep], (None if w is None else w[keep])
         bad = np.flatnonzero((i < 0) | (i >= x.shape[0]))
         if bad.size:
             raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
-        if red.type != "UnsortedSegmentSum" and s.size and (np.any(np.diff(s) < 0) or s[0] < 0):
-            raise ValueError("segment ids must be sorted and non-negative")
-        n = num_segments if num_segments is not None else (int(s.max()) + 1 if s.size else 0)
+        if look.sorted_segments and s.size and (np.any(np.diff(s) < 0) or s[0] < 0):
+            k = int(np.flatnonzero(np.diff(s) < 0)[0] + 1) if np.any(np.diff(s) < 0) else 0
+            raise ValueError(f"segment ids must be sorted and non-negative: segment ids[{k}] = {s[k]}")
+        kind = look.rows[0]
+        if kind == "const":
+            n = look.rows[1]
+        elif kind == "input":
+            n = int(np.asarray(a[look.rows[1]]))
+        elif kind == "dense_shape":
+            n = int(np.asarray(a[look.rows[1]])[0])
+        else:
+            n = int(s.max()) + 1 if s.size else 0
+        if n < 0:
+            raise ValueError(f"num_segments must be non-negative, not {n}")
         bad = np.flatnonzero((s < 0) | (s >= n))
         if bad.size:
             raise ValueError(f"segment ids[{bad[0]}] = {s[bad[0]]} is out of range for {n} segments")
-        return [np.ascontiguousarray(x), i, s, np.zeros((n, x.shape[1]), x.dtype)]
+        if half:            # sorted segments -> bag offsets
+            offsets = np.searchsorted(s, np.arange(n + 1), side="left").astype(np.int64)
+            return [np.ascontiguousarray(x), i, offsets, np.zeros((n, x.shape[1]), x.dtype)]
+        out = (np.full((n, x.shape[1]), _LOWEST[dtype], x.dtype) if look.combiner == "max"
+               else np.zeros((n, x.shape[1]), x.dtype))
+        return [np.ascontiguousarray(x), i, s] + ([] if w is None else [w]) + [out]
 
-    spec = {"op": red.type, "reduce": reduce, "dtype": dtype}
-    plan = PlanKernel("segment", spec, scf_for_segment(t, reduce, False), bind,
-                      lambda results: np.asarray(results[0]))
+    def unbind(results):
+        r = np.asarray(results[0])
+        return r.reshape(*state["shape"], r.shape[1]) if look.gather else r
+
+    spec = {"op": look.op, "reduce": look.combiner, "dtype": dtype, "weighted": look.weights is not None}
+    plan = PlanKernel("gather" if look.gather else "segment", spec, scf, bind, unbind)
     plan.traced_with = "tf.function"
     plan.kernel = _compile(plan.scf, limits, opt_level)
     return plan

@@ -65,12 +65,13 @@ import torch
 
 from ...runtime.kernel import Kernel
 from ..errors import CompileError
+from .torch_bags import BagGroups
 from .torch_bind import PlanKernel, TorchKernel
 from .torch_graph import _export, _from_attributes, _from_export, _Graph, _Wrap
 from .torch_plans import _plan
 from .torch_scf import BagSpec, scf_for_bag, scf_for_csr_mm, scf_for_gather, scf_for_segment
 
-__all__ = ["BagSpec", "TorchKernel", "PlanKernel", "compile_torch", "scf_for_bag", "scf_for_gather",
+__all__ = ["BagSpec", "BagGroups", "TorchKernel", "PlanKernel", "compile_torch", "scf_for_bag", "scf_for_gather",
            "scf_for_segment", "scf_for_csr_mm"]
 
 
@@ -83,7 +84,6 @@ def _compile(text: str, limits, opt_level: int) -> Kernel:
     if opt_level != 0:
         raise CompileError(f"opt_level {opt_level} is not available yet (the compiler has -O0 only)")
     return compile_mlir(text, filename="<torch>", limits=limits)
-
 
 
 def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
@@ -108,7 +108,8 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
         ep = _export(module, inputs)
         plan = _plan(_Graph(ep, inputs, module))
         if plan is not None:
-            plan.kernel = _compile(plan.scf, limits, opt_level)
+            for part in getattr(plan, "parts", [plan]):
+                part.kernel = _compile(part.scf, limits, opt_level)
             return plan
         found = _from_export(_Graph(ep, inputs, module))
     except CompileError:

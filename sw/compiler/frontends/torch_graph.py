@@ -19,20 +19,37 @@ from .torch_scf import BagSpec
 
 _MODES = {0: "sum", 1: "mean", 2: "max"}
 
-_DTYPES = {torch.float32: ("float32", "f32"), torch.float64: ("float64", "f64")}
+_DTYPES = {torch.float32: ("float32", "f32"), torch.float64: ("float64", "f64"),
+           torch.float16: ("float16", "f16"), torch.bfloat16: ("bfloat16", "bf16")}
 
 _ELEM = {torch.float32: "f32", torch.float64: "f64", torch.int32: "i32", torch.int64: "i64"}
+_HALF_ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+_POST_OPS = {"aten.relu.default": "relu", "aten.mul.Tensor": "mul", "aten.mul.Scalar": "mul",
+             "aten.div.Tensor": "div", "aten.div.Scalar": "div", "aten.add.Tensor": "add",
+             "aten.add.Scalar": "add", "aten.sub.Tensor": "sub", "aten.sub.Scalar": "sub"}
+
+
+class _Synthetic:
+    """A graph node made by folding (``emb(x).sum(1)`` -> an embedding_bag node)."""
+
+    def __init__(self, target, args: tuple, name: str):
+        self.target, self.args, self.kwargs, self.name, self.op = target, args, {}, name, "call_function"
+
 
 _BAG_OPS = ("aten.embedding_bag.padding_idx", "aten.embedding_bag.default",
             "aten._embedding_bag.default", "aten._embedding_bag_forward_only.default")
 
 
-
-def _elem(t: torch.Tensor, what: str) -> str:
+def _elem(t: torch.Tensor, what: str, *, half: bool = False) -> str:
+    """The MLIR element type of ``t``'s dtype; float16/bfloat16 only with ``half``."""
+    if half and t.dtype in _HALF_ELEM:
+        return _HALF_ELEM[t.dtype]
     if t.dtype not in _ELEM:
-        raise CompileError(f"unsupported {what} dtype {t.dtype} (float32, float64, int32 and int64 are)")
+        more = ", float16, bfloat16" if half else ""
+        raise CompileError(f"unsupported {what} dtype {t.dtype} (float32, float64{more}, int32 and "
+                           "int64 are)")
     return _ELEM[t.dtype]
-
 
 
 class _Live:
@@ -59,14 +76,12 @@ class _Live:
         return obj if isinstance(obj, torch.Tensor) else self._tensor
 
 
-
 def _live(module: torch.nn.Module, ep, spec) -> _Live:
     """The :class:`_Live` of a non-user input ``spec`` of the exported program ``ep``."""
     from torch.export.graph_signature import InputKind
     kind = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(spec.kind, "constant")
     value = ep.constants[spec.target] if spec.target in ep.constants else ep.state_dict[spec.target]
     return _Live(module, kind, spec.target, value)
-
 
 
 @dataclass
@@ -79,14 +94,13 @@ class _Found:
     renorm: tuple[float, float] | None = None   # (max_norm, norm_type)
 
 
-
 def _check_weight(weight: torch.Tensor) -> str:
     if weight.dtype not in _DTYPES:
-        raise CompileError(f"unsupported embedding weight dtype {weight.dtype} (float32 and float64 are)")
+        raise CompileError(f"unsupported embedding weight dtype {weight.dtype} (float32, float64, "
+                           "float16 and bfloat16 are)")
     if weight.dim() != 2:
         raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
     return _DTYPES[weight.dtype][0]
-
 
 
 def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
@@ -99,7 +113,6 @@ def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
                   "attributes", renorm)
 
 
-
 class _Wrap(torch.nn.Module):
     def __init__(self, fn: Callable):
         super().__init__()
@@ -109,14 +122,12 @@ class _Wrap(torch.nn.Module):
         return self.fn(*args)
 
 
-
 def _export(module: torch.nn.Module, example_inputs: tuple):
     try:
         return torch.export.export(module, tuple(example_inputs))
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
         raise CompileError(f"torch.export could not trace the module: {type(e).__name__}: "
                            f"{str(e).splitlines()[0] if str(e) else ''}") from None
-
 
 
 class _Graph:
@@ -135,6 +146,8 @@ class _Graph:
         self._kind = InputKind
         self.renorm: dict = {}      # weight node -> (indices node, max_norm, norm_type)
         self.fixed: dict = {}       # embedding_bag node -> (2-D input, None, 2-D weights or None)
+        self.post: tuple = ()       # element-wise ops after a single bag: ((op, number), ...)
+        self.reduction: str | None = None    # "aten.sum.dim_IntList" when emb(x).sum(1) was folded
         self._fold()
 
     def _fold(self) -> None:
@@ -166,6 +179,56 @@ class _Graph:
             self.fixed[n] = (src, None, None if psw is None else _unflatten(psw))
             drop |= {idx, off} | ({psw} if psw is not None and psw is not _unflatten(psw) else set())
         self.calls = [n for n in self.calls if n not in drop]
+        self._fold_reduction()
+        self._fold_post()
+
+    def _fold_reduction(self) -> None:
+        """``F.embedding(x, w).sum(1)`` / ``.mean(1)`` of a 2-D ``x`` is ``F.embedding_bag(x, w,
+        mode="sum"/"mean")`` (fixed-length bags): replaced by a synthetic embedding_bag node."""
+        names = [str(n.target) for n in self.calls]
+        if names not in (["aten.embedding.default", "aten.sum.dim_IntList"],
+                         ["aten.embedding.default", "aten.mean.dim"]) or len(self.outputs) != 1:
+            return
+        emb, red = self.calls
+        x = emb.args[1]
+        dims = list(red.args[1]) if len(red.args) > 1 else []
+        keepdim = red.args[2] if len(red.args) > 2 else red.kwargs.get("keepdim", False)
+        if (red.args[0] is not emb or self.outputs[0] is not red or dims not in ([1], [-2])
+                or keepdim or red.kwargs.get("dtype") is not None
+                or getattr(x, "op", None) != "placeholder" or len(x.meta["val"].shape) != 2):
+            return
+        mode = 0 if names[1] == "aten.sum.dim_IntList" else 1
+        bag = _Synthetic(torch.ops.aten.embedding_bag.padding_idx,
+                         (emb.args[0], x, None, False, mode, False, None, False, None), f"{red.name}_bag")
+        out = _Synthetic(operator.getitem, (bag, 0), red.name)
+        self.fixed[bag] = (x, None, None)
+        self.reduction = names[1]
+        self.calls, self.outputs = [bag], [out]
+
+    def _fold_post(self) -> None:
+        """Element-wise ops after a single embedding bag (``relu``, ``*``, ``/``, ``+``, ``-`` by
+        a Python number), run on the core at the end of each bag: recorded in ``self.post``."""
+        bags = [n for n in self.calls if str(n.target) in _BAG_OPS]
+        if len(bags) != 1 or len(self.outputs) != 1:
+            return
+        chain, node = [], self.outputs[0]
+        while str(getattr(node, "target", "")) in _POST_OPS:
+            op = _POST_OPS[str(node.target)]
+            rest = node.args[1:]
+            if op != "relu":
+                if (len(rest) != 1 or isinstance(rest[0], bool) or not isinstance(rest[0], (int, float))
+                        or node.kwargs.get("alpha", 1) != 1 or node.kwargs.get("rounding_mode")):
+                    return
+                chain.append((op, float(rest[0])))
+            else:
+                chain.append(("relu", 0.0))
+            node = node.args[0]
+        if not chain or node.target is not operator.getitem or node.args != (bags[0], 0):
+            return
+        self.post = tuple(reversed(chain))
+        kept = {id(c) for c in self.calls if str(getattr(c, "target", "")) not in _POST_OPS}
+        self.calls = [c for c in self.calls if id(c) in kept]
+        self.outputs = [node]
 
     def renorm_of(self, weight_node, indices_node) -> tuple[float, float] | None:
         """``(max_norm, norm_type)`` when the function renormalises ``weight_node`` at
@@ -202,7 +265,6 @@ class _Graph:
         return self.examples[v] if kind == "input" else v.current().detach()
 
 
-
 def _unflatten(node):
     """The tensor ``node`` reshapes to 1-D (``reshape``/``view``/``flatten`` to ``[-1]``), else
     ``node``."""
@@ -212,7 +274,6 @@ def _unflatten(node):
     if t == "aten.flatten.using_ints" and tuple(node.args[1:]) in ((), (0,), (0, -1)):
         return node.args[0]
     return node
-
 
 
 def _bag_args(g: "_Graph", node) -> dict:
@@ -225,7 +286,6 @@ def _bag_args(g: "_Graph", node) -> dict:
     if node in g.fixed:
         args["indices"], args["offsets"], args["per_sample_weights"] = g.fixed[node]
     return args
-
 
 
 def _from_export(g: "_Graph") -> _Found:
@@ -273,7 +333,10 @@ def _from_export(g: "_Graph") -> _Found:
         padding_idx = None                      # the older overloads spell "none" as -1
     elif padding_idx is not None and padding_idx < 0:
         padding_idx += weight_value.shape[0]
+    if g.post and dtype not in ("float32", "float64"):
+        raise CompileError(f"unsupported {g.post[0][0]} after a {dtype} embedding_bag (fused element-wise "
+                           "ops: float32 and float64)")
     spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
-                   padding_idx)
+                   padding_idx, g.post)
     return _Found(spec, weight, roles, weight_value.shape[0], "torch.export",
                   g.renorm_of(weight_node, args["indices"]))

@@ -7,15 +7,14 @@ Each ``_plan_*`` matches its graph in a :class:`~.torch_graph._Graph` and return
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 import torch
 
 from ..errors import CompileError
-from .torch_bind import PlanKernel, TorchKernel, _index_array, _numpy, _renorm, _tensor, _value
-from .torch_graph import _BAG_OPS, _MODES, _Graph, _bag_args, _check_weight, _elem
-from .torch_scf import _FLOAT, BagSpec, scf_for_bag, scf_for_csr_mm, scf_for_gather, scf_for_segment
+from .torch_bags import plan_bags
+from .torch_bind import PlanKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
+from .torch_graph import _BAG_OPS, _Graph, _elem
+from .torch_scf import _FLOAT, scf_for_csr_mm, scf_for_gather, scf_for_segment
 
 def _plan_embedding(g: _Graph, node) -> PlanKernel:
     weight_node, idx_node = node.args[0], node.args[1]
@@ -23,7 +22,7 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     weight = g.example(weight_node, "embedding weight")
     if weight.dim() != 2:
         raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
-    t = _elem(weight, "embedding weight")
+    t = _elem(weight, "embedding weight", half=True)
     i_src = g.source(idx_node, "embedding indices", allow_const=False)
     nrows, dim, dtype = weight.shape[0], weight.shape[1], weight.dtype
     renorm = g.renorm_of(weight_node, idx_node)
@@ -40,7 +39,7 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
         return [np.ascontiguousarray(w), flat, np.zeros((flat.size, dim), w.dtype), idx.shape]
 
     def unbind_shape(results, shape):
-        return torch.from_numpy(np.asarray(results[0]).reshape(*shape, dim))
+        return _torch(np.asarray(results[0]).reshape(*shape, dim), dtype)
 
     pk = PlanKernel("embedding", {"dtype": str(dtype), "max_norm": renorm}, scf_for_gather(t), None, None)
     state = {}
@@ -53,7 +52,6 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     pk._bind = bind_args
     pk._unbind = lambda results: unbind_shape(results, state["shape"])
     return pk
-
 
 
 def _plan_segment(g: _Graph, reducer) -> PlanKernel:
@@ -129,7 +127,6 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
                       lambda results: torch.from_numpy(np.asarray(results[0])))
 
 
-
 def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
     a, x = node.args[:2]
     a_src = g.source(a, "sparse matrix", allow_const=False)
@@ -162,111 +159,11 @@ def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
                       bind, lambda results: torch.from_numpy(np.asarray(results[0])))
 
 
-
-def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
-    """Several embedding bags of one module in one program (FBGEMM-style table batching)."""
-    from types import SimpleNamespace
-    found = []
-    for node in bags:
-        sub = SimpleNamespace(target=node.target, args=node.args, kwargs=node.kwargs, name=node.name)
-        args = _bag_args(g, node)
-        mode = _MODES.get(int(args.get("mode", 0) or 0))
-        pad = args.get("padding_idx")
-        if pad is not None and not (str(node.target) != "aten.embedding_bag.padding_idx" and pad == -1):
-            raise CompileError("unsupported padding_idx in a module with several embedding bags")
-        w_src = g.source(args["weight"], "embedding weight")
-        w = g.example(args["weight"], "embedding weight")
-        dtype = _check_weight(w)
-        psw = args.get("per_sample_weights")
-        spec = BagSpec(mode, dtype, psw is not None, bool(args.get("include_last_offset")), None)
-        found.append(dict(spec=spec, w=w_src, rows=w.shape[0], dim=w.shape[1], node=sub,
-                          renorm=g.renorm_of(args["weight"], args["indices"]),
-                          idx=g.source(args["indices"], "indices", allow_const=False),
-                          off=g.source(args["offsets"], "offsets", allow_const=False)
-                          if args["offsets"] is not None else None,
-                          psw=g.source(psw, "per_sample_weights", allow_const=False) if psw is not None else None))
-    first = found[0]
-    for k, f in enumerate(found[1:], 1):
-        for what in ("spec", "dim"):
-            if f[what] != first[what]:
-                raise CompileError(f"embedding bag {k} differs from bag 0 in its {what} "
-                                   f"({f[what]} vs {first[what]}); one program needs the same mode, "
-                                   "dtype, options and embedding dim")
-    spec = first["spec"]
-    if spec.per_sample_weights and spec.mode != "sum":
-        raise CompileError("per_sample_weights is only supported with mode='sum' (as in PyTorch)")
-    getitems = {}
-    for n in g.ep.graph.nodes:
-        if n.op == "call_function" and n.target is operator.getitem and n.args[1] == 0:
-            getitems[n] = next(i for i, f in enumerate(found) if f["node"].name == n.args[0].name) \
-                if any(f["node"].name == n.args[0].name for f in found) else None
-    outs = g.outputs
-    if len(outs) == 1 and str(getattr(outs[0], "target", "")) == "aten.cat.default":
-        parts, cat_dim = outs[0].args[0], (outs[0].args[1] if len(outs[0].args) > 1 else 0)
-        if cat_dim not in (1, -1):
-            raise CompileError(f"unsupported torch.cat of embedding bags along dim {cat_dim} (dim 1 is)")
-    else:
-        parts, cat_dim = outs, None
-    order = []
-    for p in parts:
-        if getitems.get(p) is None:
-            raise CompileError(f"unsupported output {p}: the module must return the bags' outputs "
-                               "(a tuple) or torch.cat of them along dim 1")
-        order.append(getitems[p])
-    singles = [TorchKernel.__new__(TorchKernel) for _ in found]
-    for tk, f in zip(singles, found):        # reuse the single-bag argument checks
-        tk.spec, tk._weight, tk._num_embeddings, tk.renorm = f["spec"], None, f["rows"], f["renorm"]
-        tk._roles = {}
-
-    def bind(inputs):
-        tables, idxs, offs, psws, bases, nb = [], [], [], [], [], []
-        row0 = used = 0
-        for tk, f in zip(singles, found):
-            w = _value(f["w"], inputs, "weight")
-            one = [w, _value(f["idx"], inputs, "input")]
-            tk._roles = {"weight": 0, "indices": 1}
-            if f["off"] is not None:
-                one.append(_value(f["off"], inputs, "offsets"))
-                tk._roles["offsets"] = 2
-            if f["psw"] is not None:
-                tk._roles["per_sample_weights"] = len(one)
-                one.append(_value(f["psw"], inputs, "per_sample_weights"))
-            a = tk.bind(*one)
-            tables.append(a[0]), idxs.append(a[1]), offs.append(a[2][:-1] + used)
-            if spec.per_sample_weights:
-                psws.append(a[3])
-            bases.append(np.full(len(a[2]) - 1, row0, np.int64))
-            nb.append(len(a[2]) - 1)
-            row0 += a[0].shape[0]
-            used += a[1].size
-        offsets = np.concatenate(offs + [np.array([used], np.int64)]).astype(np.int64)
-        args = [np.ascontiguousarray(np.concatenate(tables)), np.concatenate(idxs).astype(np.int64),
-                offsets, np.concatenate(bases)]
-        if spec.per_sample_weights:
-            args.append(np.concatenate(psws))
-        args.append(np.zeros((offsets.size - 1, first["dim"]), tables[0].dtype))
-        state["nb"] = nb
-        return args
-
-    state: dict = {}
-
-    def unbind(results):
-        out = torch.from_numpy(np.asarray(results[0]))
-        pieces = list(torch.split(out, state["nb"]))
-        chosen = [pieces[i] for i in order]
-        return torch.cat(chosen, dim=1) if cat_dim is not None else tuple(chosen)
-
-    return PlanKernel("multi_bag", {"bag": spec, "tables": len(found)},
-                      scf_for_bag(spec, multi_table=True), bind, unbind)
-
-
-
-_SUPPORTED = ("embedding_bag, embedding, index_select/x[src] + index_add/scatter_reduce, "
-              "sparse CSR @ dense")
+_SUPPORTED = ("embedding_bag (then relu, * / + - by a number), embedding (then .sum(1)/.mean(1)), "
+              "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense")
 
 _HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
             "aten.unsqueeze.default", "aten.expand.default", "aten.expand_as.default"}
-
 
 
 def _plan(g: _Graph) -> PlanKernel | None:
@@ -274,7 +171,9 @@ def _plan(g: _Graph) -> PlanKernel | None:
     names = [str(n.target) for n in g.calls]
     bags = [n for n in g.calls if str(n.target) in _BAG_OPS]
     if bags and all(str(n.target) in _BAG_OPS or str(n.target) == "aten.cat.default" for n in g.calls):
-        return None if len(bags) == 1 and "aten.cat.default" not in names else _plan_multi_bag(g, bags)
+        if len(bags) == 1 and "aten.cat.default" not in names and g.ep.call_spec.out_spec.is_leaf():
+            return None
+        return plan_bags(g, bags)
     if names == ["aten.embedding.default"]:
         if len(g.outputs) != 1 or g.outputs[0] is not g.calls[0]:
             raise CompileError("the traced function must return the embedding's output only")

@@ -1,0 +1,74 @@
+"""PyTorch frontend, the ops after a lookup fused into the callbacks (issue 12): element-wise
+``relu`` and arithmetic with a number after an embedding bag (bit-exact: one rounding per op, as
+PyTorch), and ``F.embedding(x, w).sum(1)`` / ``.mean(1)`` compiled as fixed-length bags (within a
+stated bound: PyTorch's reduction over dim 1 adds in an order of its own for more than 3 rows).
+Random data draws a fresh seed each run and prints it (``EMBER_SEED=<seed>`` reproduces)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from sw.compiler.frontends.torch import compile_torch
+from sw.runtime.drivers import run_kernel
+
+F = torch.nn.functional
+
+
+@pytest.fixture
+def rng():
+    seed = int(os.environ.get("EMBER_SEED", np.random.SeedSequence().entropy % 2**32))
+    print(f"seed {seed}")
+    torch.manual_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def run(tk, *inputs):
+    return tk.unbind(run_kernel(tk.kernel, tk.bind(*inputs), "golden").results)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_elementwise_ops_after_a_bag_are_bit_exact(rng, dtype, mode):
+    bag = torch.nn.EmbeddingBag(30, 8, mode=mode, dtype=dtype)
+
+    def fn(i, o):
+        return torch.relu(bag(i, o) * 0.3 + 1.0) / 3 - 0.1
+
+    i = torch.from_numpy(rng.integers(0, 30, 50))
+    o = torch.tensor([0, 4, 4, 20])
+    tk = compile_torch(fn, (i, o))
+    assert [op for op, _ in tk.spec.post] == ["mul", "add", "relu", "div", "sub"]
+    assert "arith.select" in tk.scf and "arith.mulf" in tk.scf
+    assert torch.equal(run(tk, i, o), fn(i, o).detach())
+
+
+def test_relu_keeps_negative_zero_and_nan_like_pytorch():
+    w = torch.tensor([[-0.0, float("nan"), -1.0, 2.0]])
+    fn = lambda i, o: torch.relu(F.embedding_bag(i, w, o, mode="sum"))      # noqa: E731
+    i, o = torch.tensor([0]), torch.tensor([0])
+    got, want = run(compile_torch(fn, (i, o)), i, o), fn(i, o)
+    assert torch.equal(torch.signbit(got), torch.signbit(want)) and torch.isnan(got[0, 1])
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("length", [3, 7, 40])
+def test_embedding_then_sum_over_dim_1(rng, reduce, length):
+    """Bound: any order of adding L rows differs from another by at most 2 (L - 1) u sum|row|
+    (u = 2^-24), divided by L for the mean; up to 3 rows PyTorch adds in order (bit-exact)."""
+    w = torch.from_numpy(rng.standard_normal((40, 16)).astype(np.float32))
+    fn = (lambda x: F.embedding(x, w).sum(1)) if reduce == "sum" else (lambda x: F.embedding(x, w).mean(1))
+    x = torch.from_numpy(rng.integers(0, 40, (7, length)))
+    tk = compile_torch(fn, (x,))
+    assert tk.spec.mode == reduce
+    got, want = run(tk, x), fn(x)
+    if length <= 3:
+        assert torch.equal(got, want)
+    scale = F.embedding(x, w).abs().sum(1) / (length if reduce == "mean" else 1)
+    assert bool(((got - want).abs() <= 2 * (length - 1) * 2.0 ** -24 * scale).all())
+    x2 = torch.from_numpy(rng.integers(0, 40, (3, length)))
+    assert run(tk, x2).shape == (3, 16)

@@ -1,45 +1,55 @@
 // Trace driver of the memory model alone (simulation only; Verilator --binary --timing).
 //
-// Mirrors the issue semantics of hw/hbm_model/reference.py run_requests with one port, so that
-// Python only writes the trace and reads the results (sim/hbm.py):
-//   * requests are offered in trace order; request i is offered in cycle t iff it is the first
-//     not yet accepted, issue_cycle_i <= t, and fewer than LIMIT requests are outstanding at the
-//     start of t (accepted, response not yet transferred);
-//   * resp.ready in cycle t is bit t of the +READY= file (64 cycles per word, cycle 0 in bit 0),
-//     or always 1 without it;
+// Mirrors the issue semantics of hw/hbm_model/reference.py run_requests with PORTS request and
+// response ports, so that Python only writes the trace and reads the results (sim/hbm.py):
+//   * requests are offered in trace order on ports 0, 1, ...: in cycle t port k offers request
+//     nxt + k (nxt: the first not yet accepted) iff ports 0..k-1 offer, k < LIMIT - outstanding
+//     (accepted, response not yet transferred, at the start of t), and issue_cycle <= t; the model
+//     accepts a prefix of them (docs/hbm_model.md §2 Ingress);
+//   * resp.ready of every response port in cycle t is bit t of the +READY= file (64 cycles per
+//     word, cycle 0 in bit 0), or always 1 without it;
 //   * the tag of request i is i mod 2^TAG_BITS; a request whose tag is still outstanding is not
-//     offered (counted in `tag_stalls`, which the harness requires to be 0: otherwise the run
-//     would differ from the reference).
+//     offered, nor are the ones after it (counted in `tag_stalls`, which the harness requires to
+//     be 0: otherwise the run would differ from the reference).
+// The model is the flat wrapper ember_hbm_top of sim/hbm.py: port k's payload is bits
+// [k*W +: W] of req_payload / resp_payload (the StructLayouts of hw/hbm_model/ports.py).
 // Cycle 0 is the first cycle after reset (the model's reset also starts its refresh timer).
-// Files (plusargs): +ADDR= +META= (issue_cycle[39:0], write[40], wstrb[55:48]) +WDATA= +IMAGE=
-// (optional storage image) +READY= (optional); +N= requests, +LIMIT= outstanding, +READY_LEN=
-// cycles covered by +READY=; results: +OUT_ACCEPT= +OUT_COMPLETE= +OUT_DATA= +OUT_STATS= +OUT_INFO=
-// (cycles, tag_stalls, overflow).
+// Files (plusargs): +ADDR= +META= (issue_cycle[39:0], write[40]) +WDATA= (LINE_BITS per request)
+// +WSTRB= (LINE_BITS/8 per request) +IMAGE= (optional storage image) +READY= (optional); +N=
+// requests, +LIMIT= outstanding, +READY_LEN= cycles covered by +READY=; results: +OUT_ACCEPT=
+// +OUT_COMPLETE= +OUT_DATA= +OUT_STATS= +OUT_INFO= (cycles, tag_stalls, overflow).
 `timescale 1ns/1ps
 module ember_hbm_tb #(
-    parameter TAG_BITS = 12,
-    parameter NSTATS   = 1,
-    parameter MAXN     = 1 << 20,
-    parameter MAXREADY = 1 << 20
+    parameter TAG_BITS  = 12,
+    parameter NSTATS    = 1,
+    parameter PORTS     = 1,
+    parameter LINE_BITS = 64,
+    parameter MAXN      = 1 << 20,
+    parameter MAXREADY  = 1 << 20
 ) ();
+    localparam LINE_BYTES = LINE_BITS / 8;
+    localparam REQ_W  = 64 + TAG_BITS + 1 + LINE_BITS + LINE_BYTES;
+    localparam RESP_W = TAG_BITS + 1 + LINE_BITS;
+
     reg clk = 1'b0;
     always #1 clk = ~clk;
     reg rst = 1'b1;
     reg image_load = 1'b0;
 
-    reg [63:0] req_addr  [0:MAXN-1];
-    reg [63:0] req_meta  [0:MAXN-1];
-    reg [63:0] req_wdata [0:MAXN-1];
-    reg [63:0] ready_bits [0:MAXREADY-1];
-    reg [63:0] out_accept [0:MAXN-1];
-    reg [63:0] out_complete [0:MAXN-1];
-    reg [63:0] out_data [0:MAXN-1];
-    reg [63:0] out_stats [0:NSTATS-1];
-    reg [63:0] out_info [0:2];
-    reg [31:0] tag_owner [0:(1 << TAG_BITS)-1];
-    reg        tag_busy  [0:(1 << TAG_BITS)-1];
+    reg [63:0]           req_addr  [0:MAXN-1];
+    reg [63:0]           req_meta  [0:MAXN-1];
+    reg [LINE_BITS-1:0]  req_wdata [0:MAXN-1];
+    reg [LINE_BYTES-1:0] req_wstrb [0:MAXN-1];
+    reg [63:0]           ready_bits [0:MAXREADY-1];
+    reg [63:0]           out_accept [0:MAXN-1];
+    reg [63:0]           out_complete [0:MAXN-1];
+    reg [LINE_BITS-1:0]  out_data [0:MAXN-1];
+    reg [63:0]           out_stats [0:NSTATS-1];
+    reg [63:0]           out_info [0:2];
+    reg [31:0]           tag_owner [0:(1 << TAG_BITS)-1];
+    reg                  tag_busy  [0:(1 << TAG_BITS)-1];
 
-    reg [8*1024-1:0] f_addr, f_meta, f_wdata, f_ready, f_acc, f_cmp, f_data, f_stats, f_info;
+    reg [8*1024-1:0] f_addr, f_meta, f_wdata, f_wstrb, f_ready, f_acc, f_cmp, f_data, f_stats, f_info;
     integer n_req = 0, limit = 0, ready_len = 0, use_ready = 0, i;
 
     reg [63:0] t = 0;                 // unit cycle
@@ -52,30 +62,55 @@ module ember_hbm_tb #(
     reg        overflow = 1'b0;
 
     // The model.
-    wire                 req_ready, resp_valid;
-    wire [TAG_BITS-1:0]  resp_tag;
-    wire                 resp_write;
-    wire [63:0]          resp_data;
-    wire [64*NSTATS-1:0] stats;
-    wire [63:0]          cur_addr  = req_addr[nxt[19:0]];
-    wire [63:0]          cur_meta  = req_meta[nxt[19:0]];
-    wire [TAG_BITS-1:0]  cur_tag   = nxt[TAG_BITS-1:0];
-    wire                 cur_write = cur_meta[40];
-    wire                 can_offer = running && nxt < n_req && cur_meta[39:0] <= t[39:0]
-                                     && outstanding < limit;
-    wire                 req_valid = can_offer && !tag_busy[cur_tag];
-    wire                 ready_now = !use_ready || ready_bits[t[25:6]][t[5:0]];
-    wire                 resp_ready = running && ready_now;
+    reg  [PORTS-1:0]        req_valid;
+    wire [PORTS-1:0]        req_ready;
+    reg  [PORTS*REQ_W-1:0]  req_payload;
+    wire [PORTS-1:0]        resp_valid;
+    wire [PORTS*RESP_W-1:0] resp_payload;
+    wire                    ready_now = !use_ready || ready_bits[t[25:6]][t[5:0]];
+    wire [PORTS-1:0]        resp_ready = {PORTS{running && ready_now}};
+    wire [64*NSTATS-1:0]    stats;
+
+    // Offers of this cycle (a prefix of ports), acceptances and transfers.
+    reg        stop, stall;
+    reg [31:0] idx, n_acc, n_resp;
+    integer    k;
+    always @* begin
+        stop = 1'b0;
+        stall = 1'b0;
+        req_payload = 0;
+        for (k = 0; k < PORTS; k = k + 1) begin
+            idx = nxt + k;
+            req_valid[k] = 1'b0;
+            if (!stop && running && idx < n_req && k < limit - outstanding
+                    && req_meta[idx[19:0]][39:0] <= t[39:0]) begin
+                if (tag_busy[idx[TAG_BITS-1:0]]) begin
+                    stall = 1'b1;
+                    stop = 1'b1;
+                end else
+                    req_valid[k] = 1'b1;
+            end else
+                stop = 1'b1;
+            req_payload[k*REQ_W +: REQ_W] = {req_wstrb[idx[19:0]], req_wdata[idx[19:0]],
+                                             req_meta[idx[19:0]][40], idx[TAG_BITS-1:0],
+                                             req_addr[idx[19:0]]};
+        end
+    end
+    integer j;
+    always @* begin
+        n_acc = 0;
+        n_resp = 0;
+        for (j = 0; j < PORTS; j = j + 1) begin
+            if (req_valid[j] && req_ready[j]) n_acc = n_acc + 1;
+            if (resp_valid[j] && resp_ready[j]) n_resp = n_resp + 1;
+        end
+    end
 
     ember_hbm_top dut (
         .clk(clk), .rst(rst),
-        .req__valid(req_valid), .req__ready(req_ready),
-        .req__payload({cur_meta[55:48], req_wdata[nxt[19:0]], cur_write, cur_tag, cur_addr}),
-        .resp__valid(resp_valid), .resp__ready(resp_ready),
-        .resp__payload({resp_data, resp_write, resp_tag}),
-        .backdoor__addr(0), .backdoor__data(64'd0), .backdoor__en(1'b0),
-        .image_clear(1'b0), .image_load(image_load), .stats_clear(1'b0),
-        .stats(stats)
+        .req_valid(req_valid), .req_ready(req_ready), .req_payload(req_payload),
+        .resp_valid(resp_valid), .resp_ready(resp_ready), .resp_payload(resp_payload),
+        .image_load(image_load), .stats(stats)
     );
 
     initial begin
@@ -89,6 +124,7 @@ module ember_hbm_tb #(
         i = ($value$plusargs("ADDR=%s", f_addr));
         i = ($value$plusargs("META=%s", f_meta));
         i = ($value$plusargs("WDATA=%s", f_wdata));
+        i = ($value$plusargs("WSTRB=%s", f_wstrb));
         i = ($value$plusargs("OUT_ACCEPT=%s", f_acc));
         i = ($value$plusargs("OUT_COMPLETE=%s", f_cmp));
         i = ($value$plusargs("OUT_DATA=%s", f_data));
@@ -99,6 +135,7 @@ module ember_hbm_tb #(
             $readmemh(f_addr, req_addr, 0, n_req - 1);
             $readmemh(f_meta, req_meta, 0, n_req - 1);
             $readmemh(f_wdata, req_wdata, 0, n_req - 1);
+            $readmemh(f_wstrb, req_wstrb, 0, n_req - 1);
         end
         if (use_ready) begin
             i = ($value$plusargs("READY=%s", f_ready));
@@ -113,26 +150,34 @@ module ember_hbm_tb #(
         running = 1'b1;
     end
 
+    integer p;
+    reg [31:0] a, owner;
+    reg [TAG_BITS-1:0] rtag;
     always @(posedge clk) if (running) begin
-        if (can_offer && tag_busy[cur_tag]) tag_stalls <= tag_stalls + 1;
-        if (req_valid && req_ready) begin
-            out_accept[nxt[19:0]] <= t;
-            tag_owner[cur_tag] <= nxt;
-            tag_busy[cur_tag] <= 1'b1;
-            nxt <= nxt + 1;
+        if (stall) tag_stalls <= tag_stalls + 1;
+        for (p = 0; p < PORTS; p = p + 1) begin
+            if (req_valid[p] && req_ready[p]) begin
+                a = nxt + p;
+                out_accept[a[19:0]] <= t;
+                tag_owner[a[TAG_BITS-1:0]] <= a;
+                tag_busy[a[TAG_BITS-1:0]] <= 1'b1;
+            end
+            if (resp_valid[p] && resp_ready[p]) begin
+                rtag = resp_payload[p*RESP_W +: TAG_BITS];
+                owner = tag_owner[rtag];
+                out_complete[owner[19:0]] <= t;
+                out_data[owner[19:0]] <= resp_payload[p*RESP_W + TAG_BITS + 1 +: LINE_BITS];
+                tag_busy[rtag] <= 1'b0;
+            end
         end
-        if (resp_valid && resp_ready) begin
-            out_complete[tag_owner[resp_tag][19:0]] <= t;
-            out_data[tag_owner[resp_tag][19:0]] <= resp_data;
-            tag_busy[resp_tag] <= 1'b0;
-            done <= done + 1;
-        end
-        outstanding <= outstanding + (req_valid && req_ready) - (resp_valid && resp_ready);
+        nxt <= nxt + n_acc;
+        done <= done + n_resp;
+        outstanding <= outstanding + n_acc - n_resp;
         t <= t + 1;
-        if (done + (resp_valid && resp_ready) == n_req || (use_ready && t + 1 >= ready_len)) begin
+        if (done + n_resp == n_req || (use_ready && t + 1 >= ready_len)) begin
             running <= 1'b0;
             finished <= 1'b1;
-            overflow <= done + (resp_valid && resp_ready) != n_req;
+            overflow <= done + n_resp != n_req;
         end
     end
 

@@ -21,7 +21,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 __all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
-           "lockstep_case", "lockstep_cases"]
+           "lockstep_case", "lockstep_cases", "address_overflow_cases"]
 
 
 @dataclass
@@ -286,9 +286,10 @@ def mutated_cases(seed, count, config, *, bases=None):
     return out
 
 
-def watchdog_case():
-    """A long loop that marshals nothing and loads nothing: only the watchdog stops it."""
-    prog = Program(layers=[Layer(Source.imm(0), Source.imm(1 << 26))],
+def watchdog_case(iterations=1 << 26):
+    """A long loop that marshals nothing and loads nothing: only the watchdog stops it (at
+    least ``iterations`` cycles without a token, then one control token)."""
+    prog = Program(layers=[Layer(Source.imm(0), Source.imm(iterations))],
                    actions=[Action(0, Event.END, ActionKind.CONTROL, callback=1)])
     return Case("watchdog", prog.encode(), bytes(64), [])
 
@@ -628,3 +629,89 @@ def lockstep_cases(lanes):
         lockstep_case("lockstep_gather_fault", lanes=lanes, rows=4, gather=True,
                       indices=[0, 1, 7, 2], lengths=(4,)),
     ]
+
+
+def address_overflow_cases(config):
+    """Loads whose address computation leaves the signed 64-bit range (``ADDR_OVERFLOW``,
+    docs/isa.md §1 "Address overflow", issue 8 item 2), and neighbours that must not fault:
+    embedding-bag indices whose byte offset wraps (2**59, -2**59, 2**61 + 5 and 2**58 into an
+    8-wide f32 table), an address ``a + b * stride`` past 2**63 or below -2**63, each ALU op that
+    can wrap (ADD, SUB, MUL, SHL) feeding an address directly and through FWD and AND, a wrapped
+    value that is only pushed (no fault), a BLOCK row whose start wraps (and an empty one, which
+    is not checked), and LOCKSTEP layers (lane by lane and in vector mode) where a later lane
+    wraps and lane 0 faults ``ADDR_RANGE``: the overflow is checked first."""
+    from sw.runtime.isa import LayerMode
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    out = []
+    for name, bad in (("2p59", 1 << 59), ("m2p59", -(1 << 59)), ("2p61p5", (1 << 61) + 5),
+                      ("2p58", 1 << 58), ("2p57", 1 << 57)):
+        out.append(embedding_bag_case(f"overflow_eb_{name}", rows=6, dim=8, lengths=[2, 1],
+                                      indices=[1, bad, 0]))
+    mem = bytes(range(256))
+
+    def one(name, streams, args, actions=None, n=2, version=0, layers=None):
+        acts = actions or [Action(0, Event.ITER, ActionKind.OPERAND, source=S(len(streams) - 1))]
+        prog = Program(n_args=4, version=version,
+                       layers=layers or [Layer(imm(0), imm(n))],
+                       regions=[Region(R(0), R(1))], streams=streams, actions=acts)
+        out.append(Case(f"overflow_{name}", prog.encode(), mem, list(args) + [0] * (4 - len(args))))
+
+    big = (1 << 63) - 8
+    # a + b*stride: 2**63 - 8 + i*8 (i = 1 wraps); below -2**63.
+    one("addr_up", [Stream(0, StreamKind.MEM, R(2), I(0), size=8, stride=8)], [0, 256, big],
+        layers=[Layer(imm(1), imm(3))])
+    one("addr_down", [Stream(0, StreamKind.MEM, R(2), I(0), size=8, stride=-8)],
+        [0, 256, -(1 << 63) + 8], layers=[Layer(imm(2), imm(4))])
+    one("addr_stride", [Stream(0, StreamKind.MEM, imm(0), R(2), size=8, stride=-(1 << 31))],
+        [0, 256, 1 << 33])
+    for op, x, y in ((AluOp.ADD, big, 16), (AluOp.SUB, -big, 16), (AluOp.MUL, 1 << 62, 4),
+                     (AluOp.SHL, 3, 62)):
+        alu = Stream(0, StreamKind.ALU, R(2), R(3), op=op)
+        mem_s = Stream(0, StreamKind.MEM, imm(0), S(0), size=1, stride=1)
+        one(f"alu_{op.name.lower()}", [alu, mem_s], [0, 256, x, y])
+        one(f"alu_{op.name.lower()}_pushed", [alu], [0, 256, x, y])      # no load: no fault
+        # Through FWD and an AND that brings the value back into range: still wrapped.
+        one(f"alu_{op.name.lower()}_and", [alu, Stream(0, StreamKind.FWD, S(0)),
+                                           Stream(0, StreamKind.ALU, S(1), imm(0xF), op=AluOp.AND),
+                                           Stream(0, StreamKind.MEM, imm(0), S(2), size=1,
+                                                  stride=1)],
+            [0, 256, x, y])
+    # Exactly representable neighbours: no overflow.
+    one("alu_mul_fits", [Stream(0, StreamKind.ALU, R(2), R(3), op=AluOp.MUL),
+                         Stream(0, StreamKind.MEM, imm(0), S(0), size=1, stride=1)],
+        [0, 256, -(1 << 62), 2])
+    # The value wraps in iteration 2 only (i * 2**62), after two loads.
+    one("alu_mul_later", [Stream(0, StreamKind.ALU, I(0), R(2), op=AluOp.MUL),
+                          Stream(0, StreamKind.ALU, S(0), imm(0xF), op=AluOp.AND),
+                          Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
+        [0, 256, 1 << 62], n=3)
+    if "block" in config.features:
+        for name, count in (("block", 2), ("block_empty", 0)):
+            one(name, [Stream(0, StreamKind.MEM, R(2), imm(2), size=4, block=True,
+                              count=imm(count))],
+                [0, 256, (1 << 63) - 8], version=1)
+    if "lockstep" in config.features and config.lanes >= 4:
+        lanes = min(8, config.lanes)
+        # Lane by lane (a MUL of the index): lane 0 reads below the region (ADDR_RANGE),
+        # lane 2 wraps (ADDR_OVERFLOW, reported: the overflow is checked first).
+        one("lanes", [Stream(0, StreamKind.ALU, I(0), R(2), op=AluOp.MUL),
+                      Stream(0, StreamKind.MEM, R(3), S(0), size=1, stride=1)],
+            [16, 64, 1 << 62, 0], version=1,
+            layers=[Layer(imm(0), imm(lanes), mode=LayerMode.LOCKSTEP, lanes=lanes)])
+        # Vector mode: a contiguous load from 2**63 - 12, 4-byte lanes: lane 3 wraps.
+        one("vector_load", [Stream(0, StreamKind.MEM, R(2), I(0), size=4, stride=4)],
+            [0, 256, (1 << 63) - 12], version=1,
+            layers=[Layer(imm(0), imm(lanes), mode=LayerMode.LOCKSTEP, lanes=lanes)])
+        # Vector mode: an index-affine ADD wraps in lane 3, a SUB brings it back into range.
+        one("vector_affine", [Stream(0, StreamKind.ALU, I(0), R(2)),
+                              Stream(0, StreamKind.ALU, S(0), R(2), op=AluOp.SUB),
+                              Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
+            [0, 256, (1 << 63) - 3], version=1,
+            layers=[Layer(imm(0), imm(lanes), mode=LayerMode.LOCKSTEP, lanes=lanes)])
+        # ... and the same with 3 lanes: no lane wraps, no fault.
+        one("vector_affine_fits", [Stream(0, StreamKind.ALU, I(0), R(2)),
+                                   Stream(0, StreamKind.ALU, S(0), R(2), op=AluOp.SUB),
+                                   Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
+            [0, 256, (1 << 63) - 3], version=1,
+            layers=[Layer(imm(0), imm(3), mode=LayerMode.LOCKSTEP, lanes=lanes)])
+    return out

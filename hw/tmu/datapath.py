@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from .isa import AluOp
 
 
-__all__ = ["extend", "extract", "alu"]
+__all__ = ["extend", "extract", "alu", "outside_int64"]
 
 
 def extend(value, width, sign):
@@ -28,20 +28,33 @@ def extract(word, offset, log2_size, sign):
                shifted)))
 
 
+def outside_int64(x):
+    """Whether the signed value ``x`` lies outside the signed 64-bit range."""
+    return (x < -(1 << 63)) | (x >= (1 << 63))
+
+
 def alu(m, op, a, b):
-    """64-bit ALU of ``docs/isa.md`` (``a``, ``b`` signed 64-bit). Returns a ``signed(64)`` signal."""
+    """64-bit ALU of ``docs/isa.md`` (``a``, ``b`` signed 64-bit). Returns a ``signed(64)`` signal
+    (the result's low 64 bits) and a 1-bit signal: the exact result lies outside the signed
+    64-bit range (only ``ADD``, ``SUB``, ``MUL``, ``SHL`` can; docs/isa.md §1 "Address
+    overflow")."""
     res = Signal(signed(64))
+    wrapped = Signal()
     ua = a.as_unsigned()
     sh = b[:6]
     with m.Switch(op):
         with m.Case(AluOp.ADD):
-            m.d.comb += res.eq(a + b)
+            exact = Signal(signed(65))
+            m.d.comb += [exact.eq(a + b), res.eq(exact), wrapped.eq(outside_int64(exact))]
         with m.Case(AluOp.SUB):
-            m.d.comb += res.eq(a - b)
+            exact = Signal(signed(65))
+            m.d.comb += [exact.eq(a - b), res.eq(exact), wrapped.eq(outside_int64(exact))]
         with m.Case(AluOp.MUL):
-            m.d.comb += res.eq((a * b)[:64])
+            exact = Signal(signed(128))
+            m.d.comb += [exact.eq(a * b), res.eq(exact[:64]), wrapped.eq(outside_int64(exact))]
         with m.Case(AluOp.SHL):
-            m.d.comb += res.eq((ua << sh)[:64])
+            low = Signal(signed(64))
+            m.d.comb += [low.eq((ua << sh)[:64]), res.eq(low), wrapped.eq((low >> sh) != a)]
         with m.Case(AluOp.SHR):
             m.d.comb += res.eq(ua >> sh)
         with m.Case(AluOp.SRA):
@@ -60,4 +73,4 @@ def alu(m, op, a, b):
             m.d.comb += res.eq(a < b)
         with m.Case(AluOp.EQ):
             m.d.comb += res.eq(a == b)
-    return res
+    return res, wrapped

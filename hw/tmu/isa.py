@@ -87,6 +87,7 @@ class FaultCode(enum.Enum, shape=8):
     WATCHDOG      = 8
     TRUNCATED     = 9
     BLOCK_LENGTH  = 10  # ISA v1 only (docs/isa.md §7.7): a block stream's count out of range
+    ADDR_OVERFLOW = 11  # a load's address computation left the signed 64-bit range (§1)
 
 
 class Source(data.Struct):

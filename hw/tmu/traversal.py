@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
 from .config import TmuConfig
-from .datapath import alu, extract
-from .isa import (DONE_TOKEN, ActionKind, ControlWord1, FaultCode, MemMode, Source, SourceKind,
-                  StreamKind)
+from .datapath import alu, extract, outside_int64
+from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
+                  SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 from .rob import AllocLayout
 
@@ -251,10 +251,26 @@ class Traversal(wiring.Component):
         ]
         a_v = source(src_a)
         b_v = source(src_b)
-        alu_res = alu(m, sc.mode, a_v, b_v)
+        alu_res, alu_wrapped = alu(m, sc.mode, a_v, b_v)
 
+        # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
+        # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
+        # a stream it was computed from wrapped). A load whose ``a`` or ``b`` wrapped, or whose
+        # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
+        # before its alignment and region checks.
+        wrapped = Signal(c.streams)
+
+        def wraps(src):
+            return (src.kind == SourceKind.STREAM) & wrapped.bit_select(src.value[:self._sbits], 1)
+
+        operand_wrapped = Signal()
+        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b))
+        addr_exact = Signal(signed(98))
+        m.d.comb += addr_exact.eq(a_v + b_v * sc.stride)
         addr = Signal(signed(64))
-        m.d.comb += addr.eq(a_v + b_v * sc.stride)
+        m.d.comb += addr.eq(addr_exact[:64])
+        addr_overflow = Signal()
+        m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
         s_mode = MemMode(sc.mode)
         log2 = s_mode.log2_size
         esize = Signal(4)
@@ -266,8 +282,10 @@ class Traversal(wiring.Component):
         in_image = end <= self.mem_limit
         s_is_mem = sc.kind == StreamKind.MEM
         s_fault = Signal()
-        s_fault_v0 = s_is_mem & (misaligned | ~in_region | ~in_image)
-        s_code_v0 = Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE)
+        s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
+        s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
+                        Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
+        s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
         s_result = Signal(signed(64))
         with m.Switch(sc.kind):
             with m.Case(StreamKind.ALU):
@@ -285,8 +303,8 @@ class Traversal(wiring.Component):
         nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
         s_blk = Signal()
         blk_n = Signal(signed(64))
-        blk_start = Signal(signed(64))
-        blk_end = Signal(signed(66))
+        blk_start = Signal(signed(68))
+        blk_end = Signal(signed(70))
         blk_fault = Signal()
         blk_code = Signal(FaultCode)
         blk_addr = Signal(64)
@@ -301,7 +319,7 @@ class Traversal(wiring.Component):
 
             def first_outside(limit):
                 """Address of the first element at or past ``limit`` (bytes)."""
-                room_ = Signal(signed(66), name="blk_room")
+                room_ = Signal(signed(70), name="blk_room")
                 m.d.comb += room_.eq(limit - blk_start)
                 return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
 
@@ -310,12 +328,15 @@ class Traversal(wiring.Component):
                              blk_addr.eq(u.id)]
             with m.Elif(blk_n == 0):
                 pass
+            with m.Elif(operand_wrapped | outside_int64(blk_start)):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
+                             blk_addr.eq(u.id)]
             with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
-                             blk_addr.eq(blk_start)]
+                             blk_addr.eq(blk_start[:64])]
             with m.Elif(blk_start < region.base):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(blk_start)]
+                             blk_addr.eq(blk_start[:64])]
             with m.Elif(blk_end > r_end):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
                              blk_addr.eq(first_outside(r_end))]
@@ -323,7 +344,7 @@ class Traversal(wiring.Component):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
                              blk_addr.eq(first_outside(self.mem_limit))]
             with m.If(s_blk):
-                m.d.comb += s_result.eq(blk_start)
+                m.d.comb += s_result.eq(blk_start[:64])
         # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
         # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
         # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
@@ -347,7 +368,13 @@ class Traversal(wiring.Component):
             m.d.comb += r_lim.eq(Mux(r_end_ < self.mem_limit, r_end_, self.mem_limit))
             vc_room = Signal(signed(67))
             m.d.comb += vc_room.eq(r_lim - addr)
-            with m.If(misaligned):
+            # The lanes' exact addresses ascend from lane 0's: the first and the last active
+            # lane's are in the signed range, or one lane's address overflows.
+            vc_last = Signal(signed(100))
+            m.d.comb += vc_last.eq(addr_exact + ((count - 1) << log2))
+            with m.If(addr_overflow | outside_int64(vc_last)):
+                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_OVERFLOW), vc_addr.eq(u.id)]
+            with m.Elif(misaligned):
                 m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.MISALIGNED), vc_addr.eq(addr)]
             with m.Elif(addr < region.base):
                 m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_RANGE), vc_addr.eq(addr)]
@@ -359,8 +386,32 @@ class Traversal(wiring.Component):
         m.d.comb += [
             s_fault.eq(Mux(s_blk, blk_fault, Mux(s_vc, vc_fault, s_fault_v0))),
             s_code.eq(Mux(s_blk, blk_code, Mux(s_vc, vc_code, s_code_v0))),
-            s_faddr.eq(Mux(s_blk, blk_addr, Mux(s_vc, vc_addr, addr.as_unsigned()))),
+            s_faddr.eq(Mux(s_blk, blk_addr, Mux(s_vc, vc_addr, s_faddr_v0))),
         ]
+
+        # The evaluated stream's ``wrapped`` bit: an ALU result outside the signed 64-bit range
+        # or an operand that wrapped (FWD: its operand's); a load's value is fresh. In vector
+        # mode a lane-affine value moves by c·step per lane, so its last active lane is checked
+        # too (the lanes between lie between lane 0's and the last one's exact values).
+        s_wraps = Signal()
+        last_lane_wraps = Signal()
+        if has_lk:
+            sid_ = u.id[:self._sbits]
+            affine_exact = Signal(signed(66))
+            m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
+                                            Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
+            span = Signal(signed(40))
+            m.d.comb += span.eq((count - 1) * lk_lay.step)
+            last_exact = Signal(signed(68))
+            m.d.comb += last_exact.eq(affine_exact + Mux(self.lane_pos.bit_select(sid_, 1), span,
+                                                         Mux(self.lane_neg.bit_select(sid_, 1),
+                                                             -span, 0)))
+            m.d.comb += last_lane_wraps.eq(s_lk & self.lk_fast & outside_int64(last_exact))
+        with m.Switch(sc.kind):
+            with m.Case(StreamKind.ALU):
+                m.d.comb += s_wraps.eq(operand_wrapped | alu_wrapped | last_lane_wraps)
+            with m.Case(StreamKind.FWD):
+                m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
 
         # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
         pf_L = _pick(m, Array(self.pf_layer[i] for i in range(self._engines)), pf_e, 8, "pf_L")
@@ -665,8 +716,12 @@ class Traversal(wiring.Component):
         b_lk   = Signal()                # ... for a lane of the LOCKSTEP layer
 
         def keep_stream_value():
-            """The evaluated stream's value, a BLOCK row's count and a lane's value are kept."""
+            """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
+            and whether the value wrapped (lane by lane: whether any lane so far wrapped)."""
             m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
+            m.d.sync += wrapped.bit_select(u.id[:self._sbits], 1).eq(
+                s_wraps | (s_lk & ~self.lk_fast & (lane != 0)
+                           & wrapped.bit_select(u.id[:self._sbits], 1)))
             if has_block:
                 m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
             if has_lk:
@@ -690,6 +745,7 @@ class Traversal(wiring.Component):
                     m.d.sync += [row_active.eq(0), pad_active.eq(0), lane.eq(0),
                                  lf_valid.eq(0), first.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *nvals, *idx, *ubr)]
+                    m.d.sync += wrapped.eq(0)
                     m.next = "RUN"
 
             with m.State("RUN"):
@@ -703,7 +759,12 @@ class Traversal(wiring.Component):
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
                             with m.If(s_fault & s_lk & ~self.lk_fast):
-                                with m.If(~lf_valid | (u.id < lf_sid)):
+                                # The golden model's order: the lowest stream id; within one
+                                # stream an address overflow (checked over all lanes first),
+                                # then the first faulting lane.
+                                with m.If(~lf_valid | (u.id < lf_sid)
+                                          | ((u.id == lf_sid) & (s_code == FaultCode.ADDR_OVERFLOW)
+                                             & (lf_code != FaultCode.ADDR_OVERFLOW))):
                                     m.d.sync += [lf_valid.eq(1), lf_sid.eq(u.id),
                                                  lf_code.eq(s_code), lf_addr.eq(s_faddr)]
                                 advance(cur_fault=Const(1))

@@ -18,8 +18,8 @@ from typing import Protocol, Sequence
 from .execute import CoreCostModel, ExecuteResult, execute_tokens
 from .golden import AccessFault, run_golden
 from .image import MemoryImage, bind_arguments, build_image
-from .isa import Fault, Limits
-from .kernel import Kernel
+from .isa import Fault, Limits, SrcKind
+from .kernel import ArgKind, Kernel
 
 __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayTransport", "RunResult", "run_kernel",
            "TARGETS"]
@@ -119,18 +119,69 @@ def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
 
 
 def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> str:
-    """A user-level explanation of an access-unit fault (which input was wrong, and how)."""
+    """A user-level explanation of an access-unit fault (which input was wrong, and how).
+
+    ``ADDR_RANGE``: the address (signed) relative to the tensor it falls in or nearest to, and the
+    arguments whose values select positions in that tensor (``Kernel.host_checks``: index arrays
+    and loop bounds); ``RANGE_ORDER``: the arguments that give loop bounds.
+    """
     code = Fault(code)
+
+    def names(params) -> str:
+        return " or ".join(f"arg{n} ({kernel.params[n].name!r})" for n in params)
+
     if code == Fault.ADDR_RANGE:
-        where = image.describe(addr)
+        where = image.describe(addr, outside=True)
+        found = image.nearest(addr, outside=True)
+        sources = []
+        if found is not None:
+            sources = list(dict.fromkeys(c.source for c in kernel.host_checks
+                                         if c.target == found[0] and c.kind in ("index", "bound")))
+        blame = (f"a value of {names(sources)}, which selects positions in {found[1].name!r}, is out of range"
+                 if sources else
+                 f"an index used to address {found[1].name!r} is out of range" if found is not None
+                 else "an index is out of range")
         return (f"access unit fault ADDR_RANGE: a load at {where} is outside the memory region it was "
-                f"granted; an index (e.g. in 'indices') is out of range for the table it selects from")
+                f"granted; {blame}")
     if code == Fault.RANGE_ORDER:
+        bounds = list(dict.fromkeys(c.source for c in kernel.host_checks if c.kind == "bound"))
+        what = f"{names(bounds)} must be non-decreasing" if bounds else "loop bounds must be non-decreasing"
         return (f"access unit fault RANGE_ORDER: layer {addr} got an upper bound below its lower bound; "
-                f"offsets must be non-decreasing")
+                f"{what}")
     if code == Fault.MISALIGNED:
         return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
+    if code == Fault.BLOCK_LENGTH and kernel.limits is not None:
+        return (f"access unit fault BLOCK_LENGTH: block stream {addr} got a length above max_block = "
+                f"{kernel.limits.max_block} of the TMU configuration {kernel.limits.name or '(unnamed)'} "
+                f"or below 0")
     return f"access unit fault {code.name} at {addr:#x}"
+
+
+def check_block_lengths(kernel: Kernel, regs: Sequence[int], limits: Limits | None) -> None:
+    """Refuse a run whose block stream (docs/isa.md §7.4: one row loaded as a block) would get a
+    length from an argument register above ``limits.max_block`` (the unit would stop with fault
+    ``BLOCK_LENGTH``). ``ValueError`` names the argument, its value (the ``embedding_dim``) and
+    ``max_block``. Lengths known at compile time are checked by the compiler (CompileError)."""
+    if limits is None or not limits.max_block:
+        return
+    for sid, stream in enumerate(kernel.program.streams):
+        count = getattr(stream, "count", None)
+        if not getattr(stream, "block", False) or count is None or count.kind != SrcKind.ARG:
+            continue
+        value = regs[count.value]
+        if 0 <= value <= limits.max_block:
+            continue
+        spec = kernel.arg_map[count.value]
+        if spec.kind == ArgKind.DIM:
+            what = f"arg{spec.param} ({kernel.params[spec.param].name}) dimension {spec.axis}"
+        elif spec.kind == ArgKind.SCALAR:
+            what = f"arg{spec.param} ({kernel.params[spec.param].name})"
+        else:
+            what = f"argument register {count.value} ({spec})"
+        raise ValueError(f"{what} is {value}: block stream {sid} would load rows of embedding_dim = "
+                         f"{value} elements, more than max_block = {limits.max_block} of the TMU "
+                         f"configuration {limits.name or '(unnamed)'} (Limits.max_block); compile at "
+                         f"-O2 or lower, or for a configuration with a larger max_block")
 
 
 def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden", *,
@@ -159,7 +210,9 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     """
     transport = _transport(target, kernel, **options)
     image = build_image(kernel, args)
+    kernel.check_arguments(args)
     regs = bind_arguments(kernel, args, image)
+    check_block_lengths(kernel, regs, options.get("limits") or kernel.limits)
     program = kernel.program.encode()
     access = transport.run(program, image.data, regs)
     if access.fault_code != Fault.NONE:

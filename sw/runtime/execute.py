@@ -44,6 +44,17 @@ class ExecuteResult:
     core_cycles: int = 0                                # from the cost model
 
 
+def _generated_line(kernel: Kernel, error: BaseException) -> str:
+    """The line of the generated execute source where ``error`` was raised (names the arrays)."""
+    tb, line = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == f"<execute:{kernel.name}>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    lines = kernel.execute_source.splitlines()
+    return f"'{lines[line - 1].strip()}'" if line and line <= len(lines) else "unknown line"
+
+
 def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
                    control_tokens: Sequence[int], cost: CoreCostModel | None = None) -> ExecuteResult:
     """Run the kernel's compute loop over the given token streams.
@@ -53,6 +64,9 @@ def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
     ExecuteError
         When a callback pops more operands than were pushed, operands are left over, the control
         stream does not end with DONE, or names a callback the kernel does not have.
+    ValueError
+        The execute side indexed an argument out of its bounds (an argument too small for the
+        kernel that the host checks did not catch); the message quotes the generated line.
     """
     cost = cost or CoreCostModel()
     if not control_tokens or control_tokens[-1] != DONE_TOKEN:
@@ -79,7 +93,11 @@ def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
             calls[tok] += 1
             yield tok
 
-    results = kernel.execute_fn()(list(args), control(), pop)
+    try:
+        results = kernel.execute_fn()(list(args), control(), pop)
+    except IndexError as e:
+        raise ValueError(f"the execute side of kernel {kernel.name!r} indexed outside an argument "
+                         f"({_generated_line(kernel, e)}): {e}") from None
     calls.pop(DONE_TOKEN, None)
     if popped != len(data_tokens):
         raise ExecuteError(f"the compute loop popped {popped} operands, the access unit pushed {len(data_tokens)}")

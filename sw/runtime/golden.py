@@ -7,7 +7,10 @@ by token (``tb/``), and the execute side consumes its tokens when the target is 
 
 Run-time faults stop the run: the tokens produced before the fault are kept, no ``DONE`` token is
 pushed, and :class:`GoldenResult` records the fault code and address (``run_golden``), or
-:class:`AccessFault` is raised (``run_golden(..., raise_on_fault=True)``).
+:class:`AccessFault` is raised (``run_golden(..., raise_on_fault=True)``). Addresses are computed
+exactly: one that leaves the signed 64-bit range faults ``ADDR_OVERFLOW`` (docs/isa.md §1). A run
+longer than ``max_iterations`` loop iterations stops with ``WATCHDOG``, as the RTL's watchdog
+stops a unit that makes no progress.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Sequence
 from .isa import (DONE_TOKEN, MASK64, ActionKind, AluOp, Event, Fault, LayerMode, Limits, Program,
                   SrcKind, StreamKind, _to_signed64)
 
-__all__ = ["AccessFault", "GoldenResult", "run_golden"]
+__all__ = ["AccessFault", "GoldenResult", "MAX_ITERATIONS", "run_golden"]
 
 
 class AccessFault(RuntimeError):
@@ -46,7 +49,9 @@ class GoldenResult:
         return self.fault_code != Fault.NONE
 
 
-def _alu(op: AluOp, a: int, b: int) -> int:
+def _alu(op: AluOp, a: int, b: int) -> tuple[int, bool]:
+    """``op(a, b)`` on signed 64-bit values: (the result's low 64 bits as a signed value, whether
+    the exact result lies outside [-2**63, 2**63), i.e. wrapped; only ADD, SUB, MUL, SHL can)."""
     if op == AluOp.ADD:
         r = a + b
     elif op == AluOp.SUB:
@@ -75,7 +80,12 @@ def _alu(op: AluOp, a: int, b: int) -> int:
         r = int(a == b)
     else:  # decode() rejects other ops
         raise AssertionError(op)
-    return _to_signed64(r)
+    value = _to_signed64(r)
+    return value, op in (AluOp.ADD, AluOp.SUB, AluOp.MUL, AluOp.SHL) and value != r
+
+
+def _outside_int64(x: int) -> bool:
+    return not -(1 << 63) <= x < 1 << 63
 
 
 class _Packer:
@@ -104,8 +114,10 @@ class _Packer:
 
 class _Machine:
     def __init__(self, prog: Program, memory: bytes, args: Sequence[int], result: GoldenResult,
-                 limits: Limits):
+                 limits: Limits, max_iterations: int):
         self.prog = prog
+        self.max_iterations = max_iterations
+        self.budget = max_iterations      # loop iterations left before WATCHDOG
         self.mem = memory
         self.args = [_to_signed64(int(a)) for a in args]
         self.out = result
@@ -115,6 +127,9 @@ class _Machine:
         self.first = [0] * n
         self.count = [1] * n
         self.value: list = [0] * len(prog.streams)   # int, list of lanes, or list of block elements
+        # Whether a stream's value (any active lane of a vector) wrapped past 64 bits, itself or
+        # in a stream it was computed from (docs/isa.md §1, "Address overflow").
+        self.wrapped = [False] * len(prog.streams)
         self.by_layer = [[sid for sid, s in enumerate(prog.streams) if s.layer == k] for k in range(n)]
         self.actions = {(k, e): [a for a in prog.actions if a.layer == k and a.event == e]
                         for k in range(n) for e in Event}
@@ -135,6 +150,19 @@ class _Machine:
         if s.kind == SrcKind.COUNT:
             return self.count[s.value]
         return self.first[s.value]
+
+    def wraps(self, s) -> bool:
+        """The source is a stream whose value wrapped (an ALU result outside 64 bits)."""
+        return s.kind == SrcKind.STREAM and self.wrapped[s.value]
+
+    def overflow(self, sid: int, addresses) -> None:
+        """``ADDR_OVERFLOW`` before any other check of a load (docs/isa.md §1): an address operand
+        that wrapped, or an exact address (one per active lane) outside the signed 64-bit range."""
+        s = self.prog.streams[sid]
+        if self.wraps(s.a) or self.wraps(s.b) or any(_outside_int64(x) for x in addresses):
+            raise AccessFault(Fault.ADDR_OVERFLOW, sid,
+                              f"stream {sid}: its address computation overflows 64 bits "
+                              f"(an index too large for its table?)")
 
     def lane(self, s, lane: int) -> int:
         v = self.src(s)
@@ -171,9 +199,9 @@ class _Machine:
         self.out.bytes_loaded += s.size
         return _to_signed64(raw)
 
-    def load(self, sid: int, a: int, b: int) -> int:
+    def load(self, sid: int, addr: int) -> int:
+        """The element at the exact address ``addr`` (``overflow`` has checked its range)."""
         s = self.prog.streams[sid]
-        addr = _to_signed64(a + b * s.stride)
         self.check(sid, addr, s.size, s.size)
         return self.read(s, addr)
 
@@ -185,7 +213,8 @@ class _Machine:
                               f"block stream {sid} has count {n}, must be in [0, {self.limits.max_block}]")
         if n == 0:
             return []
-        start = _to_signed64(self.src(s.a) + self.src(s.b) * s.size)
+        start = self.src(s.a) + self.src(s.b) * s.size
+        self.overflow(sid, [start])
         self.check(sid, start, n * s.size, s.size)
         return [self.read(s, start + e * s.size) for e in range(n)]
 
@@ -196,24 +225,27 @@ class _Machine:
             self.value[sid] = self.load_block(sid)
             return
         if lanes is None:
-            a = self.src(s.a)
-            if s.kind == StreamKind.MEM:
-                self.value[sid] = self.load(sid, a, self.src(s.b))
-            elif s.kind == StreamKind.ALU:
-                self.value[sid] = _alu(s.op, a, self.src(s.b))
-            else:
-                self.value[sid] = a
-            return
-        vec = [0] * lanes
-        self.value[sid] = vec
-        for lane in range(self.count[s.layer]):
-            a = self.lane(s.a, lane)
-            if s.kind == StreamKind.MEM:
-                vec[lane] = self.load(sid, a, self.lane(s.b, lane))
-            elif s.kind == StreamKind.ALU:
-                vec[lane] = _alu(s.op, a, self.lane(s.b, lane))
-            else:
-                vec[lane] = a
+            operands = [(self.src(s.a), self.src(s.b))]
+        else:                             # the active lanes (masked lanes compute nothing)
+            operands = [(self.lane(s.a, lane), self.lane(s.b, lane))
+                        for lane in range(self.count[s.layer])]
+        if s.kind == StreamKind.MEM:
+            addresses = [a + b * s.stride for a, b in operands]   # exact
+            self.overflow(sid, addresses)
+            values = [self.load(sid, addr) for addr in addresses]
+            wrapped = False
+        elif s.kind == StreamKind.ALU:
+            results = [_alu(s.op, a, b) for a, b in operands]
+            values = [v for v, _ in results]
+            wrapped = self.wraps(s.a) or self.wraps(s.b) or any(w for _, w in results)
+        else:
+            values = [a for a, _ in operands]
+            wrapped = self.wraps(s.a)
+        self.wrapped[sid] = wrapped
+        if lanes is None:
+            self.value[sid] = values[0]
+        else:
+            self.value[sid] = values + [0] * (lanes - len(values))
 
     def fire(self, layer: int, event: Event) -> None:
         for a in self.actions[(layer, event)]:
@@ -228,6 +260,16 @@ class _Machine:
                 self.out.control_tokens.append(a.callback)
         self.packer.flush()
 
+    def iterate(self, k: int, count: int) -> None:
+        """Count ``count`` iterations of layer ``k`` (a vector iteration's active lanes) against
+        ``max_iterations`` before they run."""
+        self.budget -= count
+        if self.budget < 0:
+            raise AccessFault(Fault.WATCHDOG, 0,
+                              f"the run exceeds max_iterations={self.max_iterations} loop "
+                              f"iterations (in layer {k}); is a loop bound wrong?")
+        self.out.iterations[k] += count
+
     def traverse(self, k: int) -> None:
         layer = self.prog.layers[k]
         lb, ub, step = self.src(layer.lb), self.src(layer.ub), self.src(layer.step)
@@ -240,14 +282,14 @@ class _Machine:
                 count = min(lanes, -(-(ub - i) // step))
                 self.first[k], self.count[k] = i, count
                 self.index[k] = [i + l * step if l < count else 0 for l in range(lanes)]
-                self.out.iterations[k] += count
+                self.iterate(k, count)
                 for sid in self.by_layer[k]:
                     self.evaluate(sid, lanes)
                 self.fire(k, Event.ITER)
             return                       # a LOCKSTEP layer is the last layer (docs/isa.md §7.2)
         for i in range(lb, ub, step):
+            self.iterate(k, 1)
             self.index[k] = self.first[k] = i
-            self.out.iterations[k] += 1
             for sid in self.by_layer[k]:
                 self.evaluate(sid, None)
             self.fire(k, Event.ITER)
@@ -263,8 +305,15 @@ class _Machine:
         self.out.control_tokens.append(DONE_TOKEN)
 
 
+#: Default of ``run_golden``'s ``max_iterations``: 2**24 loop iterations, about 25 times the
+#: largest run in the project (Cora at dim 64, -O0: about 0.7 million) and a minute or two of
+#: this model's time; what the RTL's watchdog is to a loop that never ends.
+MAX_ITERATIONS = 1 << 24
+
+
 def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
-               limits: Limits | None = None, raise_on_fault: bool = False) -> GoldenResult:
+               limits: Limits | None = None, raise_on_fault: bool = False,
+               max_iterations: int = MAX_ITERATIONS) -> GoldenResult:
     """Execute an access program and return its output-queue token streams.
 
     Parameters
@@ -282,6 +331,13 @@ def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
         ``Limits.from_file("configs/tmu_vector.json")``.
     raise_on_fault : bool
         Raise :class:`AccessFault` on a run-time fault instead of returning it in the result.
+    max_iterations : int
+        Stop with fault ``WATCHDOG`` (address 0, the RTL watchdog's fault, docs/isa.md §5)
+        before the loop iteration that would exceed this many iterations of all layers together
+        (a LOCKSTEP vector iteration counts its active lanes, as ``GoldenResult.iterations``);
+        the tokens produced until then are kept. The model has no cycles to time out on, so it
+        bounds the work instead (a wrong loop bound would otherwise run for hours). Default
+        ``MAX_ITERATIONS`` = 2**24. Must be >= 0 (``ValueError``).
 
     Raises
     ------
@@ -289,14 +345,19 @@ def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
         A malformed program (decode fault: code and PC as the RTL reports them).
     AccessFault
         Only with ``raise_on_fault``: a run-time fault.
+    ValueError
+        ``max_iterations`` is not an int >= 0.
     """
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
+            or max_iterations < 0:
+        raise ValueError(f"max_iterations must be an int >= 0, not {max_iterations!r}")
     if isinstance(program, Program):
         program = program.encode()
     limits = limits or Limits()
     prog = Program.decode(bytes(program), limits)
     args = list(args) + [0] * max(0, prog.n_args - len(args))
     result = GoldenResult()
-    machine = _Machine(prog, bytes(memory), args, result, limits)
+    machine = _Machine(prog, bytes(memory), args, result, limits, max_iterations)
     try:
         machine.run()
     except AccessFault as fault:

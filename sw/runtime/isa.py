@@ -61,6 +61,7 @@ class Fault(enum.IntEnum):
     WATCHDOG = 8
     TRUNCATED = 9
     BLOCK_LENGTH = 10       # v1: a block stream's count is negative or above Limits.max_block
+    ADDR_OVERFLOW = 11      # a load's address computation left the signed 64-bit range
 
 
 class SrcKind(enum.IntEnum):

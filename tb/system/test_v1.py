@@ -7,9 +7,9 @@ from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
 from sim.system import RtlJob, run_many_on_rtl
-from tb.programs import (block_after_immediate_case, block_case, block_cases, lockstep_case,
-                         lockstep_cases, mutated_cases, pack_case, random_v1_case,
-                         v1_decode_cases)
+from tb.programs import (address_overflow_cases, block_after_immediate_case, block_case,
+                         block_cases, lockstep_case, lockstep_cases, mutated_cases, pack_case,
+                         random_v1_case, v1_decode_cases)
 from tb.seeds import fresh_seed, seed_range
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
@@ -123,3 +123,28 @@ def test_lockstep_vector_mode_loads_words():
     # engines may load a few past them speculatively).
     others = 2 * 3 + len(indices)
     assert words + others <= r.stats["loads"] <= words + others + 4, r.stats
+
+
+def test_address_overflow_faults():
+    """Addresses whose computation leaves the signed 64-bit range fault ADDR_OVERFLOW at the
+    stream id, before the region check, as in the golden model (issue 8 item 2: indices 2**59,
+    -2**59 and 2**61 + 5 into an 8-wide f32 table read rows 0, 0 and 5); neighbours that fit do
+    not; in a LOCKSTEP layer, lane by lane and in vector mode, a later lane's overflow comes
+    before lane 0's ADDR_RANGE."""
+    cases = address_overflow_cases(CFG)
+    results = _run(cases, backpressure=0.3)
+    for case, r in zip(cases, results):
+        assert_matches(case, r, CFG)
+    codes = {c.name: r.fault_code for c, r in zip(cases, results)}
+    for name in ("eb_2p59", "eb_m2p59", "eb_2p61p5", "eb_2p58", "addr_up", "addr_down",
+                 "alu_mul_and", "alu_shl", "block", "lanes", "vector_load", "vector_affine"):
+        assert codes[f"overflow_{name}"] == Fault.ADDR_OVERFLOW, name
+    for name in ("eb_2p57", "alu_mul_fits"):
+        assert codes[f"overflow_{name}"] == Fault.ADDR_RANGE, name
+    for name in ("alu_mul_pushed", "block_empty", "vector_affine_fits"):
+        assert codes[f"overflow_{name}"] == 0, name
+    by_name = dict(zip((c.name for c in cases), results))
+    assert by_name["overflow_eb_2p59"].fault_addr == 6            # the table's stream
+    # Vector mode: one STREAM uop per stream and vector iteration (lane by lane: 2 per lane).
+    assert by_name["overflow_vector_affine_fits"].stats["lane_eval_uops"] == 3
+    assert by_name["overflow_lanes"].stats["lane_eval_uops"] == 2 * min(8, CFG.lanes)

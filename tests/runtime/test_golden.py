@@ -106,3 +106,106 @@ def test_begin_end_fire_around_an_empty_traversal_and_step():
     assert run_golden(prog, bytes(8), [8]).data_tokens == [3, 5, 7, 3, 5, 7]
     r = run_golden(prog, bytes(8), [3])                       # empty inner traversal
     assert r.control_tokens == [7, 1, 2, 1, 2, DONE_TOKEN] and r.data_tokens == []
+
+
+@pytest.mark.parametrize("index", [1 << 59, -(1 << 59), (1 << 61) + 5, 1 << 58, (1 << 63) - 1,
+                                   -(1 << 63)])
+def test_index_whose_address_wraps_faults_addr_overflow(index):
+    """Issue 8 item 2: an index whose byte offset (index * dim * 4) leaves the signed 64-bit
+    range used to wrap and read row 0, 0, 5 of an 8-wide f32 table; it now faults
+    ADDR_OVERFLOW at the table's stream (6) before the region check, keeping earlier tokens."""
+    table = np.arange(48, dtype=np.float32).reshape(6, 8)
+    memory, args = embedding_bag_memory(table, np.array([1, index], dtype=np.int64),
+                                        np.array([0, 2], dtype=np.int64))
+    r = run_golden(embedding_bag_program(4), memory, args)
+    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_OVERFLOW, 6)
+    assert len(r.data_tokens) == 1 + 8 and r.control_tokens == [BAG_BEGIN, ROW]
+    with pytest.raises(AccessFault, match=r"stream 6: its address computation overflows 64 bits"):
+        run_golden(embedding_bag_program(4), memory, args, raise_on_fault=True)
+
+
+def test_index_whose_address_fits_still_faults_addr_range():
+    table = np.ones((6, 8), dtype=np.float32)
+    memory, args = embedding_bag_memory(table, np.array([1 << 57], dtype=np.int64),
+                                        np.array([0, 1], dtype=np.int64))
+    r = run_golden(embedding_bag_program(4), memory, args)
+    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, args[2] + (1 << 62))
+
+
+def _address_program(op, n=1):
+    """s0 = op(a0, a1); s1 = s0 & 0xF; s2 loads byte s1; pushes s0 (and s2)."""
+    S, R, imm = Source.stream, Source.arg, Source.imm
+    return Program(n_args=2, layers=[Layer(imm(0), imm(n))],
+                   regions=[Region(imm(0), imm(64))],
+                   streams=[Stream(0, StreamKind.ALU, R(0), R(1), op=op),
+                            Stream(0, StreamKind.ALU, S(0), imm(0xF), op=AluOp.AND),
+                            Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
+                   actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(0)),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(2))])
+
+
+@pytest.mark.parametrize("op, a, b, wraps", [
+    (AluOp.ADD, 2**63 - 1, 1, True), (AluOp.ADD, 2**63 - 2, 1, False),
+    (AluOp.ADD, -2**63, -1, True), (AluOp.SUB, -2**63, 1, True), (AluOp.SUB, -2**63 + 1, 1, False),
+    (AluOp.SUB, 0, -2**63, True), (AluOp.MUL, 2**62, 2, True), (AluOp.MUL, -2**62, 2, False),
+    (AluOp.MUL, -2**63, -1, True), (AluOp.MUL, 2**32, 2**31, True), (AluOp.MUL, 2**32, 2**30, False),
+    (AluOp.SHL, 1, 62, False), (AluOp.SHL, 1, 63, True), (AluOp.SHL, -1, 63, False),
+    (AluOp.SHL, 3, 62, True), (AluOp.SHL, 5, 64 + 1, False),
+    (AluOp.SHR, -1, 0, False), (AluOp.XOR, -1, 2**63 - 1, False), (AluOp.MAX, -2**63, 2**63 - 1, False),
+])
+def test_alu_results_that_wrap_fault_when_they_reach_an_address(op, a, b, wraps):
+    """An ALU ADD/SUB/MUL/SHL result outside the signed 64-bit range marks the value wrapped;
+    the mark survives an AND that brings it into range, and a load whose address reads it
+    faults ADDR_OVERFLOW (address: the load's stream id). Without a load it is only pushed."""
+    r = run_golden(_address_program(op), bytes(64), [a, b])
+    assert (r.fault_code, r.fault_addr) == ((Fault.ADDR_OVERFLOW, 2) if wraps else (0, 0))
+    pushed = Program(n_args=2, layers=[Layer(Source.imm(0), Source.imm(1))],
+                     streams=[Stream(0, StreamKind.ALU, Source.arg(0), Source.arg(1), op=op)],
+                     actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=Source.stream(0))])
+    assert not run_golden(pushed, bytes(8), [a, b]).faulted
+
+
+def test_address_past_the_signed_range_faults_before_the_region_check():
+    """a + i * stride with a = -2**63 + 2**31 - 8, stride -2**31: iteration 0 reads a (below the
+    region: ADDR_RANGE at a); iteration 1 would read -2**63 - 8 (ADDR_OVERFLOW at stream 0)."""
+    I, R, imm = Source.index, Source.arg, Source.imm
+    a = -(1 << 63) + (1 << 31) - 8
+    for lb, fault in ((0, (Fault.ADDR_RANGE, a & (2**64 - 1))), (1, (Fault.ADDR_OVERFLOW, 0))):
+        prog = Program(n_args=1, layers=[Layer(imm(lb), imm(3))], regions=[Region(imm(0), imm(64))],
+                       streams=[Stream(0, StreamKind.MEM, R(0), I(0), size=8, stride=-(1 << 31))],
+                       actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=Source.stream(0))])
+        r = run_golden(prog, bytes(64), [a])
+        assert (r.fault_code, r.fault_addr) == fault and r.data_tokens == []
+
+
+def _counting_loop(ub):
+    """Two layers: layer 0 over [0, 2), layer 1 over [0, ub) pushing its index."""
+    imm = Source.imm
+    return Program(n_args=0, layers=[Layer(imm(0), imm(2)), Layer(imm(0), imm(ub))],
+                   actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=Source.index(1)),
+                            Action(0, Event.END, ActionKind.CONTROL, callback=1)])
+
+
+def test_max_iterations_stops_a_long_run_with_the_watchdog_fault():
+    """Issue 8 item 8: a wrong loop bound (here 2**27 - 1 iterations) stops after
+    ``max_iterations`` loop iterations of all layers with WATCHDOG, the RTL watchdog's fault;
+    the tokens of the iterations that ran are kept, no DONE."""
+    r = run_golden(_counting_loop((1 << 27) - 1), bytes(8), [], max_iterations=1000)
+    assert (r.fault_code, r.fault_addr) == (Fault.WATCHDOG, 0)
+    assert sum(r.iterations) == 1000 and r.iterations == [1, 999]
+    assert r.data_tokens == list(range(999)) and r.control_tokens == []
+    with pytest.raises(AccessFault, match=r"exceeds max_iterations=1000 loop iterations \(in layer 1\)"):
+        run_golden(_counting_loop(1 << 20), bytes(8), [], max_iterations=1000, raise_on_fault=True)
+
+
+def test_max_iterations_is_exact_and_has_a_default():
+    import inspect
+    from sw.runtime.golden import MAX_ITERATIONS
+    prog = _counting_loop(5)                                 # 2 + 2 * 5 = 12 iterations
+    assert not run_golden(prog, bytes(8), [], max_iterations=12).faulted
+    assert run_golden(prog, bytes(8), [], max_iterations=11).fault_code == Fault.WATCHDOG
+    assert MAX_ITERATIONS == 1 << 24
+    assert inspect.signature(run_golden).parameters["max_iterations"].default == MAX_ITERATIONS
+    for bad in (-1, 1.5, True, None):
+        with pytest.raises(ValueError, match=rf"^max_iterations must be an int >= 0, not {bad!r}$"):
+            run_golden(prog, bytes(8), [], max_iterations=bad)

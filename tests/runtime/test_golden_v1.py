@@ -188,3 +188,44 @@ def test_v1_program_needs_a_v1_unit():
     prog = Program.from_asm(".version 1\nlayer 0 lb=#0 ub=#1 lockstep lanes=2\n")
     with pytest.raises(Exception, match="version must be 0, not 1"):
         run_golden(prog, b"", [])
+
+
+@pytest.mark.parametrize("n, fault", [(2, (Fault.ADDR_OVERFLOW, 0)), (0, (0, 0))])
+def test_block_row_whose_start_wraps_faults_addr_overflow(n, fault):
+    # start = a0 + 2 * 4 = 2**63: outside the signed range; an empty row is not checked
+    r = run(""".version 1
+.args 2
+layer 0 lb=#0 ub=#1 step=#1
+region 0 base=#0 size=#48
+stream 0 layer=0 mem region=0 a=a0 b=#2 size=4 block n=a1
+action layer=0 iter operand s0 esize=4
+""", [(1 << 63) - 8, n])
+    assert (r.fault_code, r.fault_addr) == fault and r.loads == 0
+
+
+def test_lockstep_overflow_in_a_later_lane_comes_before_lane_0s_region_fault():
+    # s0 = i * 2**62 wraps in lane 2; lane 0 of s1 reads address 0, below the region [16, 64):
+    # the overflow (checked over all active lanes first) is the fault.
+    prog = """.version 1
+.args 2
+layer 0 lb=#0 ub=#4 step=#1 lockstep lanes=4
+region 0 base=#16 size=#48
+stream 0 layer=0 alu mul a=i0 b=a0
+stream 1 layer=0 mem region=0 a=#0 b=s0 stride=1 size=1
+action layer=0 iter operand s1
+"""
+    r = run(prog, [1 << 62, 0])
+    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_OVERFLOW, 1) and r.loads == 0
+    r = run(prog, [1 << 61, 0])                # 3 * 2**61 fits: lane 0's ADDR_RANGE
+    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, 0)
+
+
+def test_max_iterations_counts_active_lanes():
+    prog = """.version 1
+.args 0
+layer 0 lb=#0 ub=#10 step=#1 lockstep lanes=4
+action layer=0 iter operand c0
+"""
+    assert run(prog, [], max_iterations=10).data_tokens == [4, 4, 2]
+    r = run(prog, [], max_iterations=9)                      # the tail's 2 lanes do not fit
+    assert (r.fault_code, r.data_tokens) == (Fault.WATCHDOG, [4, 4])

@@ -85,7 +85,6 @@ def _compile(text: str, limits, opt_level: int) -> Kernel:
     return compile_mlir(text, filename="<torch>", limits=limits)
 
 
-
 def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
                   opt_level: int = 0) -> "TorchKernel | PlanKernel":
     """Compile a PyTorch module or function traced with ``torch.export`` on ``example_inputs``.

@@ -55,7 +55,7 @@ class TorchKernel:
         weight_tensor = (self._input(inputs, "weight") if self._weight is None
                          else self._weight.current())
         weight = _numpy(weight_tensor, "weight")
-        dtype = np.dtype(spec.dtype)
+        dtype = _np_dtype(spec.dtype)
         if weight.dtype != dtype:
             raise ValueError(f"weight must have dtype {dtype}, not {weight.dtype}")
         indices = _numpy(self._input(inputs, "indices"), "input")
@@ -107,7 +107,10 @@ class TorchKernel:
         if psw is not None:
             if spec.mode != "sum":
                 raise ValueError("per_sample_weights is only supported with mode='sum'")
-            psw = np.ascontiguousarray(psw, dtype=dtype)
+            if psw.dtype != dtype:
+                raise ValueError(f"per_sample_weights must have the weight's dtype {spec.dtype}, not "
+                                 f"{_dtype_name(psw_in)}")
+            psw = np.ascontiguousarray(psw)
         nbags = offsets.size - 1
         out = np.zeros((nbags, weight.shape[1]), dtype=dtype)
         args = [np.ascontiguousarray(weight), np.ascontiguousarray(indices), offsets]
@@ -122,8 +125,7 @@ class TorchKernel:
 
     def unbind(self, results) -> torch.Tensor:
         """The PyTorch result (the output of the bag) from the kernel's results."""
-        return torch.from_numpy(np.asarray(results[0]))
-
+        return _torch(np.asarray(results[0]), getattr(torch, self.spec.dtype))
 
 
 def _renorm(weight, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
@@ -137,14 +139,33 @@ def _renorm(weight, indices: np.ndarray, max_norm: float, norm_type: float) -> N
                                 max_norm, norm_type)
 
 
+def _np_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of a kernel argument of torch dtype ``name`` (bfloat16: uint16 bits)."""
+    return np.dtype(np.uint16) if name == "bfloat16" else np.dtype(name)
+
+
+def _dtype_name(value) -> str:
+    return str(value.dtype).removeprefix("torch.")
+
+
+def _torch(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """A kernel result as a tensor of ``dtype`` (a bfloat16 result is its uint16 bit patterns)."""
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(array).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
 
 def _numpy(value, name: str) -> np.ndarray:
+    """``value`` (a tensor or an array) as NumPy; a bfloat16 tensor as its uint16 bit patterns,
+    how a ``bf16`` memref is passed (``docs/compiler.md``, "Supported input")."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        if value.dtype == torch.bfloat16:
+            return value.view(torch.int16).numpy().view(np.uint16)
+        return value.numpy()
     if isinstance(value, np.ndarray):
         return value
     raise ValueError(f"{name} must be a tensor, not {type(value).__name__}")
-
 
 
 def _tensor(src, inputs: tuple):
@@ -153,10 +174,8 @@ def _tensor(src, inputs: tuple):
     return inputs[v] if kind == "input" else v.current()
 
 
-
 def _value(src, inputs: tuple, name: str) -> np.ndarray:
     return _numpy(_tensor(src, inputs), name)
-
 
 
 def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:
@@ -169,7 +188,6 @@ def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:
         k = int(bad[0])
         raise ValueError(f"{name}[{k}] = {int(a[k])} is out of range for {bound} rows")
     return a
-
 
 
 class PlanKernel:

@@ -19,20 +19,25 @@ from .torch_scf import BagSpec
 
 _MODES = {0: "sum", 1: "mean", 2: "max"}
 
-_DTYPES = {torch.float32: ("float32", "f32"), torch.float64: ("float64", "f64")}
+_DTYPES = {torch.float32: ("float32", "f32"), torch.float64: ("float64", "f64"),
+           torch.float16: ("float16", "f16"), torch.bfloat16: ("bfloat16", "bf16")}
 
 _ELEM = {torch.float32: "f32", torch.float64: "f64", torch.int32: "i32", torch.int64: "i64"}
+_HALF_ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
 _BAG_OPS = ("aten.embedding_bag.padding_idx", "aten.embedding_bag.default",
             "aten._embedding_bag.default", "aten._embedding_bag_forward_only.default")
 
 
-
-def _elem(t: torch.Tensor, what: str) -> str:
+def _elem(t: torch.Tensor, what: str, *, half: bool = False) -> str:
+    """The MLIR element type of ``t``'s dtype; float16/bfloat16 only with ``half``."""
+    if half and t.dtype in _HALF_ELEM:
+        return _HALF_ELEM[t.dtype]
     if t.dtype not in _ELEM:
-        raise CompileError(f"unsupported {what} dtype {t.dtype} (float32, float64, int32 and int64 are)")
+        more = ", float16, bfloat16" if half else ""
+        raise CompileError(f"unsupported {what} dtype {t.dtype} (float32, float64{more}, int32 and "
+                           "int64 are)")
     return _ELEM[t.dtype]
-
 
 
 class _Live:
@@ -59,14 +64,12 @@ class _Live:
         return obj if isinstance(obj, torch.Tensor) else self._tensor
 
 
-
 def _live(module: torch.nn.Module, ep, spec) -> _Live:
     """The :class:`_Live` of a non-user input ``spec`` of the exported program ``ep``."""
     from torch.export.graph_signature import InputKind
     kind = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(spec.kind, "constant")
     value = ep.constants[spec.target] if spec.target in ep.constants else ep.state_dict[spec.target]
     return _Live(module, kind, spec.target, value)
-
 
 
 @dataclass
@@ -79,14 +82,13 @@ class _Found:
     renorm: tuple[float, float] | None = None   # (max_norm, norm_type)
 
 
-
 def _check_weight(weight: torch.Tensor) -> str:
     if weight.dtype not in _DTYPES:
-        raise CompileError(f"unsupported embedding weight dtype {weight.dtype} (float32 and float64 are)")
+        raise CompileError(f"unsupported embedding weight dtype {weight.dtype} (float32, float64, "
+                           "float16 and bfloat16 are)")
     if weight.dim() != 2:
         raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
     return _DTYPES[weight.dtype][0]
-
 
 
 def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
@@ -99,7 +101,6 @@ def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
                   "attributes", renorm)
 
 
-
 class _Wrap(torch.nn.Module):
     def __init__(self, fn: Callable):
         super().__init__()
@@ -109,14 +110,12 @@ class _Wrap(torch.nn.Module):
         return self.fn(*args)
 
 
-
 def _export(module: torch.nn.Module, example_inputs: tuple):
     try:
         return torch.export.export(module, tuple(example_inputs))
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
         raise CompileError(f"torch.export could not trace the module: {type(e).__name__}: "
                            f"{str(e).splitlines()[0] if str(e) else ''}") from None
-
 
 
 class _Graph:
@@ -202,7 +201,6 @@ class _Graph:
         return self.examples[v] if kind == "input" else v.current().detach()
 
 
-
 def _unflatten(node):
     """The tensor ``node`` reshapes to 1-D (``reshape``/``view``/``flatten`` to ``[-1]``), else
     ``node``."""
@@ -212,7 +210,6 @@ def _unflatten(node):
     if t == "aten.flatten.using_ints" and tuple(node.args[1:]) in ((), (0,), (0, -1)):
         return node.args[0]
     return node
-
 
 
 def _bag_args(g: "_Graph", node) -> dict:
@@ -225,7 +222,6 @@ def _bag_args(g: "_Graph", node) -> dict:
     if node in g.fixed:
         args["indices"], args["offsets"], args["per_sample_weights"] = g.fixed[node]
     return args
-
 
 
 def _from_export(g: "_Graph") -> _Found:

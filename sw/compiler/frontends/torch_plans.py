@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import CompileError
-from .torch_bind import PlanKernel, TorchKernel, _index_array, _numpy, _renorm, _tensor, _value
+from .torch_bind import PlanKernel, TorchKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
 from .torch_graph import _BAG_OPS, _MODES, _Graph, _bag_args, _check_weight, _elem
 from .torch_scf import _FLOAT, BagSpec, scf_for_bag, scf_for_csr_mm, scf_for_gather, scf_for_segment
 
@@ -23,7 +23,7 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     weight = g.example(weight_node, "embedding weight")
     if weight.dim() != 2:
         raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
-    t = _elem(weight, "embedding weight")
+    t = _elem(weight, "embedding weight", half=True)
     i_src = g.source(idx_node, "embedding indices", allow_const=False)
     nrows, dim, dtype = weight.shape[0], weight.shape[1], weight.dtype
     renorm = g.renorm_of(weight_node, idx_node)
@@ -40,7 +40,7 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
         return [np.ascontiguousarray(w), flat, np.zeros((flat.size, dim), w.dtype), idx.shape]
 
     def unbind_shape(results, shape):
-        return torch.from_numpy(np.asarray(results[0]).reshape(*shape, dim))
+        return _torch(np.asarray(results[0]).reshape(*shape, dim), dtype)
 
     pk = PlanKernel("embedding", {"dtype": str(dtype), "max_norm": renorm}, scf_for_gather(t), None, None)
     state = {}
@@ -53,7 +53,6 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     pk._bind = bind_args
     pk._unbind = lambda results: unbind_shape(results, state["shape"])
     return pk
-
 
 
 def _plan_segment(g: _Graph, reducer) -> PlanKernel:
@@ -129,7 +128,6 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
                       lambda results: torch.from_numpy(np.asarray(results[0])))
 
 
-
 def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
     a, x = node.args[:2]
     a_src = g.source(a, "sparse matrix", allow_const=False)
@@ -160,7 +158,6 @@ def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
 
     return PlanKernel("csr_mm", {"dtype": str(xe.dtype), "op": str(node.target)}, scf_for_csr_mm(t),
                       bind, lambda results: torch.from_numpy(np.asarray(results[0])))
-
 
 
 def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
@@ -260,13 +257,11 @@ def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
                       scf_for_bag(spec, multi_table=True), bind, unbind)
 
 
-
 _SUPPORTED = ("embedding_bag, embedding, index_select/x[src] + index_add/scatter_reduce, "
               "sparse CSR @ dense")
 
 _HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
             "aten.unsqueeze.default", "aten.expand.default", "aten.expand_as.default"}
-
 
 
 def _plan(g: _Graph) -> PlanKernel | None:

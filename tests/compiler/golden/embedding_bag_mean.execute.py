@@ -19,6 +19,21 @@ def _fma64(a, b, c):
     return np.float64(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
 
 
+def _fma32(a, b, c):
+    """float32 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd, C's ``fmaf``), elementwise:
+    the product is exact in float64, TwoSum gives the float64 sum's exact error, the sum is
+    rounded to odd with it, and a round-to-odd float64 (53 >= 24 + 2 bits) rounds to the
+    correctly rounded float32 (Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008)."""
+    p = np.float64(a) * np.float64(b)
+    c = np.float64(c)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    even = (np.asarray(s).view(np.int64) & 1) == 0
+    fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
+    return np.float32(np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s))
+
+
 def _divsi(a, b):
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q

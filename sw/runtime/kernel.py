@@ -194,7 +194,8 @@ class Kernel:
     result_dtypes: list[str] = field(default_factory=list)
     # Callback id -> (name, number of operands popped): for the cost model and for checks.
     callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
-    # The TMU configuration the program was compiled for (None: the default ``Limits()``); the
+    # The TMU configuration the program was compiled for (the compiler always sets it, by default
+    # configs/tmu_rtl.json; None only in hand-built kernels: the golden model's ``Limits()``); the
     # golden model decodes the program with it unless a run is given other limits.
     limits: Limits | None = None
     # Checks of the arguments the host makes before a run (index ranges, loop bounds, extents).

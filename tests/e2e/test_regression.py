@@ -195,7 +195,8 @@ def test_index_out_of_range_faults_on_rtl(sum_kernel):
     with pytest.raises(ValueError, match=r"arg1 \(indices\)"):        # the host check, first
         run_kernel(sum_kernel, call_args(sum_kernel, table, indices, offsets), "rtl")
     import dataclasses
-    unchecked = dataclasses.replace(sum_kernel, host_checks=[])          # the unit's own region check
+    unchecked = dataclasses.replace(sum_kernel)                          # the unit's own region check
+    unchecked.check_arguments = lambda args: None                        # (checks kept for the report)
     with pytest.raises(AccessFault, match=r"ADDR_RANGE: a load at .* past the end of 'table'.*; a value "
                                           r"of arg1 \('indices'\), which selects positions in 'table'"):
         run_kernel(unchecked, call_args(sum_kernel, table, indices, offsets), "rtl")

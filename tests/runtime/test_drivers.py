@@ -250,3 +250,62 @@ def test_a_fault_address_inside_another_tensor_is_blamed_on_the_one_it_left():
         f"access unit fault ADDR_RANGE: a load at {addr:#x} ({addr - table.nbytes} bytes past the end "
         f"of 'table', 576 bytes at 0x0, inside 'indices') is outside the memory region it was granted; "
         f"a value of arg1 ('indices'), which selects positions in 'table', is out of range")
+
+
+def test_block_length_fault_names_max_block():
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(3)
+    args = [np.ones((4, 8), np.float32), np.array([1], np.int64), np.array([0, 1], np.int64),
+            np.zeros((1, 8), np.float32)]
+    assert explain_fault(kernel, build_image(kernel, args), Fault.BLOCK_LENGTH, 5) == (
+        "access unit fault BLOCK_LENGTH: block stream 5 got a length above max_block = 1024 of the "
+        "TMU configuration tmu_rtl or below 0")
+
+
+CONSTANT_LOOP = """\
+func.func @first8(%table: memref<?x?xf32>, %idx: memref<?xindex>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %n = memref.dim %idx, %c0 : memref<?xindex>
+  scf.for %i = %c0 to %n step %c1 {
+    %row = memref.load %idx[%i] : memref<?xindex>
+    scf.for %d = %c0 to %c8 step %c1 {
+      %v = memref.load %table[%row, %d] : memref<?x?xf32>
+      memref.store %v, %out[%i, %d] : memref<?x?xf32>
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+
+def test_a_loop_to_a_constant_past_an_argument_is_refused():
+    from sw.compiler import compile_mlir
+    kernel = compile_mlir(CONSTANT_LOOP, filename="first8.mlir")
+    table = np.arange(40, dtype=np.float32).reshape(4, 10)
+    got = run_kernel(kernel, [table, np.array([3, 1], np.int64), np.zeros((2, 8), np.float32)], "golden")
+    np.testing.assert_array_equal(got.results[0], table[[3, 1], :8])
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table[:, :6].copy(), np.array([3, 1], np.int64), np.zeros((2, 8), np.float32)],
+                   "golden")
+    assert str(info.value) == ("arg0 (table) has 6 entries along axis 1, fewer than the loop at "
+                               "first8.mlir:8:5 that indexes it runs over (the constant 8)")
+
+
+def test_address_overflow_fault_names_the_array_and_the_index_argument():
+    """ADDR_OVERFLOW (docs/isa.md §1) carries the stream id; the report names what it loads and
+    which argument indexes it."""
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((4, 8), np.float32), np.array([1], np.int64), np.array([0, 1], np.int64),
+            np.zeros((1, 8), np.float32)]
+    table_stream = next(n for n, s in enumerate(kernel.program.streams)
+                        if s.kind.name == "MEM" and kernel.arg_map[kernel.program.regions[s.region].base.value].param == 0)
+    assert explain_fault(kernel, build_image(kernel, args), Fault.ADDR_OVERFLOW, table_stream) == (
+        f"access unit fault ADDR_OVERFLOW: the address computation of stream {table_stream} (a load "
+        f"from arg0 ('table')) left the signed 64-bit range; a value of arg1 ('indices') is too large")

@@ -54,7 +54,7 @@ Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``s
 PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``;
 ``padding_idx``; ``max_norm``/``norm_type``; float32, float64, float16 and bfloat16 weights; 1-D
 input with offsets or 2-D input (fixed-length bags). Not supported (CompileError): other ops in
-the traced function, other weight dtypes, 4-bit quantised tables (8-bit: ``torch_quant``).
+the traced function, other weight dtypes (8- and 4-bit rowwise-quantised tables: ``torch_quant``).
 
 The generated SCF function is::
 

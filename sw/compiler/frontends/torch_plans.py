@@ -12,7 +12,7 @@ import torch
 
 from ..errors import CompileError
 from .torch_bags import plan_bags
-from .torch_quant import BYTE_OP, plan_byte_bag
+from .torch_quant import BYTE_OP, FOUR_BIT_OP, plan_byte_bag
 from .torch_bind import PlanKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
 from .torch_graph import _BAG_OPS, _describe, _Graph, _elem
 from .torch_scf import _FLOAT, scf_for_csr_mm, scf_for_gather, scf_for_segment
@@ -175,7 +175,7 @@ def _plan(g: _Graph) -> PlanKernel | None:
         if len(bags) == 1 and "aten.cat.default" not in names and g.ep.call_spec.out_spec.is_leaf():
             return None
         return plan_bags(g, bags)
-    if names == [BYTE_OP]:
+    if names in ([BYTE_OP], [FOUR_BIT_OP]):
         return plan_byte_bag(g, g.calls[0])
     if names == ["aten.embedding.default"]:
         if len(g.outputs) != 1 or g.outputs[0] is not g.calls[0]:

@@ -1,11 +1,13 @@
 # Ember DAE: an open decoupled access-execute embedding engine.
 #   make setup     system package (verilator) + Python packages (editable install, `ember` command)
 #   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
+#   make verilog   the system's Verilog (default configuration, VERILOG_ARGS="--memory simple|HBM2|HBM3") into build/verilog/
 #   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SIM_ARGS ?=
 PYTEST_ARGS ?=
+VERILOG_ARGS ?=
 
 .PHONY: help setup test test-all sim verilog clean
 
@@ -28,7 +30,10 @@ test-all:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 sim:
-	$(PYTHON) -m sim.workload $(SIM_ARGS)
+	$(PYTHON) -m sim.main_job $(SIM_ARGS)
+
+verilog:
+	$(PYTHON) -m sim.write_verilog --out build/verilog $(VERILOG_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache

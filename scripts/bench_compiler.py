@@ -14,7 +14,7 @@ model and checked against PyTorch (``Workload.check``). Per workload and level i
   ``callbacks * (dispatch + per_callback) + data tokens * per_operand`` (2 + 4 cycles per
   callback, 1 per data token; a flat model: a vectorised callback costs what a scalar one does);
 * with ``--rtl``: access-unit cycles from START to done on the RTL under Verilator (all jobs in one
-  simulator process, ``tb.harness.run_many_on_rtl``; tokens compared one by one with the golden
+  simulator process, ``sim.system.run_many_on_rtl``; tokens compared one by one with the golden
   model, results with PyTorch), bytes loaded per cycle, and the decoupled access-execute estimate
   ``DAE = max(access cycles, core cycles)`` — the two sides overlap through the output queues, so
   the slower one sets the time. Ember's Fig. 13 cycles include the core, so the DAE column is the
@@ -89,13 +89,12 @@ def rtl_config_for(limits: Limits):
         slots are one pool), naming the field.
     """
     from hw.tmu import TmuConfig
-    from tb.programs import limits_of
     cfg = TmuConfig(layers=limits.layers, regions=limits.regions, streams=limits.streams,
                     actions=limits.actions, args=limits.args, versions=tuple(limits.versions),
                     features=tuple(sorted(f.value for f in limits.features)), lanes=limits.lanes,
                     max_block=limits.max_block)
     want = {k: v for k, v in limits.to_dict().items() if k != "name"}
-    got = {k: v for k, v in limits_of(cfg).to_dict().items() if k != "name"}
+    got = {k: v for k, v in Limits.from_tmu_config(cfg).to_dict().items() if k != "name"}
     diff = sorted(k for k in want if want[k] != got[k])
     if diff:
         raise ValueError(f"config {limits.name!r} cannot be built as RTL: "
@@ -161,14 +160,14 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             row.update(data_tokens=nd, control_tokens=nc, data_per_lookup=nd / lookups,
                        control_per_lookup=nc / lookups, core_cycles=r.execute.core_cycles)
             if rtl:
-                from tb.harness import RtlJob
+                from sim.system import RtlJob
                 run_args = _copy(args)
                 image = build_image(kernel, run_args)
                 regs = bind_arguments(kernel, run_args, image)
                 pending.append((row, w, kernel, args, r.access,
                                 RtlJob(p.encode(), image.data, regs)))
     if pending:
-        from tb.harness import run_many_on_rtl
+        from sim.system import run_many_on_rtl
         results = run_many_on_rtl([job for *_, job in pending], config=rtl_config_for(limits),
                                   memory=memory)
         for (row, w, kernel, args, gold, _), rr in zip(pending, results):

@@ -11,8 +11,9 @@ one program (returned as a tuple or concatenated along dim 1, as in DLRM), ``nn.
 ``F.embedding``, ``x.index_select(0, src)`` (or ``x[src]``) followed by ``index_add(_)`` or
 ``scatter_reduce`` (sum/mean/amax/amin: GNN aggregation), and a sparse CSR tensor ``@`` a dense
 matrix. ``opt_level`` (0..3, Ember's ``-O`` levels) and ``limits`` (the TMU configuration,
-``sw.runtime.isa.Limits``) go to the compiler; levels above 0 need a configuration with the vector
-extension (ISA v1: ``configs/tmu_rtl.json``, what the RTL builds, or ``configs/tmu_vector.json``).
+``sw.runtime.isa.Limits``; default ``configs/tmu_rtl.json``, what the RTL builds) go to the
+compiler; levels above 0 need a configuration with the vector extension (ISA v1: ``tmu_rtl`` or
+``configs/tmu_vector.json``; ``Limits()`` with no arguments is the smallest version-0 unit).
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
     ``torch.export`` on ``example_inputs``) into a :class:`CompiledOp`.
 
     ``opt_level`` 0..3 is passed to :func:`sw.compiler.compile_mlir`; ``limits`` is the TMU
-    configuration (default ``sw.runtime.isa.Limits()``: ISA v0, one lane; pass
-    ``Limits.from_file("tmu_rtl")`` for what the RTL builds). The golden model runs the program
-    with the configuration it was compiled for.
+    configuration (default ``None``: ``configs/tmu_rtl.json``, what the RTL builds, as
+    ``make sim`` uses; ``sw.runtime.isa.Limits()`` is the smallest ISA-v0 unit, one lane). The
+    golden model runs the program with the configuration it was compiled for.
 
     Raises
     ------

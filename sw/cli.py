@@ -3,9 +3,11 @@
 Sub-commands::
 
     ember compile KERNEL.mlir --emit {scf,slc,slcv,dlc,tmu,asm,bin,c} [-O{0,1,2,3}] [--tmu-config FILE] [-o FILE]
+    ember opt FILE.mlir --passes a,b{opt=v},c [--split-input-file]   run passes by name (like mlir-opt)
     ember run KERNEL.mlir --inputs IN.npz --target {golden,rtl} [-O{0..3}] [--tmu-config FILE] --out OUT.npz
+              [--memory {simple,HBM2,HBM3}] [--stats FILE.json]
     ember asm PROGRAM.s [-o PROGRAM.bin]        assemble the text form of docs/isa.md
-    ember disasm PROGRAM.bin [-o PROGRAM.s]     disassemble (checks the program like the RTL decoder)
+    ember disasm PROGRAM.bin [--tmu-config FILE] [-o PROGRAM.s]   disassemble (checks the program like the RTL decoder)
     ember sim [--dim N] [--target rtl] ...      the default workload: Cora sum-aggregation (make sim)
     ember hbm-trace TRACE --preset HBM2 ...     run a DRAMSim3-format trace through the HBM model
 
@@ -25,10 +27,12 @@ STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 
 
 def _limits(ns):
-    """The --tmu-config file as ``sw.runtime.isa.Limits`` (None: the default configuration)."""
-    if getattr(ns, "tmu_config", None) is None:
-        return None
+    """The --tmu-config file as ``sw.runtime.isa.Limits``; without the option the configuration
+    the RTL builds (``configs/tmu_rtl.json``, ``sw.compiler.pipelines.default_limits``)."""
     from sw.runtime.isa import Limits
+    if getattr(ns, "tmu_config", None) is None:
+        from sw.compiler.pipelines import default_limits
+        return default_limits()
     try:
         return Limits.from_file(ns.tmu_config)
     except FileNotFoundError:
@@ -37,15 +41,19 @@ def _limits(ns):
         raise UserError(f"--tmu-config: {e}") from None
 
 
+def _add_tmu_config_argument(p) -> None:
+    p.add_argument("--tmu-config", metavar="FILE",
+                   help="TMU configuration (JSON, configs/*.json, or a name such as tmu_vector); "
+                        "default: configs/tmu_rtl.json, what the RTL builds")
+
+
 def _add_opt_arguments(p) -> None:
     p.add_argument("-O", dest="opt_level", type=int, choices=(0, 1, 2, 3), default=0,
                    metavar="{0,1,2,3}",
                    help="optimisation level (docs/compiler.md): 0 decoupled scalar code, "
                         "1 + vectorisation, 2 + bufferisation, 3 + queue alignment and stream "
                         "simplification; default 0")
-    p.add_argument("--tmu-config", metavar="FILE",
-                   help="TMU configuration (JSON, configs/*.json, or a name such as tmu_vector); "
-                        "default: the ISA v0 unit of sw.runtime.isa.Limits()")
+    _add_tmu_config_argument(p)
 
 
 class UserError(Exception):
@@ -109,7 +117,9 @@ def cmd_run(ns) -> int:
     args = load_inputs(ns.inputs, len(kernel.params))
     options = {}
     if ns.target == "rtl":
-        options = {"backpressure": ns.backpressure, "seed": ns.seed}
+        options = {"backpressure": ns.backpressure, "seed": ns.seed, "memory": ns.memory or "simple"}
+    elif ns.memory is not None:
+        raise UserError(f"--memory {ns.memory} applies to --target rtl only (the golden model has no timing)")
     result = run_kernel(kernel, args, ns.target, **options)
     np.savez(ns.out, **{f"result{n}": np.asarray(r) for n, r in enumerate(result.results)})
     stats = result.access.stats
@@ -118,7 +128,47 @@ def cmd_run(ns) -> int:
           f"operands={result.execute.operands} callbacks={sum(result.execute.calls.values())}")
     if result.cycles is not None:
         print(f"cycles={result.cycles}")
+    if ns.stats is not None:
+        write_stats(ns.stats, result, kernel.name, options.get("memory"))
+        print(f"stats -> {ns.stats}")
     return 0
+
+
+def write_stats(path: str, result, kernel_name: str, memory: str | None) -> None:
+    """``--stats FILE``: the run's counters as JSON — what ``make sim`` prints.
+
+    Keys: ``target``, ``kernel``, ``cycles`` (unit clock cycles, start to done; null on the
+    golden model), ``unit`` (the access unit's counters: ``loads``, ``bytes_loaded``,
+    ``peak_inflight``, ``stall_cycles``, ``tokens``, ... as the target reports them), ``execute``
+    (``operands`` popped, ``callbacks`` run per callback id), ``memory`` (rtl: ``preset``, the
+    memory model's raw ``statistics`` of docs/hbm_model.md §5 and the derived ``summary`` of
+    ``sim.main_job.memory_summary``: bytes/cycle, fraction of peak, row-buffer outcomes, read
+    latency percentiles, per-channel utilisation; null on the golden model).
+    """
+    import json
+    access = result.access
+    report = {
+        "target": result.target, "kernel": kernel_name, "cycles": access.cycles,
+        "unit": dict(access.stats),
+        "execute": {"operands": result.execute.operands,
+                    "callbacks": {str(k): v for k, v in sorted(result.execute.calls.items())}},
+        "memory": None,
+    }
+    if memory is not None and access.memory_stats:
+        from sim.main_job import memory_summary
+        report["memory"] = {"preset": memory, "statistics": access.memory_stats,
+                            "summary": memory_summary(access.memory_stats, memory, access.cycles or 0)}
+    try:
+        Path(path).write_text(json.dumps(report, indent=1, default=_json_number) + "\n")
+    except OSError as e:
+        raise UserError(f"--stats {path!r} cannot be written: {e.strerror}") from None
+
+
+def _json_number(value):
+    """NumPy scalars and arrays in the statistics, as JSON numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def cmd_asm(ns) -> int:
@@ -135,12 +185,34 @@ def cmd_disasm(ns) -> int:
     p = Path(ns.program)
     if not p.is_file():
         raise UserError(f"PROGRAM {ns.program!r} does not exist or is not a file")
-    _write(ns.output, Program.decode(p.read_bytes()).to_asm())
+    _write(ns.output, Program.decode(p.read_bytes(), _limits(ns)).to_asm())
     return 0
 
 
+def cmd_opt(ns) -> int:
+    from sw.compiler.opt import run_passes, run_passes_split
+    if ns.list_passes:
+        from sw.compiler.pipelines import OPT_LEVELS, PASSES, pipeline_spec
+        for name, cls in sorted(PASSES.items()):
+            print(f"{name:22} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        for level in OPT_LEVELS:
+            print(f"-O{level}: {pipeline_spec(level)}")
+        return 0
+    if ns.file is None or ns.passes is None:
+        raise UserError("opt needs FILE.mlir and --passes (or --list-passes)")
+    text = _read_text(ns.file)
+    if not ns.split_input_file:
+        _write(ns.output, run_passes(text, ns.passes, filename=ns.file))
+        return 0
+    result = run_passes_split(text, ns.passes, filename=ns.file)
+    _write(ns.output, "// -----\n".join(out for out in result.outputs if out is not None))
+    for error in result.errors:
+        print(f"ember: error: {error}", file=sys.stderr)
+    return 2 if result.errors else 0
+
+
 def cmd_sim(ns) -> int:
-    from sim.workload import main as sim_main
+    from sim.main_job import main as sim_main
     return sim_main(ns)
 
 
@@ -161,6 +233,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_compile)
 
+    p = sub.add_parser("opt", help="run compiler passes by name on an IR file (like mlir-opt)",
+                       description="Parse FILE.mlir (any IR level: scf, slc, slcv, dlc), run the "
+                       "passes of --passes in order (verifying after each) and print the result. "
+                       "Pass names: ember opt --list-passes.")
+    p.add_argument("file", metavar="FILE.mlir", nargs="?")
+    p.add_argument("--passes", metavar="PIPELINE",
+                   help="comma-separated passes with options, e.g. "
+                        "'move-to-callback,vectorize-access{vlen=4}'")
+    p.add_argument("--split-input-file", action="store_true",
+                   help="run each piece between '// -----' lines on its own; diagnostics of a piece "
+                        "go to stderr and the others still run")
+    p.add_argument("--list-passes", action="store_true",
+                   help="print the pass names and the pipeline of each -O level, then exit")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_opt)
+
     p = sub.add_parser("run", help="compile and run an MLIR kernel on inputs from an .npz file",
                        description="Arguments are bound by position to arrays arg0, arg1, ... of "
                        "--inputs (a 0-d array for an index scalar, int64 for memref<?xindex>); every "
@@ -172,6 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="rtl: probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="rtl: seed of the back-pressure pattern")
+    p.add_argument("--memory", choices=("simple", "HBM2", "HBM3"), default=None,
+                   help="rtl: memory model behind the unit (docs/hbm_model.md): simple = fixed "
+                        "latency (default), HBM2/HBM3 = the JEDEC-timed presets")
+    p.add_argument("--stats", metavar="FILE",
+                   help="write the run's counters as JSON: cycles, the unit's counters, the execute "
+                        "side's, and (rtl) the memory model's statistics that make sim prints")
     _add_opt_arguments(p)
     p.set_defaults(func=cmd_run)
 
@@ -180,8 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_asm)
 
-    p = sub.add_parser("disasm", help="check and disassemble a binary access program")
+    p = sub.add_parser("disasm", help="check and disassemble a binary access program",
+                       description="Decode PROGRAM.bin with the checks the RTL decoder of the "
+                       "configuration makes (--tmu-config) and print it as assembly text.")
     p.add_argument("program", metavar="PROGRAM.bin")
+    _add_tmu_config_argument(p)
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_disasm)
 
@@ -189,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compile sum-aggregation of node features over the Cora citation "
                        "graph, run it on the RTL (or golden model), and check against "
                        "torch.nn.functional.embedding_bag. Exit status 1 on FAIL.")
-    from sim.workload import add_arguments
+    from sim.main_job import add_arguments
     add_arguments(p)
     p.set_defaults(func=cmd_sim)
 

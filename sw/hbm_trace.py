@@ -4,9 +4,9 @@
                     [--model {reference,rtl}] [--ports N] [--backpressure P] [--seed S]
                     [--json | --csv]
 
-Requests are offered in trace order, each from its issue cycle on, as fast as the model accepts
-them and never more than N outstanding (``hw.hbm_model.reference.run_requests``; the RTL runner
-``tb.hbm_harness.run_requests_on_rtl`` mirrors the same issue rules). Printed: achieved bandwidth
+Requests are offered in trace order on the model's ports (``--ports``), each from its issue cycle
+on, as fast as the model accepts them and never more than N outstanding (``hw.hbm_model.reference.run_requests``; the RTL runner
+``sim.hbm.run_requests_on_rtl`` mirrors the same issue rules). Printed: achieved bandwidth
 (GB/s and % of the preset's peak), read latency in ns (mean, p50, p99: exact percentiles of the
 per-request latencies, acceptance to response transfer), row-buffer hit rate (classification of
 docs/hbm_model.md §2) and activates per request.
@@ -77,17 +77,19 @@ def cmd_hbm_trace(ns) -> int:
     if not requests:
         raise ValueError(f"TRACE {ns.trace!r} holds no requests")
     kw = dict(max_outstanding=ns.max_outstanding, resp_backpressure=ns.backpressure, seed=ns.seed)
+    if ns.ports > 1 and preset.fixed_latency is not None:
+        raise ValueError(f"--ports must be 1 with --preset {ns.preset} (one fixed-latency pipe), "
+                         f"not {ns.ports}")
+    kw["ports"] = ns.ports
     if ns.model == "rtl":
-        if ns.ports != 1:
-            raise ValueError(f"--ports must be 1 with --model rtl (one request port), not {ns.ports}")
         try:
-            from tb.hbm_harness import run_requests_on_rtl
+            from sim.hbm import run_requests_on_rtl
         except ImportError as e:
-            raise ValueError(f"--model rtl needs tb.hbm_harness.run_requests_on_rtl, which is not "
+            raise ValueError(f"--model rtl needs sim.hbm.run_requests_on_rtl, which is not "
                             f"available ({e}); use --model reference") from None
         result = run_requests_on_rtl(preset, requests, **kw)
     else:
-        result = run_requests(preset, requests, ports=ns.ports, **kw)
+        result = run_requests(preset, requests, **kw)
     d = summarise(result, preset, model=ns.model, trace=ns.trace)
     if ns.json:
         print(json.dumps(d, indent=2))
@@ -118,7 +120,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", choices=("reference", "rtl"), default="reference",
                    help="reference: the Python model; rtl: the Amaranth model under Verilator")
     p.add_argument("--ports", type=int, default=1, metavar="N",
-                   help="reference only: requests accepted and responses returned per cycle (default 1)")
+                   help="request ports and response ports of the model: up to N requests accepted "
+                   "and N responses returned per cycle (docs/hbm_model.md §2; default 1)")
     p.add_argument("--backpressure", type=float, default=0.0, metavar="P",
                    help="probability that the response port is not ready in a cycle (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the back-pressure draws (default 0)")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sw.runtime.golden import run_golden
-from sw.runtime.isa import ProgramError
+from sw.runtime.isa import Limits, ProgramError
 
-from tb.programs import Case, limits_of
+from tb.programs import Case
 
 MASK64 = (1 << 64) - 1
 
@@ -13,7 +13,7 @@ MASK64 = (1 << 64) - 1
 def expected(case: Case, config):
     """(data tokens, control tokens, fault code, fault address) the golden model gives."""
     try:
-        g = run_golden(case.program, case.memory, case.args, limits=limits_of(config))
+        g = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(config))
     except ProgramError as e:
         return [], [], int(e.code), e.pc
     return list(g.data_tokens), list(g.control_tokens), int(g.fault_code), g.fault_addr & MASK64

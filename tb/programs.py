@@ -18,7 +18,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
                             ProgramError, Region, Source, Stream, StreamKind)
 
 
-__all__ = ["Case", "limits_of", "embedding_bag_case", "alu_case", "random_case",
+__all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
            "lockstep_case", "lockstep_cases", "address_overflow_cases"]
@@ -30,15 +30,6 @@ class Case:
     program: bytes
     memory: bytes
     args: Sequence[int]
-
-
-def limits_of(config) -> Limits:
-    """The golden model's ``Limits`` for a ``TmuConfig`` (resources, ISA versions, v1 features,
-    lanes, maximum block length; ``configs/tmu_rtl.json`` is ``limits_of(TmuConfig())``)."""
-    return Limits(layers=config.layers, regions=config.regions, streams=config.streams,
-                  actions=config.actions, args=config.args, versions=tuple(config.versions),
-                  features=frozenset(config.features), lanes=config.lanes,
-                  max_block=config.max_block)
 
 
 def embedding_bag_case(name, rows, dim, lengths, *, seed=0, elem_size=4, indices=None):
@@ -265,7 +256,7 @@ def mutated_cases(seed, count, config, *, bases=None):
         bases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0]),
                  alu_case(seed)] + [random_case(seed * 1000 + i, layers=min(3, config.layers))
                                     for i in range(4)]
-    limits = limits_of(config)
+    limits = Limits.from_tmu_config(config)
     fingerprints = [_bound_fingerprint(Program.decode(b.program, Limits.unlimited()))
                     for b in bases]
     out = []

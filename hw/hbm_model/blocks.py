@@ -4,7 +4,7 @@ Both follow ``docs/hbm_model.md``: §4 (storage: read or written when a request 
 §5 (statistics: names and definitions shared with the reference model ``reference.py``).
 """
 
-from amaranth.hdl import ClockSignal, Instance, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -34,49 +34,72 @@ def stat_names(channels):
 
 
 class Storage(wiring.Component):
-    """The data array: 64-bit words, one synchronous read port, one byte-enabled write port that
-    the back door shares (back door first).
+    """The data array: ``ports`` read ports and ``ports`` byte-enabled write ports of one line
+    (``line_bytes``) each, accessed in port order within a cycle (a read on port ``k`` sees the
+    writes of ports ``j < k`` in the same cycle, not those of later ports: §4, data follow
+    acceptance order); the back door shares write port 0 (back door first).
 
     Parameters
     ----------
     words : int
-        Size in 64-bit words, >= 0; 0: no storage (reads return 0, writes are dropped; a timing-only
-        model for traces up to 16 GiB). Word addresses >= ``words`` read 0 and drop writes.
+        Size in 64-bit words, >= 0, a multiple of ``line_bytes / 8``; 0: no storage (reads return
+        0, writes are dropped; a timing-only model for traces up to 16 GiB). Word addresses >=
+        ``words`` read 0 and drop writes.
     storage : str
         ``"memory"`` (``amaranth.lib.memory.Memory``, Amaranth simulation) or ``"verilog"``
         (``storage.v``, Verilator builds, with ``image_clear``/``image_load``).
     init : sequence of int, optional
         ``storage="memory"`` only: initial contents (64-bit words from word 0).
+    ports : int
+        Read and write ports (>= 1).
+    line_bytes : int
+        Bytes per port access: 8 (one 64-bit word) or a larger power of two.
 
     Members
     -------
-    rd_en, rd_addr : In ; rd_data : Out(64)
-        ``rd_data`` is the word at ``rd_addr`` (0 beyond the storage) the cycle after ``rd_en``.
-    wr_en, wr_addr, wr_data, wr_strb : In
-        Write the enabled bytes at the clock edge.
+    rd_en : In(ports); rd_addr : In(ArrayLayout(61, ports)); rd_data : Out(ArrayLayout(8 * line_bytes, ports))
+        ``rd_data[k]`` is the aligned line containing 64-bit word address ``rd_addr[k]`` (0
+        beyond the storage) the cycle after ``rd_en[k]``.
+    wr_en : In(ports); wr_addr : In(ArrayLayout(61, ports)); wr_data, wr_strb : In(ArrayLayout)
+        Write the enabled bytes of the aligned line containing word address ``wr_addr[k]`` at the
+        clock edge (when two ports write the same byte, the higher-numbered port wins).
     backdoor : In(BackdoorSignature(addr_bits)); image_clear, image_load : In(1)
     """
 
-    def __init__(self, *, words, storage="memory", init=None):
+    def __init__(self, *, words, storage="memory", init=None, ports=1, line_bytes=8):
         if not isinstance(words, int) or words < 0:
             raise ValueError(f"words must be a non-negative integer, not {words!r}")
         if storage not in ("memory", "verilog"):
             raise ValueError(f"storage must be 'memory' or 'verilog', not {storage!r}")
+        if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
+            raise ValueError(f"ports must be a positive integer, not {ports!r}")
+        if not isinstance(line_bytes, int) or line_bytes < 8 or line_bytes & (line_bytes - 1):
+            raise ValueError(f"line_bytes must be a power of two >= 8, not {line_bytes!r}")
+        line_words = line_bytes // 8
+        if words % line_words:
+            raise ValueError(f"words must be a multiple of the line ({line_words} words), "
+                             f"not {words!r}")
         if init is not None and (storage != "memory" or len(init) > words):
             raise ValueError(f"init must be at most {words} words and needs storage='memory', "
                              f"not {len(init)} words with storage={storage!r}")
         self._init = list(init or [])
         self._words = words
         self._storage = storage
+        self._ports = ports
+        self._line_words = line_words
+        self._line_shift = line_words.bit_length() - 1
+        self._lines = words // line_words
         self.addr_bits = max(1, (max(words, 1) - 1).bit_length())
+        self.line_addr_bits = max(1, (max(self._lines, 1) - 1).bit_length())
+        lb = 8 * line_bytes
         super().__init__({
-            "rd_en":       In(1),
-            "rd_addr":     In(61),
-            "rd_data":     Out(64),
-            "wr_en":       In(1),
-            "wr_addr":     In(61),
-            "wr_data":     In(64),
-            "wr_strb":     In(8),
+            "rd_en":       In(ports),
+            "rd_addr":     In(data.ArrayLayout(61, ports)),
+            "rd_data":     Out(data.ArrayLayout(lb, ports)),
+            "wr_en":       In(ports),
+            "wr_addr":     In(data.ArrayLayout(61, ports)),
+            "wr_data":     In(data.ArrayLayout(lb, ports)),
+            "wr_strb":     In(data.ArrayLayout(line_bytes, ports)),
             "backdoor":    In(BackdoorSignature(self.addr_bits)),
             "image_clear": In(1),
             "image_load":  In(1),
@@ -86,38 +109,64 @@ class Storage(wiring.Component):
         m = Module()
         if self._words == 0:
             return m
-        ab = self.addr_bits
-        rd_in = Signal()
-        with m.If(self.rd_en):
-            m.d.sync += rd_in.eq(self.rd_addr < self._words)
-        wr_en = Signal()
-        wr_addr = Signal(ab)
-        wr_data = Signal(64)
-        wr_strb = Signal(8)
-        with m.If(self.backdoor.en):
-            m.d.comb += [wr_en.eq(1), wr_addr.eq(self.backdoor.addr), wr_data.eq(self.backdoor.data),
-                         wr_strb.eq(0xFF)]
-        with m.Else():
-            m.d.comb += [wr_en.eq(self.wr_en & (self.wr_addr < self._words)),
-                         wr_addr.eq(self.wr_addr[:ab]), wr_data.eq(self.wr_data),
-                         wr_strb.eq(self.wr_strb)]
-        raw = Signal(64)
+        P, LW, sh = self._ports, self._line_words, self._line_shift
+        ab = self.line_addr_bits
+        lines = self._lines
+        lb = 64 * LW
+
+        def line(word_addr):
+            return word_addr[sh:]
+
+        # Port k's write enables and data; the back door replaces port 0's write.
+        wr_en = [Signal(name=f"wr_en_{k}") for k in range(P)]
+        wr_addr = [Signal(ab, name=f"wr_addr_{k}") for k in range(P)]
+        wr_data = [Signal(lb, name=f"wr_data_{k}") for k in range(P)]
+        wr_strb = [Signal(8 * LW, name=f"wr_strb_{k}") for k in range(P)]
+        for k in range(P):
+            m.d.comb += [wr_en[k].eq(self.wr_en[k] & (line(self.wr_addr[k]) < lines)),
+                         wr_addr[k].eq(line(self.wr_addr[k])[:ab]),
+                         wr_data[k].eq(self.wr_data[k]), wr_strb[k].eq(self.wr_strb[k])]
+        bd = self.backdoor
+        with m.If(bd.en):
+            offset = bd.addr[:sh] if sh else 0
+            m.d.comb += [wr_en[0].eq(1), wr_addr[0].eq(bd.addr[sh:] if sh else bd.addr),
+                         wr_data[0].eq(bd.data.replicate(LW)),
+                         wr_strb[0].eq(Const(0xFF, 8 * LW) << (8 * offset))]
+        rd_in = [Signal(name=f"rd_in_{k}") for k in range(P)]
+        for k in range(P):
+            with m.If(self.rd_en[k]):
+                m.d.sync += rd_in[k].eq(line(self.rd_addr[k]) < lines)
+        raw = [Signal(lb, name=f"raw_{k}") for k in range(P)]
         if self._storage == "memory":
-            m.submodules.array = array = memory.Memory(shape=64, depth=self._words, init=self._init)
-            wr = array.write_port(granularity=8)
-            rd = array.read_port()
-            m.d.comb += [
-                wr.addr.eq(wr_addr), wr.data.eq(wr_data), wr.en.eq(Mux(wr_en, wr_strb, 0)),
-                rd.addr.eq(self.rd_addr[:ab]), rd.en.eq(self.rd_en), raw.eq(rd.data),
-            ]
+            init = [0] * lines
+            for i, w in enumerate(self._init):
+                init[i >> sh] |= int(w) << (64 * (i & (LW - 1)))
+            m.submodules.array = array = memory.Memory(shape=lb, depth=lines, init=init)
+            wps = []
+            for k in range(P):
+                # Disjoint bytes: a higher port writing the same line wins its bytes.
+                strb = wr_strb[k]
+                for j in range(k + 1, P):
+                    strb = strb & ~Mux(wr_en[j] & (wr_addr[j] == wr_addr[k]), wr_strb[j], 0)
+                wp = array.write_port(granularity=8)
+                m.d.comb += [wp.addr.eq(wr_addr[k]), wp.data.eq(wr_data[k]),
+                             wp.en.eq(Mux(wr_en[k], strb, 0))]
+                wps.append(wp)
+            for k in range(P):
+                rp = array.read_port(transparent_for=wps[:k])
+                m.d.comb += [rp.addr.eq(line(self.rd_addr[k])[:ab]), rp.en.eq(self.rd_en[k]),
+                             raw[k].eq(rp.data)]
         else:
             m.submodules.array = Instance("ember_hbm_storage",
-                p_WORDS=self._words, p_ABITS=ab,
+                p_WORDS=self._words, p_ABITS=ab, p_PORTS=P, p_LINE_WORDS=LW,
                 i_clk=ClockSignal(),
-                i_rd_en=self.rd_en, i_rd_addr=self.rd_addr[:ab], o_rd_data=raw,
-                i_wr_en=wr_en, i_wr_addr=wr_addr, i_wr_data=wr_data, i_wr_strb=wr_strb,
+                i_rd_en=self.rd_en, i_rd_addr=Cat(line(self.rd_addr[k])[:ab] for k in range(P)),
+                o_rd_data=Cat(raw),
+                i_wr_en=Cat(wr_en), i_wr_addr=Cat(wr_addr), i_wr_data=Cat(wr_data),
+                i_wr_strb=Cat(wr_strb),
                 i_image_clear=self.image_clear, i_image_load=self.image_load)
-        m.d.comb += self.rd_data.eq(Mux(rd_in, raw, 0))
+        for k in range(P):
+            m.d.comb += self.rd_data[k].eq(Mux(rd_in[k], raw[k], 0))
         return m
 
 
@@ -135,26 +184,29 @@ class Statistics(wiring.Component):
         ``tBURST`` in unit cycles (added to ``busy[c]`` per column command).
     max_per_cycle : int
         Largest number of ACT/PRE/REF commands in one cycle (= ``channels``).
+    ports : int
+        Request and response ports (events per cycle of each kind below).
 
     Members
     -------
     clear : In(1)
         Restart every counter (``cycles`` = 0, minimum = all ones) at this clock edge.
-    accept, accept_write : In(1)
-        A request is accepted this cycle (``reads``/``writes``).
-    classify : In(1); classify_kind : In(2)
-        A request is classified (0 hit, 1 miss, 2 conflict).
+    accept, accept_write : In(ports)
+        Port ``k``'s request is accepted this cycle (``reads``/``writes``).
+    classify : In(ports); classify_kind : In(ArrayLayout(2, ports))
+        Port ``k``'s request is classified (0 hit, 1 miss, 2 conflict).
     activates, precharges, refreshes : In(range(max_per_cycle + 1))
         Commands issued this cycle, all channels together.
-    deliver, deliver_write : In(1); deliver_latency : In(TIME_BITS)
-        A response is transferred this cycle; a read's latency in unit cycles.
+    deliver, deliver_write : In(ports); deliver_latency : In(ArrayLayout(TIME_BITS, ports))
+        Port ``k`` transfers a response this cycle; a read's latency in unit cycles.
     column : In(channels); occupancy : In(ArrayLayout(range(queue_depth + 1), channels))
         Per channel: a column command is issued; request-queue entries at the start of the cycle.
     stats : Out(ArrayLayout(64, len(stat_names(channels))))
         The counters, in :func:`stat_names` order.
     """
 
-    def __init__(self, *, channels, queue_depth, access_bytes, burst, max_per_cycle):
+    def __init__(self, *, channels, queue_depth, access_bytes, burst, max_per_cycle, ports=1):
+        self._ports = ports
         self._ch = channels
         self._q = queue_depth
         self._bytes = access_bytes
@@ -162,16 +214,16 @@ class Statistics(wiring.Component):
         self.names = stat_names(channels)
         super().__init__({
             "clear":           In(1),
-            "accept":          In(1),
-            "accept_write":    In(1),
-            "classify":        In(1),
-            "classify_kind":   In(2),
+            "accept":          In(ports),
+            "accept_write":    In(ports),
+            "classify":        In(ports),
+            "classify_kind":   In(data.ArrayLayout(2, ports)),
             "activates":       In(range(max_per_cycle + 1)),
             "precharges":      In(range(max_per_cycle + 1)),
             "refreshes":       In(range(max_per_cycle + 1)),
-            "deliver":         In(1),
-            "deliver_write":   In(1),
-            "deliver_latency": In(TIME_BITS),
+            "deliver":         In(ports),
+            "deliver_write":   In(ports),
+            "deliver_latency": In(data.ArrayLayout(TIME_BITS, ports)),
             "column":          In(channels),
             "occupancy":       In(data.ArrayLayout(range(queue_depth + 1), channels)),
             "stats":           Out(data.ArrayLayout(STAT_BITS, len(self.names))),
@@ -190,30 +242,39 @@ class Statistics(wiring.Component):
             with m.If(cond):
                 m.d.sync += regs[name].eq(regs[name] + amount)
 
+        P = self._ports
+
+        def count(bits):
+            return sum(bits[k] for k in range(len(bits)))
+
         read_done = self.deliver & ~self.deliver_write
         write_done = self.deliver & self.deliver_write
-        lat = self.deliver_latency
         add("cycles", 1)
-        add("reads", self.accept & ~self.accept_write)
-        add("writes", self.accept & self.accept_write)
-        add("bytes_read", read_done, self._bytes)
-        add("bytes_written", write_done, self._bytes)
-        add("row_hits", self.classify & (self.classify_kind == 0))
-        add("row_misses", self.classify & (self.classify_kind == 1))
-        add("row_conflicts", self.classify & (self.classify_kind == 2))
+        add("reads", 1, count(self.accept & ~self.accept_write))
+        add("writes", 1, count(self.accept & self.accept_write))
+        add("bytes_read", 1, count(read_done) * self._bytes)
+        add("bytes_written", 1, count(write_done) * self._bytes)
+        for value, name in enumerate(("row_hits", "row_misses", "row_conflicts")):
+            add(name, 1, sum(self.classify[k] & (self.classify_kind[k] == value) for k in range(P)))
         add("activates", 1, self.activates)
         add("precharges", 1, self.precharges)
         add("refreshes", 1, self.refreshes)
-        add("read_latency_sum", read_done, lat)
-        with m.If(read_done & (lat < regs["read_latency_min"])):
-            m.d.sync += regs["read_latency_min"].eq(lat)
-        with m.If(read_done & (lat > regs["read_latency_max"])):
-            m.d.sync += regs["read_latency_max"].eq(lat)
+        lat = [self.deliver_latency[k] for k in range(P)]
+        add("read_latency_sum", 1, sum(Mux(read_done[k], lat[k], 0) for k in range(P)))
+        lo, hi = regs["read_latency_min"], regs["read_latency_max"]
+        for k in range(P):     # ports in order: the running minimum / maximum
+            lo = Mux(read_done[k] & (lat[k] < lo), lat[k], lo)
+            hi = Mux(read_done[k] & (lat[k] > hi), lat[k], hi)
+        m.d.sync += [regs["read_latency_min"].eq(lo), regs["read_latency_max"].eq(hi)]
         shift = (HIST_WIDTH - 1).bit_length()
-        bin_ = Signal(range(HIST_BINS))
-        m.d.comb += bin_.eq(Mux(lat >= HIST_BINS * HIST_WIDTH, HIST_BINS - 1, lat >> shift))
+        bins = []
+        for k in range(P):
+            bin_ = Signal(range(HIST_BINS), name=f"bin_{k}")
+            m.d.comb += bin_.eq(Mux(lat[k] >= HIST_BINS * HIST_WIDTH, HIST_BINS - 1,
+                                    lat[k] >> shift))
+            bins.append(bin_)
         for i in range(HIST_BINS):
-            add(f"read_latency_hist[{i}]", read_done & (bin_ == i))
+            add(f"read_latency_hist[{i}]", 1, sum(read_done[k] & (bins[k] == i) for k in range(P)))
         for c in range(self._ch):
             occ = self.occupancy[c]
             add(f"busy[{c}]", self.column[c], self._burst)

@@ -11,7 +11,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..core_if.signatures import BackdoorSignature, MemRequestSignature, MemResponseSignature
+from ..core_if.signatures import BackdoorSignature
+from .ports import RequestSignature, ResponseSignature
 from .blocks import Statistics, Storage, TIME_BITS, stat_names
 
 
@@ -41,6 +42,9 @@ class FixedLatencyMemory(wiring.Component):
         builds of any size; also offers ``image_clear``/``image_load``).
     init : sequence of int, optional
         Initial storage contents (``storage="memory"`` only).
+    line_bytes : int
+        Data width of the port (``ports.py``): 8 (default, a 64-bit word) or a larger power of
+        two up to 64 (a line; ``words`` a multiple of it).
 
     Members
     -------
@@ -61,7 +65,8 @@ class FixedLatencyMemory(wiring.Component):
         counts accepted requests, as the reference model does; no row or queue statistics).
     """
 
-    def __init__(self, *, words, tag_bits, latency=32, storage="memory", init=None):
+    def __init__(self, *, words, tag_bits, latency=32, storage="memory", init=None,
+                 line_bytes=8):
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"tag_bits must be a positive integer, not {tag_bits!r}")
         if not isinstance(latency, int) or latency < 1:
@@ -70,19 +75,33 @@ class FixedLatencyMemory(wiring.Component):
             raise ValueError(f"storage must be 'memory' or 'verilog', not {storage!r}")
         self._words = words
         self._latency = latency
-        self._storage = Storage(words=words, storage=storage, init=init)
+        if line_bytes not in (8, 16, 32, 64):
+            raise ValueError(f"line_bytes must be a power of two from 8 to 64, not {line_bytes!r}")
+        self.line_bytes = line_bytes
+        self.ports = 1
+        self._storage = Storage(words=words, storage=storage, init=init, line_bytes=line_bytes)
         self._addr_bits = self._storage.addr_bits
         self.stat_names = stat_names(1)
         self.verilog_modules = {}
         super().__init__({
-            "req":         In(MemRequestSignature(tag_bits)),
-            "resp":        Out(MemResponseSignature(tag_bits)),
+            "req":         In(RequestSignature(tag_bits, line_bytes)),
+            "resp":        Out(ResponseSignature(tag_bits, line_bytes)),
             "backdoor":    In(BackdoorSignature(self._addr_bits)),
             "image_clear": In(1),
             "image_load":  In(1),
             "stats_clear": In(1),
             "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
         })
+
+    @property
+    def request_ports(self):
+        """The request ports as a list (``[req]``; as ``HbmMemory.request_ports``)."""
+        return [self.req]
+
+    @property
+    def response_ports(self):
+        """The response ports as a list (``[resp]``)."""
+        return [self.resp]
 
     @property
     def words(self):
@@ -112,9 +131,9 @@ class FixedLatencyMemory(wiring.Component):
         req = self.req.payload
         accept = self.req.valid & advance
         m.d.comb += [
-            st.rd_en.eq(advance), st.rd_addr.eq(req.addr[3:]),
-            st.wr_en.eq(accept & req.write), st.wr_addr.eq(req.addr[3:]),
-            st.wr_data.eq(req.wdata), st.wr_strb.eq(req.wstrb),
+            st.rd_en.eq(advance), st.rd_addr[0].eq(req.addr[3:]),
+            st.wr_en.eq(accept & req.write), st.wr_addr[0].eq(req.addr[3:]),
+            st.wr_data[0].eq(req.wdata), st.wr_strb[0].eq(req.wstrb),
         ]
 
         # Stage 1: the storage's read register plus valid/tag/write/acceptance cycle.
@@ -125,14 +144,14 @@ class FixedLatencyMemory(wiring.Component):
         with m.If(advance):
             m.d.sync += [valid[0].eq(self.req.valid), tag[0].eq(req.tag), write[0].eq(req.write),
                          when[0].eq(now)]
-        dat = [Mux(write[0], 0, st.rd_data)]
+        dat = [Mux(write[0], 0, st.rd_data[0])]
         # Stages 2..latency: a shift register.
         for stage in range(2, self._latency + 1):
             v = Signal(name=f"valid_{stage}")
             t = Signal.like(tag[0], name=f"tag_{stage}")
             w = Signal(name=f"write_{stage}")
             a = Signal(TIME_BITS, name=f"when_{stage}")
-            d = Signal(64, name=f"data_{stage}")
+            d = Signal(8 * self.line_bytes, name=f"data_{stage}")
             with m.If(advance):
                 m.d.sync += [v.eq(valid[-1]), t.eq(tag[-1]), w.eq(write[-1]), a.eq(when[-1]),
                              d.eq(dat[-1])]
@@ -155,7 +174,7 @@ class FixedLatencyMemory(wiring.Component):
             stats.clear.eq(self.stats_clear),
             stats.accept.eq(accept), stats.accept_write.eq(req.write),
             stats.deliver.eq(self.resp.valid & self.resp.ready),
-            stats.deliver_write.eq(write[-1]), stats.deliver_latency.eq(now - when[-1]),
+            stats.deliver_write.eq(write[-1]), stats.deliver_latency[0].eq(now - when[-1]),
             stats.column.eq(accept),
             self.stats.eq(stats.stats),
         ]

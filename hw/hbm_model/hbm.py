@@ -28,7 +28,8 @@ from amaranth.hdl import (Array, Cat, ClockSignal, Const, Instance, Module, Mux,
 from amaranth.lib import data, fifo, memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..core_if.signatures import BackdoorSignature, MemRequestSignature, MemResponseSignature
+from ..core_if.signatures import BackdoorSignature
+from .ports import RequestSignature, ResponseSignature
 from .blocks import Statistics, Storage, TIME_BITS, stat_names
 
 
@@ -297,13 +298,15 @@ class Channel(wiring.Component):
 
     Members
     -------
-    enq : In(1); enq_bank, enq_row, enq_tag, enq_write : In
-        A request to this channel is accepted in this cycle (candidate from the next cycle).
+    enq : In(lanes); enq_bank, enq_row, enq_tag : In(ArrayLayout(..., lanes)); enq_write : In(lanes)
+        Lane ``k`` (request port ``k``) brings a request to this channel that is accepted in this
+        cycle (a candidate from the next cycle); lanes enter the queue in lane order (age =
+        acceptance order, §2). The ingress never enqueues more than the free entries.
     full : Out(1); occupancy : Out(range(queue_depth + 1))
-        Queue state at the start of the cycle (``req.ready`` for this channel is ``~full``).
-    enq_kind : Out(2)
-        Classification of the request being enqueued against the bank state at the start of the
-        next cycle, its first as a candidate: 0 hit, 1 miss (closed), 2 conflict (other row).
+        Queue state at the start of the cycle.
+    enq_kind : Out(ArrayLayout(2, lanes))
+        Classification of lane ``k``'s request against the bank state at the start of the next
+        cycle, its first as a candidate: 0 hit, 1 miss (closed), 2 conflict (other row).
     refresh_tick : In(1); now : In(TIME_BITS)
     resp_valid : Out(1); resp_tag : Out(tag_bits); resp_write : Out(1); resp_take : In(1)
         Head of the response FIFO once its completion time is reached; ``resp_take`` pops it.
@@ -311,7 +314,8 @@ class Channel(wiring.Component):
         Commands issued in this cycle (``pre`` also for PREA), for the statistics.
     """
 
-    def __init__(self, preset, timing, *, tag_bits, row_bits):
+    def __init__(self, preset, timing, *, tag_bits, row_bits, lanes=1):
+        self._lanes = lanes
         self._p = preset
         self._t = timing
         self._tag_bits = tag_bits
@@ -319,9 +323,12 @@ class Channel(wiring.Component):
         self._banks = preset.bank_groups * preset.banks_per_group
         q = preset.queue_depth
         super().__init__({
-            "enq": In(1), "enq_bank": In(range(max(2, self._banks))), "enq_row": In(row_bits),
-            "enq_tag": In(tag_bits), "enq_write": In(1),
-            "full": Out(1), "occupancy": Out(range(q + 1)), "enq_kind": Out(2),
+            "enq": In(lanes),
+            "enq_bank": In(data.ArrayLayout(range(max(2, self._banks)), lanes)),
+            "enq_row": In(data.ArrayLayout(row_bits, lanes)),
+            "enq_tag": In(data.ArrayLayout(tag_bits, lanes)), "enq_write": In(lanes),
+            "full": Out(1), "occupancy": Out(range(q + 1)),
+            "enq_kind": Out(data.ArrayLayout(2, lanes)),
             "refresh_tick": In(1), "now": In(TIME_BITS),
             "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
             "resp_take": In(1),
@@ -465,17 +472,22 @@ class Channel(wiring.Component):
             now_hit = Mux(acted, sel_row == row, Mux(closed, 0, was_hit))
             return now_open, now_hit
 
-        enq_oh = Signal(B)
-        m.d.comb += enq_oh.eq(1 << self.enq_bank)
-        enq_group = self.enq_bank // bpg if bpg > 1 else self.enq_bank
         open_rows = Array(bk.open_row for bk in banks)
-        enq_open, enq_hit = status_after(
-            enq_oh, self.enq_row, is_open.bit_select(self.enq_bank, 1),
-            is_open.bit_select(self.enq_bank, 1) & (open_rows[self.enq_bank] == self.enq_row))
-        m.d.comb += self.enq_kind.eq(Mux(enq_hit, 0, Mux(enq_open, 2, 1)))
+        lanes = []          # per lane: (bank one-hot, group one-hot, open, hit, queue position)
+        pos = remain = Signal(range(Q + 1))
+        for k in range(self._lanes):
+            bank = self.enq_bank[k]
+            enq_oh = Signal(B, name=f"enq_oh_{k}")
+            m.d.comb += enq_oh.eq(1 << bank)
+            enq_group = bank // bpg if bpg > 1 else bank
+            enq_open, enq_hit = status_after(
+                enq_oh, self.enq_row[k], is_open.bit_select(bank, 1),
+                is_open.bit_select(bank, 1) & (open_rows[bank] == self.enq_row[k]))
+            m.d.comb += self.enq_kind[k].eq(Mux(enq_hit, 0, Mux(enq_open, 2, 1)))
+            lanes.append((enq_oh, 1 << enq_group, enq_open, enq_hit, pos))
+            pos = pos + self.enq[k]
 
         # -- queue update: remove the issued entry, append the accepted request --------------------
-        remain = Signal(range(Q + 1))
         m.d.comb += remain.eq(count - col_go)
         below = Signal(Q)          # entries older than the issued one (they stay in place)
         m.d.comb += below.eq(col_oh - 1)
@@ -490,65 +502,76 @@ class Channel(wiring.Component):
                                              Mux(shift, e_open[src], e_open[i]),
                                              Mux(shift, e_hit[src], e_hit[i]))
             m.d.sync += [e_open[i].eq(nxt_open), e_hit[i].eq(nxt_hit)]
-            with m.If(self.enq & (remain == i)):
-                m.d.sync += [e_bank[i].eq(enq_oh), e_group[i].eq(1 << enq_group),
-                             e_row[i].eq(self.enq_row), e_tag[i].eq(self.enq_tag),
-                             e_write[i].eq(self.enq_write), e_open[i].eq(enq_open),
-                             e_hit[i].eq(enq_hit)]
-        m.d.sync += count.eq(remain + self.enq)
+            for k, (enq_oh, enq_group, enq_open, enq_hit, at) in enumerate(lanes):
+                with m.If(self.enq[k] & (at == i)):
+                    m.d.sync += [e_bank[i].eq(enq_oh), e_group[i].eq(enq_group),
+                                 e_row[i].eq(self.enq_row[k]), e_tag[i].eq(self.enq_tag[k]),
+                                 e_write[i].eq(self.enq_write[k]), e_open[i].eq(enq_open),
+                                 e_hit[i].eq(enq_hit)]
+        m.d.sync += count.eq(pos)
         return m
 
 
 class ResponseArbiter(wiring.Component):
-    """One response per cycle: the first valid channel at or after the round-robin pointer; the
-    pointer moves past the channel whose response is taken (§2 "Response port").
+    """The response ports (§2 "Response ports"): port ``k`` presents the ``k``-th valid channel
+    at or after the round-robin pointer; the pointer moves past the channel of the
+    highest-numbered port whose response is taken (with one port: the first valid channel at or
+    after the pointer, the pointer moves past it when taken).
 
     Members
     -------
     valid : In(channels); take : Out(channels)
-        Channel heads presented / the one transferred this cycle.
-    grant : Out(range(channels)); any : Out(1)
-        The presented channel; some channel presents.
-    ready : In(1)
-        ``resp.ready``.
+        Channel heads presented / the ones transferred this cycle.
+    grant : Out(ArrayLayout(range(channels), ports)); present : Out(ports)
+        The channel port ``k`` presents; port ``k`` presents one.
+    ready : In(ports)
+        ``resp[k].ready``.
     """
 
-    def __init__(self, channels):
+    def __init__(self, channels, ports=1):
         self._n = channels
+        self._ports = ports
         super().__init__({
             "valid": In(channels), "take": Out(channels),
-            "grant": Out(range(max(2, channels))), "any": Out(1), "ready": In(1),
+            "grant": Out(data.ArrayLayout(range(max(2, channels)), ports)),
+            "present": Out(ports), "ready": In(ports),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self._n
         ptr = Signal(range(max(2, n)))
-        # Channels >= ptr first: a mask of them, then the lowest valid of (masked, all).
-        high = Signal(n)
-        m.d.comb += high.eq(self.valid & ~((Const(1, n + 1) << ptr) - 1)[:n])
-        pick_from = Mux(high.any(), high, self.valid)
-        for c in reversed(range(n)):
-            with m.If(pick_from[c]):
-                m.d.comb += self.grant.eq(c)
-        m.d.comb += self.any.eq(self.valid.any())
-        fire = self.any & self.ready
-        m.d.comb += self.take.eq(Mux(fire, Const(1, n) << self.grant, 0))
-        with m.If(fire):
-            m.d.sync += ptr.eq(Mux(self.grant == n - 1, 0, self.grant + 1))
+        # Position i < n: channel i if i >= ptr; position n + i: channel i if i < ptr. The
+        # set bits of ``order`` from the lowest up are the valid channels in round-robin order.
+        below = Signal(n)
+        m.d.comb += below.eq(((Const(1, n + 1) << ptr) - 1)[:n])
+        order = Signal(2 * n)
+        m.d.comb += order.eq(Cat(self.valid & ~below, self.valid & below))
+        rest = order
+        take = 0
+        for k in range(self._ports):
+            oh = _lowest(m, rest, f"pick_{k}")
+            m.d.comb += [self.present[k].eq(rest.any()),
+                         self.grant[k].eq(_select(oh, [i % n for i in range(2 * n)]))]
+            fire = self.present[k] & self.ready[k]
+            take = take | Mux(fire, Const(1, n) << self.grant[k], 0)
+            with m.If(fire):           # the last (highest) port taken wins
+                m.d.sync += ptr.eq(Mux(self.grant[k] == n - 1, 0, self.grant[k] + 1))
+            rest = rest & ~oh
+        m.d.comb += self.take.eq(take)
         return m
 
 
 _channel_cache = {}
 
 
-def _channel_verilog(preset, timing, tag_bits, row_bits):
+def _channel_verilog(preset, timing, tag_bits, row_bits, lanes):
     """(module name, Verilog text) of one :class:`Channel`, converted once per parameter set."""
     from amaranth.back import verilog
-    key = repr((preset.replace(name="x"), tag_bits, row_bits))
+    key = repr((preset.replace(name="x"), tag_bits, row_bits, lanes))
     if key not in _channel_cache:
         name = "ember_hbm_channel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
-        ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits)
+        ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits, lanes=lanes)
         text = verilog.convert(ch, name=name, emit_src=False)
         # Keep it one module (compiled once) rather than inlined into every instance.
         header = text.index(";", text.index(f"module {name}(")) + 1
@@ -558,7 +581,8 @@ def _channel_verilog(preset, timing, tag_bits, row_bits):
 
 
 class HbmMemory(wiring.Component):
-    """The HBM model: ``docs/hbm_model.md`` §2 (timing, FR-FCFS), §4 (storage), §5 (statistics).
+    """The HBM model: ``docs/hbm_model.md`` §2 (timing, FR-FCFS, ports), §4 (storage), §5
+    (statistics).
 
     Parameters
     ----------
@@ -566,7 +590,7 @@ class HbmMemory(wiring.Component):
         Organisation, timing and policy (``hw/hbm_model/presets.py``); not the ``simple`` preset
         (that is :class:`~hw.hbm_model.fixed_latency.FixedLatencyMemory`, see ``memory_model``).
     words : int
-        Storage in 64-bit words (0: timing only; reads return 0).
+        Storage in 64-bit words (0: timing only; reads return 0); a multiple of the line.
     tag_bits : int
         Request/response tag width. Tags of outstanding requests must be distinct (read data and
         acceptance cycle are kept per tag).
@@ -574,34 +598,54 @@ class HbmMemory(wiring.Component):
         ``"memory"`` (Amaranth simulation) or ``"verilog"`` (Verilator, ``storage.v``).
     init : sequence of int, optional
         Initial storage contents (``storage="memory"`` only).
+    ports : int
+        Request ports and response ports (default 1; §2 "Ingress", "Response ports").
+    line_bytes : int
+        Data width of a port (``ports.py``): 8 (default: the 64-bit word interface) or a larger
+        power of two up to ``preset.access_bytes`` (a line port: a read returns the aligned line).
 
     Members
     -------
-    req : In(MemRequestSignature(tag_bits))
-        ``req.ready`` is combinational in ``req.payload.addr``: the channel's queue is not full.
-    resp : Out(MemResponseSignature(tag_bits))
-        One response per cycle, any order; ``data`` is 0 for writes.
+    req : In(RequestSignature(tag_bits, line_bytes)), an array of ``ports`` if ``ports > 1``
+        ``req[k].ready`` is combinational in the addresses and ``valid`` of ports ``0..k``: the
+        channel of port ``k`` has room after the valid ports below it, none of which is refused.
+    resp : Out(ResponseSignature(tag_bits, line_bytes)), an array of ``ports`` if ``ports > 1``
+        Responses in any order; ``data`` is 0 for writes.
     backdoor, image_clear, image_load : In
-        Storage back door (``blocks.Storage``).
+        Storage back door (``blocks.Storage``; 64-bit words).
     stats_clear : In(1)
         Restart the statistics at this clock edge (the system pulses it with ``CTRL.START``).
     stats : Out(ArrayLayout(64, len(stat_names)))
         ``blocks.stat_names(preset.channels)`` order.
+
+    Raises
+    ------
+    ValueError
+        A fixed-latency preset, or a bad ``tag_bits``, ``ports``, ``line_bytes``, ``words`` or
+        ``page_policy``.
     """
 
-    def __init__(self, preset, *, words, tag_bits, storage="memory", init=None):
+    def __init__(self, preset, *, words, tag_bits, storage="memory", init=None, ports=1,
+                 line_bytes=8):
+        from .reference import check_line_bytes
         if getattr(preset, "fixed_latency", None):
             raise ValueError(f"preset {preset.name!r} is a fixed-latency preset; use "
                              f"memory_model() or FixedLatencyMemory")
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"tag_bits must be a positive integer, not {tag_bits!r}")
+        if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
+            raise ValueError(f"ports must be a positive integer, not {ports!r}")
+        check_line_bytes(preset, line_bytes)
         if preset.page_policy not in ("open", "closed"):
             raise ValueError(f"page_policy must be 'open' or 'closed', not {preset.page_policy!r}")
         self.preset = preset
+        self.ports = ports
+        self.line_bytes = line_bytes
         self.timing = DerivedTiming(preset)
         self._tag_bits = tag_bits
-        self._storage = Storage(words=words, storage=storage, init=init)
-        self._decoder = AddressDecoder(preset)
+        self._storage = Storage(words=words, storage=storage, init=init, ports=ports,
+                                line_bytes=line_bytes)
+        self._decoders = [AddressDecoder(preset) for _ in range(ports)]
         self.stat_names = stat_names(preset.channels)
         self.words = words
         self._channel_module = None
@@ -609,13 +653,16 @@ class HbmMemory(wiring.Component):
         #: channel is converted once and instantiated ``channels`` times (Verilator then compiles
         #: one channel instead of one per channel). The system's Verilog must include them.
         self.verilog_modules = {}
+        row_bits = self._decoders[0].row_bits
         if storage == "verilog":
             self._channel_module, text, self._channel_signature = _channel_verilog(
-                preset, self.timing, tag_bits, self._decoder.row_bits)
+                preset, self.timing, tag_bits, row_bits, ports)
             self.verilog_modules[self._channel_module] = text
+        req = In(RequestSignature(tag_bits, line_bytes))
+        resp = Out(ResponseSignature(tag_bits, line_bytes))
         super().__init__({
-            "req":         In(MemRequestSignature(tag_bits)),
-            "resp":        Out(MemResponseSignature(tag_bits)),
+            "req":         req if ports == 1 else req.array(ports),
+            "resp":        resp if ports == 1 else resp.array(ports),
             "backdoor":    In(BackdoorSignature(self._storage.addr_bits)),
             "image_clear": In(1),
             "image_load":  In(1),
@@ -627,21 +674,35 @@ class HbmMemory(wiring.Component):
     def addr_bits(self):
         return self._storage.addr_bits
 
+    @property
+    def request_ports(self):
+        """The request ports as a list (``[req]`` or ``list(req)``)."""
+        return [self.req] if self.ports == 1 else [self.req[k] for k in range(self.ports)]
+
+    @property
+    def response_ports(self):
+        """The response ports as a list (``[resp]`` or ``list(resp)``)."""
+        return [self.resp] if self.ports == 1 else [self.resp[k] for k in range(self.ports)]
+
     def elaborate(self, platform):
         m = Module()
         p, t = self.preset, self.timing
-        C = p.channels
+        C, P, Q = p.channels, self.ports, p.queue_depth
+        lb = 8 * self.line_bytes
+        reqs, resps = self.request_ports, self.response_ports
         m.submodules.storage = st = self._storage
-        m.submodules.decoder = dec = self._decoder
+        decs = self._decoders
+        for k, dec in enumerate(decs):
+            m.submodules[f"decoder_{k}"] = dec
         m.submodules.refresh = ref = RefreshTimer(t.refi)
-        m.submodules.arbiter = arb = ResponseArbiter(C)
+        m.submodules.arbiter = arb = ResponseArbiter(C, P)
         m.submodules.stats = stats = Statistics(
-            channels=C, queue_depth=p.queue_depth, access_bytes=p.access_bytes, burst=t.burst,
-            max_per_cycle=C)
+            channels=C, queue_depth=Q, access_bytes=p.access_bytes, burst=t.burst,
+            max_per_cycle=C, ports=P)
         channels = []
         for c in range(C):
             if self._channel_module is None:
-                ch = Channel(p, t, tag_bits=self._tag_bits, row_bits=dec.row_bits)
+                ch = Channel(p, t, tag_bits=self._tag_bits, row_bits=decs[0].row_bits, lanes=P)
                 m.submodules[f"channel_{c}"] = ch
             else:
                 # One Verilog module for all channels: its ports are the Channel's members.
@@ -656,72 +717,94 @@ class HbmMemory(wiring.Component):
         now = Signal(TIME_BITS)
         m.d.sync += now.eq(now + 1)
 
-        # -- ingress ----------------------------------------------------------------------------
-        req = self.req.payload
-        m.d.comb += dec.addr.eq(req.addr)
-        full = Cat(ch.full for ch in channels)
-        m.d.comb += self.req.ready.eq(~full.bit_select(dec.channel, 1) if C > 1 else ~full[0])
-        accept = self.req.valid & self.req.ready
+        # -- ingress (§2): ports in order; port k is accepted iff valid, its channel has room
+        # after the valid ports below it, and no valid port below it is refused ---------------
+        occupancy = Array(ch.occupancy for ch in channels)
+        accept = Signal(P)
+        blocked = Const(0, 1)
+        for k, (req, dec) in enumerate(zip(reqs, decs)):
+            m.d.comb += dec.addr.eq(req.payload.addr)
+            same = sum((reqs[j].valid & (decs[j].channel == dec.channel)) for j in range(k)) \
+                if k else 0
+            fits = Signal(name=f"fits_{k}")
+            m.d.comb += fits.eq((occupancy[dec.channel] if C > 1 else channels[0].occupancy)
+                                + same < Q)
+            m.d.comb += [req.ready.eq(fits & ~blocked), accept[k].eq(req.valid & req.ready)]
+            blocked = blocked | (req.valid & ~fits)
         for c, ch in enumerate(channels):
-            m.d.comb += [
-                ch.enq.eq(accept & (dec.channel == c)),
-                ch.enq_bank.eq(dec.bank), ch.enq_row.eq(dec.row),
-                ch.enq_tag.eq(req.tag), ch.enq_write.eq(req.write),
-                ch.refresh_tick.eq(ref.tick), ch.now.eq(now),
-            ]
+            for k, (req, dec) in enumerate(zip(reqs, decs)):
+                m.d.comb += [
+                    ch.enq[k].eq(accept[k] & (dec.channel == c)),
+                    ch.enq_bank[k].eq(dec.bank), ch.enq_row[k].eq(dec.row),
+                    ch.enq_tag[k].eq(req.payload.tag), ch.enq_write[k].eq(req.payload.write),
+                ]
+            m.d.comb += [ch.refresh_tick.eq(ref.tick), ch.now.eq(now)]
 
-        # Storage at acceptance (§4); a read's data and acceptance cycle are kept by tag.
-        m.d.comb += [
-            st.rd_en.eq(accept & ~req.write), st.rd_addr.eq(req.addr[3:]),
-            st.wr_en.eq(accept & req.write), st.wr_addr.eq(req.addr[3:]),
-            st.wr_data.eq(req.wdata), st.wr_strb.eq(req.wstrb),
-        ]
+        # Storage at acceptance (§4, port order); a read's data and acceptance cycle by tag.
         wiring.connect(m, wiring.flipped(self.backdoor), st.backdoor)
         m.d.comb += [st.image_clear.eq(self.image_clear), st.image_load.eq(self.image_load)]
-        m.submodules.by_tag = by_tag = memory.Memory(shape=64 + TIME_BITS,
+        m.submodules.by_tag = by_tag = memory.Memory(shape=lb + TIME_BITS,
                                                      depth=1 << self._tag_bits, init=[])
-        tag_wr = by_tag.write_port()
-        tag_rd = by_tag.read_port(domain="comb")
-        held = Signal()                  # a read was accepted in the previous cycle
-        held_tag = Signal(self._tag_bits)
-        held_time = Signal(TIME_BITS)
-        m.d.sync += [held.eq(accept & ~req.write), held_tag.eq(req.tag), held_time.eq(now)]
-        m.d.comb += [tag_wr.en.eq(held), tag_wr.addr.eq(held_tag),
-                     tag_wr.data.eq(Cat(st.rd_data, held_time))]
+        tag_rd = []
+        for k, req in enumerate(reqs):
+            pl = req.payload
+            m.d.comb += [
+                st.rd_en[k].eq(accept[k] & ~pl.write), st.rd_addr[k].eq(pl.addr[3:]),
+                st.wr_en[k].eq(accept[k] & pl.write), st.wr_addr[k].eq(pl.addr[3:]),
+                st.wr_data[k].eq(pl.wdata), st.wr_strb[k].eq(pl.wstrb),
+            ]
+            tag_wr = by_tag.write_port()
+            held = Signal(name=f"held_{k}")          # a read was accepted in the previous cycle
+            held_tag = Signal(self._tag_bits, name=f"held_tag_{k}")
+            held_time = Signal(TIME_BITS, name=f"held_time_{k}")
+            m.d.sync += [held.eq(accept[k] & ~pl.write), held_tag.eq(pl.tag), held_time.eq(now)]
+            m.d.comb += [tag_wr.en.eq(held), tag_wr.addr.eq(held_tag),
+                         tag_wr.data.eq(Cat(st.rd_data[k], held_time))]
+        for k in range(P):
+            tag_rd.append(by_tag.read_port(domain="comb"))
 
-        # Classification (§2: bank state at the start of the request's first cycle as a
-        # candidate, i.e. after this cycle's commands), counted in the acceptance cycle.
-        kind = Array(ch.enq_kind for ch in channels)[dec.channel]
-
-        # -- response port ---------------------------------------------------------------------
-        m.d.comb += [arb.valid.eq(Cat(ch.resp_valid for ch in channels)), arb.ready.eq(self.resp.ready)]
+        # -- response ports ----------------------------------------------------------------------
+        m.d.comb += arb.valid.eq(Cat(ch.resp_valid for ch in channels))
         for c, ch in enumerate(channels):
             m.d.comb += ch.resp_take.eq(arb.take[c])
-        resp_tag = Array(ch.resp_tag for ch in channels)[arb.grant]
-        resp_write = Array(ch.resp_write for ch in channels)[arb.grant]
-        m.d.comb += [
-            tag_rd.addr.eq(resp_tag),
-            self.resp.valid.eq(arb.any),
-            self.resp.payload.tag.eq(resp_tag),
-            self.resp.payload.write.eq(resp_write),
-            self.resp.payload.data.eq(Mux(resp_write, 0, tag_rd.data[:64])),
-        ]
-        delivered = self.resp.valid & self.resp.ready
+        resp_tags = Array(ch.resp_tag for ch in channels)
+        resp_writes = Array(ch.resp_write for ch in channels)
+        delivered = Signal(P)
+        resp_write = Signal(P)
+        latency = []
+        for k, resp in enumerate(resps):
+            tag, write = resp_tags[arb.grant[k]], resp_writes[arb.grant[k]]
+            m.d.comb += [
+                arb.ready[k].eq(resp.ready),
+                tag_rd[k].addr.eq(tag),
+                resp.valid.eq(arb.present[k]),
+                resp.payload.tag.eq(tag),
+                resp.payload.write.eq(write),
+                resp.payload.data.eq(Mux(write, 0, tag_rd[k].data[:lb])),
+                delivered[k].eq(resp.valid & resp.ready),
+                resp_write[k].eq(write),
+            ]
+            latency.append(now - tag_rd[k].data[lb:])
 
         # -- statistics --------------------------------------------------------------------------
+        # Classification (§2: bank state at the start of the request's first cycle as a
+        # candidate, i.e. after this cycle's commands), counted in the acceptance cycle.
         def popcount(bits):
             return sum(bits[i] for i in range(len(bits)))
         m.d.comb += [
             stats.clear.eq(self.stats_clear),
-            stats.accept.eq(accept), stats.accept_write.eq(req.write),
-            stats.classify.eq(accept), stats.classify_kind.eq(kind),
+            stats.accept.eq(accept), stats.accept_write.eq(Cat(r.payload.write for r in reqs)),
+            stats.classify.eq(accept),
             stats.activates.eq(popcount(Cat(ch.act for ch in channels))),
             stats.precharges.eq(popcount(Cat(ch.pre for ch in channels))),
             stats.refreshes.eq(popcount(Cat(ch.ref for ch in channels))),
             stats.deliver.eq(delivered), stats.deliver_write.eq(resp_write),
-            stats.deliver_latency.eq(now - tag_rd.data[64:]),
             stats.column.eq(Cat(ch.col for ch in channels)),
         ]
+        for k, dec in enumerate(decs):
+            kinds = Array(ch.enq_kind[k] for ch in channels)
+            m.d.comb += [stats.classify_kind[k].eq(kinds[dec.channel]),
+                         stats.deliver_latency[k].eq(latency[k])]
         for c, ch in enumerate(channels):
             m.d.comb += stats.occupancy[c].eq(ch.occupancy)
         m.d.comb += self.stats.eq(stats.stats)

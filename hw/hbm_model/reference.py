@@ -13,12 +13,15 @@ Two ways to drive it:
   the earliest cycle at which one of its commands becomes legal). The result is identical to
   stepping each cycle (``skip_idle=False``; tested in ``tests/hbm``).
 
-Extension beyond the RTL (which has one request and one response port): with ``ports = P`` the
-reference accepts up to P requests per cycle (§2 Ingress) and transfers up to P responses per
-cycle — the heads of the first P non-empty response FIFOs at or after the round-robin pointer,
-one per channel, all taken when ``resp.ready``; the pointer moves past the last one taken. With
-``P = 1`` this is exactly the response port of §2. It lets a test reach the peak bandwidth of a
-preset, which one 64-byte response per cycle cannot (HBM2 peaks at 4 accesses per cycle).
+Ports (§2 "Ingress" and "Response ports"; the RTL has the same parameter): with ``ports = P``
+the model has P request ports, served in port order (port ``k`` is accepted iff it is valid, its
+channel has room after the requests of the valid ports below it, and no valid port below it is
+refused), and P response ports: port ``k`` presents the head of the ``k``-th non-empty response
+FIFO at or after the round-robin pointer (one per channel); each is transferred when its port's
+``resp.ready`` is high, and the pointer moves past the channel of the highest-numbered port that
+transferred. With ``P = 1`` these are the single ports of §2. ``line_bytes`` (8 = one 64-bit
+word, up to the preset's ``access_bytes``) is the data width of a port: a read returns the aligned
+line containing the address, a write carries a line and a byte enable per byte of it.
 
 What is NOT modelled: see docs/hbm_model.md §9 (one command of each kind per channel per cycle, no
 command-bus sharing between pseudo-channels, all-bank refresh of all channels at once, no tRTW
@@ -37,7 +40,7 @@ import numpy as np
 from .presets import HbmPreset
 
 __all__ = ["Request", "Response", "Completion", "TraceResult", "HbmReference", "run_requests",
-           "HIST_BIN_CYCLES", "HIST_BINS", "hist_percentile", "ReadyStream"]
+           "HIST_BIN_CYCLES", "HIST_BINS", "hist_percentile", "ReadyStream", "check_line_bytes"]
 
 #: Read-latency histogram: bin width (unit cycles) and number of bins (last bin open), §5.
 HIST_BIN_CYCLES = 4
@@ -48,6 +51,18 @@ _INF = 1 << 62      # "never"
 _MASK64 = (1 << 64) - 1
 
 
+def check_line_bytes(preset: HbmPreset, line_bytes) -> int:
+    """Check a port's data width: a power of two from 8 (one 64-bit word) to the preset's
+    ``access_bytes`` (64 for a fixed-latency preset). Returns it; raises ``ValueError`` naming
+    ``line_bytes`` otherwise."""
+    top = preset.access_bytes if preset.fixed_latency is None else max(64, preset.access_bytes)
+    if not isinstance(line_bytes, int) or isinstance(line_bytes, bool) or line_bytes < 8 \
+            or line_bytes & (line_bytes - 1) or line_bytes > top:
+        raise ValueError(f"line_bytes must be a power of two from 8 to {top} (the preset's "
+                         f"access_bytes), not {line_bytes!r}")
+    return line_bytes
+
+
 @dataclass(frozen=True)
 class Request:
     """One 64-byte-access request.
@@ -55,15 +70,16 @@ class Request:
     Attributes
     ----------
     addr : int
-        Byte address (>= 0). Timing uses the access containing it; storage the aligned 64-bit word.
+        Byte address (>= 0). Timing uses the access containing it; storage the aligned line
+        (``line_bytes`` of the model, default one 64-bit word) containing it.
     write : bool
-        Write (``data`` under ``wstrb`` into the word) instead of read.
+        Write (``data`` under ``wstrb`` into the line) instead of read.
     issue_cycle : int
         Earliest unit cycle at which :func:`run_requests` offers it (the trace's issue cycle).
     data : int
-        Write data, 64 bits.
+        Write data, ``8 * line_bytes`` bits (word ``i`` of the line in bits ``64i..64i+63``).
     wstrb : int
-        Byte enables of ``data`` (bit i: byte i), 8 bits.
+        Byte enables of ``data`` (bit i: byte i of the line), ``line_bytes`` bits.
     """
 
     addr: int
@@ -77,15 +93,17 @@ class Request:
 class Response:
     """A response on the response port.
 
-    ``index`` is the request's acceptance number (0, 1, ... in acceptance order; the RTL carries
-    ``index mod 2**tag_bits`` as the tag); ``data`` the 64-bit word read at acceptance (0 for a
-    write); ``channel`` the channel it came from.
+    ``index`` is the request's acceptance number (0, 1, ... in acceptance order, ports in port
+    order within a cycle; the RTL carries ``index mod 2**tag_bits`` as the tag); ``data`` the line
+    (``line_bytes``; default one 64-bit word) read at acceptance (0 for a write); ``channel`` the
+    channel it came from; ``port`` the response port that presents it.
     """
 
     index: int
     data: int
     write: bool
     channel: int
+    port: int = 0
 
 
 @dataclass
@@ -269,26 +287,33 @@ class HbmReference:
     ----------
     preset : HbmPreset
     ports : int
-        Requests accepted and responses transferred per cycle at most (>= 1; the RTL has 1).
+        Request ports and response ports (>= 1; §2 "Ingress", "Response ports").
     storage_words : int
         64-bit words of storage (>= 0); bytes at or beyond ``8 * storage_words`` read as 0 and
         writes there are dropped (§4).
+    line_bytes : int
+        Data width of a port in bytes: 8 (one 64-bit word, the default) or a larger power of two
+        up to ``preset.access_bytes``; reads return the aligned line containing the address.
 
     Raises
     ------
     ValueError
-        ``ports`` or ``storage_words`` out of range, or ``preset`` not an :class:`HbmPreset`.
+        ``ports``, ``storage_words`` or ``line_bytes`` out of range, or ``preset`` not an
+        :class:`HbmPreset`.
     """
 
-    def __init__(self, preset: HbmPreset, *, ports: int = 1, storage_words: int = 0):
+    def __init__(self, preset: HbmPreset, *, ports: int = 1, storage_words: int = 0,
+                 line_bytes: int = 8):
         if not isinstance(preset, HbmPreset):
             raise ValueError(f"preset must be an HbmPreset, not {preset!r}")
         if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
             raise ValueError(f"ports must be a positive integer, not {ports!r}")
         if not isinstance(storage_words, int) or isinstance(storage_words, bool) or storage_words < 0:
             raise ValueError(f"storage_words must be a non-negative integer, not {storage_words!r}")
+        check_line_bytes(preset, line_bytes)
         self.preset = preset
         self.ports = ports
+        self.line_bytes = line_bytes
         self.storage = np.zeros(storage_words, dtype=np.uint64)
         self.cycle = 0                        # the next cycle to simulate
         self._eager = True                    # step(): evaluate every channel every cycle
@@ -369,6 +394,11 @@ class HbmReference:
         out = self._present(self.cycle)
         return out[0] if out else None
 
+    def peek_responses(self) -> list[Response]:
+        """The responses the response ports present in the current cycle (port 0 first; ports
+        without a response are not listed, and they are always the highest-numbered ones)."""
+        return self._present(self.cycle)
+
     def queue_free(self, addr: int) -> bool:
         """Whether a request to ``addr`` would be accepted now as the only one offered (req.ready)."""
         if self._simple:
@@ -398,10 +428,25 @@ class HbmReference:
         n, out = self.step_ports(offered, resp_ready)
         return n, (out[0] if out else None)
 
-    def step_ports(self, offered: Sequence[Request] = (), resp_ready: bool = True
+    def step_ports(self, offered: Sequence[Request | None] = (), resp_ready=True
                    ) -> tuple[int, list[Response]]:
-        """Simulate one unit cycle with up to ``ports`` requests and responses; like :meth:`step`
-        but returns the list of responses transferred (at most ``ports``)."""
+        """Simulate one unit cycle with up to ``ports`` requests and responses.
+
+        Parameters
+        ----------
+        offered : sequence of Request or None
+            Entry ``k`` is request port ``k``'s request, ``None`` if that port is not valid
+            (entries beyond ``ports`` are ignored).
+        resp_ready : bool or sequence of bool
+            ``resp.ready`` of every response port, or one per port.
+
+        Returns
+        -------
+        (accepted, responses)
+            How many of the valid ports were accepted (always the first ones, §2 "Ingress";
+            their indices continue the acceptance count in port order) and the responses
+            transferred this cycle (``Response.port`` tells the port).
+        """
         t = self.cycle
         n, out = self._cycle(t, offered, resp_ready)
         self.cycle = t + 1
@@ -420,24 +465,34 @@ class HbmReference:
             q = self._ch[c].resp
             if q and q[0][0] <= t:
                 e = q[0]
-                out.append(Response(e[1], e[2], e[3], c))
+                out.append(Response(e[1], e[2], e[3], c, len(out)))
                 if len(out) == self.ports:
                     break
         return out
 
     def _storage_access(self, r: Request) -> int:
-        w = r.addr >> 3
-        if w >= self.storage.size:
+        lw = self.line_bytes >> 3
+        base = (r.addr >> 3) & ~(lw - 1)
+        size = self.storage.size
+        if base >= size:
             return 0
         if r.write:
-            m = 0
-            for i in range(8):
-                if (r.wstrb >> i) & 1:
-                    m |= 0xFF << (8 * i)
-            old = int(self.storage[w])
-            self.storage[w] = np.uint64((old & ~m & _MASK64) | (r.data & m))
+            for k in range(min(lw, size - base)):
+                strb = (r.wstrb >> (8 * k)) & 0xFF
+                if not strb:
+                    continue
+                m = 0
+                for i in range(8):
+                    if (strb >> i) & 1:
+                        m |= 0xFF << (8 * i)
+                old = int(self.storage[base + k])
+                word = (r.data >> (64 * k)) & _MASK64
+                self.storage[base + k] = np.uint64((old & ~m & _MASK64) | (word & m))
             return 0
-        return int(self.storage[w])
+        out = 0
+        for k in range(min(lw, size - base)):
+            out |= int(self.storage[base + k]) << (64 * k)
+        return out
 
     def _cycle(self, t, offered, resp_ready) -> tuple[int, list[Response]]:
         st = self._st
@@ -451,18 +506,7 @@ class HbmReference:
             self._next_ref += self._t.tREFI
         # response port: state at the start of t
         presented = self._present(t)
-        # ingress: occupancy at the start of t plus those accepted before in this cycle
-        accepted = []
-        fch_lsb, fch_m = self._fb["channel"]
-        qd = self.preset.queue_depth
-        added = {}
-        for r in offered[:self.ports]:
-            c = (r.addr >> fch_lsb) & fch_m
-            k = added.get(c, 0)
-            if len(self._ch[c].queue) + k >= qd:
-                break
-            added[c] = k + 1
-            accepted.append((c, r))
+        accepted = self._admit(offered)
         # commands, from the state at the start of t (queues without this cycle's arrivals)
         eager = self._eager
         for c, ch in enumerate(self._ch):
@@ -470,7 +514,12 @@ class HbmReference:
                 self._schedule(c, ch, t)
         # end of t: responses leave
         out = []
-        if resp_ready and presented:
+        if presented:
+            if isinstance(resp_ready, (bool, int, np.bool_)):
+                presented = presented if resp_ready else []
+            else:
+                presented = [resp for resp in presented if resp_ready[resp.port]]
+        if presented:
             for resp in presented:
                 ch = self._ch[resp.channel]
                 ch.resp.popleft()
@@ -509,6 +558,25 @@ class HbmReference:
             if ch.wake > t + 1:
                 ch.wake = t + 1
         return len(accepted), out
+
+    def _admit(self, offered) -> list:
+        """§2 Ingress: [(channel, request)] accepted this cycle, in port order. Occupancy at the
+        start of the cycle plus the requests of lower ports accepted to the same channel; the
+        first refused valid port refuses every port above it."""
+        accepted = []
+        fch_lsb, fch_m = self._fb["channel"]
+        qd = self.preset.queue_depth
+        added = {}
+        for r in offered[:self.ports]:
+            if r is None:
+                continue
+            c = (r.addr >> fch_lsb) & fch_m
+            k = added.get(c, 0)
+            if len(self._ch[c].queue) + k >= qd:
+                break
+            added[c] = k + 1
+            accepted.append((c, r))
+        return accepted
 
     def _deliver(self, index, write, t):
         st = self._st
@@ -650,6 +718,8 @@ class HbmReference:
         L = self.preset.fixed_latency
         pipe = self._pipe
         head_valid = bool(pipe) and pipe[0][0] + L <= self._adv
+        if not isinstance(resp_ready, (bool, int, np.bool_)):
+            resp_ready = bool(resp_ready[0])
         advance = (not head_valid) or resp_ready
         out = []
         n = 0
@@ -658,7 +728,7 @@ class HbmReference:
                 e = pipe.popleft()
                 out.append(Response(e[1], e[2], e[3], 0))
                 self._deliver(e[1], e[3], t)
-            if offered:
+            if offered and offered[0] is not None:
                 r = offered[0]
                 idx = self._n_accepted
                 self._n_accepted += 1
@@ -675,7 +745,7 @@ class HbmReference:
 def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstanding: int | None = None,
                  ports: int = 1, resp_backpressure: float = 0.0, seed: int = 0,
                  storage_words: int = 0, storage: np.ndarray | None = None,
-                 skip_idle: bool = True) -> TraceResult:
+                 skip_idle: bool = True, line_bytes: int = 8) -> TraceResult:
     """Run a request trace through the reference model.
 
     Trace-issue semantics (the RTL trace runner mirrors them): requests are offered in trace
@@ -696,7 +766,8 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
     max_outstanding : int or None
         Limit of accepted-but-untransferred requests (>= 1); ``None``: no limit.
     ports : int
-        Request and response ports of the reference (>= 1; the RTL has 1).
+        Request and response ports (>= 1); the offered requests go to ports 0, 1, ... in
+        trace order; one ``resp.ready`` for all response ports.
     resp_backpressure : float
         Probability in [0, 1) that ``resp.ready`` is low in a cycle.
     seed : int
@@ -708,6 +779,8 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
     skip_idle : bool
         Skip cycles in which nothing can happen (default); ``False`` steps every cycle with every
         channel evaluated (:meth:`HbmReference.step_ports`) — same result, slower.
+    line_bytes : int
+        Data width of a port (:class:`HbmReference`); ``Completion.data`` is that line.
 
     Returns
     -------
@@ -734,7 +807,7 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
     if storage is not None:
         storage = np.asarray(storage, dtype=np.uint64).ravel()
         storage_words = max(storage_words, storage.size)
-    model = HbmReference(preset, ports=ports, storage_words=storage_words)
+    model = HbmReference(preset, ports=ports, storage_words=storage_words, line_bytes=line_bytes)
     if storage is not None:
         model.load(0, storage)
     model._eager = not skip_idle

@@ -149,21 +149,18 @@ def write_bursts(n: int, footprint: int, *, burst: int = 16, seed: int = 0,
     return _requests(np.array(addrs[:n]) * ACCESS, writes[:n], interval)
 
 
-def embedding_gather(dim: int, *, indices: np.ndarray | None = None, base: int = 0,
+def embedding_gather(dim: int, *, indices: np.ndarray, base: int = 0,
                      elem_bytes: int = 4, interval: int = 0) -> list[Request]:
     """The reads of an embedding-bag gather: for each index ``i`` in order, the row ``i`` of a
     table of ``dim`` elements of ``elem_bytes`` bytes (f32: 4).
 
     Rows are padded to whole 64-byte accesses (row stride ``ceil(dim * elem_bytes / 64) * 64``
-    bytes from ``base``), so each row is that many consecutive 64-byte reads. ``indices``
-    default: the CSR column indices of the symmetrised Cora graph
+    bytes from ``base``), so each row is that many consecutive 64-byte reads. ``indices``: the
+    rows looked up, e.g. the CSR column indices of the symmetrised Cora graph
     (``sw.runtime.datasets.load_cora().indices``, 10,556 lookups).
     """
     _check("dim", dim)
     _check("elem_bytes", elem_bytes)
-    if indices is None:
-        from sw.runtime.datasets import load_cora
-        indices = load_cora().indices
     idx = np.asarray(indices, dtype=np.int64).ravel()
     if idx.size == 0 or idx.min() < 0:
         raise ValueError(f"indices must be a non-empty array of non-negative integers, "
@@ -174,7 +171,8 @@ def embedding_gather(dim: int, *, indices: np.ndarray | None = None, base: int =
     return _requests(addrs, interval=interval)
 
 
-#: Standard patterns of the benchmark: name -> (description, generator(n, footprint, seed)).
+#: Synthetic patterns of the benchmark: name -> (description, generator(n, footprint, seed)).
+#: ``scripts/bench_hbm.py`` adds the Cora gather (:func:`embedding_gather` over a data set).
 PATTERNS = {
     "sequential": ("consecutive 64-B reads",
                    lambda n, fp, seed: sequential(n)),
@@ -186,6 +184,4 @@ PATTERNS = {
                 lambda n, fp, seed: hot_set(n, fp, 256 << 10, seed=seed)),
     "write-bursts": ("16 random reads, then 16 consecutive writes, repeated",
                      lambda n, fp, seed: write_bursts(n, fp, seed=seed)),
-    "gather": ("Cora embedding-bag gather, dim 64 f32 (4 accesses per row)",
-               lambda n, fp, seed: embedding_gather(64)[:n]),
 }

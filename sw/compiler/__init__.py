@@ -24,7 +24,8 @@ def compile_mlir(text: str, *, filename: str = "<input>", limits: Limits | None 
                  opt_level: int = 0) -> Kernel:
     """Compile one MLIR SCF function into a :class:`~sw.runtime.kernel.Kernel`.
 
-    ``limits`` is the TMU configuration (default: ``sw.runtime.isa.Limits()``, ISA version 0);
+    ``limits`` is the TMU configuration (default ``None``: ``configs/tmu_rtl.json``, what the RTL
+    builds, ``sw.compiler.pipelines.default_limits()``; the kernel's ``limits`` is the one used);
     ``opt_level`` 0…3 as Ember's ``-O`` levels (docs/compiler.md, "Optimisation levels").
 
     Raises
@@ -78,4 +79,4 @@ def emit(text: str, stage: str, *, filename: str = "<input>", limits: Limits | N
         raise CompileError("--emit tmu is not available yet: sw/compiler/backend/resources.py "
                            "(to_tmu) has not landed")
     return str(module.to_tmu(result.kernel.program, result.kernel.arg_map,
-                             limits or Limits())) + "\n"
+                             result.kernel.limits)) + "\n"

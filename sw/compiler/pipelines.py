@@ -22,6 +22,11 @@ vectorisation; ``-O2`` + bufferisation (one collected buffer per loop); ``-O3`` 
 simplification (rows as block loads), hoisting and queue alignment. ``-O0`` output is the
 slice's output, byte for byte. simplify-streams runs before vectorize-access (the rows leave
 their loop before it would be vectorised); hoist-streams and align-queues work on the DLC.
+
+Every step is an xDSL ``ModulePass`` (``PASSES``, by its kebab-case name); the pipelines are
+``xdsl.passes.PassPipeline`` objects of them (:func:`pipeline`), and :func:`pipeline_spec` gives a
+level's pipeline as the text ``ember opt --passes`` takes, e.g. ``-O0`` is
+``choose-decoupling,convert-scf-to-slc,convert-slc-to-dlc``.
 """
 
 from __future__ import annotations
@@ -31,31 +36,48 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import VerifyException
 
 from ..runtime.isa import Limits
 from ..runtime.kernel import Kernel
+from .backend.host_checks import host_checks
 from .backend.python import generate_execute
-from .conversion.scf_to_slc import decouple_function
-from .conversion.slc_to_dlc import lower_function
+from .context import make_context
+from .conversion.scf_to_slc import ConvertScfToSlc
+from .conversion.slc_to_dlc import ConvertSlcToDlc
 from .dialects import dlc
 from .errors import CompileError, location_of
 from .frontends.mlir import check_supported, element_type_name, parse_mlir
-from .transforms.align_queues import align_queues
-from .transforms.bufferize import bufferize
-from .transforms.choose_decoupling import choose_decoupling
-from .transforms.hoist_streams import hoist_streams
-from .transforms.move_to_callback import move_to_callback
-from .transforms.simplify_streams import simplify_streams
-from .transforms.vectorize_access import vectorize_access
-from .transforms.vectorize_callbacks import vectorize_callbacks
+from .transforms.align_queues import AlignQueues
+from .transforms.bufferize import Bufferize
+from .transforms.choose_decoupling import ChooseDecoupling
+from .transforms.hoist_streams import HoistStreams
+from .transforms.move_to_callback import MoveToCallback
+from .transforms.simplify_streams import SimplifyStreams
+from .transforms.vectorize_access import VectorizeAccess
+from .transforms.vectorize_callbacks import VectorizeCallbacks
 
-__all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "Compilation", "run_pipeline", "v1_features"]
+__all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "DEFAULT_TMU_CONFIG", "PASSES", "Compilation",
+           "default_limits", "run_pipeline", "pipeline", "pipeline_spec", "v1_features"]
 
 STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
+#: Every pass of the compiler by its name (``ember opt --passes``, ``PassPipeline.parse_spec``).
+PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (
+    ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, VectorizeAccess,
+    VectorizeCallbacks, ConvertSlcToDlc, HoistStreams, AlignQueues)}
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
+#: The TMU configuration the compiler maps onto when the caller gives none (``limits=None``):
+#: what the RTL builds (``configs/tmu_rtl.json``, ISA versions 0 and 1), as ``make sim`` uses.
+#: ``sw.runtime.isa.Limits()`` (no arguments) is a different thing: the smallest version-0 unit.
+DEFAULT_TMU_CONFIG = "tmu_rtl"
+
+
+def default_limits() -> Limits:
+    """The configuration of ``DEFAULT_TMU_CONFIG`` (``configs/tmu_rtl.json``), read afresh."""
+    return Limits.from_file(DEFAULT_TMU_CONFIG)
 
 
 @dataclass
@@ -110,35 +132,65 @@ def v1_features(fn: func.FuncOp) -> list[tuple[str, object]]:
     return list(found.items())
 
 
+def slc_passes() -> tuple[ModulePass, ...]:
+    """SCF -> SLC (the -O0 SLC, unchanged by the canonicalisation)."""
+    return (ChooseDecoupling(),                  # mark loops and read-only memrefs for the unit
+            ConvertScfToSlc())                   # decouple: loops/streams vs callbacks
+
+
+def slcv_passes(opt_level: int, vlen: int) -> tuple[ModulePass, ...]:
+    """The SLC/SLCV optimisations of ``opt_level`` (none at -O0)."""
+    passes: list[ModulePass] = []
+    if opt_level >= 1:
+        passes.append(MoveToCallback())          # merge/dedupe callbacks, sink ALU streams
+    if opt_level >= 2:
+        passes.append(Bufferize())               # one value per loop = one collected buffer
+    if opt_level >= 3:
+        passes.append(SimplifyStreams())         # rows -> block loads, element loop removed
+    if opt_level >= 1:
+        passes.append(VectorizeAccess(vlen))     # innermost loop -> vector layer
+        passes.append(VectorizeCallbacks())      # per-lane callback loops -> vector ops
+    return tuple(passes)
+
+
+def dlc_passes(opt_level: int) -> tuple[ModulePass, ...]:
+    """SLC/SLCV -> DLC and the DLC optimisations of ``opt_level``."""
+    passes: list[ModulePass] = [ConvertSlcToDlc()]   # layers, addresses, marshaling, compute loop
+    if opt_level >= 3:
+        passes.append(HoistStreams())            # loop-invariant ALU streams to outer layers
+        passes.append(AlignQueues())             # pack operands, drop redundant ones
+    return tuple(passes)
+
+
+def pipeline(opt_level: int, vlen: int = DEFAULT_VLEN) -> PassPipeline:
+    """The whole SCF -> DLC pipeline of ``opt_level`` as one ``PassPipeline``."""
+    opt_level = check_opt_level(opt_level)
+    return PassPipeline(slc_passes() + slcv_passes(opt_level, vlen) + dlc_passes(opt_level))
+
+
+def pipeline_spec(opt_level: int, vlen: int = DEFAULT_VLEN) -> str:
+    """The pipeline of ``opt_level`` as pass-pipeline text (``ember opt --passes``)."""
+    return ",".join(str(p.spec()) for p in pipeline(opt_level, vlen).passes)
+
+
+def _apply(passes: tuple[ModulePass, ...], module: ModuleOp) -> ModuleOp:
+    PassPipeline(passes).apply(make_context(), module)
+    return module
+
+
 def _slc(scf_fn: func.FuncOp) -> ModuleOp:
-    """choose-decoupling, convert-scf-to-slc (the -O0 SLC, unchanged by the canonicalisation)."""
-    choose_decoupling(scf_fn)
-    return ModuleOp([decouple_function(scf_fn)])
+    """choose-decoupling, convert-scf-to-slc on ``scf_fn`` (left unchanged) -> a new module."""
+    return _apply(slc_passes(), ModuleOp([scf_fn.clone()]))
 
 
 def _slcv(slc_module: ModuleOp, opt_level: int, vlen: int) -> ModuleOp:
     """The SLC/SLCV optimisations of ``opt_level`` on a copy of ``slc_module``."""
-    module = slc_module.clone()
-    fn = _kernel_fn(module)
-    if opt_level >= 1:
-        move_to_callback(fn)                     # merge/dedupe callbacks, sink ALU streams
-    if opt_level >= 2:
-        bufferize(fn)                            # one value per loop = one collected buffer
-    if opt_level >= 3:
-        simplify_streams(fn)                     # rows -> block loads, element loop removed
-    if opt_level >= 1:
-        vectorize_access(fn, vlen)               # innermost loop -> vector layer
-        vectorize_callbacks(fn)                  # per-lane callback loops -> vector ops
-    return module
+    return _apply(slcv_passes(opt_level, vlen), slc_module.clone())
 
 
 def _dlc(slcv_module: ModuleOp, opt_level: int) -> ModuleOp:
-    module = ModuleOp([lower_function(_kernel_fn(slcv_module))])
-    fn = _kernel_fn(module)
-    if opt_level >= 3:
-        hoist_streams(fn)                        # loop-invariant ALU streams to outer layers
-        align_queues(fn)                         # pack operands, drop redundant ones
-    return module
+    """convert-slc-to-dlc and the DLC optimisations of ``opt_level`` on a copy of ``slcv_module``."""
+    return _apply(dlc_passes(opt_level), slcv_module.clone())
 
 
 def _backend(name: str):
@@ -181,12 +233,16 @@ def _check_isa(dlc_fn: func.FuncOp, limits: Limits | None, opt_level: int) -> No
 def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None = None,
                  until: str = "bin", opt_level: int = 0) -> Compilation | ModuleOp:
     """Run the stages up to ``until`` (a STAGES name); ``scf``/``slc``/``slcv``/``dlc`` return
-    that module, later stages the whole :class:`Compilation`."""
+    that module, later stages the whole :class:`Compilation`. ``limits=None`` means
+    :func:`default_limits` (what the RTL builds)."""
     opt_level = check_opt_level(opt_level)
+    if limits is None:
+        limits = default_limits()
     scf_module = parse_mlir(text, filename)
     scf_fn = check_supported(scf_module)
     if until == "scf":
         return scf_module
+    checks = host_checks(scf_fn)
     slc_module = _verified(_slc(scf_fn), "slc")
     if until == "slc":
         return slc_module
@@ -212,5 +268,6 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
                        for t in results],
         callbacks=dict(access.callbacks),
         limits=limits,
+        host_checks=checks,
     )
     return Compilation(scf_module, slc_module, dlc_module, access, kernel, slcv_module)

@@ -3,7 +3,7 @@
 The same user-facing call (:func:`run_kernel`) runs on either transport:
 
 * ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
-* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``tb.harness.run_on_rtl``),
+* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``sim.system.run_on_rtl``),
   which also reports cycles and counters.
 
 Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →
@@ -18,8 +18,8 @@ from typing import Protocol, Sequence
 from .execute import CoreCostModel, ExecuteResult, execute_tokens
 from .golden import AccessFault, run_golden
 from .image import MemoryImage, bind_arguments, build_image
-from .isa import Fault, Limits
-from .kernel import Kernel
+from .isa import Fault, Limits, SrcKind
+from .kernel import ArgKind, Kernel
 
 __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayTransport", "RunResult", "run_kernel",
            "TARGETS"]
@@ -41,7 +41,7 @@ class AccessRun:
 
     @classmethod
     def from_rtl(cls, r) -> "AccessRun":
-        """The access run of a ``tb.harness.RtlResult``."""
+        """The access run of a ``sim.system.RtlResult``."""
         return cls(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
                    dict(r.stats), dict(r.memory_stats or {}))
 
@@ -66,7 +66,7 @@ class GoldenTransport:
 
 
 class RtlTransport:
-    """The RTL access unit under Verilator (cocotb). ``config`` is a ``tb.harness.TmuConfig``,
+    """The RTL access unit under Verilator (cocotb). ``config`` is a ``sim.system.TmuConfig``,
     ``memory`` the memory model's preset (``"simple"``, ``"HBM2"``, ``"HBM3"``; docs/hbm_model.md)."""
     name = "rtl"
 
@@ -74,7 +74,7 @@ class RtlTransport:
         self.config, self.backpressure, self.seed, self.memory = config, backpressure, seed, memory
 
     def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
-        from tb.harness import run_on_rtl   # imported lazily: only the RTL target needs cocotb
+        from sim.system import run_on_rtl   # imported lazily: only the RTL target needs cocotb
         return AccessRun.from_rtl(run_on_rtl(program, memory, args, config=self.config,
                                              backpressure=self.backpressure, seed=self.seed,
                                              memory=self.memory))
@@ -82,7 +82,7 @@ class RtlTransport:
 
 class ReplayTransport:
     """A run already made, handed back as a transport: e.g. many programs run on the RTL in one
-    simulator process (``tb.harness.run_many_on_rtl``), then each checked and executed by
+    simulator process (``sim.system.run_many_on_rtl``), then each checked and executed by
     :func:`run_kernel`. ``run`` raises ``ValueError`` if asked for another program."""
 
     def __init__(self, program: bytes, run: AccessRun, name: str = "rtl"):
@@ -119,18 +119,69 @@ def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
 
 
 def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> str:
-    """A user-level explanation of an access-unit fault (which input was wrong, and how)."""
+    """A user-level explanation of an access-unit fault (which input was wrong, and how).
+
+    ``ADDR_RANGE``: the address (signed) relative to the tensor it falls in or nearest to, and the
+    arguments whose values select positions in that tensor (``Kernel.host_checks``: index arrays
+    and loop bounds); ``RANGE_ORDER``: the arguments that give loop bounds.
+    """
     code = Fault(code)
+
+    def names(params) -> str:
+        return " or ".join(f"arg{n} ({kernel.params[n].name!r})" for n in params)
+
     if code == Fault.ADDR_RANGE:
-        where = image.describe(addr)
+        where = image.describe(addr, outside=True)
+        found = image.nearest(addr, outside=True)
+        sources = []
+        if found is not None:
+            sources = list(dict.fromkeys(c.source for c in kernel.host_checks
+                                         if c.target == found[0] and c.kind in ("index", "bound")))
+        blame = (f"a value of {names(sources)}, which selects positions in {found[1].name!r}, is out of range"
+                 if sources else
+                 f"an index used to address {found[1].name!r} is out of range" if found is not None
+                 else "an index is out of range")
         return (f"access unit fault ADDR_RANGE: a load at {where} is outside the memory region it was "
-                f"granted; an index (e.g. in 'indices') is out of range for the table it selects from")
+                f"granted; {blame}")
     if code == Fault.RANGE_ORDER:
+        bounds = list(dict.fromkeys(c.source for c in kernel.host_checks if c.kind == "bound"))
+        what = f"{names(bounds)} must be non-decreasing" if bounds else "loop bounds must be non-decreasing"
         return (f"access unit fault RANGE_ORDER: layer {addr} got an upper bound below its lower bound; "
-                f"offsets must be non-decreasing")
+                f"{what}")
     if code == Fault.MISALIGNED:
         return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
+    if code == Fault.BLOCK_LENGTH and kernel.limits is not None:
+        return (f"access unit fault BLOCK_LENGTH: block stream {addr} got a length above max_block = "
+                f"{kernel.limits.max_block} of the TMU configuration {kernel.limits.name or '(unnamed)'} "
+                f"or below 0")
     return f"access unit fault {code.name} at {addr:#x}"
+
+
+def check_block_lengths(kernel: Kernel, regs: Sequence[int], limits: Limits | None) -> None:
+    """Refuse a run whose block stream (docs/isa.md §7.4: one row loaded as a block) would get a
+    length from an argument register above ``limits.max_block`` (the unit would stop with fault
+    ``BLOCK_LENGTH``). ``ValueError`` names the argument, its value (the ``embedding_dim``) and
+    ``max_block``. Lengths known at compile time are checked by the compiler (CompileError)."""
+    if limits is None or not limits.max_block:
+        return
+    for sid, stream in enumerate(kernel.program.streams):
+        count = getattr(stream, "count", None)
+        if not getattr(stream, "block", False) or count is None or count.kind != SrcKind.ARG:
+            continue
+        value = regs[count.value]
+        if 0 <= value <= limits.max_block:
+            continue
+        spec = kernel.arg_map[count.value]
+        if spec.kind == ArgKind.DIM:
+            what = f"arg{spec.param} ({kernel.params[spec.param].name}) dimension {spec.axis}"
+        elif spec.kind == ArgKind.SCALAR:
+            what = f"arg{spec.param} ({kernel.params[spec.param].name})"
+        else:
+            what = f"argument register {count.value} ({spec})"
+        raise ValueError(f"{what} is {value}: block stream {sid} would load rows of embedding_dim = "
+                         f"{value} elements, more than max_block = {limits.max_block} of the TMU "
+                         f"configuration {limits.name or '(unnamed)'} (Limits.max_block); compile at "
+                         f"-O2 or lower, or for a configuration with a larger max_block")
 
 
 def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden", *,
@@ -159,7 +210,9 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     """
     transport = _transport(target, kernel, **options)
     image = build_image(kernel, args)
+    kernel.check_arguments(args)
     regs = bind_arguments(kernel, args, image)
+    check_block_lengths(kernel, regs, options.get("limits") or kernel.limits)
     program = kernel.program.encode()
     access = transport.run(program, image.data, regs)
     if access.fault_code != Fault.NONE:

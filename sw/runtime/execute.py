@@ -5,12 +5,12 @@ the data queue (Ember's DLC ``compute_loop``, arXiv 2504.09870 §5). The loop it
 the compiler (``Kernel.execute_source``); this module runs it over a token stream, checks that the
 streams were consumed exactly, and counts callbacks for a simple cost model of the core.
 
-Operands arrive as raw unsigned 64-bit integers; the ``as_*`` helpers reinterpret them.
+Operands arrive as raw unsigned 64-bit integers; the ``as_*`` helpers of ``sw.runtime.kernel``
+reinterpret them.
 """
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -18,36 +18,7 @@ from typing import Iterable, Sequence
 from .isa import DONE_TOKEN
 from .kernel import Kernel
 
-__all__ = ["as_i64", "as_f32", "as_f64", "as_u64", "ExecuteError", "CoreCostModel",
-           "ExecuteResult", "execute_tokens"]
-
-_F32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-
-
-def as_u64(raw: int) -> int:
-    return raw & 0xFFFF_FFFF_FFFF_FFFF
-
-
-def as_i64(raw: int) -> int:
-    """Signed 64-bit integer (an ``index`` or i64 operand)."""
-    raw &= 0xFFFF_FFFF_FFFF_FFFF
-    return raw - (1 << 64) if raw >> 63 else raw
-
-
-def as_f32(raw: int):
-    """The f32 in bits [31:0] of an operand, as ``numpy.float32``."""
-    import numpy as np
-    return np.float32(_F32.unpack(_U32.pack(raw & 0xFFFF_FFFF))[0])
-
-
-def as_f64(raw: int):
-    """The f64 in bits [63:0] of an operand, as ``numpy.float64``."""
-    import numpy as np
-    return np.float64(_F64.unpack(_U64.pack(raw & 0xFFFF_FFFF_FFFF_FFFF))[0])
-
+__all__ = ["ExecuteError", "CoreCostModel", "ExecuteResult", "execute_tokens"]
 
 class ExecuteError(RuntimeError):
     """The token streams do not match the compute loop (a compiler or access-unit bug)."""
@@ -73,6 +44,17 @@ class ExecuteResult:
     core_cycles: int = 0                                # from the cost model
 
 
+def _generated_line(kernel: Kernel, error: BaseException) -> str:
+    """The line of the generated execute source where ``error`` was raised (names the arrays)."""
+    tb, line = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == f"<execute:{kernel.name}>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    lines = kernel.execute_source.splitlines()
+    return f"'{lines[line - 1].strip()}'" if line and line <= len(lines) else "unknown line"
+
+
 def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
                    control_tokens: Sequence[int], cost: CoreCostModel | None = None) -> ExecuteResult:
     """Run the kernel's compute loop over the given token streams.
@@ -82,6 +64,9 @@ def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
     ExecuteError
         When a callback pops more operands than were pushed, operands are left over, the control
         stream does not end with DONE, or names a callback the kernel does not have.
+    ValueError
+        The execute side indexed an argument out of its bounds (an argument too small for the
+        kernel that the host checks did not catch); the message quotes the generated line.
     """
     cost = cost or CoreCostModel()
     if not control_tokens or control_tokens[-1] != DONE_TOKEN:
@@ -108,7 +93,11 @@ def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
             calls[tok] += 1
             yield tok
 
-    results = kernel.execute_fn()(list(args), control(), pop)
+    try:
+        results = kernel.execute_fn()(list(args), control(), pop)
+    except IndexError as e:
+        raise ValueError(f"the execute side of kernel {kernel.name!r} indexed outside an argument "
+                         f"({_generated_line(kernel, e)}): {e}") from None
     calls.pop(DONE_TOKEN, None)
     if popped != len(data_tokens):
         raise ExecuteError(f"the compute loop popped {popped} operands, the access unit pushed {len(data_tokens)}")

@@ -78,7 +78,7 @@ def embedding_bag_memory(table: np.ndarray, indices: np.ndarray, offsets: np.nda
 
 _EXECUTE_SOURCE = '''
 import numpy as np
-from sw.runtime.execute import {decode}
+from sw.runtime.kernel import {decode}
 
 def execute(args, control, pop):
     table, indices, offsets, out = args

@@ -64,17 +64,47 @@ class MemoryImage:
                 return p
         return None
 
-    def describe(self, addr: int) -> str:
-        """Human-readable location of a byte address: ``'table' + 72 bytes`` or the nearest tensor."""
-        p = self.owner(addr)
-        if p is not None:
-            return f"{addr:#x} ({p.name!r} + {addr - p.base} bytes)"
-        if not self.placements:
-            return f"{addr:#x}"
-        near = min(self.placements.values(), key=lambda q: min(abs(addr - q.base), abs(addr - q.base - q.nbytes)))
-        rel = addr - near.base
-        where = f"{rel} bytes from the start" if rel < 0 else f"{rel - near.nbytes} bytes past the end"
-        return f"{addr:#x} ({where} of {near.name!r}, {near.nbytes} bytes at {near.base:#x})"
+    def nearest(self, addr: int, *, outside: bool = False) -> tuple[int, Placement] | None:
+        """``(parameter index, placement)`` of the tensor containing ``addr``, else the nearest one
+        (``addr`` is read as a signed 64-bit address: a negative index gives a negative address).
+        ``outside``: the nearest tensor that does not contain ``addr`` (a load that faulted
+        ``ADDR_RANGE`` was outside its own tensor, even when it landed inside another one)."""
+        addr = _signed(addr)
+        candidates = [(k, p) for k, p in self.placements.items()
+                      if not (outside and p.base <= addr < p.base + max(p.nbytes, 1))]
+        if not candidates:
+            return None
+        if not outside:
+            for key, p in candidates:
+                if p.base <= addr < p.base + max(p.nbytes, 1):
+                    return key, p
+        return min(candidates,
+                   key=lambda kp: min(abs(addr - kp[1].base), abs(addr - kp[1].base - kp[1].nbytes)))
+
+    def describe(self, addr: int, *, outside: bool = False) -> str:
+        """Human-readable location of a byte address: ``0x48 ('table' + 72 bytes)``, or relative
+        to the nearest tensor (``-0xd00 (3328 bytes before the start of 'table', ...)``); the
+        address is read as a signed 64-bit value. ``outside`` as in :meth:`nearest` (the tensor
+        the address lands in, if any, is then named after the nearest one)."""
+        addr = _signed(addr)
+        text = f"{addr:#x}"
+        found = self.nearest(addr, outside=outside)
+        if found is None:
+            return text
+        p = found[1]
+        if p.base <= addr < p.base + max(p.nbytes, 1):
+            return f"{text} ({p.name!r} + {addr - p.base} bytes)"
+        rel = addr - p.base
+        where = (f"{-rel} bytes before the start" if rel < 0
+                 else f"{rel - p.nbytes} bytes past the end")
+        inside = self.owner(addr) if outside else None
+        also = f", inside {inside.name!r}" if inside is not None else ""
+        return f"{text} ({where} of {p.name!r}, {p.nbytes} bytes at {p.base:#x}{also})"
+
+
+def _signed(addr: int) -> int:
+    addr &= (1 << 64) - 1
+    return addr - (1 << 64) if addr >> 63 else addr
 
 
 def build_image(kernel: Kernel, args: Sequence) -> MemoryImage:

@@ -467,6 +467,23 @@ class Limits:
         data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
         return cls.from_dict(data, where=path)
 
+    @classmethod
+    def from_tmu_config(cls, config) -> "Limits":
+        """The limits of the RTL built with ``config`` (a ``hw.tmu.config.TmuConfig``, read by
+        attribute, so this module does not import the hardware): resources, ISA versions, v1
+        features, lanes, maximum block length. ``configs/tmu_rtl.json`` is
+        ``Limits.from_tmu_config(TmuConfig())``.
+
+        Raises
+        ------
+        ValueError
+            A field out of range for the compiler (as the constructor does).
+        """
+        return cls(layers=config.layers, regions=config.regions, streams=config.streams,
+                   actions=config.actions, args=config.args, versions=tuple(config.versions),
+                   features=frozenset(config.features), lanes=config.lanes,
+                   max_block=config.max_block)
+
     def to_file(self, path: str | os.PathLike, description: str = "") -> None:
         """Write the configuration as JSON (``from_file`` reads it back equal)."""
         data = self.to_dict()

@@ -17,17 +17,47 @@ The execute-side source defines one function::
         Runs the prologue, then for each control token the callback it names until DONE (0xFFFF),
         then the epilogue; returns the tuple of the function's results.'''
 
-Helpers the generated code may import: ``sw.runtime.execute`` (``as_f32``, ``as_f64``, ``as_i64``, ...).
+The generated code decodes operands with the helpers of this module (``as_f32``, ``as_f64``,
+``as_i64``, ``as_u64``), so it depends only on this contract, not on the runtime that runs it.
 """
 
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import dataclass, field
 
 from .isa import Limits, Program
 
-__all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "Kernel"]
+__all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "HostCheck", "Kernel", "as_u64", "as_i64",
+           "as_f32", "as_f64"]
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+def as_u64(raw: int) -> int:
+    return raw & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def as_i64(raw: int) -> int:
+    """Signed 64-bit integer (an ``index`` or i64 operand)."""
+    raw &= 0xFFFF_FFFF_FFFF_FFFF
+    return raw - (1 << 64) if raw >> 63 else raw
+
+
+def as_f32(raw: int):
+    """The f32 in bits [31:0] of an operand, as ``numpy.float32``."""
+    import numpy as np
+    return np.float32(_F32.unpack(_U32.pack(raw & 0xFFFF_FFFF))[0])
+
+
+def as_f64(raw: int):
+    """The f64 in bits [63:0] of an operand, as ``numpy.float64``."""
+    import numpy as np
+    return np.float64(_F64.unpack(_U64.pack(raw & 0xFFFF_FFFF_FFFF_FFFF))[0])
 
 
 class ArgKind(str, enum.Enum):
@@ -81,6 +111,77 @@ class ParamSpec:
     in_image: bool = False
 
 
+@dataclass(frozen=True)
+class HostCheck:
+    """One check of the call's arguments that the host makes before the access unit starts
+    (derived by ``sw.compiler.backend.host_checks``, which explains the kinds).
+
+    ``kind``: ``"index"`` (every element of ``args[source]`` in ``[0, args[target].shape[axis])``),
+    ``"bound"`` (every element in ``[0, args[target].shape[axis]]``) or ``"extent"``
+    (``args[source].shape[source_axis]``, or ``value`` when ``source`` is -1, at most
+    ``args[target].shape[axis]``). ``where`` is the ``file:line:col`` of the load or loop.
+    """
+    kind: str
+    source: int
+    target: int
+    axis: int
+    source_axis: int = 0
+    value: int = 0
+    where: str = ""
+
+    def same_as(self, other: "HostCheck") -> bool:
+        return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value) == \
+            (other.kind, other.source, other.target, other.axis, other.source_axis, other.value)
+
+    def check(self, params: list["ParamSpec"], args) -> None:
+        """Raise ``ValueError`` naming the argument (``argN (name)``), the position and the bad
+        value when ``args`` violate the check."""
+        import numpy as np
+
+        def name(n: int) -> str:
+            return f"arg{n} ({params[n].name})"
+
+        target = np.asarray(args[self.target])
+        if self.axis >= target.ndim:
+            return
+        size = target.shape[self.axis]
+        at = f" at {self.where}" if self.where else ""
+        if self.kind == "extent":
+            if self.source < 0:
+                need, what = self.value, f"the constant {self.value}"
+            else:
+                source = np.asarray(args[self.source])
+                if self.source_axis >= source.ndim:
+                    return
+                need = source.shape[self.source_axis]
+                what = f"{need}, the size of {name(self.source)} along axis {self.source_axis}"
+            if need > size:
+                raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, "
+                                 f"fewer than the loop{at} that indexes it runs over ({what})")
+            return
+        values = np.asarray(args[self.source])
+        if values.size == 0 or values.dtype.kind not in "iu":
+            return
+        upper = size if self.kind == "bound" else size - 1
+        bad = np.flatnonzero((values.reshape(-1) < 0) | (values.reshape(-1) > upper))
+        if not bad.size:
+            return
+        position = np.unravel_index(int(bad[0]), values.shape)
+        value = int(values[position])
+        pos = ", ".join(str(int(p)) for p in position)
+        if self.kind == "bound":
+            raise ValueError(f"{name(self.source)}[{pos}] = {value} is outside [0, {size}]: it is a "
+                             f"bound of the loop{at} whose index selects along axis {self.axis} of "
+                             f"{name(self.target)}, which has {size} entries")
+        stride = int(np.prod(target.shape[self.axis + 1:], dtype=np.int64)) * target.dtype.itemsize
+        overflow = ""
+        if abs(value) * stride >= 1 << 63:
+            overflow = f"; its byte offset {value} * {stride} does not fit in 64 bits"
+        raise ValueError(f"{name(self.source)}[{pos}] = {value} is outside [0, {size}): it "
+                         f"indexes axis {self.axis} of {name(self.target)}, which has {size} "
+                         f"entries (the load{at}){overflow}")
+
+
 @dataclass
 class Kernel:
     """A compiled kernel (see module docstring)."""
@@ -96,6 +197,21 @@ class Kernel:
     # The TMU configuration the program was compiled for (None: the default ``Limits()``); the
     # golden model decodes the program with it unless a run is given other limits.
     limits: Limits | None = None
+    # Checks of the arguments the host makes before a run (index ranges, loop bounds, extents).
+    host_checks: list[HostCheck] = field(default_factory=list)
+
+    def check_arguments(self, args) -> None:
+        """Run :attr:`host_checks` on the call's arguments (bound by position).
+
+        Raises
+        ------
+        ValueError
+            An index outside the dimension it selects from (or whose byte offset would overflow
+            64 bits), a loop bound past the array it ranges over, an argument smaller than the
+            loop over it; the message names ``argN (name)``, the position and the value.
+        """
+        for check in self.host_checks:
+            check.check(self.params, args)
 
     def execute_fn(self):
         """Compile ``execute_source`` and return its ``execute`` function."""

@@ -221,7 +221,7 @@ class TB:
         dut.rst.value = 0
 
     def _stats(self):
-        from tb.harness import memory_stats_dict
+        from sim.system import memory_stats_dict
         from hw.hbm_model import stat_names
         channels = self.job["preset"].channels
         n = len(stat_names(channels))

@@ -12,7 +12,7 @@ protocol.
 The Verilator model is ``memory_model(preset, storage="verilog")`` (Verilog ``ember_hbm_top``)
 with a generated wrapper ``ember_hbm_cocotb_top`` (clock in Verilog, ports marked
 ``public_flat_rw``), built once per (preset, storage, tag width) into ``build/rtl/hbm_cocotb/``
-and reused; like ``tb/common.py``, an index keyed by the sources skips the Verilog generation and
+and reused; like ``sim/verilator.py``, an index keyed by the sources skips the Verilog generation and
 the build itself is keyed by the generated Verilog.
 
 * ``test_differential_small`` (default suite): a reduced HBM2 (2 channels, 16 rows, queues 8,
@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from hw.hbm_model.presets import get_preset
-from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build, run_cocotb, runner_build
+from sim.verilator import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build, run_cocotb, runner_build
 from tb.hbm_model.cocotb_hbm import JOB_ENV, TRACE_NAMES, build_traces, storage_image, write_job
 
 TOP = "ember_hbm_cocotb_top"     # the generated wrapper (the cocotb toplevel)
@@ -137,7 +137,7 @@ def run_differential(preset, test_dir: Path, *, n: int, seed: int = 1, traces=TR
 
     ``reference_preset`` (default ``preset``) lets a test give the reference different timing,
     ``shadow_flip`` the testbench's shadow memory a wrong word (both prove the checks compare).
-    Raises ``RuntimeError`` (from ``tb.common.run_cocotb``) if the RTL and the reference differ;
+    Raises ``RuntimeError`` (from ``sim.verilator.run_cocotb``) if the RTL and the reference differ;
     the result file then holds the first difference.
     """
     preset = _preset(preset)

@@ -12,7 +12,7 @@ Two drivers here (the cocotb version on the Verilator model is tb/hbm_model/test
   is random; the reference's ``HbmReference.step`` runs the same cycle with the same inputs and
   the acceptance and the transferred response are compared in that cycle. Small preset variants
   (2 channels, 16 rows, short queues) keep it fast; this is the fast-suite check.
-* **trace** (Verilator, ``tb.hbm_harness.run_requests_on_rtl``): the structured traces of
+* **trace** (Verilator, ``sim.hbm.run_requests_on_rtl``): the structured traces of
   ``hw.hbm_model.traces`` with random issue gaps, ``max_outstanding`` and random ``resp.ready``,
   against ``reference.run_requests`` with the same arguments; real presets and variants
   (closed page, refresh-heavy), marked ``slow``.
@@ -148,7 +148,7 @@ def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_c
         state["done"] = done
         names = dut.stat_names
         values = [ctx.get(dut.stats[k]) for k in range(len(names))]
-        from tb.harness import memory_stats_dict
+        from sim.system import memory_stats_dict
         state["rtl"] = memory_stats_dict(values, 1 if preset.fixed_latency else preset.channels)
 
     sim = Simulator(dut)
@@ -198,13 +198,185 @@ def test_lockstep(name, pat, opts):
     _stats_equal(rtl, ref)
 
 
+# -- several ports, line ports (Amaranth simulator) --------------------------------------------------
+
+def _wide(reqs, rng, line_bytes):
+    """Random line-wide write data and byte enables (``line_bytes``), and sub-line addresses."""
+    return [dataclasses.replace(r, addr=r.addr + 8 * rng.randrange(line_bytes // 8 or 1),
+                                data=rng.getrandbits(8 * line_bytes),
+                                wstrb=rng.getrandbits(line_bytes) if r.write else 0)
+            for r in reqs]
+
+
+def lockstep_ports(preset, reqs, *, ports, seed, line_bytes=8, p_valid=0.7, p_ready=0.75,
+                   tag_bits=6, max_cycles=20_000, reference=HbmReference):
+    """Drive every request port and response port of the RTL model with its own random
+    ``valid``/``ready`` and the reference (``reference``, an ``HbmReference`` class) with the
+    same inputs, cycle by cycle: a request port that is idle takes the next request of ``reqs``
+    with probability ``p_valid`` and holds it (payload stable) until accepted; each response port
+    is ready with probability ``p_ready``. In every cycle the set of accepted ports and every
+    response port's (valid, tag, write, data) must agree; returns (cycles, RTL statistics,
+    reference statistics). Raises ``AssertionError`` at the first difference."""
+    image = _image(seed)
+    dut = memory_model(preset, words=STORAGE_WORDS, tag_bits=tag_bits, storage="memory",
+                       init=image.tolist(), ports=ports, line_bytes=line_bytes)
+    ref = reference(preset, storage_words=STORAGE_WORDS, ports=ports, line_bytes=line_bytes)
+    ref.load(0, image)
+    rng = random.Random(seed)
+    req_ports, resp_ports = dut.request_ports, dut.response_ports
+    state = {}
+
+    async def bench(ctx):
+        nxt = done = 0
+        held = [None] * ports              # (tag, request) on each request port
+        free = list(range(1 << tag_bits))  # tags neither on a port nor in flight
+        tag_of = {}                        # reference acceptance index -> tag
+        for cycle in range(max_cycles):
+            for k in range(ports):
+                if held[k] is None and nxt < len(reqs) and free and rng.random() < p_valid:
+                    held[k] = (free.pop(0), reqs[nxt])
+                    nxt += 1
+                port = req_ports[k]
+                ctx.set(port.valid, held[k] is not None)
+                if held[k] is not None:
+                    tag, r = held[k]
+                    ctx.set(port.payload, {"addr": r.addr, "tag": tag, "write": r.write,
+                                           "wdata": r.data, "wstrb": r.wstrb if r.write else 0})
+            ready = [rng.random() < p_ready for _ in range(ports)]
+            for k in range(ports):
+                ctx.set(resp_ports[k].ready, ready[k])
+            rtl_acc = [held[k] is not None and bool(ctx.get(req_ports[k].ready))
+                       for k in range(ports)]
+            rtl_resp = [(ctx.get(resp_ports[k].payload.tag), bool(ctx.get(resp_ports[k].payload.write)),
+                         ctx.get(resp_ports[k].payload.data)) if ctx.get(resp_ports[k].valid) else None
+                        for k in range(ports)]
+            # the reference, same cycle, same inputs
+            first = ref._n_accepted
+            presented = ref.peek_responses()
+            n, taken = ref.step_ports([h[1] if h else None for h in held], ready)
+            ref_acc = [False] * ports
+            valid_ports = [k for k in range(ports) if held[k] is not None]
+            for j, k in enumerate(valid_ports[:n]):
+                ref_acc[k] = True
+                tag_of[first + j] = held[k][0]
+            ref_resp = [None] * ports
+            for resp in presented:
+                ref_resp[resp.port] = (tag_of[resp.index], resp.write, resp.data)
+            assert rtl_acc == ref_acc, \
+                f"cycle {cycle}: accepted ports RTL {rtl_acc}, reference {ref_acc}"
+            assert rtl_resp == ref_resp, \
+                f"cycle {cycle}: responses RTL {rtl_resp}, reference {ref_resp}"
+            assert [r.port for r in taken] == [k for k in range(ports) if ready[k] and ref_resp[k]]
+            for k in range(ports):
+                if rtl_acc[k]:
+                    held[k] = None
+                if rtl_resp[k] is not None and ready[k]:
+                    free.append(rtl_resp[k][0])
+                    done += 1
+            await ctx.tick()
+            if done == len(reqs):
+                break
+        state["cycles"] = cycle + 1
+        state["done"] = done
+        values = [ctx.get(dut.stats[k]) for k in range(len(dut.stat_names))]
+        from sim.system import memory_stats_dict
+        state["rtl"] = memory_stats_dict(values, preset.channels)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert state["done"] == len(reqs), f"only {state['done']} of {len(reqs)} requests completed"
+    return state["cycles"], state["rtl"], ref.stats
+
+
+def _port_case(ports, seed, n=250):
+    """Reduced HBM2 with refresh and short queues (ports compete for queue entries), a
+    read/write mix on a small footprint (same-cycle accesses to one line from several ports)."""
+    p = refresh_heavy(small("HBM2", refresh=True, queue_depth=4, response_depth=2))
+    reqs = pattern("mixed", n, p, seed=seed)
+    rng = random.Random(seed)
+    hot = traces.uniform_random(n, 512, seed=seed, write_fraction=0.5)
+    reqs = [dataclasses.replace(r, addr=h.addr, write=h.write) if i % 3 == 0 else r
+            for i, (r, h) in enumerate(zip(reqs, hot))]
+    return p, _wide(reqs, rng, 64)
+
+
+@pytest.mark.parametrize("ports, line_bytes", [(2, 64), (4, 64), (4, 8)])
+def test_lockstep_ports(ports, line_bytes):
+    """The fast-suite check of the ports: reduced HBM2, random valid/ready on every port, line
+    or word ports, against the reference cycle by cycle (fresh seed, printed)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    p, reqs = _port_case(ports, seed)
+    if line_bytes == 8:
+        reqs = [dataclasses.replace(r, data=r.data & ((1 << 64) - 1), wstrb=r.wstrb & 0xFF)
+                for r in reqs]
+    _, rtl, ref = lockstep_ports(p, reqs, ports=ports, seed=seed, line_bytes=line_bytes,
+                                 p_valid=0.8, p_ready=0.6)
+    _stats_equal(rtl, ref)
+    assert ref["writes"] > 0 and ref["row_conflicts"] > 0 and ref["refreshes"] > 0
+
+
+class _RefusalDoesNotBlock(HbmReference):
+    """A wrong ingress: a refused port does not refuse the ports above it."""
+
+    def _admit(self, offered):
+        accepted, added = [], {}
+        lsb, mask = self._fb["channel"]
+        for r in offered[:self.ports]:
+            if r is None:
+                continue
+            c = (r.addr >> lsb) & mask
+            if len(self._ch[c].queue) + added.get(c, 0) < self.preset.queue_depth:
+                added[c] = added.get(c, 0) + 1
+                accepted.append((c, r))
+        return accepted
+
+
+class _ResponsesReversed(HbmReference):
+    """A wrong response arbitration: the round-robin order is assigned to the ports backwards."""
+
+    def _present(self, t):
+        out = super()._present(t)
+        return [dataclasses.replace(r, port=len(out) - 1 - r.port) for r in out]
+
+
+@pytest.mark.parametrize("broken", [_RefusalDoesNotBlock, _ResponsesReversed])
+def test_broken_port_arbitration_is_caught(broken):
+    """The port checks compare: a reference with a different ingress or response arbitration
+    must be reported (and a reference of the contract passes on the same stimulus)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    p, reqs = _port_case(4, seed, n=400)
+    with pytest.raises(AssertionError, match="cycle"):
+        lockstep_ports(p, reqs, ports=4, seed=seed, line_bytes=64, p_valid=0.9, p_ready=0.5,
+                       reference=broken)
+
+
+PORT_PRESETS = [("HBM2", 2), ("HBM2", 4), ("HBM3", 4), ("HBM3", 8)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, ports", PORT_PRESETS, ids=[f"{n}-{k}" for n, k in PORT_PRESETS])
+def test_lockstep_ports_presets(name, ports):
+    """The real presets (reduced row count only; their queues, channels and timing) with ports."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    p = get_preset(name).replace(rows=64)
+    reqs = _wide(pattern("random", 1500, p, seed=seed), random.Random(seed), 64)
+    _, rtl, ref = lockstep_ports(p, reqs, ports=ports, seed=seed, line_bytes=64, p_valid=0.9,
+                                 p_ready=0.8, tag_bits=9, max_cycles=100_000)
+    _stats_equal(rtl, ref)
+
+
 # -- traces through the Verilator model (slow) -------------------------------------------------------
 
 PATTERNS = ["sequential", "strided", "random", "hot_set", "write_bursts", "mixed"]
 
 
 def _compare_trace(preset, reqs, **kw):
-    from tb.hbm_harness import run_requests_on_rtl
+    from sim.hbm import run_requests_on_rtl
     image = _image(3)
     rtl = run_requests_on_rtl(preset, reqs, storage=image, **kw)
     ref = run_requests(preset, reqs, storage=image, **kw)
@@ -249,3 +421,26 @@ def test_traces_full_presets(name):
     # A long sequential stream crosses refreshes (tREFI 3900 / 6240 cycles).
     rtl, ref = _compare_trace(p, traces.sequential(40_000))
     assert ref.stats["refreshes"] > 0
+
+
+PORT_TRACE_CASES = [("small-HBM2", 2), ("small-HBM2", 4), ("HBM2", 4)]
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.parametrize("variant, ports", PORT_TRACE_CASES,
+                         ids=[f"{v}-{k}" for v, k in PORT_TRACE_CASES])
+def test_traces_ports(variant, ports):
+    """The structured traces through the Verilator model with ``ports`` line ports (64 bytes),
+    against ``reference.run_requests`` with the same ports: every request's acceptance and
+    completion cycle and line, and the statistics."""
+    p = small("HBM2", refresh=False) if variant == "small-HBM2" else get_preset("HBM2")
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    for k, (pat, reqs) in enumerate(_trace_cases(p, 600 if variant.startswith("small") else 3000,
+                                                 seed=seed)):
+        reqs = _wide(reqs, rng, 64)
+        _compare_trace(p, reqs, ports=ports, line_bytes=64)
+        _compare_trace(p, reqs, ports=ports, line_bytes=64, max_outstanding=1 + k * 5,
+                       resp_backpressure=0.3, seed=k)

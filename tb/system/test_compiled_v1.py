@@ -16,8 +16,7 @@ from sw.runtime.golden import run_golden
 from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import Limits
 from sw.workloads import WORKLOADS
-from tb.harness import RtlJob, run_many_on_rtl
-from tb.programs import limits_of
+from sim.system import RtlJob, run_many_on_rtl
 
 pytestmark = pytest.mark.rtl
 
@@ -27,7 +26,7 @@ CFG = TmuConfig()
 
 
 def test_config_file_is_the_default_build():
-    assert Limits.from_file("tmu_rtl").to_dict() == {**limits_of(CFG).to_dict(), "name": "tmu_rtl"}
+    assert Limits.from_file("tmu_rtl").to_dict() == {**Limits.from_tmu_config(CFG).to_dict(), "name": "tmu_rtl"}
 
 
 def test_every_level_of_every_workload_on_rtl():

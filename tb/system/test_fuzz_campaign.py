@@ -19,7 +19,7 @@ import pytest
 
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
+from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import alu_case, mutated_cases, pack_case, random_case, random_v1_case
 from tb.seeds import fresh_seed, seed_range
 from tb.tmu.lockstep_programs import vector_mode_case

@@ -9,7 +9,7 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches, expected
-from tb.harness import RtlJob, RtlResult, run_many_on_rtl, run_on_rtl
+from sim.system import RtlJob, RtlResult, run_many_on_rtl, run_on_rtl
 from tb.programs import (alu_case, embedding_bag_case, fault_cases, mutated_cases, random_case,
                          watchdog_case)
 from tb.seeds import fresh_seed, seed_range

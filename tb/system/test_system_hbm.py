@@ -16,7 +16,7 @@ import pytest
 
 from hw.tmu import TmuConfig
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
+from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import embedding_bag_case, fault_cases, random_case
 from tb.seeds import fresh_seed, seed_range
 from tb.system.test_system import _embedding_bag_cases

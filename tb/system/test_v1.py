@@ -6,7 +6,7 @@ import pytest
 from hw.tmu import COUNTERS, TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
-from tb.harness import RtlJob, run_many_on_rtl
+from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import (address_overflow_cases, block_after_immediate_case, block_case,
                          block_cases, lockstep_case, lockstep_cases, mutated_cases, pack_case,
                          random_v1_case, v1_decode_cases, watchdog_case)

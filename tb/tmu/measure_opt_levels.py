@@ -42,7 +42,7 @@ def main(argv=None):
     from sw.runtime.golden import run_golden
     from sw.runtime.image import bind_arguments, build_image
     from sw.runtime.isa import Limits
-    from tb.harness import RtlJob, run_many_on_rtl
+    from sim.system import RtlJob, run_many_on_rtl
 
     limits = Limits.from_file(a.config)
     g = load_cora()

@@ -38,9 +38,8 @@ def test_config_files_declare_what_the_rtl_builds(name, config):
     """configs/<name>.json (what the compiler targets) = the TmuConfig's resources and ISA v1
     support, so the compiler never emits a feature the RTL lacks."""
     from sw.runtime.isa import Limits
-    from tb.programs import limits_of
     declared = Limits.from_file(name).to_dict()
-    built = limits_of(config).to_dict()
+    built = Limits.from_tmu_config(config).to_dict()
     built["name"] = name
     assert declared == built
 

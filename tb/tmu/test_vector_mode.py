@@ -5,9 +5,9 @@ import pytest
 
 from hw.tmu import TmuConfig
 from sw.runtime.golden import run_golden
-from sw.runtime.isa import Fault
+from sw.runtime.isa import Fault, Limits
 from tb.golden_compare import assert_matches
-from tb.programs import limits_of, lockstep_case
+from tb.programs import lockstep_case
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
@@ -34,14 +34,14 @@ def test_contiguous_rows_one_load_per_word():
     vec = [(row * dim + c, min(lanes, dim - c)) for row in indices for c in range(0, dim, lanes)]
     # Scalar loads: offsets[b], offsets[b + 1] per bag, indices[j] per lookup (run-ahead
     # engines may load one offset/index past the end speculatively).
-    scalar = run_golden(case.program, case.memory, case.args, limits=limits_of(SMALL)).loads \
+    scalar = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(SMALL)).loads \
         - sum(n for _, n in vec)
     row_words = sum(_words(e * size, n, size) for e, n in vec)
     assert r.stats["vector_iterations"] == len(vec)
     assert r.stats["lane_eval_uops"] == 2 * len(vec)          # s5 (ALU) and s6 (MEM) once
     assert row_words + scalar <= r.stats["loads"] <= row_words + scalar + 2
     assert r.stats["loads"] < run_golden(case.program, case.memory, case.args,
-                                         limits=limits_of(SMALL)).loads
+                                         limits=Limits.from_tmu_config(SMALL)).loads
 
 
 def test_gather_runs_lane_by_lane():

@@ -158,3 +158,21 @@ def test_check_fits_names_resource_needed_and_available():
                                      "features": []}
     module = to_tmu(prog, [], RTL)
     assert to_program(module) == prog
+
+
+def test_a_row_longer_than_max_block_is_refused_at_compile_time():
+    """Issue 8 item 6: -O3 loads a row as one block stream of at most Limits.max_block elements
+    (1024 in configs/tmu_rtl.json); a static embedding_dim above it compiled and then faulted
+    BLOCK_LENGTH at run time without a word of the dimension."""
+    from pathlib import Path
+
+    from sw.compiler import compile_mlir
+    text = (Path(__file__).resolve().parents[2] / "examples" / "embedding_bag_sum.mlir").read_text()
+    compile_mlir(text.replace("memref<?x?xf32>", "memref<?x1024xf32>"), opt_level=3)
+    wide = text.replace("memref<?x?xf32>", "memref<?x1025xf32>")
+    with pytest.raises(CompileError) as info:
+        compile_mlir(wide, filename="eb.mlir", opt_level=3)
+    assert str(info.value) == ("eb.mlir:13:9: a block stream loads rows of embedding_dim = 1025 elements, "
+                               "more than max_block = 1024 of 'tmu_rtl' (Limits.max_block); compile at "
+                               "-O2 or lower, or for a configuration with a larger max_block")
+    assert compile_mlir(wide, opt_level=2).program.version == 1      # -O2 has no block streams

@@ -6,9 +6,8 @@ TransE's streams fit one layer), the kernel runs on the golden model through the
 its recorded token streams are replayed through the generated C (compiled with
 ``cc -std=c11 -Wall -Wextra -Werror -c``, linked with ``generate_replay``'s harness), and the C
 results must equal the Python execute side's **bit for bit** (same ops in the same order, f32
-rounded per op in both; the one op whose rounding differs in principle, an f32 ``math.fma``, is
-a single rounding in C and a double rounding through f64 in Python, which differ only on a tie
-of the second rounding — not hit by these inputs; the test would report it).
+rounded per op in both; an f32 ``math.fma`` is one rounding in both, C's ``fmaf`` and Python's
+``_fma32``).
 
 Two embedding widths: the workloads' own (8 = one vector of 8 lanes) and 13 (a masked tail of 5
 lanes, an odd number of f32 elements per packed row: half a token of zero padding).

@@ -329,6 +329,27 @@ def test_math_fma_rounds_once():
     assert result[0] == -(2.0**-60) != a[0] * b[0] + c[0]      # a separate multiply would give 0
 
 
+def test_f32_math_fma_rounds_once():
+    """An f32 math.fma is one rounding (C's fmaf). The execute side formed it in f64 and rounded
+    twice: a * b + c = (1 + 2^-23) + 2^-24 - 2^-70 rounded to f64 lands on the f32 midpoint
+    1 + 1.5 * 2^-23 and then rounded up to 1 + 2^-22, where one rounding gives 1 + 2^-23.
+    Random operands (fresh seed, printed) against the reference from exact rationals."""
+    from sw.workloads import fma_f32
+    kernel = compile_mlir(FMA.replace("f64", "f32"))
+    a = [np.float32(1 + 2**-23)]
+    b = [np.float32(2**-24 - 2**-47)]
+    c = [np.float32(1 + 2**-23)]
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal((2, 2000)).astype(np.float32)
+    z = (-(x.astype(np.float64) * y) * (1 + rng.standard_normal(2000) * 2.0**-20)).astype(np.float32)
+    a, b, c = (np.concatenate([np.array(u, np.float32), v]) for u, v in ((a, x), (b, y), (c, z)))
+    result = run_kernel(kernel, [a, b, c, np.zeros(len(a), np.float32)], "golden").results[0]
+    assert result[0] == np.float32(1 + 2**-23)
+    np.testing.assert_array_equal(result, [fma_f32(*t) for t in zip(a, b, c)])
+
+
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
 def test_spmm_csr_example_against_torch_sparse(kernels):
     rng = np.random.default_rng(7)

@@ -27,6 +27,12 @@ from sw.compiler.conversion.scf_to_slc import ConvertScfToSlc
 from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
 from sw.compiler.frontends.mlir import check_supported, parse_mlir
 from sw.compiler.transforms.align_queues import AlignQueues
+from sw.compiler.transforms.bufferize import bufferize
+from sw.compiler.transforms.hoist_streams import hoist_streams
+from sw.compiler.transforms.move_to_callback import move_to_callback
+from sw.compiler.transforms.simplify_streams import simplify_streams
+from sw.compiler.transforms.vectorize_access import vectorize_access
+from sw.compiler.transforms.vectorize_callbacks import vectorize_callbacks
 from sw.compiler.transforms.bufferize import Bufferize
 from sw.compiler.transforms.choose_decoupling import ChooseDecoupling
 from sw.compiler.transforms.hoist_streams import HoistStreams
@@ -58,15 +64,15 @@ def _slcv_before(text, passes):
     m = _slc(text).clone()
     fn = _fn(m)
     for name in passes:
-        {"move": P.move_to_callback, "buf": P.bufferize, "simp": P.simplify_streams,
-         "va": lambda f: P.vectorize_access(f, 8), "vc": P.vectorize_callbacks}[name](fn)
+        {"move": move_to_callback, "buf": bufferize, "simp": simplify_streams,
+         "va": lambda f: vectorize_access(f, 8), "vc": vectorize_callbacks}[name](fn)
     return m
 
 
 def _dlc(text, level, hoisted=False):
     m = P._dlc(P._slcv(_slc(text), level, 8), 0)
     if hoisted:
-        P.hoist_streams(_fn(m))
+        hoist_streams(_fn(m))
     return m
 
 

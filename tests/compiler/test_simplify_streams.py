@@ -24,6 +24,11 @@ import pytest
 
 from sw.compiler import compile_mlir
 from sw.compiler import pipelines as P
+from sw.compiler.transforms.bufferize import bufferize
+from sw.compiler.transforms.move_to_callback import move_to_callback
+from sw.compiler.transforms.simplify_streams import simplify_streams
+from sw.compiler.transforms.vectorize_access import vectorize_access
+from sw.compiler.transforms.vectorize_callbacks import vectorize_callbacks
 from sw.compiler.backend.python import run_access
 from sw.compiler.frontends.mlir import check_supported, parse_mlir
 from sw.runtime.drivers import run_kernel
@@ -31,8 +36,8 @@ from sw.runtime.isa import Limits
 
 VECTOR = dataclasses.replace(Limits.from_file("configs/tmu_vector.json"), streams=32,
                              streams_per_layer=None, actions=32, args=32)
-STEPS = {"move": P.move_to_callback, "buf": P.bufferize, "simp": P.simplify_streams,
-         "va": lambda f: P.vectorize_access(f, 8), "vc": P.vectorize_callbacks}
+STEPS = {"move": move_to_callback, "buf": bufferize, "simp": simplify_streams,
+         "va": lambda f: vectorize_access(f, 8), "vc": vectorize_callbacks}
 
 
 def _after(text: str, steps: list[str]) -> str:

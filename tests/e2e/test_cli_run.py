@@ -63,8 +63,69 @@ def test_run_rtl_prints_cycles(tmp_path, capsys):
 def test_run_reports_a_bad_index(tmp_path, capsys):
     write_inputs(tmp_path / "in.npz", bad_index=True)
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
-    assert "ADDR_RANGE" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (idx)[2] = 9 is outside [0, 9): it indexes axis 0 of arg1 (tbl), which "
+        f"has 9 entries (the load at {KERNEL}:13:7)\n")
     assert not (tmp_path / "o.npz").exists()
+
+
+# Indices whose byte offset wraps past 2^64 once read another row (issue 8 item 2): the host
+# checks every index before the unit runs, on either target, as the PyTorch path does.
+@pytest.mark.parametrize("target", ["golden", pytest.param("rtl", marks=pytest.mark.rtl)])
+@pytest.mark.parametrize("index, overflow", [
+    (-1, ""), (-(2 ** 59), ""), (2 ** 59, ""),
+    (2 ** 61 + 5, "; its byte offset 2305843009213693957 * 12 does not fit in 64 bits")])
+def test_run_refuses_an_index_outside_the_table(tmp_path, capsys, index, overflow, target):
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg3"][3] = index
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", target,
+                 "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (idx)[3] = {index} is outside [0, 9): it indexes axis 0 of arg1 (tbl), "
+        f"which has 9 entries (the load at {KERNEL}:13:7){overflow}\n")
+
+
+@pytest.mark.parametrize("position, value", [(3, 5), (1, -2)])
+def test_run_names_offsets_past_the_indices(tmp_path, capsys, position, value):
+    """An offset past the end of (or before) the indices is blamed on the offsets (issue 8 item 7)."""
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg0"][position] = value
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg0 (offs)[{position}] = {value} is outside [0, 4]: it is a bound of the loop "
+        f"at {KERNEL}:12:5 whose index selects along axis 0 of arg3 (idx), which has 4 entries\n")
+
+
+def test_run_with_an_output_narrower_than_the_table(tmp_path, capsys):
+    """The row loop runs over the output's columns in this kernel; a table narrower than the
+    output was an IndexError traceback with exit status 1 (issue 8 item 7)."""
+    write_inputs(tmp_path / "in.npz")
+    with np.load(tmp_path / "in.npz") as npz:
+        arrays = dict(npz)
+    arrays["arg2"] = np.zeros((3, 5), np.float32)
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg1 (tbl) has 3 entries along axis 1, fewer than the loop at {KERNEL}:14:7 "
+        f"that indexes it runs over (5, the size of arg2 (out) along axis 1)\n")
+
+
+def test_run_example_with_an_output_narrower_than_the_table(tmp_path, capsys):
+    """examples/embedding_bag_sum.mlir runs its row loop over the table's columns."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "embedding_bag_sum.mlir")
+    table = np.ones((4, 8), np.float32)
+    np.savez(tmp_path / "in.npz", arg0=table, arg1=np.array([1, 2], np.int64),
+             arg2=np.array([0, 2], np.int64), arg3=np.zeros((1, 4), np.float32))
+    assert main(["run", example, "-O3", "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg3 (out) has 4 entries along axis 1, fewer than the loop at {example}:12:7 "
+        f"that indexes it runs over (8, the size of arg0 (table) along axis 1)\n")
 
 
 def test_run_reports_a_missing_argument(tmp_path, capsys):
@@ -89,3 +150,57 @@ def test_unsupported_op_is_reported_with_location(tmp_path, capsys):
     assert main(["compile", str(bad), "--emit", "slc"]) == 2
     err = capsys.readouterr().err
     assert "scf.while" in err and "3:" in err
+
+
+# `ember run --memory/--stats` (issue 10): a user measures their own kernel.
+def test_run_stats_on_the_golden_model(tmp_path, capsys):
+    import json
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--stats", str(tmp_path / "stats.json")]) == 0
+    assert f"stats -> {tmp_path / 'stats.json'}" in capsys.readouterr().out
+    report = json.loads((tmp_path / "stats.json").read_text())
+    # 4 lookups of 3-wide f32 rows at -O0: one index, two offsets per bag... counted by the golden model
+    assert report["target"] == "golden" and report["kernel"] == "bag" and report["cycles"] is None
+    assert report["unit"]["bytes_loaded"] == 4 * 3 * 4 + 4 * 8 + 2 * 3 * 8
+    assert report["execute"] == {"operands": 3 * 4 * 3, "callbacks": {"0": 12}}
+    assert report["memory"] is None
+
+
+def test_run_memory_needs_the_rtl_target(tmp_path, capsys):
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--memory", "HBM2"]) == 2
+    assert capsys.readouterr().err == ("ember: error: --memory HBM2 applies to --target rtl only "
+                                       "(the golden model has no timing)\n")
+    with pytest.raises(SystemExit) as info:
+        main(["run", KERNEL, "--inputs", "x.npz", "--out", "o.npz", "--memory", "DDR4"])
+    assert info.value.code == 2
+
+
+def test_run_stats_to_an_unwritable_file(tmp_path, capsys):
+    write_inputs(tmp_path / "in.npz")
+    bad = str(tmp_path / "missing" / "stats.json")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz"),
+                 "--stats", bad]) == 2
+    assert capsys.readouterr().err == f"ember: error: --stats {bad!r} cannot be written: No such file or directory\n"
+
+
+@pytest.mark.rtl
+def test_run_rtl_stats_with_the_simple_memory(tmp_path, capsys):
+    import json
+    expected = write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl", "--memory", "simple",
+                 "--out", str(tmp_path / "out.npz"), "--stats", str(tmp_path / "stats.json")]) == 0
+    report = json.loads((tmp_path / "stats.json").read_text())
+    assert report["target"] == "rtl" and report["cycles"] > 0
+    assert f"cycles={report['cycles']}" in capsys.readouterr().out
+    assert report["unit"]["bytes_loaded"] == 4 * 3 * 4 + 4 * 8 + 2 * 3 * 8     # as on the golden model
+    memory = report["memory"]
+    assert memory["preset"] == "simple"
+    reads = sum(memory["statistics"]["read_latency_hist"])
+    assert reads > 0 and memory["summary"]["reads"] == reads
+    assert memory["summary"]["bytes_per_cycle"] == memory["summary"]["bytes"] / report["cycles"]
+    assert memory["summary"]["lat_min"] == 32                        # the simple preset's fixed latency
+    with np.load(tmp_path / "out.npz") as out:
+        np.testing.assert_allclose(out["result0"], expected, rtol=1e-6)

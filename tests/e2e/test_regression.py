@@ -95,14 +95,17 @@ def test_compiled_and_handwritten_programs_agree_on_the_result(sum_kernel):
 def test_index_out_of_range_is_a_clear_error(sum_kernel):
     table, indices, offsets = random_bags(3)
     indices[-1] = table.shape[0]
-    with pytest.raises(AccessFault, match="ADDR_RANGE: a load at .* is outside the memory region it was granted"):
+    n = table.shape[0]
+    # checked on the host before the unit runs (the unit's ADDR_RANGE fault: tests/runtime/test_drivers.py)
+    with pytest.raises(ValueError, match=rf"^arg1 \(indices\)\[{len(indices) - 1}\] = {n} is outside "
+                                         rf"\[0, {n}\): it indexes axis 0 of arg0 \(table\)"):
         run_kernel(sum_kernel, call_args(sum_kernel, table, indices, offsets), "golden")
 
 
 def test_decreasing_offsets_are_a_clear_error(sum_kernel):
     table, indices, offsets = random_bags(4)
     offsets[1], offsets[2] = offsets[2] + 1, offsets[1]
-    with pytest.raises(AccessFault, match="RANGE_ORDER: .* offsets must be non-decreasing"):
+    with pytest.raises(AccessFault, match=r"RANGE_ORDER: .* arg2 \('offsets'\) must be non-decreasing"):
         run_kernel(sum_kernel, call_args(sum_kernel, table, indices, offsets), "golden")
 
 
@@ -151,7 +154,7 @@ def test_torch_index_out_of_range_is_rejected():
 @pytest.mark.parametrize("seed, backpressure", [(0, 0.0), (1, 0.5), (2, 0.0)])
 def test_compiled_sum_on_rtl_matches_golden_token_by_token_and_pytorch(sum_kernel, seed, backpressure):
     from sw.runtime.image import bind_arguments, build_image
-    from tb.harness import run_on_rtl
+    from sim.system import run_on_rtl
     table, indices, offsets = random_bags(seed)
     args = call_args(sum_kernel, table, indices, offsets)
     image = build_image(sum_kernel, args)
@@ -189,8 +192,13 @@ def test_cora_subset_on_rtl(sum_kernel):
 def test_index_out_of_range_faults_on_rtl(sum_kernel):
     table, indices, offsets = random_bags(7)
     indices[-1] = table.shape[0] + 3
-    with pytest.raises(AccessFault, match="ADDR_RANGE"):
+    with pytest.raises(ValueError, match=r"arg1 \(indices\)"):        # the host check, first
         run_kernel(sum_kernel, call_args(sum_kernel, table, indices, offsets), "rtl")
+    import dataclasses
+    unchecked = dataclasses.replace(sum_kernel, host_checks=[])          # the unit's own region check
+    with pytest.raises(AccessFault, match=r"ADDR_RANGE: a load at .* past the end of 'table'.*; a value "
+                                          r"of arg1 \('indices'\), which selects positions in 'table'"):
+        run_kernel(unchecked, call_args(sum_kernel, table, indices, offsets), "rtl")
 
 
 @pytest.mark.rtl

@@ -81,7 +81,7 @@ def test_all_workloads_on_rtl_match_golden_and_pytorch(o0):
     the golden model's, and the results PyTorch's."""
     from sw.runtime.golden import run_golden
     from sw.runtime.image import bind_arguments, build_image
-    from tb.harness import RtlJob, run_many_on_rtl
+    from sim.system import RtlJob, run_many_on_rtl
     jobs, cases = [], []
     for name, w in WORKLOADS.items():
         k = o0[name]

@@ -50,9 +50,11 @@ def test_errors(tmp_path, capsys):
     write_trace(sequential(4), tmp_path / "s.trace")
     assert main(["hbm-trace", str(tmp_path / "s.trace"), "--max-outstanding", "0"]) == 2
     assert capsys.readouterr().err == "ember: error: --max-outstanding must be a positive integer, not 0\n"
-    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--model", "rtl", "--ports", "2"]) == 2
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "simple", "--ports", "2"]) == 2
     assert capsys.readouterr().err == \
-        "ember: error: --ports must be 1 with --model rtl (one request port), not 2\n"
+        "ember: error: --ports must be 1 with --preset simple (one fixed-latency pipe), not 2\n"
+    assert main(["hbm-trace", str(tmp_path / "s.trace"), "--ports", "0"]) == 2
+    assert capsys.readouterr().err == "ember: error: --ports must be a positive integer, not 0\n"
 
 
 @pytest.mark.slow
@@ -64,6 +66,24 @@ def test_rtl_model_of_the_simple_preset_matches_reference(tmp_path, capsys):
     for model in ("reference", "rtl"):
         assert main(["hbm-trace", str(tmp_path / "s.trace"), "--preset", "simple", "--json",
                      "--max-outstanding", "8", "--model", model]) == 0
+        out[model] = json.loads(capsys.readouterr().out)
+    out["rtl"].pop("model", None), out["reference"].pop("model", None)
+    assert out["rtl"] == out["reference"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ports", [2, 4])
+def test_rtl_model_with_ports_matches_reference(tmp_path, capsys, ports):
+    """`--model rtl --ports N` on HBM2 (random 64-byte reads, 4 KiB of hot set mixed in, a limit
+    on outstanding requests and back-pressure) prints exactly what `--model reference` prints
+    (it used to refuse: the RTL had one port)."""
+    from hw.hbm_model.traces import hot_set
+    write_trace(hot_set(3000, 1 << 30, 4096, seed=ports), tmp_path / "h.trace")
+    out = {}
+    for model in ("reference", "rtl"):
+        assert main(["hbm-trace", str(tmp_path / "h.trace"), "--preset", "HBM2", "--json",
+                     "--ports", str(ports), "--max-outstanding", "96", "--backpressure", "0.1",
+                     "--model", model]) == 0
         out[model] = json.loads(capsys.readouterr().out)
     out["rtl"].pop("model", None), out["reference"].pop("model", None)
     assert out["rtl"] == out["reference"]

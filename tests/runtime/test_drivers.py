@@ -40,11 +40,22 @@ def test_index_out_of_range_names_the_tensor():
 
 
 def test_decreasing_offsets_are_reported():
+    """The hand-written kernel has no host checks (they come from the compiler), so the fault
+    names no argument; a compiled kernel's names 'offsets' (test_fault_reports_name_...)."""
     table, indices, offsets, out = inputs()
     offsets[2] = 1
     with pytest.raises(AccessFault, match="RANGE_ORDER: layer 1 got an upper bound below its lower bound; "
-                                          "offsets must be non-decreasing"):
+                                          "loop bounds must be non-decreasing"):
         run_kernel(embedding_bag_kernel(), [table, indices, offsets, out])
+
+
+def test_decreasing_offsets_of_a_compiled_kernel_name_the_argument():
+    kernel = _example_kernel(3)
+    args = [np.ones((10, 8), np.float32), np.array([1, 2, 3], np.int64), np.array([0, 2, 1, 3], np.int64),
+            np.zeros((3, 8), np.float32)]
+    with pytest.raises(AccessFault, match=r"RANGE_ORDER: layer 1 got an upper bound below its lower bound; "
+                                          r"arg2 \('offsets'\) must be non-decreasing"):
+        run_kernel(kernel, args, "golden")
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -120,3 +131,122 @@ def test_golden_runs_a_v1_kernel_with_the_configuration_it_was_compiled_for():
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     with pytest.raises(ProgramError):
         run_kernel(kernel, [table, indices, offsets, out], "golden", limits=Limits())
+
+
+@pytest.mark.parametrize("index", [2 ** 59, -(2 ** 59), 2 ** 61 + 5, 10, -1])
+def test_indices_whose_byte_offset_wraps_are_refused_on_the_host(index):
+    """Issue 8 item 2: into an 8-wide f32 table (32-byte rows), 2^59 and -2^59 wrapped to row 0 and
+    2^61 + 5 to row 5 on the golden model and the RTL (exit 0). The host now checks every index
+    (examples/embedding_bag_sum.mlir, -O0 and -O3) before the unit runs."""
+    from pathlib import Path
+
+    from sw.compiler import compile_mlir
+    text = (Path(__file__).resolve().parents[2] / "examples" / "embedding_bag_sum.mlir").read_text()
+    table = np.arange(80, dtype=np.float32).reshape(10, 8)
+    indices = np.array([1, 2, index, 3], dtype=np.int64)
+    offsets = np.array([0, 2, 4], dtype=np.int64)
+    overflow = f"; its byte offset {index} * 32 does not fit in 64 bits" if abs(index) * 32 >= 2 ** 63 else ""
+    for level in (0, 3):
+        kernel = compile_mlir(text, filename="eb.mlir", opt_level=level)
+        with pytest.raises(ValueError) as info:
+            run_kernel(kernel, [table, indices, offsets, np.zeros((2, 8), np.float32)], "golden")
+        assert str(info.value) == (f"arg1 (indices)[2] = {index} is outside [0, 10): it indexes axis 0 "
+                                   f"of arg0 (table), which has 10 entries (the load at eb.mlir:11:7)"
+                                   f"{overflow}")
+
+
+def _example_kernel(level, name="embedding_bag_sum.mlir"):
+    from pathlib import Path
+
+    from sw.compiler import compile_mlir
+    text = (Path(__file__).resolve().parents[2] / "examples" / name).read_text()
+    return compile_mlir(text, filename="eb.mlir", opt_level=level)
+
+
+def test_a_dynamic_row_longer_than_max_block_is_refused_before_the_run():
+    """Issue 8 item 6, dynamic dimension: the block length is the table's dimension 1 (a DIM
+    register), known only at the call; it faulted BLOCK_LENGTH on the unit."""
+    kernel = _example_kernel(3)
+    table = np.ones((3, 1025), np.float32)
+    args = [table, np.array([0, 1, 2], np.int64), np.array([0, 3], np.int64), np.zeros((1, 1025), np.float32)]
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, args, "golden")
+    assert str(info.value) == ("arg0 (table) dimension 1 is 1025: block stream 5 would load rows of "
+                               "embedding_dim = 1025 elements, more than max_block = 1024 of the TMU "
+                               "configuration tmu_rtl (Limits.max_block); compile at -O2 or lower, or "
+                               "for a configuration with a larger max_block")
+    got = run_kernel(_example_kernel(2), args, "golden").results[0]
+    np.testing.assert_array_equal(got, np.full((1, 1025), 3, np.float32))
+
+
+def test_fault_reports_name_the_argument_and_a_signed_address():
+    """Issue 8 item 7: a negative index was reported as '18446744073709548288 bytes past the end
+    of 'offsets'', and every ADDR_RANGE fault was blamed on 'indices'. The host checks catch
+    these inputs first; the explanation of a fault the unit raises is tested directly."""
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((10, 8), np.float32), np.array([1, 2], np.int64), np.array([0, 2], np.int64),
+            np.zeros((1, 8), np.float32)]
+    image = build_image(kernel, args)
+    table, indices = image.placements[0], image.placements[1]
+    assert table.base == 0
+    before_table = (-104 * 32) & ((1 << 64) - 1)                 # row -104 of the table
+    assert explain_fault(kernel, image, Fault.ADDR_RANGE, before_table) == (
+        "access unit fault ADDR_RANGE: a load at -0xd00 (3328 bytes before the start of 'table', "
+        "320 bytes at 0x0) is outside the memory region it was granted; a value of arg1 ('indices'), "
+        "which selects positions in 'table', is out of range")
+    past_indices = indices.base + indices.nbytes + 8
+    assert explain_fault(kernel, image, Fault.ADDR_RANGE, past_indices) == (
+        f"access unit fault ADDR_RANGE: a load at {past_indices:#x} (8 bytes past the end of 'indices', "
+        f"16 bytes at {indices.base:#x}) is outside the memory region it was granted; a value of "
+        f"arg2 ('offsets'), which selects positions in 'indices', is out of range")
+    assert explain_fault(kernel, image, Fault.RANGE_ORDER, 1) == (
+        "access unit fault RANGE_ORDER: layer 1 got an upper bound below its lower bound; "
+        "arg2 ('offsets') must be non-decreasing")
+
+
+def test_a_fault_of_the_unit_is_explained_when_no_host_check_applies():
+    """Without the host checks (a kernel whose index goes through arithmetic has none), the
+    unit's ADDR_RANGE fault stops the run with the signed address and the arrays named."""
+    from sw.runtime.golden import AccessFault
+    kernel = _example_kernel(0)
+    kernel.host_checks = []
+    args = [np.ones((10, 8), np.float32), np.array([1, -104], np.int64), np.array([0, 2], np.int64),
+            np.zeros((1, 8), np.float32)]
+    with pytest.raises(AccessFault, match=r"a load at -0xd00 \(3328 bytes before the start of 'table'"):
+        run_kernel(kernel, args, "golden")
+
+
+def test_an_execute_side_index_error_names_the_line():
+    """A too-small output that no host check covers (checks removed here) stops with a ValueError
+    quoting the generated line that indexed it (was an IndexError traceback, exit status 1)."""
+    kernel = _example_kernel(0)
+    kernel.host_checks = []
+    args = [np.ones((10, 8), np.float32), np.array([1, 2], np.int64), np.array([0, 2], np.int64),
+            np.zeros((1, 4), np.float32)]
+    with pytest.raises(ValueError, match=r"^the execute side of kernel 'embedding_bag' indexed outside an "
+                                         r"argument \('acc = out\[b, d\]'\): index 4 is out of bounds "
+                                         r"for axis 1 with size 4$"):
+        run_kernel(kernel, args, "golden")
+
+
+def test_a_fault_address_inside_another_tensor_is_blamed_on_the_one_it_left():
+    """A load past the end of 'table' may land inside 'indices' (the next tensor of the image):
+    the region check faults, and the report names 'table' (a load inside its own tensor never
+    faults ADDR_RANGE). Seen on the RTL with a row 3 past the table."""
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((18, 8), np.float32), np.arange(8, dtype=np.int64), np.array([0, 8], np.int64),
+            np.zeros((1, 8), np.float32)]
+    image = build_image(kernel, args)
+    table, indices = image.placements[0], image.placements[1]
+    addr = indices.base + 24
+    assert addr > table.base + table.nbytes
+    assert explain_fault(kernel, image, Fault.ADDR_RANGE, addr) == (
+        f"access unit fault ADDR_RANGE: a load at {addr:#x} ({addr - table.nbytes} bytes past the end "
+        f"of 'table', 576 bytes at 0x0, inside 'indices') is outside the memory region it was granted; "
+        f"a value of arg1 ('indices'), which selects positions in 'table', is out of range")

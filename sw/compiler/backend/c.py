@@ -50,8 +50,7 @@ to a signed type is modular as GCC and Clang define it), ``divsi`` truncates, sh
 or more give 0 (or the sign for ``shrsi``). f32 ops are done in ``float`` and f64 in ``double``,
 one op per C statement, so C11's rules (no contraction across statements; ``FLT_EVAL_METHOD == 0``
 is checked at compile time) give IEEE-754 results rounded once per op, as NumPy's. ``math.fma``
-is C's ``fmaf``/``fma`` (one rounding; the Python side computes an f32 fma in f64 and rounds
-twice, which differs only when that double rounding hits a tie). f16 and bf16 values are held in
+is C's ``fmaf``/``fma`` (one rounding, as the Python side's ``_fma32``/``_fma64``). f16 and bf16 values are held in
 ``float`` and every op on them is rounded to the type (``ember_round``; an f32 result rounded to
 f16/bf16 equals the correctly rounded f16/bf16 op for ``+ - * /`` and ``sqrt``, since 24 >= 2p + 2
 bits). ``arith.maximumf``/``minimumf`` propagate NaN (``np.maximum``), ``maxnumf``/``minnumf`` are

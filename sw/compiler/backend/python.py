@@ -50,7 +50,7 @@ _HEADER = '''\
 from fractions import Fraction
 
 import numpy as np
-from sw.runtime.execute import as_f32, as_f64, as_i64
+from sw.runtime.kernel import as_f32, as_f64, as_i64
 
 DONE = 0xFFFF
 
@@ -65,6 +65,21 @@ def _fma64(a, b, c):
     if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
         return np.float64(a) * np.float64(b) + np.float64(c)
     return np.float64(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
+
+
+def _fma32(a, b, c):
+    """float32 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd, C's ``fmaf``), elementwise:
+    the product is exact in float64, TwoSum gives the float64 sum's exact error, the sum is
+    rounded to odd with it, and a round-to-odd float64 (53 >= 24 + 2 bits) rounds to the
+    correctly rounded float32 (Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008)."""
+    p = np.float64(a) * np.float64(b)
+    c = np.float64(c)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    even = (np.asarray(s).view(np.int64) & 1) == 0
+    fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
+    return np.float32(np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s))
 
 
 def _divsi(a, b):
@@ -258,7 +273,7 @@ _CMPF = {
 }
 
 _RESERVED = {"args", "control", "pop", "np", "as_f32", "as_f64", "as_i64", "DONE", "execute",
-             "tok", "_wrap", "_divsi", "_fma64", "Fraction", "math", "_round", "_bf16", "_bf16_load",
+             "tok", "_wrap", "_divsi", "_fma64", "_fma32", "Fraction", "math", "_round", "_bf16", "_bf16_load",
              "_bf16_bits", "_as_f16", "_as_bf16", "_val", "_KIND", "_elem", "_pop_vec",
              "_pop_mask", "_pop_buf", "_pop_packed", "_mload", "_mstore", *dir(builtins)}
 
@@ -464,10 +479,8 @@ class _Gen:
             if isinstance(op.result.type, Float32Type) or op.result.type == VectorType(
                     Float32Type(), op.result.type.get_shape()) if isinstance(op.result.type, VectorType) \
                     else isinstance(op.result.type, Float32Type):
-                # the f32 product is exact in f64; the sum is rounded to f64, then to f32. This
-                # equals a true fma except for rare double-rounding ties (the sum inexact in f64
-                # and landing exactly halfway between two f32 values).
-                e(f"{n(op.result)} = np.float32(np.float64({a}) * np.float64({b}) + np.float64({c}))")
+                # one rounding (_fma32: the f64 sum rounded to odd, then to f32)
+                e(f"{n(op.result)} = _fma32({a}, {b}, {c})")
             elif isinstance(op.result.type, VectorType):
                 e(f"{n(op.result)} = {_float_ctor(op.result.type)}(np.array([_fma64(x, y, z) for "
                   f"x, y, z in zip({a}, {b}, {c})], dtype=np.float64))")

@@ -338,9 +338,34 @@ class _Builder:
             self.count("streams", self.program.streams, op, self.limits.streams)
             index = isa.Source.stream(len(self.program.streams) - 1)
         signed = isinstance(elem, IntegerType) and elem.width.data < 64
+        count = self.source(op.length, op)
+        length = self.static_value(count)
+        if length is not None and length > self.limits.max_block:
+            name = f"'{self.limits.name}'" if self.limits.name else "the configuration"
+            raise CompileError(
+                f"a block stream loads rows of embedding_dim = {length} elements, more than "
+                f"max_block = {self.limits.max_block} of {name} (Limits.max_block); compile at -O2 "
+                f"or lower, or for a configuration with a larger max_block", location_of(op))
         self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.MEM, base, index,
                                        size=size, signed=signed, region=region, block=True,
-                                       count=self.source(op.length, op)))
+                                       count=count))
+
+    def static_value(self, source: isa.Source) -> int | None:
+        """The value of ``source`` if the compiler knows it: an immediate, a ``CONST`` argument
+        register or the ``DIM`` register of a static dimension."""
+        if source.kind == isa.SrcKind.IMM:
+            return source.value
+        if source.kind != isa.SrcKind.ARG:
+            return None
+        spec = self.args[source.value]
+        if spec.kind == ArgKind.CONST:
+            return spec.value
+        if spec.kind == ArgKind.DIM:
+            t = self.fn.args[spec.param].type
+            if isinstance(t, MemRefType):
+                size = t.get_shape()[spec.axis]
+                return size if size >= 0 else None
+        return None
 
     def add_stream(self, op: Operation, stream: isa.Stream) -> None:
         self.values[op.results[0]] = isa.Source.stream(len(self.program.streams))

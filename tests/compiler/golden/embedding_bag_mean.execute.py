@@ -2,7 +2,7 @@
 from fractions import Fraction
 
 import numpy as np
-from sw.runtime.execute import as_f32, as_f64, as_i64
+from sw.runtime.kernel import as_f32, as_f64, as_i64
 
 DONE = 0xFFFF
 
@@ -17,6 +17,21 @@ def _fma64(a, b, c):
     if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
         return np.float64(a) * np.float64(b) + np.float64(c)
     return np.float64(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
+
+
+def _fma32(a, b, c):
+    """float32 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd, C's ``fmaf``), elementwise:
+    the product is exact in float64, TwoSum gives the float64 sum's exact error, the sum is
+    rounded to odd with it, and a round-to-odd float64 (53 >= 24 + 2 bits) rounds to the
+    correctly rounded float32 (Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008)."""
+    p = np.float64(a) * np.float64(b)
+    c = np.float64(c)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    even = (np.asarray(s).view(np.int64) & 1) == 0
+    fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
+    return np.float32(np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s))
 
 
 def _divsi(a, b):

@@ -201,6 +201,6 @@ def _run(g, x, ns):
 
 if __name__ == "__main__":
     import sys
-    parser = argparse.ArgumentParser(prog="python -m sim.workload", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sim.main_job", description=__doc__.splitlines()[0])
     add_arguments(parser)
     sys.exit(main(parser.parse_args()))

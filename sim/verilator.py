@@ -40,8 +40,8 @@ __all__ = ["REPO", "BUILD_ROOT", "TOPLEVEL", "generate_verilog", "build_model", 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = Path(os.environ.get("EMBER_BUILD_DIR", REPO / "build")) / "rtl"
 SYSTEM = "ember_system"      # the Amaranth top (hw.system.System)
-TOPLEVEL = "ember_tb_top"    # the Verilog testbench wrapper (tb/system/tb_top.v) Verilator builds
-TB_TOP_VERILOG = Path(__file__).resolve().parent / "system" / "tb_top.v"
+TOPLEVEL = "ember_tb_top"    # the Verilog wrapper (sim/system_top.v) Verilator builds
+TB_TOP_VERILOG = Path(__file__).resolve().parent / "system_top.v"
 MIN_MEM_WORDS = 1 << 16      # 512 KiB: one model serves all small images
 
 VERILATOR_ARGS = [

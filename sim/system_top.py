@@ -1,6 +1,6 @@
-"""cocotb test of the system top: runs the jobs that ``tb.harness`` wrote into ``$EMBER_RTL_JOB``.
+"""cocotb test of the system top: runs the jobs that ``sim.system`` wrote into ``$EMBER_RTL_JOB``.
 
-The toplevel is the Verilog wrapper ``tb/system/tb_top.v``: it makes the clock, pops both output
+The toplevel is the Verilog wrapper ``sim/system_top.v``: it makes the clock, pops both output
 queues with seeded pseudo-random back-pressure and captures the tokens, so Python does nothing
 while the unit runs. One simulator process runs a list of jobs (one Verilator start-up for many
 programs). Per job: load the memory image (a ``$readmemh`` file, or the per-word back door), load

@@ -8,10 +8,10 @@ or an ``HbmPreset``; ``docs/hbm_model.md``); ``memory_stats`` are its statistics
 (``docs/hbm_model.md`` §5, same names and layout as the reference model's ``stats``).
 
 The Verilator model of ``hw.system.System`` is built once per configuration and memory size
-(``tb.common.build_model``) and reused. With ``WAVES=1`` in the environment the model is built with
+(``sim.verilator.build_model``) and reused. With ``WAVES=1`` in the environment the model is built with
 tracing and the waveform of each call is copied to ``build/rtl/waves/``. A call writes its job (program, memory image as a hex file,
 arguments, back-pressure) into a temporary directory, points ``$EMBER_RTL_JOB`` at it and runs the
-cocotb module ``tb.system.cocotb_top`` in one simulator process; :func:`run_many_on_rtl` runs
+cocotb module ``sim.system_top`` in one simulator process; :func:`run_many_on_rtl` runs
 several jobs in one process (what the tests use: one simulator start-up for many programs).
 """
 
@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from hw.tmu import COUNTERS, TmuConfig
-from tb.common import BUILD_ROOT, build_model, mem_words_for, run_cocotb
+from sim.verilator import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
 __all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl", "memory_stats_dict"]
@@ -115,7 +115,7 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
 def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
                     mem_words: int | None = None, memory="simple") -> list[RtlResult]:
     """Run several jobs in one simulator process (same configuration, memory preset and size)."""
-    from tb.common import _preset
+    from sim.verilator import _preset
     config = config or TmuConfig()
     preset = _preset(memory)
     for job in jobs:
@@ -154,7 +154,7 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
             spec.append(entry)
         (tmp / "jobs.json").write_text(json.dumps(spec))
         t0 = time.perf_counter()
-        run_cocotb(build_dir, "tb.system.cocotb_top", test_dir=tmp,
+        run_cocotb(build_dir, "sim.system_top", test_dir=tmp,
                    env={"EMBER_RTL_JOB": str(tmp)},
                    plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}",
                              f"+TOKEN_DATA={tmp / 'tokens_data.hex'}",

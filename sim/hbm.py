@@ -8,14 +8,15 @@
 True
 
 :func:`run_requests_on_rtl` is the RTL counterpart of ``hw.hbm_model.reference.run_requests``
-(``ports = 1``): same trace-issue semantics (trace order, ``issue_cycle``, ``max_outstanding``),
+(any number of ports, word or line ports): same trace-issue semantics (trace order, ``issue_cycle``, ``max_outstanding``),
 same ``resp.ready`` draws (``reference.ReadyStream``), same result type (``TraceResult``). No
 Python runs per cycle: the trace, the ``resp.ready`` pattern and the storage image are files that
-the Verilog driver ``tb/hbm_model/hbm_tb.v`` reads with ``$readmemh``; it writes acceptance and
+the Verilog driver ``sim/hbm_top.v`` reads with ``$readmemh``; it writes acceptance and
 completion cycles, read data, the §5 statistics and the cycle count back with ``$writememh``.
 
-The model (``hw.hbm_model.memory_model(preset, storage="verilog")`` as ``ember_hbm_top``) and the
-driver are built with ``verilator --binary`` once per (preset, storage size, tag width) into
+The model (``hw.hbm_model.memory_model(preset, storage="verilog", ports=, line_bytes=)`` in a flat
+wrapper ``ember_hbm_top``: each port's signals as one vector) and the driver are built with
+``verilator --binary`` once per (preset, storage size, tag width, ports, line width) into
 ``build/rtl/hbm/<hash>/`` and reused.
 """
 
@@ -29,38 +30,83 @@ from typing import Sequence
 
 import numpy as np
 
-from tb.common import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
+from sim.verilator import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
 
 __all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS"]
 
 
-TB_VERILOG = Path(__file__).resolve().parent / "hbm_model" / "hbm_tb.v"
+TB_VERILOG = Path(__file__).resolve().parent / "hbm_top.v"
 TOP = "ember_hbm_top"
 TRACE_TAG_BITS = 12           # 4096 tags: more than any preset can hold in flight (HBM3: 1536)
 MAX_REQUESTS = 1 << 20        # per run (the driver's arrays)
 READY_WORDS = 1 << 20         # resp.ready pattern: 64 Mi cycles at most
 
 
-def _model_verilog(preset, words, tag_bits):
+def _flat_top(mem):
+    """The model with each port group as one vector (``req_valid``, ``req_payload``, ...; port
+    ``k``'s payload at bits ``[k*W, (k+1)*W)``), the back door and ``stats_clear`` tied off."""
+    from amaranth.hdl import Cat, Module
+    from amaranth.lib import data, wiring
+    from amaranth.lib.wiring import In, Out
+
+    reqs, resps = mem.request_ports, mem.response_ports
+    P = len(reqs)
+    req_w = len(reqs[0].payload.as_value())
+    resp_w = len(resps[0].payload.as_value())
+
+    class FlatTop(wiring.Component):
+        def __init__(self):
+            super().__init__({
+                "req_valid": In(P), "req_ready": Out(P), "req_payload": In(P * req_w),
+                "resp_valid": Out(P), "resp_ready": In(P), "resp_payload": Out(P * resp_w),
+                "image_load": In(1),
+                "stats": Out(data.ArrayLayout(64, len(mem.stat_names))),
+            })
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.mem = mem
+            for k, (rq, rs) in enumerate(zip(reqs, resps)):
+                m.d.comb += [
+                    rq.valid.eq(self.req_valid[k]), self.req_ready[k].eq(rq.ready),
+                    rq.payload.eq(self.req_payload[k * req_w:(k + 1) * req_w]),
+                    self.resp_valid[k].eq(rs.valid), rs.ready.eq(self.resp_ready[k]),
+                ]
+            m.d.comb += [self.resp_payload.eq(Cat(rs.payload.as_value() for rs in resps)),
+                         mem.image_load.eq(self.image_load), self.stats.eq(mem.stats)]
+            return m
+
+    return FlatTop()
+
+
+def _model_verilog(preset, words, tag_bits, ports, line_bytes):
     from amaranth.back import verilog
     from hw.hbm_model import memory_model
-    mem = memory_model(preset, words=words, tag_bits=tag_bits, storage="verilog")
-    text = verilog.convert(mem, name=TOP, emit_src=False)
+    mem = memory_model(preset, words=words, tag_bits=tag_bits, storage="verilog", ports=ports,
+                       line_bytes=line_bytes)
+    text = verilog.convert(_flat_top(mem), name=TOP, emit_src=False)
     return text + "".join(mem.verilog_modules.values()), len(mem.stat_names)
 
 
-def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -> tuple[Path, int]:
+def max_requests(line_bytes: int = 8) -> int:
+    """Requests per run at most (the driver's arrays: 2**20 with word ports, fewer with lines)."""
+    return MAX_REQUESTS if line_bytes == 8 else MAX_REQUESTS >> 2
+
+
+def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS, ports: int = 1,
+                    line_bytes: int = 8) -> tuple[Path, int]:
     """Build (once) the Verilator binary of the memory model of ``preset`` (name or
-    ``HbmPreset``) with its trace driver; returns (build directory, number of statistics).
-    Cached by ``tb.common.cached_build`` under ``build/rtl/hbm/``."""
+    ``HbmPreset``) with ``ports`` word (``line_bytes`` 8) or line ports and its trace driver;
+    returns (build directory, number of statistics). Cached by ``sim.verilator.cached_build``
+    under ``build/rtl/hbm/``."""
     preset = _preset(preset)
-    key = repr((preset, words, tag_bits, VERILATOR_ARGS))
+    key = repr((preset, words, tag_bits, ports, line_bytes, VERILATOR_ARGS))
     inputs = [p for p in (REPO / "hw" / "hbm_model").glob("*") if p.suffix in (".py", ".v")] + [
         REPO / "hw" / "core_if" / "signatures.py", TB_VERILOG]
 
     def generate():
         from hw.hbm_model import STORAGE_VERILOG
-        text, nstats = _model_verilog(preset, words, tag_bits)
+        text, nstats = _model_verilog(preset, words, tag_bits, ports, line_bytes)
         files = {f"{TOP}.v": text, "hbm_tb.v": TB_VERILOG.read_text(), "nstats": f"{nstats}\n"}
         if words:
             files["ember_hbm_storage.v"] = STORAGE_VERILOG.read_text()
@@ -69,7 +115,8 @@ def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -
     def build(build_dir, paths):
         nstats = int((build_dir / "nstats").read_text())
         cmd = (["verilator", "--binary", "--top-module", "ember_hbm_tb", "-o", "Vhbm",
-                f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}",
+                f"-GTAG_BITS={tag_bits}", f"-GNSTATS={nstats}", f"-GPORTS={ports}",
+                f"-GLINE_BITS={8 * line_bytes}", f"-GMAXN={max_requests(line_bytes)}",
                 "-Mdir", str(build_dir / "obj_dir"), "-j", str(os.cpu_count() or 1)]
                + VERILATOR_ARGS + [str(p) for p in paths if p.suffix == ".v"])
         with open(build_dir / "build.log", "w") as log:
@@ -79,8 +126,9 @@ def build_hbm_model(preset, *, words: int = 0, tag_bits: int = TRACE_TAG_BITS) -
     return build_dir, int((build_dir / "nstats").read_text())
 
 
-def _hex_lines(values) -> str:
-    return "".join(f"{int(v) & ((1 << 64) - 1):016x}\n" for v in values)
+def _hex_lines(values, bits: int = 64) -> str:
+    digits = bits // 4
+    return "".join(f"{int(v) & ((1 << bits) - 1):0{digits}x}\n" for v in values)
 
 
 def _read_hex(path: Path) -> list[int]:
@@ -89,9 +137,9 @@ def _read_hex(path: Path) -> list[int]:
 
 def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | None = None,
                         resp_backpressure: float = 0.0, seed: int = 0, storage_words: int = 0,
-                        storage: np.ndarray | None = None):
+                        storage: np.ndarray | None = None, ports: int = 1, line_bytes: int = 8):
     """Run a request trace through the RTL memory model (Verilator) with the issue semantics of
-    ``hw.hbm_model.reference.run_requests`` (one port).
+    ``hw.hbm_model.reference.run_requests``.
 
     Parameters
     ----------
@@ -109,7 +157,13 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
     storage_words : int
         Storage of the model in 64-bit words (0: timing only; reads return 0). One build per size.
     storage : numpy.ndarray of uint64, optional
-        Initial storage image from word 0 (``storage_words`` defaults to its size).
+        Initial storage image from word 0 (``storage_words`` defaults to its size, rounded up
+        to a whole line).
+    ports : int
+        Request and response ports of the model (>= 1; 1 with the ``simple`` preset).
+    line_bytes : int
+        Data width of a port (8: 64-bit words; up to the preset's ``access_bytes``): reads
+        return, and ``Request.data``/``wstrb`` carry, the aligned line.
 
     Returns
     -------
@@ -120,21 +174,29 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
     Raises
     ------
     ValueError
-        A bad argument (named), or more than ``MAX_REQUESTS`` requests.
+        A bad argument (named), or more than ``max_requests(line_bytes)`` requests.
     RuntimeError
         The build or the simulation failed, or a tag was still in flight when its request came
         up (``TRACE_TAG_BITS`` too small for this trace: the run would differ from the reference).
     """
-    from hw.hbm_model.reference import Completion, ReadyStream, Request, TraceResult
-    from tb.harness import memory_stats_dict
+    from hw.hbm_model.reference import (Completion, ReadyStream, Request, TraceResult,
+                                        check_line_bytes)
+    from sim.system import memory_stats_dict
     preset = _preset(preset)
+    if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1 \
+            or (ports > 1 and preset.fixed_latency is not None):
+        raise ValueError(f"ports must be a positive integer (1 with the fixed-latency preset "
+                         f"{preset.name!r}), not {ports!r}" if preset.fixed_latency is not None
+                         else f"ports must be a positive integer, not {ports!r}")
+    check_line_bytes(preset, line_bytes)
     if max_outstanding is not None and (not isinstance(max_outstanding, int)
                                         or isinstance(max_outstanding, bool) or max_outstanding < 1):
         raise ValueError(f"max_outstanding must be None or a positive integer, not {max_outstanding!r}")
     if not isinstance(resp_backpressure, (int, float)) or not 0.0 <= resp_backpressure < 1.0:
         raise ValueError(f"resp_backpressure must be a probability in [0, 1), not {resp_backpressure!r}")
-    if len(requests) > MAX_REQUESTS:
-        raise ValueError(f"requests must hold at most {MAX_REQUESTS} requests, not {len(requests)}")
+    if len(requests) > max_requests(line_bytes):
+        raise ValueError(f"requests must hold at most {max_requests(line_bytes)} requests "
+                         f"(line_bytes {line_bytes}), not {len(requests)}")
     for i, r in enumerate(requests):
         if not isinstance(r, Request):
             raise ValueError(f"requests[{i}] must be a Request, not {r!r}")
@@ -148,11 +210,15 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
         storage_words = max(storage_words, storage.size)
     if not isinstance(storage_words, int) or storage_words < 0:
         raise ValueError(f"storage_words must be a non-negative integer, not {storage_words!r}")
+    line_words = line_bytes // 8
+    storage_words = -(-storage_words // line_words) * line_words
     channels = 1 if preset.fixed_latency is not None else preset.channels
     if not requests:
         from hw.hbm_model.reference import run_requests
-        return run_requests(preset, [], storage_words=storage_words)
-    build_dir, nstats = build_hbm_model(preset, words=storage_words)
+        return run_requests(preset, [], storage_words=storage_words, ports=ports,
+                            line_bytes=line_bytes)
+    build_dir, nstats = build_hbm_model(preset, words=storage_words, ports=ports,
+                                        line_bytes=line_bytes)
 
     n = len(requests)
     ready_len = 0
@@ -164,11 +230,13 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
             tmp = Path(tmp)
             (tmp / "addr.hex").write_text(_hex_lines(r.addr for r in requests))
             (tmp / "meta.hex").write_text(_hex_lines(
-                r.issue_cycle | int(bool(r.write)) << 40 | (r.wstrb & 0xFF if r.write else 0) << 48
-                for r in requests))
-            (tmp / "wdata.hex").write_text(_hex_lines(r.data for r in requests))
+                r.issue_cycle | int(bool(r.write)) << 40 for r in requests))
+            (tmp / "wdata.hex").write_text(_hex_lines((r.data for r in requests), 8 * line_bytes))
+            (tmp / "wstrb.hex").write_text(_hex_lines((r.wstrb if r.write else 0 for r in requests),
+                                                      line_bytes))
             plus = [f"+N={n}", f"+ADDR={tmp / 'addr.hex'}", f"+META={tmp / 'meta.hex'}",
-                    f"+WDATA={tmp / 'wdata.hex'}", f"+OUT_ACCEPT={tmp / 'acc.hex'}",
+                    f"+WDATA={tmp / 'wdata.hex'}", f"+WSTRB={tmp / 'wstrb.hex'}",
+                    f"+OUT_ACCEPT={tmp / 'acc.hex'}",
                     f"+OUT_COMPLETE={tmp / 'cmp.hex'}", f"+OUT_DATA={tmp / 'data.hex'}",
                     f"+OUT_STATS={tmp / 'stats.hex'}", f"+OUT_INFO={tmp / 'info.hex'}"]
             if max_outstanding is not None:

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""DAE against a core-only baseline on the same memory model (issue 11, report table 1).
+
+For every workload of ``sw.workloads``, the kernel's sequential form (``sim.core_trace``, vector
+form for 64-byte AVX-512 registers) runs on the out-of-order core model ``sim.core_only``
+(Golden Cove parameters, ``CoreConfig``) for each number of L1 misses in flight (``--mshrs``,
+default 8 16 32), in two cache settings:
+
+* ``caches``: the core's own 48 KiB L1D and 2 MiB L2 (LRU);
+* ``none``: no cache (every load that is not merged into an in-flight miss goes to memory): the
+  memory-level-parallelism limit alone, as the access unit, which has no cache, sees the memory.
+
+Every core-only run's results are checked against PyTorch (``Workload.check``). The DAE side is
+measured, not copied: ``scripts/bench_compiler.py``'s ``measure`` compiles each workload at
+``-O3`` (``--level``) for ``configs/tmu_rtl.json``, runs it on the RTL (Verilator) with the same
+memory preset, checks tokens against the golden model and results against PyTorch, and gives
+the access unit's cycles, the core cost model's cycles and ``DAE = max(access, core)``.
+
+``speedup = core-only cycles / DAE cycles`` (> 1: the DAE system is faster). Cycles are memory
+(unit) cycles for both (``CoreConfig.clock_ratio`` 1 by default: the core runs at the unit's
+clock, as the DAE's execute core is counted; ``--clock-ratio 3`` models a 3 GHz core).
+
+Writes ``build/bench_core_only.csv`` (``--out``) and prints a Markdown table.
+
+    python scripts/bench_core_only.py [--size small|full] [--memory HBM2|HBM3|simple]
+                                      [--mshrs 8 16 32] [--no-rtl] [--workloads NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for p in (REPO, REPO / "scripts"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from hw.hbm_model.presets import get_preset  # noqa: E402
+from sim.core_only import CoreConfig, run_core  # noqa: E402
+from sim.core_trace import trace_kernel  # noqa: E402
+from sw.compiler.frontends.mlir import parse_mlir  # noqa: E402
+from sw.workloads import WORKLOADS  # noqa: E402
+
+MEMORIES = ("HBM2", "HBM3", "simple")
+CACHES = {"caches": {}, "none": dict(l1_bytes=0, l2_bytes=0)}
+
+FIELDS = ["workload", "class", "memory", "mshrs", "caches", "core_only_cycles",
+          "core_only_bytes_per_cycle", "instructions", "loads", "load_bytes", "memory_requests",
+          "l1_hits", "l2_hits", "merged", "mshr_mean", "mshr_peak", "mshr_wait_cycles",
+          "row_hit_rate", "read_latency_mean", "dae_level", "dae_access_cycles",
+          "dae_core_cycles", "dae_cycles", "speedup", "error"]
+
+
+def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: int = 64,
+                   clock_ratio: int = 1) -> list[dict]:
+    """Run the core-only model for ``workloads`` x ``mshrs`` x the two cache settings.
+
+    Raises ``AssertionError`` if the sequential form's results differ from the workload's
+    reference."""
+    preset = get_preset(memory)
+    rows = []
+    for name in workloads:
+        w = WORKLOADS[name]
+        args = w.make(size, 0)                 # the same inputs as bench_compiler's measure
+        tr = trace_kernel(parse_mlir(w.path.read_text(), w.example), args, vector_bytes=vector_bytes)
+        w.check(w.make(size, 0), list(tr.results))
+        for caches, over in CACHES.items():
+            for m in mshrs:
+                r = run_core(tr, preset, CoreConfig(mshrs=m, clock_ratio=clock_ratio, **over))
+                s = r.stats
+                classified = s["row_hits"] + s["row_misses"] + s["row_conflicts"]
+                rows.append(dict(
+                    workload=name, **{"class": w.cls}, memory=memory, mshrs=m, caches=caches,
+                    core_only_cycles=r.cycles, core_only_bytes_per_cycle=r.bytes_per_cycle,
+                    instructions=r.instructions, loads=r.loads, load_bytes=r.load_bytes,
+                    memory_requests=r.memory_requests, l1_hits=r.l1_hits, l2_hits=r.l2_hits,
+                    merged=r.merged, mshr_mean=r.mshr_mean, mshr_peak=r.mshr_peak,
+                    mshr_wait_cycles=r.mshr_wait_cycles,
+                    row_hit_rate=s["row_hits"] / classified if classified else 0.0,
+                    read_latency_mean=s["read_latency_sum"] / s["reads"] if s["reads"] else 0.0,
+                    error=""))
+    return rows
+
+
+def dae_rows(workloads, size: str, memory: str, level: int, config: str) -> dict[str, dict]:
+    """``bench_compiler.measure`` at one level on the RTL: workload -> its row."""
+    from bench_compiler import measure, rtl_config_for
+    from sw.runtime.isa import Limits
+    limits = Limits.from_file(config)
+    rtl_config_for(limits)
+    return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
+                                               memory=memory)}
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", choices=("small", "full"), default="full")
+    ap.add_argument("--memory", choices=MEMORIES, default="HBM2")
+    ap.add_argument("--mshrs", type=int, nargs="+", default=[8, 16, 32])
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), metavar="NAME")
+    ap.add_argument("--level", type=int, default=3, help="-O level of the DAE kernel (default 3)")
+    ap.add_argument("--config", default=str(REPO / "configs" / "tmu_rtl.json"))
+    ap.add_argument("--no-rtl", action="store_true", help="core-only model only (no DAE cycles)")
+    ap.add_argument("--vector-bytes", type=int, default=64,
+                    help="vector register bytes of the core's innermost loops (64: AVX-512; 0: scalar)")
+    ap.add_argument("--clock-ratio", type=int, default=1, help="core cycles per memory cycle")
+    ap.add_argument("--out", default=str(REPO / "build" / "bench_core_only.csv"))
+    a = ap.parse_args(argv)
+    unknown = [n for n in a.workloads if n not in WORKLOADS]
+    if unknown:
+        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(WORKLOADS)}), "
+                 f"not {unknown[0]!r}")
+    if min(a.mshrs) < 1:
+        ap.error(f"--mshrs must be positive, not {min(a.mshrs)}")
+    if a.level not in (0, 1, 2, 3):
+        ap.error(f"--level must be in 0..3, not {a.level}")
+    if a.vector_bytes < 0:
+        ap.error(f"--vector-bytes must be >= 0, not {a.vector_bytes}")
+    if a.clock_ratio < 1:
+        ap.error(f"--clock-ratio must be >= 1, not {a.clock_ratio}")
+    warnings.simplefilter("ignore", UserWarning)
+    rows = core_only_rows(a.workloads, a.size, a.memory, a.mshrs, vector_bytes=a.vector_bytes,
+                          clock_ratio=a.clock_ratio)
+    if not a.no_rtl:
+        dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config)
+        for r in rows:
+            d = dae[r["workload"]]
+            r["dae_level"] = a.level
+            if d.get("error"):
+                r["error"] = d["error"]
+                continue
+            r.update(dae_access_cycles=d["rtl_cycles"], dae_core_cycles=d["core_cycles"],
+                     dae_cycles=d["dae_cycles"], speedup=r["core_only_cycles"] / d["dae_cycles"])
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=FIELDS)
+        wr.writeheader()
+        for r in rows:
+            wr.writerow({k: r.get(k) for k in FIELDS})
+
+    print(f"{a.size} inputs, memory {a.memory}, DAE at -O{a.level}"
+          + (" (not run)" if a.no_rtl else ""))
+    print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
+          + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)
+          + " |")
+    print("|---" * (4 + 2 * len(a.mshrs) + 1) + "|")
+    by = {(r["workload"], r["caches"], r["mshrs"]): r for r in rows}
+    for name in a.workloads:
+        for caches in CACHES:
+            rs = [by[(name, caches, m)] for m in a.mshrs]
+            d = rs[0]
+            cell = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
+            print(f"| {name} | {caches} | " + " | ".join(f"{r['core_only_cycles']:,}" for r in rs)
+                  + f" | {cell(d.get('dae_access_cycles'), ',')} | {cell(d.get('dae_core_cycles'), ',')}"
+                  f" | {cell(d.get('dae_cycles'), ',')} | "
+                  + " | ".join(cell(r.get("speedup"), ".2f") for r in rs) + " |")
+    if not a.no_rtl:
+        print("\nspeedup (core-only / DAE), geometric mean per class:")
+        classes = sorted({r["class"] for r in rows})
+        for caches in CACHES:
+            for m in a.mshrs:
+                parts = []
+                for cls in classes:
+                    g = geomean([r["speedup"] for r in rows if r["class"] == cls and r["caches"] == caches
+                                 and r["mshrs"] == m and r.get("speedup")])
+                    parts.append(f"{cls} {g:.2f}" if g else f"{cls} -")
+                print(f"  {caches:6s} M={m:<3d} " + ", ".join(parts))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""PyTorch frontend, graph matching: trace with ``torch.export`` and find what the graph computes.
+
+:class:`_Graph` resolves a traced program's inputs (user inputs by position; parameters, buffers
+and constants as :class:`_Live` references read again at each call) and folds what
+``F.embedding``/``F.embedding_bag`` put around the aten op (``max_norm``, a 2-D input);
+:func:`_from_export` / :func:`_from_attributes` recognise one embedding bag.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..errors import CompileError
+from .torch_scf import BagSpec
+
+_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+_DTYPES = {torch.float32: ("float32", "f32"), torch.float64: ("float64", "f64"),
+           torch.float16: ("float16", "f16"), torch.bfloat16: ("bfloat16", "bf16")}
+
+_ELEM = {torch.float32: "f32", torch.float64: "f64", torch.int32: "i32", torch.int64: "i64"}
+_HALF_ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+_BAG_OPS = ("aten.embedding_bag.padding_idx", "aten.embedding_bag.default",
+            "aten._embedding_bag.default", "aten._embedding_bag_forward_only.default")
+
+
+def _elem(t: torch.Tensor, what: str, *, half: bool = False) -> str:
+    """The MLIR element type of ``t``'s dtype; float16/bfloat16 only with ``half``."""
+    if half and t.dtype in _HALF_ELEM:
+        return _HALF_ELEM[t.dtype]
+    if t.dtype not in _ELEM:
+        more = ", float16, bfloat16" if half else ""
+        raise CompileError(f"unsupported {what} dtype {t.dtype} (float32, float64{more}, int32 and "
+                           "int64 are)")
+    return _ELEM[t.dtype]
+
+
+class _Live:
+    """A parameter, buffer or constant tensor of the traced module, read again at each call
+    (issue 8 item 3: ``module.weight = Parameter(...)`` and ``weight.data = ...`` after
+    compiling are seen, like in-place updates).
+
+    A parameter or buffer is looked up by its name on the module (``get_parameter`` /
+    ``get_buffer``); a constant by its attribute path when it has one, else (a tensor a function
+    captured, ``lifted_tensor_N``) it is the captured tensor object itself.
+    """
+
+    def __init__(self, module: torch.nn.Module, kind: str, target: str, tensor: torch.Tensor):
+        self.module, self.kind, self.target, self._tensor = module, kind, target, tensor
+
+    def current(self) -> torch.Tensor:
+        if self.kind == "parameter":
+            return self.module.get_parameter(self.target)
+        if self.kind == "buffer":
+            return self.module.get_buffer(self.target)
+        obj = self.module
+        for part in self.target.split("."):
+            obj = getattr(obj, part, None)
+        return obj if isinstance(obj, torch.Tensor) else self._tensor
+
+
+def _live(module: torch.nn.Module, ep, spec) -> _Live:
+    """The :class:`_Live` of a non-user input ``spec`` of the exported program ``ep``."""
+    from torch.export.graph_signature import InputKind
+    kind = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(spec.kind, "constant")
+    value = ep.constants[spec.target] if spec.target in ep.constants else ep.state_dict[spec.target]
+    return _Live(module, kind, spec.target, value)
+
+
+@dataclass
+class _Found:
+    spec: BagSpec
+    weight: _Live | None              # None when the weight is an input
+    roles: dict[str, int]             # "indices"/"offsets"/"per_sample_weights"/"weight" -> input position
+    num_embeddings: int
+    how: str                          # "torch.export" or "attributes"
+    renorm: tuple[float, float] | None = None   # (max_norm, norm_type)
+
+
+def _check_weight(weight: torch.Tensor) -> str:
+    if weight.dtype not in _DTYPES:
+        raise CompileError(f"unsupported embedding weight dtype {weight.dtype} (float32, float64, "
+                           "float16 and bfloat16 are)")
+    if weight.dim() != 2:
+        raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
+    return _DTYPES[weight.dtype][0]
+
+
+def _from_attributes(bag: torch.nn.EmbeddingBag) -> _Found:
+    weight = bag.weight.detach()
+    dtype = _check_weight(weight)
+    spec = BagSpec(bag.mode, dtype, False, bool(bag.include_last_offset), bag.padding_idx)
+    roles = {"indices": 0, "offsets": 1, "per_sample_weights": 2}
+    renorm = None if bag.max_norm is None else (float(bag.max_norm), float(bag.norm_type))
+    return _Found(spec, _Live(bag, "parameter", "weight", bag.weight), roles, weight.shape[0],
+                  "attributes", renorm)
+
+
+class _Wrap(torch.nn.Module):
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _export(module: torch.nn.Module, example_inputs: tuple):
+    try:
+        return torch.export.export(module, tuple(example_inputs))
+    except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
+        raise CompileError(f"torch.export could not trace the module: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''}") from None
+
+
+class _Graph:
+    """A torch.export graph with its inputs resolved (user inputs by position, parameters and
+    constants by value)."""
+
+    def __init__(self, ep, example_inputs: tuple, module: torch.nn.Module):
+        from torch.export.graph_signature import InputKind
+        self.ep, self.examples, self.module = ep, example_inputs, module
+        self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+        self.user = [s.arg.name for s in ep.graph_signature.input_specs
+                     if s.kind == InputKind.USER_INPUT]
+        self.calls = [n for n in ep.graph.nodes if n.op == "call_function"
+                      and n.target is not operator.getitem]
+        self.outputs = list([n for n in ep.graph.nodes if n.op == "output"][0].args[0])
+        self._kind = InputKind
+        self.renorm: dict = {}      # weight node -> (indices node, max_norm, norm_type)
+        self.fixed: dict = {}       # embedding_bag node -> (2-D input, None, 2-D weights or None)
+        self._fold()
+
+    def _fold(self) -> None:
+        """Fold what ``F.embedding``/``F.embedding_bag`` put around the aten op: ``max_norm``
+        (``detach`` + ``embedding_renorm_`` of the weight) and a 2-D input (``reshape(input, [-1])``
+        with offsets ``arange(0, numel, bag length)``, and the per_sample_weights reshaped)."""
+        drop = set()
+        for n in self.calls:
+            if str(n.target) != "aten.embedding_renorm_.default":
+                continue
+            det, idx, max_norm, norm_type = n.args[:4]
+            if str(getattr(det, "target", "")) != "aten.detach.default" or len(det.users) != 1:
+                raise CompileError("unsupported max_norm: embedding_renorm_ of a tensor that is not "
+                                   "the embedding weight")
+            self.renorm[det.args[0]] = (_unflatten(idx), float(max_norm), float(norm_type))
+            drop |= {n, det}
+        for n in self.calls:
+            if str(n.target) not in _BAG_OPS or len(n.args) < 3:
+                continue
+            idx, off = n.args[1], n.args[2]
+            src = _unflatten(idx)
+            if src is idx or str(getattr(off, "target", "")) != "aten.arange.start_step":
+                continue
+            shape = tuple(src.meta["val"].shape)
+            start, end, step = (list(off.args) + [1])[:3]
+            if len(shape) != 2 or (start, end, step) != (0, shape[0] * shape[1], shape[1]):
+                continue
+            psw = n.args[6] if len(n.args) > 6 else n.kwargs.get("per_sample_weights")
+            self.fixed[n] = (src, None, None if psw is None else _unflatten(psw))
+            drop |= {idx, off} | ({psw} if psw is not None and psw is not _unflatten(psw) else set())
+        self.calls = [n for n in self.calls if n not in drop]
+
+    def renorm_of(self, weight_node, indices_node) -> tuple[float, float] | None:
+        """``(max_norm, norm_type)`` when the function renormalises ``weight_node`` at
+        ``indices_node`` (``max_norm=``), else None."""
+        r = self.renorm.get(weight_node)
+        if r is None:
+            return None
+        if _unflatten(r[0]) is not _unflatten(indices_node):
+            raise CompileError("unsupported max_norm: the rows renormalised are not the rows looked up")
+        return r[1], r[2]
+
+    def source(self, node, what: str, *, allow_const: bool = True):
+        """``("input", position)`` or ``("const", _Live)`` (a parameter, buffer or constant,
+        read at each call).
+
+        Raises
+        ------
+        CompileError
+            ``node`` is computed in the function (naming ``what`` and the op).
+        """
+        spec = self.specs.get(getattr(node, "name", None))
+        if spec is None or getattr(node, "op", None) != "placeholder":
+            raise CompileError(f"unsupported {what}: it must be an input of the function"
+                               f"{', a parameter or a constant' if allow_const else ''}, not "
+                               f"computed in it ({getattr(node, 'target', node)})")
+        if spec.kind == self._kind.USER_INPUT:
+            return "input", self.user.index(node.name)
+        if not allow_const:
+            raise CompileError(f"unsupported {what}: it must be an input of the function")
+        return "const", _live(self.module, self.ep, spec)
+
+    def example(self, node, what: str) -> torch.Tensor:
+        kind, v = self.source(node, what)
+        return self.examples[v] if kind == "input" else v.current().detach()
+
+
+def _unflatten(node):
+    """The tensor ``node`` reshapes to 1-D (``reshape``/``view``/``flatten`` to ``[-1]``), else
+    ``node``."""
+    t = str(getattr(node, "target", ""))
+    if t in ("aten.reshape.default", "aten.view.default") and list(node.args[1]) == [-1]:
+        return node.args[0]
+    if t == "aten.flatten.using_ints" and tuple(node.args[1:]) in ((), (0,), (0, -1)):
+        return node.args[0]
+    return node
+
+
+def _bag_args(g: "_Graph", node) -> dict:
+    """The arguments of an ``aten.embedding_bag`` node by schema name, with a 2-D input folded
+    (``indices`` the 2-D input, ``offsets`` None, ``per_sample_weights`` the 2-D weights)."""
+    schema = node.target._schema
+    args = {a.name: a.default_value if a.has_default_value() else None for a in schema.arguments}
+    args.update(zip((a.name for a in schema.arguments), node.args))
+    args.update(node.kwargs)
+    if node in g.fixed:
+        args["indices"], args["offsets"], args["per_sample_weights"] = g.fixed[node]
+    return args
+
+
+def _from_export(g: "_Graph") -> _Found:
+    bags = [n for n in g.calls if str(n.target) in _BAG_OPS]
+    others = [n for n in g.calls if n not in bags]
+    if others:
+        raise CompileError(f"unsupported PyTorch operation {others[0].target} (the frontend compiles "
+                           "one embedding_bag per function)")
+    if len(bags) != 1:
+        raise CompileError(f"expected one embedding_bag in the traced function, found {len(bags)}")
+    node = bags[0]
+    args = _bag_args(g, node)
+    outputs = g.outputs
+    if len(outputs) != 1 or outputs[0].target is not operator.getitem or outputs[0].args != (node, 0):
+        raise CompileError("the traced function must return the embedding_bag's output only")
+
+    def position(name: str, what: str) -> int:
+        arg = args[name]
+        if arg is None:
+            return -1
+        if getattr(arg, "op", None) != "placeholder" or arg.name not in g.user:
+            raise CompileError(f"unsupported {what}: it must be an input of the function, not "
+                               f"computed in it ({getattr(arg, 'target', arg)})")
+        return g.user.index(arg.name)
+
+    weight_node = args["weight"]
+    weight: _Live | None = None
+    roles: dict[str, int] = {}
+    kind, v = g.source(weight_node, "embedding weight")
+    if kind == "input":
+        roles["weight"] = v
+        weight_value = g.examples[v]
+    else:
+        weight = v
+        weight_value = weight.current()
+    dtype = _check_weight(weight_value)
+    roles["indices"] = position("indices", "indices")
+    roles["offsets"] = position("offsets", "offsets")
+    roles["per_sample_weights"] = position("per_sample_weights", "per_sample_weights")
+    mode = _MODES.get(int(args.get("mode", 0) or 0))
+    if mode is None:
+        raise CompileError(f"unsupported embedding_bag mode={args.get('mode')!r} (0 sum, 1 mean, 2 max are)")
+    padding_idx = args.get("padding_idx")
+    if str(node.target) != "aten.embedding_bag.padding_idx" and padding_idx == -1:
+        padding_idx = None                      # the older overloads spell "none" as -1
+    elif padding_idx is not None and padding_idx < 0:
+        padding_idx += weight_value.shape[0]
+    spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
+                   padding_idx)
+    return _Found(spec, weight, roles, weight_value.shape[0], "torch.export",
+                  g.renorm_of(weight_node, args["indices"]))

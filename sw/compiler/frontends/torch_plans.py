@@ -1,0 +1,300 @@
+"""PyTorch frontend, graphs other than one embedding bag: gathers, segment reductions, sparse CSR x
+dense, several embedding bags in one program.
+
+Each ``_plan_*`` matches its graph in a :class:`~.torch_graph._Graph` and returns a
+:class:`~.torch_bind.PlanKernel` holding the SCF text and the argument binding for a call.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import torch
+
+from ..errors import CompileError
+from .torch_bind import PlanKernel, TorchKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
+from .torch_graph import _BAG_OPS, _MODES, _Graph, _bag_args, _check_weight, _elem
+from .torch_scf import _FLOAT, BagSpec, scf_for_bag, scf_for_csr_mm, scf_for_gather, scf_for_segment
+
+def _plan_embedding(g: _Graph, node) -> PlanKernel:
+    weight_node, idx_node = node.args[0], node.args[1]
+    w_src = g.source(weight_node, "embedding weight")
+    weight = g.example(weight_node, "embedding weight")
+    if weight.dim() != 2:
+        raise CompileError(f"the embedding weight must be 2-D, not {weight.dim()}-D")
+    t = _elem(weight, "embedding weight", half=True)
+    i_src = g.source(idx_node, "embedding indices", allow_const=False)
+    nrows, dim, dtype = weight.shape[0], weight.shape[1], weight.dtype
+    renorm = g.renorm_of(weight_node, idx_node)
+
+    def bind(inputs):
+        w = _value(w_src, inputs, "weight")
+        if w.dtype != _numpy(torch.empty(0, dtype=dtype), "").dtype or w.shape[1:] != (dim,):
+            raise ValueError(f"weight must be a ({nrows}, {dim}) {dtype} tensor, not {w.dtype} {w.shape}")
+        idx = _value(i_src, inputs, "input")
+        flat = _index_array(i_src, inputs, "input", w.shape[0])
+        if renorm is not None:
+            _renorm(_tensor(w_src, inputs), flat, *renorm)
+            w = _value(w_src, inputs, "weight")
+        return [np.ascontiguousarray(w), flat, np.zeros((flat.size, dim), w.dtype), idx.shape]
+
+    def unbind_shape(results, shape):
+        return _torch(np.asarray(results[0]).reshape(*shape, dim), dtype)
+
+    pk = PlanKernel("embedding", {"dtype": str(dtype), "max_norm": renorm}, scf_for_gather(t), None, None)
+    state = {}
+
+    def bind_args(inputs):
+        *args, shape = bind(inputs)
+        state["shape"] = shape
+        return args
+
+    pk._bind = bind_args
+    pk._unbind = lambda results: unbind_shape(results, state["shape"])
+    return pk
+
+
+def _plan_segment(g: _Graph, reducer) -> PlanKernel:
+    tgt = str(reducer.target)
+    if tgt.startswith("aten.index_add"):
+        base, dim, dst, msgs = reducer.args[:4]
+        alpha = reducer.kwargs.get("alpha", reducer.args[4] if len(reducer.args) > 4 else 1)
+        if alpha != 1:
+            raise CompileError(f"unsupported index_add alpha={alpha} (alpha=1 is)")
+        reduce, include_self = "sum", True
+    else:
+        base, dim, index2d, msgs, reduce = reducer.args[:5]
+        include_self = reducer.kwargs.get("include_self", reducer.args[5] if len(reducer.args) > 5 else True)
+        if reduce not in ("sum", "mean", "amax", "amin"):
+            raise CompileError(f"unsupported scatter_reduce reduce={reduce!r} (sum, mean, amax, amin are)")
+        node = index2d
+        while str(getattr(node, "target", "")) in ("aten.expand.default", "aten.expand_as.default"):
+            node = node.args[0]
+        if str(getattr(node, "target", "")) != "aten.unsqueeze.default" or node.args[1] not in (1, -1):
+            raise CompileError("unsupported scatter_reduce index: it must be dst[:, None] expanded "
+                               "to the messages' shape (a segment id per row)")
+        dst = node.args[0]
+    if dim != 0:
+        raise CompileError(f"unsupported {tgt} along dim {dim} (dim 0, rows, is)")
+    mt = str(getattr(msgs, "target", ""))
+    if mt == "aten.index_select.default":
+        x, sdim, src = msgs.args[:3]
+        if sdim != 0:
+            raise CompileError(f"unsupported index_select along dim {sdim} (dim 0 is)")
+    elif mt == "aten.index.Tensor" and len(msgs.args[1]) == 1:
+        x, src = msgs.args[0], msgs.args[1][0]
+    else:
+        raise CompileError(f"unsupported {tgt} source {getattr(msgs, 'target', msgs)}: it must be "
+                           "x.index_select(0, src) or x[src]")
+    x_src = g.source(x, "gathered tensor")
+    xe = g.example(x, "gathered tensor")
+    if xe.dim() != 2:
+        raise CompileError(f"the gathered tensor must be 2-D, not {xe.dim()}-D")
+    t = _elem(xe, "gathered tensor")
+    s_src = g.source(src, "index_select index", allow_const=False)
+    d_src = g.source(dst, f"{tgt} index", allow_const=False)
+    bt = str(getattr(base, "target", ""))
+    if bt in ("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default"):
+        shape = (list(base.args[0]) if bt == "aten.zeros.default" else
+                 list(base.args[1]) if bt == "aten.new_zeros.default" else
+                 list(base.args[0].meta["val"].shape))
+        b_src = None
+        if base.meta["val"].dtype != xe.dtype:
+            raise CompileError(f"the output dtype {base.meta['val'].dtype} differs from the gathered "
+                               f"tensor's {xe.dtype}")
+    else:
+        b_src = g.source(base, f"{tgt} self")
+        shape = list(g.example(base, f"{tgt} self").shape)
+    if len(shape) != 2 or shape[1] != xe.shape[1]:
+        raise CompileError(f"the output shape {tuple(shape)} does not match the gathered rows "
+                           f"(?, {xe.shape[1]})")
+    nseg = int(shape[0])
+
+    def bind(inputs):
+        xa = _value(x_src, inputs, "x")
+        if xa.dtype != xe.numpy().dtype or xa.ndim != 2:
+            raise ValueError(f"x must be a 2-D {xe.dtype} tensor, not {xa.dtype} {xa.shape}")
+        s = _index_array(s_src, inputs, "src", xa.shape[0])
+        d = _index_array(d_src, inputs, "dst", nseg)
+        if s.size != d.size:
+            raise ValueError(f"src and dst must have the same length, not {s.size} and {d.size}")
+        out = (np.zeros((nseg, xa.shape[1]), xa.dtype) if b_src is None
+               else np.array(_value(b_src, inputs, "self"), dtype=xa.dtype, copy=True))
+        return [np.ascontiguousarray(xa), s, d, out]
+
+    spec = {"reduce": reduce, "include_self": bool(include_self), "dtype": str(xe.dtype), "op": tgt}
+    return PlanKernel("segment", spec, scf_for_segment(t, reduce, bool(include_self)), bind,
+                      lambda results: torch.from_numpy(np.asarray(results[0])))
+
+
+def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
+    a, x = node.args[:2]
+    a_src = g.source(a, "sparse matrix", allow_const=False)
+    ae = g.example(a, "sparse matrix")
+    if ae.layout != torch.sparse_csr:
+        raise CompileError(f"unsupported {node.target} with a {ae.layout} left operand "
+                           "(a torch.sparse_csr tensor is)")
+    x_src = g.source(x, "dense operand")
+    xe = g.example(x, "dense operand")
+    if xe.dim() != 2:
+        raise CompileError(f"the dense operand must be 2-D, not {xe.dim()}-D")
+    t = _elem(xe, "dense operand")
+    if t not in _FLOAT or ae.dtype != xe.dtype:
+        raise CompileError(f"unsupported sparse x dense dtypes {ae.dtype} x {xe.dtype} (float32 "
+                           "or float64, the same for both)")
+
+    def bind(inputs):
+        at = inputs[a_src[1]]
+        if not isinstance(at, torch.Tensor) or at.layout != torch.sparse_csr:
+            raise ValueError("the sparse matrix must be a torch.sparse_csr tensor")
+        xa = _value(x_src, inputs, "x")
+        if at.shape[1] != xa.shape[0]:
+            raise ValueError(f"shapes {tuple(at.shape)} and {xa.shape} cannot be multiplied")
+        crow = at.crow_indices().numpy().astype(np.int64)
+        col = at.col_indices().numpy().astype(np.int64)
+        val = np.ascontiguousarray(at.values().numpy(), dtype=xa.dtype)
+        return [crow, col, val, np.ascontiguousarray(xa), np.zeros((at.shape[0], xa.shape[1]), xa.dtype)]
+
+    return PlanKernel("csr_mm", {"dtype": str(xe.dtype), "op": str(node.target)}, scf_for_csr_mm(t),
+                      bind, lambda results: torch.from_numpy(np.asarray(results[0])))
+
+
+def _plan_multi_bag(g: _Graph, bags: list) -> PlanKernel:
+    """Several embedding bags of one module in one program (FBGEMM-style table batching)."""
+    from types import SimpleNamespace
+    found = []
+    for node in bags:
+        sub = SimpleNamespace(target=node.target, args=node.args, kwargs=node.kwargs, name=node.name)
+        args = _bag_args(g, node)
+        mode = _MODES.get(int(args.get("mode", 0) or 0))
+        pad = args.get("padding_idx")
+        if pad is not None and not (str(node.target) != "aten.embedding_bag.padding_idx" and pad == -1):
+            raise CompileError("unsupported padding_idx in a module with several embedding bags")
+        w_src = g.source(args["weight"], "embedding weight")
+        w = g.example(args["weight"], "embedding weight")
+        dtype = _check_weight(w)
+        psw = args.get("per_sample_weights")
+        spec = BagSpec(mode, dtype, psw is not None, bool(args.get("include_last_offset")), None)
+        found.append(dict(spec=spec, w=w_src, rows=w.shape[0], dim=w.shape[1], node=sub,
+                          renorm=g.renorm_of(args["weight"], args["indices"]),
+                          idx=g.source(args["indices"], "indices", allow_const=False),
+                          off=g.source(args["offsets"], "offsets", allow_const=False)
+                          if args["offsets"] is not None else None,
+                          psw=g.source(psw, "per_sample_weights", allow_const=False) if psw is not None else None))
+    first = found[0]
+    for k, f in enumerate(found[1:], 1):
+        for what in ("spec", "dim"):
+            if f[what] != first[what]:
+                raise CompileError(f"embedding bag {k} differs from bag 0 in its {what} "
+                                   f"({f[what]} vs {first[what]}); one program needs the same mode, "
+                                   "dtype, options and embedding dim")
+    spec = first["spec"]
+    if spec.per_sample_weights and spec.mode != "sum":
+        raise CompileError("per_sample_weights is only supported with mode='sum' (as in PyTorch)")
+    getitems = {}
+    for n in g.ep.graph.nodes:
+        if n.op == "call_function" and n.target is operator.getitem and n.args[1] == 0:
+            getitems[n] = next(i for i, f in enumerate(found) if f["node"].name == n.args[0].name) \
+                if any(f["node"].name == n.args[0].name for f in found) else None
+    outs = g.outputs
+    if len(outs) == 1 and str(getattr(outs[0], "target", "")) == "aten.cat.default":
+        parts, cat_dim = outs[0].args[0], (outs[0].args[1] if len(outs[0].args) > 1 else 0)
+        if cat_dim not in (1, -1):
+            raise CompileError(f"unsupported torch.cat of embedding bags along dim {cat_dim} (dim 1 is)")
+    else:
+        parts, cat_dim = outs, None
+    order = []
+    for p in parts:
+        if getitems.get(p) is None:
+            raise CompileError(f"unsupported output {p}: the module must return the bags' outputs "
+                               "(a tuple) or torch.cat of them along dim 1")
+        order.append(getitems[p])
+    singles = [TorchKernel.__new__(TorchKernel) for _ in found]
+    for tk, f in zip(singles, found):        # reuse the single-bag argument checks
+        tk.spec, tk._weight, tk._num_embeddings, tk.renorm = f["spec"], None, f["rows"], f["renorm"]
+        tk._roles = {}
+
+    def bind(inputs):
+        tables, idxs, offs, psws, bases, nb = [], [], [], [], [], []
+        row0 = used = 0
+        for tk, f in zip(singles, found):
+            w = _value(f["w"], inputs, "weight")
+            one = [w, _value(f["idx"], inputs, "input")]
+            tk._roles = {"weight": 0, "indices": 1}
+            if f["off"] is not None:
+                one.append(_value(f["off"], inputs, "offsets"))
+                tk._roles["offsets"] = 2
+            if f["psw"] is not None:
+                tk._roles["per_sample_weights"] = len(one)
+                one.append(_value(f["psw"], inputs, "per_sample_weights"))
+            a = tk.bind(*one)
+            tables.append(a[0]), idxs.append(a[1]), offs.append(a[2][:-1] + used)
+            if spec.per_sample_weights:
+                psws.append(a[3])
+            bases.append(np.full(len(a[2]) - 1, row0, np.int64))
+            nb.append(len(a[2]) - 1)
+            row0 += a[0].shape[0]
+            used += a[1].size
+        offsets = np.concatenate(offs + [np.array([used], np.int64)]).astype(np.int64)
+        args = [np.ascontiguousarray(np.concatenate(tables)), np.concatenate(idxs).astype(np.int64),
+                offsets, np.concatenate(bases)]
+        if spec.per_sample_weights:
+            args.append(np.concatenate(psws))
+        args.append(np.zeros((offsets.size - 1, first["dim"]), tables[0].dtype))
+        state["nb"] = nb
+        return args
+
+    state: dict = {}
+
+    def unbind(results):
+        out = torch.from_numpy(np.asarray(results[0]))
+        pieces = list(torch.split(out, state["nb"]))
+        chosen = [pieces[i] for i in order]
+        return torch.cat(chosen, dim=1) if cat_dim is not None else tuple(chosen)
+
+    return PlanKernel("multi_bag", {"bag": spec, "tables": len(found)},
+                      scf_for_bag(spec, multi_table=True), bind, unbind)
+
+
+_SUPPORTED = ("embedding_bag, embedding, index_select/x[src] + index_add/scatter_reduce, "
+              "sparse CSR @ dense")
+
+_HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
+            "aten.unsqueeze.default", "aten.expand.default", "aten.expand_as.default"}
+
+
+def _plan(g: _Graph) -> PlanKernel | None:
+    """Recognise a graph other than exactly one embedding bag; None when it is one bag."""
+    names = [str(n.target) for n in g.calls]
+    bags = [n for n in g.calls if str(n.target) in _BAG_OPS]
+    if bags and all(str(n.target) in _BAG_OPS or str(n.target) == "aten.cat.default" for n in g.calls):
+        return None if len(bags) == 1 and "aten.cat.default" not in names else _plan_multi_bag(g, bags)
+    if names == ["aten.embedding.default"]:
+        if len(g.outputs) != 1 or g.outputs[0] is not g.calls[0]:
+            raise CompileError("the traced function must return the embedding's output only")
+        return _plan_embedding(g, g.calls[0])
+    reducers = [n for n in g.calls if str(n.target) in ("aten.index_add.default", "aten.index_add_.default",
+                                                         "aten.scatter_reduce.two")]
+    if len(reducers) == 1:
+        allowed = _HELPERS | {"aten.index_select.default", "aten.index.Tensor", str(reducers[0].target)}
+        other = [n for n in g.calls if str(n.target) not in allowed]
+        if not other:
+            if len(g.outputs) != 1 or g.outputs[0] is not reducers[0]:
+                raise CompileError(f"the traced function must return the {reducers[0].target} result only")
+            return _plan_segment(g, reducers[0])
+    mms = [n for n in g.calls if str(n.target) in ("aten._sparse_mm.default", "aten.matmul.default",
+                                                    "aten.mm.default")]
+    if names and len(mms) == len(names) == 1:
+        if len(g.outputs) != 1 or g.outputs[0] is not mms[0]:
+            raise CompileError("the traced function must return the product only")
+        return _plan_csr_mm(g, mms[0])
+    known = _BAG_OPS + tuple(_HELPERS) + ("aten.embedding.default", "aten.index_select.default",
+                                          "aten.index.Tensor", "aten.index_add.default",
+                                          "aten.index_add_.default", "aten.scatter_reduce.two",
+                                          "aten._sparse_mm.default", "aten.matmul.default", "aten.cat.default")
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise CompileError(f"unsupported PyTorch operation {bad[0]} (supported: {_SUPPORTED})")
+    raise CompileError(f"unsupported combination of PyTorch operations {', '.join(names) or '(none)'} "
+                       f"(supported: {_SUPPORTED}; several embedding bags, not several other ops)")

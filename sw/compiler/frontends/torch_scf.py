@@ -1,0 +1,392 @@
+"""PyTorch frontend, MLIR text building: the SCF functions the recognised PyTorch graphs lower to.
+
+Each generator returns the text of one ``func.func`` in the MLIR frontend's subset
+(``docs/compiler.md``, "Supported input"); the frontend compiles it with
+:func:`sw.compiler.compile_mlir`. The order of every reduction is the one PyTorch's CPU kernels
+use (see each docstring), so results are bit-exact where that order is fixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["BagSpec", "scf_for_bag", "scf_for_gather", "scf_for_segment", "scf_for_csr_mm"]
+
+_NEG_INF = {"f32": "0xFF800000", "f64": "0xFFF0000000000000"}
+_HALF = {"float16": "f16", "bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class BagSpec:
+    """What one embedding bag computes (everything but the data)."""
+    mode: str = "sum"                   # sum | mean | max
+    dtype: str = "float32"              # float32 | float64 | float16 | bfloat16
+    per_sample_weights: bool = False
+    include_last_offset: bool = False
+    padding_idx: int | None = None      # normalized to [0, num_embeddings)
+
+
+def scf_for_bag(spec: BagSpec, *, multi_table: bool = False) -> str:
+    """The MLIR SCF text of the embedding bag ``spec``.
+
+    With ``multi_table`` (several bags of one module in one program, as FBGEMM's table-batched
+    embedding): ``%table`` is the tables' rows concatenated, a ``%bag_base: memref<?xi64>``
+    argument (after ``%offsets``) gives each bag the first row of its table, and the row of a
+    lookup is ``indices[j] + bag_base[b]`` (an ALU stream); ``padding_idx`` must be None.
+    """
+    if multi_table and spec.padding_idx is not None:
+        raise ValueError("multi_table bags cannot have a padding_idx")
+    if spec.dtype in _HALF:
+        return _scf_for_half_bag(spec, multi_table)
+    t = "f32" if spec.dtype == "float32" else "f64"
+    mt = f"memref<?x?x{t}>"
+    pad = spec.padding_idx is not None
+    counted = pad and spec.mode in ("mean", "max")      # count the non-padding entries per bag
+    params = [f"%table: {mt}", "%indices: memref<?xi64>", "%offsets: memref<?xi64>"]
+    if multi_table:
+        params.append("%bag_base: memref<?xi64>")
+    if spec.per_sample_weights:
+        params.append(f"%weights: memref<?x{t}>")
+    params.append(f"%out: {mt}")
+    L = [f"func.func @embedding_bag({', '.join(params)}) -> {mt} {{",
+         "  %c0 = arith.constant 0 : index",
+         "  %c1 = arith.constant 1 : index",
+         f"  %nbags = memref.dim %out, %c0 : {mt}",
+         f"  %dim = memref.dim %table, %c1 : {mt}"]
+    if spec.mode == "max":
+        L.append(f"  %zero = arith.constant 0.0 : {t}")
+        L.append(f"  %ninf = arith.constant {_NEG_INF[t]} : {t}")
+    if pad:
+        L.append(f"  %pad = arith.constant {spec.padding_idx} : index")
+    if counted:
+        L.append("  %count = memref.alloc() : memref<1xindex>")
+    L += ["  scf.for %b = %c0 to %nbags step %c1 {",
+          "    %b1 = arith.addi %b, %c1 : index",
+          "    %start_i64 = memref.load %offsets[%b] : memref<?xi64>",
+          "    %start = arith.index_cast %start_i64 : i64 to index",
+          "    %end_i64 = memref.load %offsets[%b1] : memref<?xi64>",
+          "    %end = arith.index_cast %end_i64 : i64 to index"]
+    if multi_table:
+        L += ["    %base_i64 = memref.load %bag_base[%b] : memref<?xi64>",
+              "    %base = arith.index_cast %base_i64 : i64 to index"]
+    if spec.mode == "max":
+        L += ["    scf.for %d0 = %c0 to %dim step %c1 {",
+              f"      memref.store %ninf, %out[%b, %d0] : {mt}",
+              "    }"]
+    if counted:
+        L.append("    memref.store %c0, %count[%c0] : memref<1xindex>")
+    L += ["    scf.for %j = %start to %end step %c1 {",
+          "      %row_i64 = memref.load %indices[%j] : memref<?xi64>"]
+    if multi_table:
+        L += ["      %idx = arith.index_cast %row_i64 : i64 to index",
+              "      %row = arith.addi %idx, %base : index"]
+    else:
+        L.append("      %row = arith.index_cast %row_i64 : i64 to index")
+    if spec.per_sample_weights:
+        L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
+    if counted:
+        L += ["      %counts = arith.cmpi ne, %row, %pad : index",
+              "      scf.if %counts {",
+              "        %n0 = memref.load %count[%c0] : memref<1xindex>",
+              "        %n1 = arith.addi %n0, %c1 : index",
+              "        memref.store %n1, %count[%c0] : memref<1xindex>",
+              "      }"]
+    L += ["      scf.for %d = %c0 to %dim step %c1 {",
+          f"        %v = memref.load %table[%row, %d] : {mt}"]
+    if spec.mode == "max":
+        update = f"%new = arith.maximumf %acc, %v : {t}"
+    elif spec.per_sample_weights and t == "f32":   # PyTorch's CPU float32 kernel uses an FMA
+        update = f"%new = math.fma %w, %v, %acc : {t}"
+    elif spec.per_sample_weights:                  # ... its float64 kernel multiplies, then adds
+        L.append(f"        %wv = arith.mulf %w, %v : {t}")
+        update = f"%new = arith.addf %acc, %wv : {t}"
+    else:
+        update = f"%new = arith.addf %acc, %v : {t}"
+    inner = [f"%acc = memref.load %out[%b, %d] : {mt}", update,
+             f"memref.store %new, %out[%b, %d] : {mt}"]
+    if pad:
+        L += ["        %keep = arith.cmpi ne, %row, %pad : index",
+              "        scf.if %keep {"] + [f"          {s}" for s in inner] + ["        }"]
+    else:
+        L += [f"        {s}" for s in inner]
+    L += ["      }", "    }"]
+    if spec.mode == "mean":
+        if counted:
+            L.append("    %n = memref.load %count[%c0] : memref<1xindex>")
+        else:
+            L.append("    %n = arith.subi %end, %start : index")
+        L += ["    %n1 = arith.maxsi %n, %c1 : index",
+              "    %n_i64 = arith.index_cast %n1 : index to i64",
+              f"    %nf = arith.sitofp %n_i64 : i64 to {t}",
+              "    scf.for %d1 = %c0 to %dim step %c1 {",
+              f"      %s = memref.load %out[%b, %d1] : {mt}",
+              f"      %m = arith.divf %s, %nf : {t}",
+              f"      memref.store %m, %out[%b, %d1] : {mt}",
+              "    }"]
+    elif spec.mode == "max":
+        if counted:
+            L += ["    %n = memref.load %count[%c0] : memref<1xindex>",
+                  "    %empty = arith.cmpi eq, %n, %c0 : index"]
+        else:
+            L.append("    %empty = arith.cmpi eq, %start, %end : index")
+        L += ["    scf.if %empty {",
+              "      scf.for %d1 = %c0 to %dim step %c1 {",
+              f"        memref.store %zero, %out[%b, %d1] : {mt}",
+              "      }",
+              "    }"]
+    L += ["  }", f"  return %out : {mt}", "}"]
+    return "\n".join(L) + "\n"
+
+
+_FLOAT = ("f32", "f64")
+
+_LOWEST = {"f32": "0xFF800000", "f64": "0xFFF0000000000000", "i32": "-2147483648",
+           "i64": "-9223372036854775808"}
+
+_HIGHEST = {"f32": "0x7F800000", "f64": "0x7FF0000000000000", "i32": "2147483647",
+            "i64": "9223372036854775807"}
+
+
+def scf_for_gather(t: str) -> str:
+    """``nn.Embedding`` / ``F.embedding`` / ``aten.embedding``: ``out[i, :] = table[indices[i], :]``
+    (element type ``t`` in f32/f64/i32/i64; a copy, so bit-exact)."""
+    mt = f"memref<?x?x{t}>"
+    return f"""func.func @embedding(%table: {mt}, %indices: memref<?xi64>, %out: {mt}) -> {mt} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %indices, %c0 : memref<?xi64>
+  %dim = memref.dim %table, %c1 : {mt}
+  scf.for %i = %c0 to %n step %c1 {{
+    %row_i64 = memref.load %indices[%i] : memref<?xi64>
+    %row = arith.index_cast %row_i64 : i64 to index
+    scf.for %d = %c0 to %dim step %c1 {{
+      %v = memref.load %table[%row, %d] : {mt}
+      memref.store %v, %out[%i, %d] : {mt}
+    }}
+  }}
+  return %out : {mt}
+}}
+"""
+
+
+def scf_for_segment(t: str, reduce: str, include_self: bool) -> str:
+    """Gather-then-scatter-reduce (GNN message passing, ``x.index_select(0, src)`` followed by
+    ``out.index_add_(0, dst, ...)`` or ``out.scatter_reduce(0, dst[:, None].expand(...), ...,
+    reduce, include_self)``): for each edge ``e`` in order, ``out[dst[e], :] (op)= x[src[e], :]``.
+
+    ``reduce`` in ``sum``, ``mean``, ``amax``, ``amin``; ``out`` holds ``self`` on entry. ``mean``
+    divides by the number of contributions (+1 with ``include_self``; a row without any keeps
+    ``self``), floor division for integers, as ``torch.scatter_reduce``. ``amax``/``amin`` without
+    ``include_self`` start a row from its first contribution.
+    """
+    mt = f"memref<?x?x{t}>"
+    fl = t in _FLOAT
+    counted = reduce == "mean" or (reduce in ("amax", "amin") and not include_self)
+    op = {("sum", True): "arith.addf", ("sum", False): "arith.addi",
+          ("mean", True): "arith.addf", ("mean", False): "arith.addi",
+          ("amax", True): "arith.maximumf", ("amax", False): "arith.maxsi",
+          ("amin", True): "arith.minimumf", ("amin", False): "arith.minsi"}[reduce, fl]
+    L = [f"func.func @segment_{reduce}(%x: {mt}, %src: memref<?xi64>, %dst: memref<?xi64>, "
+         f"%out: {mt}) -> {mt} {{",
+         "  %c0 = arith.constant 0 : index",
+         "  %c1 = arith.constant 1 : index",
+         "  %ne = memref.dim %src, %c0 : memref<?xi64>",
+         f"  %dim = memref.dim %x, %c1 : {mt}",
+         f"  %nseg = memref.dim %out, %c0 : {mt}"]
+    if counted:
+        L.append("  %count = memref.alloc(%nseg) : memref<?xindex>")
+    if reduce in ("amax", "amin") and not include_self:
+        L.append(f"  %init = arith.constant {(_LOWEST if reduce == 'amax' else _HIGHEST)[t]} : {t}")
+    L += ["  scf.for %e = %c0 to %ne step %c1 {",
+          "    %s_i64 = memref.load %src[%e] : memref<?xi64>",
+          "    %s = arith.index_cast %s_i64 : i64 to index",
+          "    %t_i64 = memref.load %dst[%e] : memref<?xi64>",
+          "    %t = arith.index_cast %t_i64 : i64 to index"]
+    if counted:
+        L += ["    %n0 = memref.load %count[%t] : memref<?xindex>"]
+        if reduce in ("amax", "amin"):
+            L += ["    %first = arith.cmpi eq, %n0, %c0 : index",
+                  "    scf.if %first {",
+                  "      scf.for %d0 = %c0 to %dim step %c1 {",
+                  f"        memref.store %init, %out[%t, %d0] : {mt}",
+                  "      }",
+                  "    }"]
+        L += ["    %n1 = arith.addi %n0, %c1 : index",
+              "    memref.store %n1, %count[%t] : memref<?xindex>"]
+    L += ["    scf.for %d = %c0 to %dim step %c1 {",
+          f"      %v = memref.load %x[%s, %d] : {mt}",
+          f"      %acc = memref.load %out[%t, %d] : {mt}",
+          f"      %new = {op} %acc, %v : {t}",
+          f"      memref.store %new, %out[%t, %d] : {mt}",
+          "    }",
+          "  }"]
+    if reduce == "mean":
+        L += ["  scf.for %r = %c0 to %nseg step %c1 {",
+              "    %k = memref.load %count[%r] : memref<?xindex>"]
+        L.append("    %k1 = arith.addi %k, %c1 : index" if include_self else
+                 "    %k1 = arith.maxsi %k, %c1 : index")
+        L.append("    %k_i64 = arith.index_cast %k1 : index to i64")
+        if fl:
+            L.append(f"    %kv = arith.sitofp %k_i64 : i64 to {t}")
+        elif t == "i32":
+            L.append("    %kv = arith.trunci %k_i64 : i64 to i32")
+        kv = "%k_i64" if t == "i64" else "%kv"
+        div = "arith.divf" if fl else "arith.floordivsi"
+        L += ["    scf.for %d1 = %c0 to %dim step %c1 {",
+              f"      %a = memref.load %out[%r, %d1] : {mt}",
+              f"      %m = {div} %a, {kv} : {t}",
+              f"      memref.store %m, %out[%r, %d1] : {mt}",
+              "    }",
+              "  }"]
+    L += [f"  return %out : {mt}", "}"]
+    return "\n".join(L) + "\n"
+
+
+def scf_for_csr_mm(t: str) -> str:
+    """Sparse CSR ``a`` (crow_indices, col_indices, values) times dense ``x``:
+    ``out[i, :] = sum_j values[j] * x[col[j], :]`` over ``j`` in ``crow[i]:crow[i+1]``, in CSR order,
+    one fused multiply-add per term — what PyTorch's CPU kernel for ``torch.sparse.mm`` / ``a @ x``
+    with ``a.layout == torch.sparse_csr`` computes (bit-exact, checked for float32 and float64)."""
+    mt = f"memref<?x?x{t}>"
+    return f"""func.func @csr_mm(%crow: memref<?xi64>, %col: memref<?xi64>, %val: memref<?x{t}>, %x: {mt}, %out: {mt}) -> {mt} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %out, %c0 : {mt}
+  %dim = memref.dim %x, %c1 : {mt}
+  scf.for %i = %c0 to %n step %c1 {{
+    %i1 = arith.addi %i, %c1 : index
+    %start_i64 = memref.load %crow[%i] : memref<?xi64>
+    %start = arith.index_cast %start_i64 : i64 to index
+    %end_i64 = memref.load %crow[%i1] : memref<?xi64>
+    %end = arith.index_cast %end_i64 : i64 to index
+    scf.for %j = %start to %end step %c1 {{
+      %c_i64 = memref.load %col[%j] : memref<?xi64>
+      %c = arith.index_cast %c_i64 : i64 to index
+      %a = memref.load %val[%j] : memref<?x{t}>
+      scf.for %d = %c0 to %dim step %c1 {{
+        %v = memref.load %x[%c, %d] : {mt}
+        %acc = memref.load %out[%i, %d] : {mt}
+        %s = math.fma %a, %v, %acc : {t}
+        memref.store %s, %out[%i, %d] : {mt}
+      }}
+    }}
+  }}
+  return %out : {mt}
+}}
+"""
+
+
+def _scf_for_half_bag(spec: BagSpec, multi_table: bool) -> str:
+    """The embedding bag ``spec`` over a float16 or bfloat16 table, as PyTorch's CPU kernel
+    computes it (measured against ``F.embedding_bag`` with torch 2.13, ``tests/compiler/
+    test_torch_half_frontend.py``): each bag is accumulated in **float32** in lookup order (the
+    16-bit rows widened with ``arith.extf``; with ``per_sample_weights`` ``w * row`` is exact in
+    f32, added with ``math.fma``) and rounded to the type once per output — to nearest even for
+    float16; for bfloat16 to nearest with ties away from zero (fbgemm's conversion;
+    ``arith.truncf {roundingmode = 4}``) unless ``padding_idx`` is set, when PyTorch takes its
+    own kernel, which rounds ties to even. ``mean`` then divides the rounded sum by the bag length
+    converted to the type, in the type (PyTorch's ``apply_bag_size``: a 16-bit division, so a
+    length above 2048 (f16) or 256 (bf16) is itself rounded). ``max`` is exact (an empty bag is 0).
+    Arguments as :func:`scf_for_bag`; the float32 accumulator is a ``memref.alloc`` row.
+    """
+    t = _HALF[spec.dtype]
+    mt = f"memref<?x?x{t}>"
+    pad = spec.padding_idx is not None
+    counted = pad and spec.mode in ("mean", "max")
+    params = [f"%table: {mt}", "%indices: memref<?xi64>", "%offsets: memref<?xi64>"]
+    if multi_table:
+        params.append("%bag_base: memref<?xi64>")
+    if spec.per_sample_weights:
+        params.append(f"%weights: memref<?x{t}>")
+    params.append(f"%out: {mt}")
+    trunc = " {roundingmode = 4 : i32}" if t == "bf16" and not pad else ""
+    init = _NEG_INF["f32"] if spec.mode == "max" else "0.0"
+    L = [f"func.func @embedding_bag({', '.join(params)}) -> {mt} {{",
+         "  %c0 = arith.constant 0 : index",
+         "  %c1 = arith.constant 1 : index",
+         f"  %nbags = memref.dim %out, %c0 : {mt}",
+         f"  %dim = memref.dim %table, %c1 : {mt}",
+         f"  %init = arith.constant {init} : f32",
+         "  %acc = memref.alloc(%dim) : memref<?xf32>"]
+    if spec.mode == "max":
+        L.append(f"  %zero = arith.constant 0.0 : {t}")
+    if pad:
+        L.append(f"  %pad = arith.constant {spec.padding_idx} : index")
+    if counted:
+        L.append("  %count = memref.alloc() : memref<1xindex>")
+    L += ["  scf.for %b = %c0 to %nbags step %c1 {",
+          "    %b1 = arith.addi %b, %c1 : index",
+          "    %start_i64 = memref.load %offsets[%b] : memref<?xi64>",
+          "    %start = arith.index_cast %start_i64 : i64 to index",
+          "    %end_i64 = memref.load %offsets[%b1] : memref<?xi64>",
+          "    %end = arith.index_cast %end_i64 : i64 to index"]
+    if multi_table:
+        L += ["    %base_i64 = memref.load %bag_base[%b] : memref<?xi64>",
+              "    %base = arith.index_cast %base_i64 : i64 to index"]
+    L += ["    scf.for %k0 = %c0 to %dim step %c1 {",
+          "      memref.store %init, %acc[%k0] : memref<?xf32>",
+          "    }"]
+    if counted:
+        L.append("    memref.store %c0, %count[%c0] : memref<1xindex>")
+    L += ["    scf.for %j = %start to %end step %c1 {",
+          "      %row_i64 = memref.load %indices[%j] : memref<?xi64>"]
+    if multi_table:
+        L += ["      %idx = arith.index_cast %row_i64 : i64 to index",
+              "      %row = arith.addi %idx, %base : index"]
+    else:
+        L.append("      %row = arith.index_cast %row_i64 : i64 to index")
+    if spec.per_sample_weights:
+        L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
+    if counted:
+        L += ["      %counts = arith.cmpi ne, %row, %pad : index",
+              "      scf.if %counts {",
+              "        %n0 = memref.load %count[%c0] : memref<1xindex>",
+              "        %n1 = arith.addi %n0, %c1 : index",
+              "        memref.store %n1, %count[%c0] : memref<1xindex>",
+              "      }"]
+    L += ["      scf.for %d = %c0 to %dim step %c1 {",
+          f"        %v = memref.load %table[%row, %d] : {mt}",
+          f"        %vf = arith.extf %v : {t} to f32"]
+    update = {"max": "%new = arith.maximumf %a, %vf : f32",
+              "sum": "%new = arith.addf %a, %vf : f32",
+              "mean": "%new = arith.addf %a, %vf : f32"}[spec.mode]
+    inner = ["%a = memref.load %acc[%d] : memref<?xf32>"]
+    if spec.per_sample_weights:         # the weight widened where it is used (one callback)
+        inner.append(f"%wf = arith.extf %w : {t} to f32")
+        update = "%new = math.fma %wf, %vf, %a : f32"
+    inner += [update,
+             "memref.store %new, %acc[%d] : memref<?xf32>"]
+    if pad:
+        L += ["        %keep = arith.cmpi ne, %row, %pad : index",
+              "        scf.if %keep {"] + [f"          {x}" for x in inner] + ["        }"]
+    else:
+        L += [f"        {x}" for x in inner]
+    L += ["      }", "    }"]
+    if spec.mode == "mean":
+        L.append("    %n = memref.load %count[%c0] : memref<1xindex>" if counted else
+                 "    %n = arith.subi %end, %start : index")
+        L += ["    %n1 = arith.maxsi %n, %c1 : index",
+              "    %n_i64 = arith.index_cast %n1 : index to i64",
+              f"    %nf = arith.sitofp %n_i64 : i64 to {t}"]
+    L += ["    scf.for %k = %c0 to %dim step %c1 {",
+          "      %s = memref.load %acc[%k] : memref<?xf32>",
+          f"      %h = arith.truncf %s{trunc} : f32 to {t}"]
+    if spec.mode == "mean":
+        L += [f"      %m = arith.divf %h, %nf : {t}",
+              f"      memref.store %m, %out[%b, %k] : {mt}"]
+    else:
+        L.append(f"      memref.store %h, %out[%b, %k] : {mt}")
+    L.append("    }")
+    if spec.mode == "max":
+        if counted:
+            L += ["    %n = memref.load %count[%c0] : memref<1xindex>",
+                  "    %empty = arith.cmpi eq, %n, %c0 : index"]
+        else:
+            L.append("    %empty = arith.cmpi eq, %start, %end : index")
+        L += ["    scf.if %empty {",
+              "      scf.for %k1 = %c0 to %dim step %c1 {",
+              f"        memref.store %zero, %out[%b, %k1] : {mt}",
+              "      }",
+              "    }"]
+    L += ["  }", f"  return %out : {mt}", "}"]
+    return "\n".join(L) + "\n"

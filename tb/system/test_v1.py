@@ -137,11 +137,13 @@ def test_address_overflow_faults():
         assert_matches(case, r, CFG)
     codes = {c.name: r.fault_code for c, r in zip(cases, results)}
     for name in ("eb_2p59", "eb_m2p59", "eb_2p61p5", "eb_2p58", "addr_up", "addr_down",
-                 "alu_mul_and", "alu_shl", "block", "lanes", "vector_load", "vector_affine"):
+                 "alu_mul_chain", "alu_shl", "alu_mul_later", "block", "lanes", "vector_load",
+                 "vector_affine"):
         assert codes[f"overflow_{name}"] == Fault.ADDR_OVERFLOW, name
     for name in ("eb_2p57", "alu_mul_fits"):
         assert codes[f"overflow_{name}"] == Fault.ADDR_RANGE, name
-    for name in ("alu_mul_pushed", "block_empty", "vector_affine_fits"):
+    for name in ("alu_mul_pushed", "alu_mul_hash", "alu_add_hash", "block_empty",
+                 "vector_affine_fits"):
         assert codes[f"overflow_{name}"] == 0, name
     by_name = dict(zip((c.name for c in cases), results))
     assert by_name["overflow_eb_2p59"].fault_addr == 6            # the table's stream

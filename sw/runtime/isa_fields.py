@@ -75,7 +75,8 @@ WORDS: dict[str, tuple[tuple[str, int | str], ...]] = {
     "ArgsWord": (("n_args", 8), ("reserved", 24)),
     # Layer descriptor word 0; words 1..3 are the lb, ub and step sources.
     "LayerWord0": (("id", 8), ("check_order", 1), ("reserved", 23)),
-    "LayerWord0V1": (("id", 8), ("check_order", 1), ("mode", "LayerMode"), ("reserved0", 5),
+    # ``mode`` holds a LayerMode code (a plain 2-bit field, as the RTL compares it to the codes).
+    "LayerWord0V1": (("id", 8), ("check_order", 1), ("mode", 2), ("reserved0", 5),
                      ("lanes_m1", 8), ("reserved1", 8)),
     # Region descriptor word 0; words 1, 2: base and size sources (bytes); word 3 reserved.
     "RegionWord0": (("id", 8), ("reserved", 24)),

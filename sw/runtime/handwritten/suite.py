@@ -14,8 +14,10 @@ drivers (``sw.runtime.drivers.run_kernel``) serve both. Programs are in the asse
 * **TransE** reads ``triples[3t + k]`` as ``(base + 8k) + t * 24`` (stride 24, invariant base):
   three affine streams the run-ahead engines serve, instead of ALU-computed indices that wait
   a full memory latency each (docs/performance.md, "Compiler optimisation levels", item 2).
-* **SpMV** traverses each row's nonzeros in a ``LOCKSTEP`` layer of 8 lanes (column indices and
-  values as contiguous vector loads, ``x[col]`` as a gather), 8 nonzeros per marshaling step.
+* **SpMV** joins each nonzero's value and ``x[col]`` into one token (the compiler pushes the row
+  number too). A ``LOCKSTEP`` layer of 8 lanes over the nonzeros (values and columns as vector
+  loads, ``x[col]`` a gather) was tried and is slower on today's RTL, which runs lanes one by one
+  and pays a marshaling step per vector (1,157 against 971 cycles on the small input).
 * **Block-sparse gather** fetches a whole ``bs x dim`` K (and V) block as one BLOCK row (the rows
   of a key block are contiguous), instead of ``bs`` row fetches.
 * **Weighted EmbeddingBag / SpMM** join the f32 weight with the row in one packed group
@@ -40,7 +42,6 @@ __all__ = ["SEGMENT", "TRIPLE", "HANDWRITTEN", "handwritten_kernel", "fma32"]
 
 SEGMENT, TRIPLE = 0, 1   # control tokens (callbacks)
 DONE = 0xFFFF
-LANES = 8                # lanes of the LOCKSTEP layer (configs/tmu_rtl.json)
 
 
 def _base(p): return ArgSpec(ArgKind.BASE, p)
@@ -127,14 +128,12 @@ def _execute_spmm(args, control, pop):
 
 def _execute_spmv(args, control, pop):
     out = args[4]
-    half = LANES // 2
     with np.errstate(all="ignore"):
         for row, n in _segments(control, pop):
             acc = np.float32(0)
-            for first in range(0, n, LANES):
-                val, xs = _f32(pop, half), _f32(pop, half)
-                for lane in range(min(LANES, n - first)):
-                    acc = fma32(val[lane], xs[lane], acc)
+            for _ in range(n):
+                val, x = _f32(pop, 1)
+                acc = fma32(val, x, acc)
             out[row] = acc
     return (out,)
 
@@ -243,8 +242,8 @@ action layer=1 iter operand s7 esize=4
 """
 
 # SpMV: (rowptr, col, val, x, out); a0 rows, a1/a2 rowptr, a3/a4 col, a5/a6 val, a7/a8 x.
-_SPMV = _segment_prologue(9, "a0", "a1") + f"""\
-layer 1  lb=s1 ub=s2 step=#1 check_order lockstep lanes={LANES}
+_SPMV = _segment_prologue(9, "a0", "a1") + """\
+layer 1  lb=s1 ub=s2 step=#1 check_order
 region 0 base=a1 size=a2
 region 1 base=a3 size=a4
 region 2 base=a5 size=a6
@@ -252,7 +251,7 @@ region 3 base=a7 size=a8
 stream 4 layer=1 mem  region=1 a=a3 b=i1 stride=8 size=8
 stream 5 layer=1 mem  region=2 a=a5 b=i1 stride=4 size=4
 stream 6 layer=1 mem  region=3 a=a7 b=s4 stride=4 size=4
-action layer=1 iter operand s5 esize=4
+action layer=1 iter operand s5 esize=4 join
 action layer=1 iter operand s6 esize=4
 """
 

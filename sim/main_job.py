@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=MEMORIES, default=DEFAULT_MEMORY,
                    help=f"memory model behind the access unit (default {DEFAULT_MEMORY}): simple = "
                         f"fixed latency, HBM2/HBM3 = docs/hbm_model.md presets; rtl target only")
+    p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
+                   help="how the RTL is simulated (default cpp: the Verilator C++ harness "
+                        "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
 
 
 def _graph(name: str, nodes: int):
@@ -193,7 +196,8 @@ def _run(g, x, ns):
     options = {}
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
-                   "backpressure": ns.backpressure, "seed": ns.seed}
+                   "backpressure": ns.backpressure, "seed": ns.seed,
+                   "engine": getattr(ns, "engine", "cpp")}
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
     return np.asarray(result.results[0]), result.access

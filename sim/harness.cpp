@@ -147,13 +147,14 @@ class Harness {
         return lo | uint64_t(read(addr + 4)) << 32;
     }
 
-    void load_image_file(const std::string& path, const std::string& target) {
-        std::rename(path.c_str(), target.c_str());
+    bool load_image_file(const std::string& path, const std::string& target) {
+        if (std::rename(path.c_str(), target.c_str()) != 0) return false;
         top_->image_clear = 1;
         top_->image_load = 1;
         cycle();
         top_->image_clear = 0;
         top_->image_load = 0;
+        return true;
     }
     void load_image_backdoor(const std::vector<uint64_t>& words) {
         top_->image_clear = 1;
@@ -253,8 +254,11 @@ int main(int argc, char** argv) {
         const Job& job = jobs[n];
         if (job.backdoor)
             h.load_image_backdoor(job.backdoor_words);
-        else
-            h.load_image_file(job.image, dir + "/image.hex");
+        else if (!h.load_image_file(job.image, dir + "/image.hex")) {
+            std::fprintf(stderr, "job %zu: cannot move the memory image %s to %s/image.hex\n", n,
+                         job.image.c_str(), dir.c_str());
+            return 3;
+        }
         h.write(csr.prog_addr, 0);
         for (uint32_t w : job.program_words) h.write(csr.prog_data, w);
         h.write(csr.prog_len, job.prog_len);

@@ -107,6 +107,9 @@ def main(ns: argparse.Namespace) -> int:
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
+        if stats.get("sim_cycles_per_s"):
+            print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
+                  f"{stats['sim_cycles_per_s']:,} cycles/s (start to finished, without start-up and load)")
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")
     if ok:

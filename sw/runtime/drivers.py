@@ -155,6 +155,22 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> s
                 f"{what}")
     if code == Fault.MISALIGNED:
         return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
+    if code == Fault.ADDR_OVERFLOW:
+        region = None
+        if 0 <= addr < len(kernel.program.streams):
+            region = getattr(kernel.program.streams[addr], "region", None)
+        target = None
+        if region is not None and 0 <= region < len(kernel.program.regions):
+            base = kernel.program.regions[region].base
+            if base.kind == SrcKind.ARG and kernel.arg_map[base.value].kind == ArgKind.BASE:
+                target = kernel.arg_map[base.value].param
+        if target is None:
+            return (f"access unit fault ADDR_OVERFLOW: the address computation of stream {addr} "
+                    f"left the signed 64-bit range; an index is too large for the array it selects from")
+        sources = list(dict.fromkeys(c.source for c in kernel.host_checks if c.target == target))
+        blame = f"; a value of {names(sources)} is too large" if sources else ""
+        return (f"access unit fault ADDR_OVERFLOW: the address computation of stream {addr} (a load "
+                f"from arg{target} ({kernel.params[target].name!r})) left the signed 64-bit range{blame}")
     if code == Fault.BLOCK_LENGTH and kernel.limits is not None:
         return (f"access unit fault BLOCK_LENGTH: block stream {addr} got a length above max_block = "
                 f"{kernel.limits.max_block} of the TMU configuration {kernel.limits.name or '(unnamed)'} "

@@ -173,3 +173,16 @@ def test_jagged_weighted_features_and_errors(rng):
     with pytest.raises(ValueError, match=f"lengths sum to {int(lengths.sum())}, but values has"):
         op(Jagged(keys, kjt.values[:-1] if kjt.values.numel() else torch.tensor([1]), lengths=lengths,
                   weights=kjt.weights))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_dlrm_sparse_module_on_rtl(rng):
+    """The heterogeneous module at -O3 on the RTL: four programs, each equal to PyTorch."""
+    torch.manual_seed(int(rng.integers(2**31)))
+    m = Sparse("dict")
+    ref = copy.deepcopy(m)
+    ins = inputs(rng)
+    op = compile_torch(m, ins, opt_level=3)
+    assert same(op(*ins, target="rtl"), ref(*ins))
+    assert len(op.last_runs) == 4 and all(r.cycles for r in op.last_runs)

@@ -72,3 +72,14 @@ def test_embedding_then_sum_over_dim_1(rng, reduce, length):
     assert bool(((got - want).abs() <= 2 * (length - 1) * 2.0 ** -24 * scale).all())
     x2 = torch.from_numpy(rng.integers(0, 40, (3, length)))
     assert run(tk, x2).shape == (3, 16)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_fused_ops_on_rtl(rng):
+    from sw.api import compile_torch as api_compile
+    bag = torch.nn.EmbeddingBag(30, 16, mode="sum")
+    fn = lambda i, o: torch.relu(bag(i, o) * 0.5 - 0.25)                    # noqa: E731
+    i, o = torch.from_numpy(rng.integers(0, 30, 40)), torch.tensor([0, 5, 5, 30])
+    op = api_compile(fn, (i, o), opt_level=3)
+    assert torch.equal(op(i, o, target="rtl"), fn(i, o).detach())

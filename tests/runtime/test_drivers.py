@@ -293,3 +293,19 @@ def test_a_loop_to_a_constant_past_an_argument_is_refused():
                    "golden")
     assert str(info.value) == ("arg0 (table) has 6 entries along axis 1, fewer than the loop at "
                                "first8.mlir:8:5 that indexes it runs over (the constant 8)")
+
+
+def test_address_overflow_fault_names_the_array_and_the_index_argument():
+    """ADDR_OVERFLOW (docs/isa.md §1) carries the stream id; the report names what it loads and
+    which argument indexes it."""
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((4, 8), np.float32), np.array([1], np.int64), np.array([0, 1], np.int64),
+            np.zeros((1, 8), np.float32)]
+    table_stream = next(n for n, s in enumerate(kernel.program.streams)
+                        if s.kind.name == "MEM" and kernel.arg_map[kernel.program.regions[s.region].base.value].param == 0)
+    assert explain_fault(kernel, build_image(kernel, args), Fault.ADDR_OVERFLOW, table_stream) == (
+        f"access unit fault ADDR_OVERFLOW: the address computation of stream {table_stream} (a load "
+        f"from arg0 ('table')) left the signed 64-bit range; a value of arg1 ('indices') is too large")

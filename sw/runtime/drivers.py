@@ -3,7 +3,8 @@
 The same user-facing call (:func:`run_kernel`) runs on either transport:
 
 * ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
-* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``sim.system.run_on_rtl``),
+* ``rtl`` — the Amaranth access unit under Verilator (``sim.system.run_on_rtl``; the C++ harness
+  by default, cocotb with ``engine="cocotb"``),
   which also reports cycles and counters.
 
 Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →

@@ -67,7 +67,8 @@ class RtlJob:
     backpressure: float = 0.0
     seed: int = 0
     max_cycles: int = 50_000_000
-    watchdog: int | None = None       # override the WATCHDOG register (cycles, 0 disables)
+    watchdog: int | None = None       # WATCHDOG register (cycles, 0 disables); None: the
+                                      # configuration's default (TmuConfig.watchdog_cycles)
     backdoor: bool = False            # load memory through the per-word back door (slow)
 
 
@@ -108,6 +109,8 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
                          f"not {len(job.args)}")
     if not 0.0 <= job.backpressure < 1.0:
         raise ValueError(f"backpressure must be in [0, 1), not {job.backpressure!r}")
+    if job.watchdog is not None and not 0 <= job.watchdog < 1 << 32:
+        raise ValueError(f"watchdog must be in 0..2**32-1 cycles or None, not {job.watchdog!r}")
 
 
 ENGINES = ("cocotb", "cpp")
@@ -155,7 +158,8 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
                 "bp_threshold": min(65536, round(job.backpressure * 65536)),
                 "seed": int(job.seed),
                 "max_cycles": int(job.max_cycles),
-                "watchdog": job.watchdog,
+                # Written for every job: a batch must not leak one job's value into the next.
+                "watchdog": config.watchdog_cycles if job.watchdog is None else int(job.watchdog),
             }
             if job.backdoor:
                 entry["backdoor_words"] = np.frombuffer(job.memory, dtype="<u8").tolist()

@@ -5,9 +5,12 @@
 >>> op(torch.tensor([1, 2, 2]), torch.tensor([0, 1]), target="golden")     # like bag(...)
 tensor(...)
 
-Supported (see ``sw.compiler.frontends.torch`` for the exact set of arguments):
-``nn.EmbeddingBag`` / ``F.embedding_bag`` in every mode, several embedding bags of one module in
-one program (returned as a tuple or concatenated along dim 1, as in DLRM), ``nn.Embedding`` /
+Supported (see ``sw.compiler.frontends.torch`` and ``docs/compiler.md`` for the exact set):
+``nn.EmbeddingBag`` / ``F.embedding_bag`` in every mode (f32, f64, f16, bf16; ``max_norm``;
+``relu`` and arithmetic with a number after it fused), a whole DLRM sparse module (bags with
+different dims, modes and dtypes, returned as a tensor, tuple, dict or concatenated along dim 1;
+one program per compatible group) and its jagged ``(keys, values, lengths)`` input
+(:func:`compile_jagged`), ``nn.Embedding`` /
 ``F.embedding``, ``x.index_select(0, src)`` (or ``x[src]``) followed by ``index_add(_)`` or
 ``scatter_reduce`` (sum/mean/amax/amin: GNN aggregation), and a sparse CSR tensor ``@`` a dense
 matrix. ``opt_level`` (0..3, Ember's ``-O`` levels) and ``limits`` (the TMU configuration,

@@ -636,8 +636,8 @@ def address_overflow_cases(config):
     docs/isa.md §1 "Address overflow", issue 8 item 2), and neighbours that must not fault:
     embedding-bag indices whose byte offset wraps (2**59, -2**59, 2**61 + 5 and 2**58 into an
     8-wide f32 table), an address ``a + b * stride`` past 2**63 or below -2**63, each ALU op that
-    can wrap (ADD, SUB, MUL, SHL) feeding an address directly and through FWD and AND, a wrapped
-    value that is only pushed (no fault), a BLOCK row whose start wraps (and an empty one, which
+    can wrap (ADD, SUB, MUL, SHL) feeding an address directly and through FWD and SUB, a wrapped
+    value that is only pushed or hashed by a SHR (no fault), a BLOCK row whose start wraps (and an empty one, which
     is not checked), and LOCKSTEP layers (lane by lane and in vector mode) where a later lane
     wraps and lane 0 faults ``ADDR_RANGE``: the overflow is checked first."""
     from sw.runtime.isa import LayerMode
@@ -670,11 +670,17 @@ def address_overflow_cases(config):
         mem_s = Stream(0, StreamKind.MEM, imm(0), S(0), size=1, stride=1)
         one(f"alu_{op.name.lower()}", [alu, mem_s], [0, 256, x, y])
         one(f"alu_{op.name.lower()}_pushed", [alu], [0, 256, x, y])      # no load: no fault
-        # Through FWD and an AND that brings the value back into range: still wrapped.
-        one(f"alu_{op.name.lower()}_and", [alu, Stream(0, StreamKind.FWD, S(0)),
-                                           Stream(0, StreamKind.ALU, S(1), imm(0xF), op=AluOp.AND),
-                                           Stream(0, StreamKind.MEM, imm(0), S(2), size=1,
-                                                  stride=1)],
+        # Through FWD and a SUB that brings the value back into range (x - x): still wrapped.
+        one(f"alu_{op.name.lower()}_chain", [alu, Stream(0, StreamKind.FWD, S(0)),
+                                             Stream(0, StreamKind.ALU, S(1), S(1), op=AluOp.SUB),
+                                             Stream(0, StreamKind.MEM, imm(0), S(2), size=1,
+                                                    stride=1)],
+            [0, 256, x, y])
+        # A hash (the ALU's modular arithmetic on purpose): SHR gives a fresh value, no fault.
+        one(f"alu_{op.name.lower()}_hash", [alu, Stream(0, StreamKind.ALU, S(0), imm(60),
+                                                        op=AluOp.SHR),
+                                            Stream(0, StreamKind.MEM, imm(0), S(1), size=1,
+                                                   stride=1)],
             [0, 256, x, y])
     # Exactly representable neighbours: no overflow.
     one("alu_mul_fits", [Stream(0, StreamKind.ALU, R(2), R(3), op=AluOp.MUL),
@@ -682,7 +688,7 @@ def address_overflow_cases(config):
         [0, 256, -(1 << 62), 2])
     # The value wraps in iteration 2 only (i * 2**62), after two loads.
     one("alu_mul_later", [Stream(0, StreamKind.ALU, I(0), R(2), op=AluOp.MUL),
-                          Stream(0, StreamKind.ALU, S(0), imm(0xF), op=AluOp.AND),
+                          Stream(0, StreamKind.ALU, S(0), S(0), op=AluOp.SUB),
                           Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
         [0, 256, 1 << 62], n=3)
     if "block" in config.features:

@@ -21,6 +21,7 @@ CHECKED = ("hw", "sw", "sim", "scripts")
 #: Bottom to top. A layer is a dict {group name: module prefixes}; the groups of one layer are
 #: independent of each other. Keep in step with the drawing in docs/architecture.md.
 LAYERS: list[dict[str, tuple[str, ...]]] = [
+    {"binary format tables": ("sw.runtime.isa_fields",)},
     {"hardware": ("hw",),
      "formats": ("sw.runtime.isa", "sw.runtime.kernel", "sw.runtime.datasets")},
     {"simulator": ("sim.verilator", "sim.system", "sim.system_top", "sim.hbm", "sim"),

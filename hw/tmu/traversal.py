@@ -255,7 +255,7 @@ class Traversal(wiring.Component):
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
         # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
-        # a stream it was computed from wrapped). A load whose ``a`` or ``b`` wrapped, or whose
+        # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or whose
         # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
         # before its alignment and region checks.
         wrapped = Signal(c.streams)
@@ -389,8 +389,9 @@ class Traversal(wiring.Component):
             s_faddr.eq(Mux(s_blk, blk_addr, Mux(s_vc, vc_addr, s_faddr_v0))),
         ]
 
-        # The evaluated stream's ``wrapped`` bit: an ALU result outside the signed 64-bit range
-        # or an operand that wrapped (FWD: its operand's); a load's value is fresh. In vector
+        # The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
+        # 64-bit range or with an operand that wrapped (FWD: its operand's); a load's value and
+        # the other ops' results are fresh. In vector
         # mode a lane-affine value moves by c·step per lane, so its last active lane is checked
         # too (the lanes between lie between lane 0's and the last one's exact values).
         s_wraps = Signal()
@@ -406,10 +407,18 @@ class Traversal(wiring.Component):
             m.d.comb += last_exact.eq(affine_exact + Mux(self.lane_pos.bit_select(sid_, 1), span,
                                                          Mux(self.lane_neg.bit_select(sid_, 1),
                                                              -span, 0)))
-            m.d.comb += last_lane_wraps.eq(s_lk & self.lk_fast & outside_int64(last_exact))
+            m.d.comb += last_lane_wraps.eq(s_lk & self.lk_fast
+                                           & (self.lane_pos.bit_select(sid_, 1)
+                                              | self.lane_neg.bit_select(sid_, 1))
+                                           & outside_int64(last_exact))
+        # Only the address arithmetic ops carry the mark; the others (SHR, SRA, AND, OR, XOR,
+        # MIN, MAX, LT, EQ) reduce a value on purpose (a hash: MUL then SHR) and give a fresh one.
+        arithmetic = ((sc.mode == AluOp.ADD.value) | (sc.mode == AluOp.SUB.value)
+                      | (sc.mode == AluOp.MUL.value) | (sc.mode == AluOp.SHL.value))
         with m.Switch(sc.kind):
             with m.Case(StreamKind.ALU):
-                m.d.comb += s_wraps.eq(operand_wrapped | alu_wrapped | last_lane_wraps)
+                m.d.comb += s_wraps.eq(arithmetic
+                                       & (operand_wrapped | alu_wrapped | last_lane_wraps))
             with m.Case(StreamKind.FWD):
                 m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
 

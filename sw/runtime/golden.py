@@ -49,6 +49,11 @@ class GoldenResult:
         return self.fault_code != Fault.NONE
 
 
+#: The ALU ops address arithmetic is made of: their exact result can leave the signed 64-bit
+#: range, and they carry a wrapped operand's mark (docs/isa.md §1 "Address overflow").
+_ARITHMETIC = frozenset({AluOp.ADD, AluOp.SUB, AluOp.MUL, AluOp.SHL})
+
+
 def _alu(op: AluOp, a: int, b: int) -> tuple[int, bool]:
     """``op(a, b)`` on signed 64-bit values: (the result's low 64 bits as a signed value, whether
     the exact result lies outside [-2**63, 2**63), i.e. wrapped; only ADD, SUB, MUL, SHL can)."""
@@ -81,7 +86,7 @@ def _alu(op: AluOp, a: int, b: int) -> tuple[int, bool]:
     else:  # decode() rejects other ops
         raise AssertionError(op)
     value = _to_signed64(r)
-    return value, op in (AluOp.ADD, AluOp.SUB, AluOp.MUL, AluOp.SHL) and value != r
+    return value, op in _ARITHMETIC and value != r
 
 
 def _outside_int64(x: int) -> bool:
@@ -127,8 +132,9 @@ class _Machine:
         self.first = [0] * n
         self.count = [1] * n
         self.value: list = [0] * len(prog.streams)   # int, list of lanes, or list of block elements
-        # Whether a stream's value (any active lane of a vector) wrapped past 64 bits, itself or
-        # in a stream it was computed from (docs/isa.md §1, "Address overflow").
+        # Whether a stream's value (any active lane of a vector) wrapped past 64 bits: an ADD,
+        # SUB, MUL, SHL outside the signed range, or of a value that wrapped (FWD: its operand's)
+        # (docs/isa.md §1, "Address overflow").
         self.wrapped = [False] * len(prog.streams)
         self.by_layer = [[sid for sid, s in enumerate(prog.streams) if s.layer == k] for k in range(n)]
         self.actions = {(k, e): [a for a in prog.actions if a.layer == k and a.event == e]
@@ -237,7 +243,10 @@ class _Machine:
         elif s.kind == StreamKind.ALU:
             results = [_alu(s.op, a, b) for a, b in operands]
             values = [v for v, _ in results]
-            wrapped = self.wraps(s.a) or self.wraps(s.b) or any(w for _, w in results)
+            # Only the address arithmetic ops carry the mark: the others reduce a value on
+            # purpose (a multiplicative hash is MUL then SHR) and give a fresh one.
+            wrapped = s.op in _ARITHMETIC and (self.wraps(s.a) or self.wraps(s.b)
+                                               or any(w for _, w in results))
         else:
             values = [a for a, _ in operands]
             wrapped = self.wraps(s.a)

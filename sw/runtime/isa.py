@@ -1,8 +1,9 @@
 """The binary access program, versions 0 and 1: encoder, decoder, assembler and disassembler.
 
 The format is specified bit by bit in ``docs/isa.md`` (§§1–6 version 0, §7 version 1, the vector
-extension); this module is its single Python mirror. The RTL decoder (``hw/tmu``) implements the
-same checks for version 0 and reports the same fault codes.
+extension); its codes and bit positions are the tables of ``sw/runtime/isa_fields.py`` (from which
+``hw/tmu/isa.py`` builds its Amaranth layouts too), and this module packs and unpacks words with
+them. The RTL decoder (``hw/tmu``) implements the same checks and reports the same fault codes.
 
 A :class:`Program` is a plain data structure (layers, regions, streams, actions, version);
 ``encode`` turns it into little-endian 32-bit words, ``Program.decode`` turns words back into a
@@ -22,6 +23,10 @@ import struct
 from dataclasses import dataclass, field, fields
 from typing import Iterable
 
+from .isa_fields import (CONTROL_BITS, DATA_BITS, DESCRIPTOR_WORDS, DONE_TOKEN, ENUMS, HEADER_WORDS,
+                         IMM_BITS, MAGIC, MAX_CALLBACK_ID, VERSION, VERSION_V1, VERSIONS, pack,
+                         reserved_mask, unpack)
+
 __all__ = [
     "MAGIC", "VERSION", "VERSION_V1", "VERSIONS", "DONE_TOKEN", "MAX_CALLBACK_ID", "IMM_MIN",
     "IMM_MAX", "DATA_BITS", "CONTROL_BITS",
@@ -30,88 +35,31 @@ __all__ = [
     "CONFIG_DIR",
 ]
 
-MAGIC = 0x554D5445          # the bytes "ETMU", little-endian
-VERSION = 0                 # the base (scalar) format; the version the RTL implements
-VERSION_V1 = 1              # the vector extension (docs/isa.md §7)
-VERSIONS = (0, 1)           # every version this module encodes and decodes
-DONE_TOKEN = 0xFFFF         # control token pushed after a program completes
-MAX_CALLBACK_ID = 0xFFFE
-IMM_MIN = -(1 << 27)        # signed 28-bit immediate range of a source word
-IMM_MAX = (1 << 27) - 1
-HEADER_WORDS = 4
-DESCRIPTOR_WORDS = 4
-DATA_BITS = 64              # width of a data-queue token (bits); v0 and v1 both fix it
-CONTROL_BITS = 16           # width of a control-queue token (bits)
+IMM_MIN = -(1 << (IMM_BITS - 1))   # signed 28-bit immediate range of a source word
+IMM_MAX = (1 << (IMM_BITS - 1)) - 1
 MASK64 = (1 << 64) - 1
+WORD_MASK = (1 << 32) - 1          # a descriptor word that is reserved as a whole
 MAX_LANES = 256             # the lanes-1 field is 8 bits wide
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "configs")
 
 
-class Fault(enum.IntEnum):
-    """Fault codes of ``STATUS.FAULT_CODE`` (docs/isa.md §5, §7.7)."""
-    NONE = 0
-    BAD_MAGIC = 1
-    BAD_VERSION = 2
-    RESOURCES = 3
-    ILLEGAL_FIELD = 4
-    ADDR_RANGE = 5
-    MISALIGNED = 6
-    RANGE_ORDER = 7
-    WATCHDOG = 8
-    TRUNCATED = 9
-    BLOCK_LENGTH = 10       # v1: a block stream's count is negative or above Limits.max_block
-    ADDR_OVERFLOW = 11      # a load's address computation left the signed 64-bit range
+def _int_enum(name: str, table: str) -> type[enum.IntEnum]:
+    """The ``IntEnum`` of the entry ``table`` of ``isa_fields.ENUMS``."""
+    _, members, doc = ENUMS[table]
+    cls = enum.IntEnum(name, members, module=__name__, qualname=name)
+    cls.__doc__ = doc
+    return cls
 
 
-class SrcKind(enum.IntEnum):
-    """Kind of a source word, bits [31:28]; ``COUNT``/``FIRST`` exist in version 1 only."""
-    IMM = 0
-    ARG = 1
-    STREAM = 2
-    INDEX = 3
-    COUNT = 4               # v1: active lanes of layer k's current iteration
-    FIRST = 5               # v1: index of lane 0 of layer k's current iteration
-
-
-class StreamKind(enum.IntEnum):
-    MEM = 0
-    ALU = 1
-    FWD = 2
-
-
-class AluOp(enum.IntEnum):
-    ADD = 0
-    SUB = 1
-    MUL = 2
-    SHL = 3
-    SHR = 4
-    SRA = 5
-    AND = 6
-    OR = 7
-    XOR = 8
-    MIN = 9
-    MAX = 10
-    LT = 11
-    EQ = 12
-
-
-class Event(enum.IntEnum):
-    BEGIN = 0
-    ITER = 1
-    END = 2
-
-
-class ActionKind(enum.IntEnum):
-    OPERAND = 0
-    CONTROL = 1
-
-
-class LayerMode(enum.IntEnum):
-    """Layer descriptor word 0 bits [10:9] (version 1; docs/isa.md §7.2)."""
-    SINGLE = 0
-    LOCKSTEP = 1
-    BROADCAST = 2
+# The codes of docs/isa.md, generated from sw/runtime/isa_fields.py (as are hw/tmu/isa.py's).
+Fault = _int_enum("Fault", "FaultCode")
+SrcKind = _int_enum("SrcKind", "SourceKind")
+StreamKind = _int_enum("StreamKind", "StreamKind")
+AluOp = _int_enum("AluOp", "AluOp")
+Event = _int_enum("Event", "Event")
+ActionKind = _int_enum("ActionKind", "ActionKind")
+LayerMode = _int_enum("LayerMode", "LayerMode")
 
 
 class Feature(str, enum.Enum):
@@ -151,6 +99,7 @@ def _to_signed64(value: int) -> int:
 _PREFIX = {SrcKind.IMM: "#", SrcKind.ARG: "a", SrcKind.STREAM: "s", SrcKind.INDEX: "i",
            SrcKind.COUNT: "c", SrcKind.FIRST: "f"}
 _LAYER_KINDS = (SrcKind.INDEX, SrcKind.COUNT, SrcKind.FIRST)
+_SOURCE_RESERVED = reserved_mask("SourceNumber")
 
 
 @dataclass(frozen=True)
@@ -196,26 +145,27 @@ class Source:
         if self.kind == SrcKind.IMM:
             if not IMM_MIN <= self.value <= IMM_MAX:
                 raise ValueError(f"immediate must be in [{IMM_MIN}, {IMM_MAX}], not {self.value!r}")
-            return (int(self.kind) << 28) | (self.value & 0x0FFF_FFFF)
+            return pack("Source", kind=self.kind, value=self.value & ((1 << IMM_BITS) - 1))
         if not 0 <= self.value <= 0xFF:
             raise ValueError(f"{self.kind.name.lower()} number must be in [0, 255], not {self.value!r}")
-        return (int(self.kind) << 28) | self.value
+        return pack("SourceNumber", kind=self.kind, number=self.value)
 
     @staticmethod
     def decode(word: int, pc: int, version: int = 0) -> "Source":
-        kind = word >> 28
+        f = unpack("Source", word)
+        kind = f["kind"]
         last = SrcKind.INDEX if version == 0 else SrcKind.FIRST
         if kind > last:
             raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"source kind must be 0..{int(last)}, not {kind}")
         if kind == SrcKind.IMM:
-            value = word & 0x0FFF_FFFF
-            if value >> 27:
-                value -= 1 << 28
+            value = f["value"]
+            if value >> (IMM_BITS - 1):
+                value -= 1 << IMM_BITS
             return Source(SrcKind.IMM, value)
-        if word & 0x0FFF_FF00:
+        if word & _SOURCE_RESERVED:
             raise ProgramError(Fault.ILLEGAL_FIELD, pc,
                                f"source {SrcKind(kind).name} has reserved bits set in {word:#010x}")
-        return Source(SrcKind(kind), word & 0xFF)
+        return Source(SrcKind(kind), unpack("SourceNumber", word)["number"])
 
     def __str__(self) -> str:
         return f"{_PREFIX[self.kind]}{self.value}"
@@ -494,10 +444,6 @@ class Limits:
             fh.write("\n")
 
 
-def _field(word: int, lo: int, width: int) -> int:
-    return (word >> lo) & ((1 << width) - 1)
-
-
 # --------------------------------------------------------------------------------------------
 # Program
 # --------------------------------------------------------------------------------------------
@@ -554,31 +500,36 @@ class Program:
     def encode(self) -> bytes:
         """The program as little-endian 32-bit words (docs/isa.md §2, §7). Validates first."""
         self.validate()
-        words = [MAGIC, self.version,
-                 len(self.layers) | len(self.regions) << 8 | len(self.streams) << 16
-                 | len(self.actions) << 24,
-                 self.n_args]
+        words = [MAGIC, pack("VersionWord", version=self.version),
+                 pack("CountsWord", n_layers=len(self.layers), n_regions=len(self.regions),
+                      n_streams=len(self.streams), n_actions=len(self.actions)),
+                 pack("ArgsWord", n_args=self.n_args)]
         for n, layer in enumerate(self.layers):
-            words += [n | int(layer.check_order) << 8 | int(layer.mode) << 9 | (layer.lanes - 1) << 16,
+            # a version-0 program has mode SINGLE and one lane: LayerWord0V1 is LayerWord0 then
+            words += [pack("LayerWord0V1", id=n, check_order=layer.check_order, mode=layer.mode,
+                           lanes_m1=layer.lanes - 1),
                       layer.lb.encode(), layer.ub.encode(), layer.step.encode()]
         for n, region in enumerate(self.regions):
-            words += [n, region.base.encode(), region.size.encode(), 0]
+            words += [pack("RegionWord0", id=n), region.base.encode(), region.size.encode(), 0]
         for n, s in enumerate(self.streams):
             if s.kind == StreamKind.MEM:
-                sub = (s.size.bit_length() - 1) | int(s.signed) << 2 | int(s.block) << 3
-                w3 = s.count.encode() if s.block else s.stride & 0xFFFF_FFFF
-                words += [n | s.layer << 8 | s.kind << 16 | sub << 20 | s.region << 24,
+                mode = pack("MemModeV1", log2_size=s.size.bit_length() - 1, sign=s.signed, block=s.block)
+                w3 = s.count.encode() if s.block else s.stride & WORD_MASK
+                words += [pack("StreamWord0", id=n, layer=s.layer, kind=s.kind, mode=mode, region=s.region),
                           s.a.encode(), s.b.encode(), w3]
             elif s.kind == StreamKind.ALU:
-                words += [n | s.layer << 8 | s.kind << 16 | int(s.op) << 20,
+                words += [pack("StreamWord0", id=n, layer=s.layer, kind=s.kind, mode=s.op),
                           s.a.encode(), s.b.encode(), 0]
             else:
-                words += [n | s.layer << 8 | s.kind << 16, s.a.encode(), 0, 0]
+                words += [pack("StreamWord0", id=n, layer=s.layer, kind=s.kind), s.a.encode(), 0, 0]
         for a in self.actions:
-            w0 = a.layer | int(a.event) << 8 | int(a.kind) << 10
             if a.kind == ActionKind.OPERAND:
-                w0 |= a.pack << 12 | int(a.join) << 14
-            w1 = a.source.encode() if a.kind == ActionKind.OPERAND else a.callback
+                w0 = pack("OperandWord0V1", layer=a.layer, event=a.event, kind=a.kind, pack=a.pack,
+                          join=a.join)
+                w1 = a.source.encode()
+            else:
+                w0 = pack("ActionWord0", layer=a.layer, event=a.event, kind=a.kind)
+                w1 = pack("ControlWord1", callback=a.callback)
             words += [w0, w1, 0, 0]
         return struct.pack(f"<{len(words)}I", *words)
 
@@ -606,17 +557,19 @@ class Program:
                                f"program must have a {HEADER_WORDS}-word header, has {n_words} words")
         if words[0] != MAGIC:
             raise ProgramError(Fault.BAD_MAGIC, 0, f"magic must be {MAGIC:#010x}, not {words[0]:#010x}")
-        version = words[1] & 0xFFFF
+        version = unpack("VersionWord", words[1])["version"]
         if version not in limits.versions:
             allowed = (str(limits.versions[0]) if len(limits.versions) == 1
                        else "one of " + ", ".join(map(str, limits.versions)))
             raise ProgramError(Fault.BAD_VERSION, 1, f"version must be {allowed}, not {version}")
-        if words[1] >> 16:
+        if words[1] & reserved_mask("VersionWord"):
             raise ProgramError(Fault.ILLEGAL_FIELD, 1, "header word 1 has reserved bits set")
         v1 = version >= 1
-        n_layers, n_regions, n_streams, n_actions = (_field(words[2], 8 * k, 8) for k in range(4))
-        n_args = words[3] & 0xFF
-        if words[3] >> 8:
+        counts = unpack("CountsWord", words[2])
+        n_layers, n_regions, n_streams, n_actions = (counts[name] for name in
+                                                     ("n_layers", "n_regions", "n_streams", "n_actions"))
+        n_args = unpack("ArgsWord", words[3])["n_args"]
+        if words[3] & reserved_mask("ArgsWord"):
             raise ProgramError(Fault.ILLEGAL_FIELD, 3, "header word 3 has reserved bits set")
         for name, count, limit, pc in (("n_layers", n_layers, limits.layers, 2),
                                        ("n_regions", n_regions, limits.regions, 2),
@@ -648,14 +601,15 @@ class Program:
                 raise ProgramError(Fault.RESOURCES, at, f"{what} needs the '{feature.value}' feature, "
                                                         f"which this unit does not implement")
 
+        layer_word0 = "LayerWord0V1" if v1 else "LayerWord0"
         for n in range(n_layers):
-            w0 = words[pc]
-            if w0 & 0xFF != n:
-                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"layer id must be {n}, not {w0 & 0xFF}")
-            reserved(pc, 0xFF00_F800 if v1 else 0xFFFF_FE00, "layer word 0")
-            layer = Layer(src(pc + 1), src(pc + 2), src(pc + 3), bool(w0 >> 8 & 1))
+            w0 = unpack(layer_word0, words[pc])
+            if w0["id"] != n:
+                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"layer id must be {n}, not {w0['id']}")
+            reserved(pc, reserved_mask(layer_word0), "layer word 0")
+            layer = Layer(src(pc + 1), src(pc + 2), src(pc + 3), bool(w0["check_order"]))
             if v1:
-                mode, lanes = _field(w0, 9, 2), _field(w0, 16, 8) + 1
+                mode, lanes = w0["mode"], w0["lanes_m1"] + 1
                 if mode > LayerMode.BROADCAST:
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"layer {n} mode must be 0..2, not {mode}")
                 mode = LayerMode(mode)
@@ -673,46 +627,48 @@ class Program:
             prog.layers.append(layer)
             pc += 4
         for n in range(n_regions):
-            if words[pc] & 0xFF != n:
-                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"region id must be {n}, not {words[pc] & 0xFF}")
-            reserved(pc, 0xFFFF_FF00, "region word 0")
-            reserved(pc + 3, 0xFFFF_FFFF, "region word 3")
+            region_id = unpack("RegionWord0", words[pc])["id"]
+            if region_id != n:
+                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"region id must be {n}, not {region_id}")
+            reserved(pc, reserved_mask("RegionWord0"), "region word 0")
+            reserved(pc + 3, WORD_MASK, "region word 3")
             prog.regions.append(Region(src(pc + 1), src(pc + 2)))
             pc += 4
         per_layer: dict[int, int] = {}
         for n in range(n_streams):
-            w0 = words[pc]
-            if w0 & 0xFF != n:
-                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"stream id must be {n}, not {w0 & 0xFF}")
-            layer, kind, sub, region = _field(w0, 8, 8), _field(w0, 16, 4), _field(w0, 20, 4), _field(w0, 24, 8)
+            w0 = unpack("StreamWord0", words[pc])
+            if w0["id"] != n:
+                raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"stream id must be {n}, not {w0['id']}")
+            layer, kind, sub, region = w0["layer"], w0["kind"], w0["mode"], w0["region"]
             if kind > StreamKind.FWD:
                 raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"stream kind must be 0..2, not {kind}")
             kind = StreamKind(kind)
             if kind == StreamKind.MEM:
-                block = bool(sub & 0b1000)
+                mem = unpack("MemModeV1", sub)
+                block = bool(mem["block"])
                 if block and not v1:
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc, "MEM stream bit 23 is reserved")
                 if block:
-                    stream = Stream(layer, kind, src(pc + 1), src(pc + 2), size=1 << (sub & 3),
-                                    signed=bool(sub & 4), region=region, block=True, count=src(pc + 3))
+                    stream = Stream(layer, kind, src(pc + 1), src(pc + 2), size=1 << mem["log2_size"],
+                                    signed=bool(mem["sign"]), region=region, block=True, count=src(pc + 3))
                     unsupported(pc, Feature.BLOCK, f"stream {n} (BLOCK)")
                 else:
                     stride = words[pc + 3]
                     stride = stride - (1 << 32) if stride >> 31 else stride
-                    stream = Stream(layer, kind, src(pc + 1), src(pc + 2), size=1 << (sub & 3),
-                                    signed=bool(sub & 4), stride=stride, region=region)
+                    stream = Stream(layer, kind, src(pc + 1), src(pc + 2), size=1 << mem["log2_size"],
+                                    signed=bool(mem["sign"]), stride=stride, region=region)
             elif kind == StreamKind.ALU:
                 if sub > max(AluOp):
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"ALU op must be 0..{int(max(AluOp))}, not {sub}")
                 if region:
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc, "ALU stream bits [31:24] are reserved")
-                reserved(pc + 3, 0xFFFF_FFFF, "ALU stream word 3")
+                reserved(pc + 3, WORD_MASK, "ALU stream word 3")
                 stream = Stream(layer, kind, src(pc + 1), src(pc + 2), op=AluOp(sub))
             else:
                 if sub or region:
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc, "FWD stream bits [31:20] are reserved")
-                reserved(pc + 2, 0xFFFF_FFFF, "FWD stream word 2")
-                reserved(pc + 3, 0xFFFF_FFFF, "FWD stream word 3")
+                reserved(pc + 2, WORD_MASK, "FWD stream word 2")
+                reserved(pc + 3, WORD_MASK, "FWD stream word 3")
                 stream = Stream(layer, kind, src(pc + 1))
             per_layer[layer] = per_layer.get(layer, 0) + 1
             if per_layer[layer] > limits.slots_per_layer:
@@ -722,25 +678,25 @@ class Program:
             prog.streams.append(stream)
             pc += 4
         for n in range(n_actions):
-            w0 = words[pc]
-            layer, event, kind = w0 & 0xFF, _field(w0, 8, 2), _field(w0, 10, 2)
+            w0 = unpack("OperandWord0V1", words[pc])
+            layer, event, kind = w0["layer"], w0["event"], w0["kind"]
             operand_v1 = v1 and kind == ActionKind.OPERAND
-            reserved(pc, 0xFFFF_8000 if operand_v1 else 0xFFFF_F000, "action word 0")
+            reserved(pc, reserved_mask("OperandWord0V1" if operand_v1 else "ActionWord0"), "action word 0")
             if event > Event.END:
                 raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"action event must be 0..2, not {event}")
             if kind > ActionKind.CONTROL:
                 raise ProgramError(Fault.ILLEGAL_FIELD, pc, f"action kind must be 0..1, not {kind}")
-            reserved(pc + 2, 0xFFFF_FFFF, "action word 2")
-            reserved(pc + 3, 0xFFFF_FFFF, "action word 3")
+            reserved(pc + 2, WORD_MASK, "action word 2")
+            reserved(pc + 3, WORD_MASK, "action word 3")
             if kind == ActionKind.OPERAND:
                 action = Action(layer, Event(event), ActionKind.OPERAND, source=src(pc + 1),
-                                pack=_field(w0, 12, 2), join=bool(w0 >> 14 & 1))
+                                pack=w0["pack"], join=bool(w0["join"]))
                 if action.pack or action.join:
                     unsupported(pc, Feature.PACK, f"action {n} (pack/JOIN)")
                 prog.actions.append(action)
             else:
-                reserved(pc + 1, 0xFFFF_0000, "control action word 1")
-                cb = words[pc + 1]
+                reserved(pc + 1, reserved_mask("ControlWord1"), "control action word 1")
+                cb = unpack("ControlWord1", words[pc + 1])["callback"]
                 if cb > MAX_CALLBACK_ID:
                     raise ProgramError(Fault.ILLEGAL_FIELD, pc + 1,
                                        f"callback id must be at most {MAX_CALLBACK_ID:#x}, not {cb:#x}")

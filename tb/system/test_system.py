@@ -96,6 +96,23 @@ def test_watchdog_stops_a_silent_loop():
     assert r.control_tokens == [] and r.cycles < 2000
 
 
+def test_watchdog_register_does_not_leak_between_jobs():
+    """Issue 8 item 8: a job without ``watchdog`` runs with the configuration's default
+    (2**20 cycles), not with the value an earlier job of the batch wrote: a loop of 5,000
+    silent cycles completes after a job whose watchdog was 500 cycles."""
+    silent = watchdog_case(iterations=5000)
+    jobs = [RtlJob(watchdog_case().program, bytes(64), [], watchdog=500),
+            RtlJob(silent.program, silent.memory, silent.args),
+            RtlJob(silent.program, silent.memory, silent.args, watchdog=500)]
+    first, second, third = run_many_on_rtl(jobs, config=CFG)
+    assert (first.fault_code, second.fault_code, third.fault_code) == (Fault.WATCHDOG, 0,
+                                                                       Fault.WATCHDOG)
+    assert second.control_tokens == [1, 0xFFFF] and second.cycles > 5000
+    with pytest.raises(ValueError, match=r"^watchdog must be in 0\.\.2\*\*32-1 cycles or None, "
+                                         r"not -1$"):
+        run_many_on_rtl([RtlJob(b"", bytes(8), [], watchdog=-1)], config=CFG)
+
+
 def test_backdoor_image_load():
     case = embedding_bag_case("eb_backdoor", rows=4, dim=2, lengths=[1, 2])
     r, = _run([case], backdoor=True)

@@ -3,13 +3,13 @@ golden model, with random back-pressure. One simulator process per test function
 
 import pytest
 
-from hw.tmu import TmuConfig
+from hw.tmu import COUNTERS, TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches
 from sim.system import RtlJob, run_many_on_rtl
 from tb.programs import (address_overflow_cases, block_after_immediate_case, block_case,
                          block_cases, lockstep_case, lockstep_cases, mutated_cases, pack_case,
-                         random_v1_case, v1_decode_cases)
+                         random_v1_case, v1_decode_cases, watchdog_case)
 from tb.seeds import fresh_seed, seed_range
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
@@ -137,14 +137,63 @@ def test_address_overflow_faults():
         assert_matches(case, r, CFG)
     codes = {c.name: r.fault_code for c, r in zip(cases, results)}
     for name in ("eb_2p59", "eb_m2p59", "eb_2p61p5", "eb_2p58", "addr_up", "addr_down",
-                 "alu_mul_and", "alu_shl", "block", "lanes", "vector_load", "vector_affine"):
+                 "alu_mul_chain", "alu_shl", "alu_mul_later", "block", "lanes", "vector_load",
+                 "vector_affine"):
         assert codes[f"overflow_{name}"] == Fault.ADDR_OVERFLOW, name
     for name in ("eb_2p57", "alu_mul_fits"):
         assert codes[f"overflow_{name}"] == Fault.ADDR_RANGE, name
-    for name in ("alu_mul_pushed", "block_empty", "vector_affine_fits"):
+    for name in ("alu_mul_pushed", "alu_mul_hash", "alu_add_hash", "block_empty",
+                 "vector_affine_fits"):
         assert codes[f"overflow_{name}"] == 0, name
     by_name = dict(zip((c.name for c in cases), results))
     assert by_name["overflow_eb_2p59"].fault_addr == 6            # the table's stream
     # Vector mode: one STREAM uop per stream and vector iteration (lane by lane: 2 per lane).
     assert by_name["overflow_vector_affine_fits"].stats["lane_eval_uops"] == 3
     assert by_name["overflow_lanes"].stats["lane_eval_uops"] == 2 * min(8, CFG.lanes)
+
+
+def test_start_resets_state():
+    """A job gives the same tokens, fault, cycles and counters whatever ran before it in the
+    same simulator process: each case runs first, then again after a different program, after
+    a run the watchdog cut short in the middle of BLOCK rows (loads in flight, reorder buffer
+    full), after one it cut short in a silent loop, and after a faulting run."""
+    base = fresh_seed("random_v1_case, vector_mode_case")
+    cases = [block_after_immediate_case(), pack_case(seed=1)]
+    cases += [c for c in block_cases() if c.name in ("block_unaligned", "block_empty_rows")]
+    cases += [c for c in lockstep_cases(CFG.lanes)
+              if c.name in ("lockstep_tail", "lockstep_gather")]
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+              for s in seed_range(base, 8)]
+    cases += [vector_mode_case(s, CFG) for s in seed_range(base, 4)]
+    wide = block_case("wide_rows", rows=64, dim=64, lengths=[4] * 8, size=4, pack=1)
+    faulting = next(c for c in block_cases() if c.name == "block_past_region")
+    disturbers = [RtlJob(wide.program, wide.memory, wide.args, backpressure=0.95, seed=3,
+                         watchdog=40),
+                  RtlJob(watchdog_case().program, bytes(64), [], watchdog=50),
+                  RtlJob(faulting.program, faulting.memory, faulting.args)]
+    jobs, slots = [], []
+    for n, case in enumerate(cases):
+        job = RtlJob(case.program, case.memory, case.args, backpressure=0.3, seed=n,
+                     max_cycles=2_000_000)
+        other = cases[(n + 1) % len(cases)]
+        runs = []
+        for before in [None, RtlJob(other.program, other.memory, other.args)] + disturbers:
+            if before is not None:
+                jobs.append(before)
+            runs.append(len(jobs))
+            jobs.append(job)
+        slots.append(runs)
+    results = run_many_on_rtl(jobs, config=CFG)
+    aborted = results[slots[0][2] - 1]
+    assert aborted.fault_code == Fault.WATCHDOG and aborted.data_tokens, aborted.stats
+    for case, runs in zip(cases, slots):
+        first = results[runs[0]]
+        assert_matches(case, first, CFG)
+        for k in runs[1:]:
+            r = results[k]
+            assert (r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr) == \
+                (first.data_tokens, first.control_tokens, first.fault_code, first.fault_addr), \
+                f"{case.name}: differs after job {k - 1}"
+            assert {key: r.stats[key] for key in COUNTERS} == \
+                {key: first.stats[key] for key in COUNTERS}, \
+                f"{case.name}: counters differ after job {k - 1}"

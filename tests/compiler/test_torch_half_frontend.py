@@ -1,7 +1,7 @@
 """PyTorch frontend, float16 and bfloat16 tables (issue 12): nn.EmbeddingBag / F.embedding_bag and
 nn.Embedding compiled through the torch frontend, bit for bit against PyTorch's CPU kernels.
 
-What PyTorch 2.13 computes on the CPU (measured, and what ``torch_scf._scf_for_half_bag``
+What PyTorch 2.13 computes on the CPU (measured, and what ``torch_scf_half.scf_for_half_bag``
 generates): each bag accumulated in float32 in lookup order, rounded once to the type (float16: to
 nearest even; bfloat16: ties away from zero, fbgemm's conversion, but ties to even when
 ``padding_idx`` is set: PyTorch's other kernel); ``mean`` divides that rounded

@@ -132,13 +132,15 @@ def test_index_whose_address_fits_still_faults_addr_range():
     assert (r.fault_code, r.fault_addr) == (Fault.ADDR_RANGE, args[2] + (1 << 62))
 
 
-def _address_program(op, n=1):
-    """s0 = op(a0, a1); s1 = s0 & 0xF; s2 loads byte s1; pushes s0 (and s2)."""
+def _address_program(op, then=AluOp.SUB, k=None):
+    """s0 = op(a0, a1); s1 = then(s0, s0) (SUB: 0) or then(s0, #k); s2 loads byte s1;
+    pushes s0 and s2."""
     S, R, imm = Source.stream, Source.arg, Source.imm
-    return Program(n_args=2, layers=[Layer(imm(0), imm(n))],
+    return Program(n_args=2, layers=[Layer(imm(0), imm(1))],
                    regions=[Region(imm(0), imm(64))],
                    streams=[Stream(0, StreamKind.ALU, R(0), R(1), op=op),
-                            Stream(0, StreamKind.ALU, S(0), imm(0xF), op=AluOp.AND),
+                            Stream(0, StreamKind.ALU, S(0), S(0) if k is None else imm(k),
+                                   op=then),
                             Stream(0, StreamKind.MEM, imm(0), S(1), size=1, stride=1)],
                    actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(0)),
                             Action(0, Event.ITER, ActionKind.OPERAND, source=S(2))])
@@ -155,10 +157,13 @@ def _address_program(op, n=1):
 ])
 def test_alu_results_that_wrap_fault_when_they_reach_an_address(op, a, b, wraps):
     """An ALU ADD/SUB/MUL/SHL result outside the signed 64-bit range marks the value wrapped;
-    the mark survives an AND that brings it into range, and a load whose address reads it
-    faults ADDR_OVERFLOW (address: the load's stream id). Without a load it is only pushed."""
+    the mark survives a SUB that brings it back into range (x - x), and a load whose address
+    reads it faults ADDR_OVERFLOW (address: the load's stream id). Without a load it is only
+    pushed; after a SHR or AND (a hash: MUL then SHR) the value is fresh."""
     r = run_golden(_address_program(op), bytes(64), [a, b])
     assert (r.fault_code, r.fault_addr) == ((Fault.ADDR_OVERFLOW, 2) if wraps else (0, 0))
+    for then, k in ((AluOp.SHR, 60), (AluOp.AND, 0xF), (AluOp.EQ, 0), (AluOp.LT, 0)):
+        assert not run_golden(_address_program(op, then, k), bytes(64), [a, b]).faulted
     pushed = Program(n_args=2, layers=[Layer(Source.imm(0), Source.imm(1))],
                      streams=[Stream(0, StreamKind.ALU, Source.arg(0), Source.arg(1), op=op)],
                      actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=Source.stream(0))])

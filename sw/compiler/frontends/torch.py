@@ -6,10 +6,15 @@ unsupported aten op):
 =============================================  =============================  ==================
 PyTorch                                         SCF (generator)                agreement
 =============================================  =============================  ==================
-one ``aten.embedding_bag`` (below)              ``scf_for_bag``                bit-exact
-several embedding bags, returned as a tuple     ``scf_for_bag(multi_table)``:  bit-exact
-or ``torch.cat(..., dim=1)`` (DLRM)             tables concatenated, one
-                                                program, a row base per bag
+one ``aten.embedding_bag`` (below), f32, f64,  ``scf_for_bag`` (16-bit: an   bit-exact
+f16, bf16; then ``relu``/``* / + -`` a number   f32 accumulator row, one
+(f32, f64)                                      rounding; fused ops: a loop
+                                                in the bag's last callback)
+``F.embedding(x, w).sum(1)`` / ``.mean(1)``     a fixed-length bag             within a bound
+several embedding bags (DLRM's sparse part),    ``torch_bags``: one table-     bit-exact
+any dims/modes/dtypes/padding, returned as a    batched program per group of
+pytree or ``torch.cat(..., dim=1)``             compatible bags (BagGroups)
+torchrec's jagged layout                        ``torch_jagged.compile_jagged`` bit-exact
 ``aten.embedding`` (``nn.Embedding``,           ``scf_for_gather``             bit-exact (a copy)
 ``F.embedding``), any index shape
 ``x.index_select(0, src)`` / ``x[src]`` then    ``scf_for_segment``: edges in  bit-exact (PyTorch's
@@ -28,7 +33,8 @@ execute side, which differs from a true FMA only in rare double-rounding ties
 
 The frontend is four modules by job: ``torch_graph`` (tracing and graph matching),
 ``torch_scf`` (MLIR text building), ``torch_bind`` (run-time argument binding) and
-``torch_plans`` (the graphs other than one bag); this module holds :func:`compile_torch`.
+``torch_plans`` (the graphs other than one bag), with ``torch_bags`` (several bags) and
+``torch_jagged`` (the KeyedJaggedTensor layout); this module holds :func:`compile_torch`.
 
 How the op is found:
 
@@ -45,9 +51,10 @@ How the op is found:
   module's attributes instead: its ``forward`` is exactly ``F.embedding_bag`` with them.
 
 Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``sum``, as in
-PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``; ``padding_idx``; ``max_norm``/``norm_type``; float32 and float64
-weights; 1-D input with offsets or 2-D input (fixed-length bags). Not supported (CompileError):
-other ops in the traced function, other weight dtypes.
+PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``;
+``padding_idx``; ``max_norm``/``norm_type``; float32, float64, float16 and bfloat16 weights; 1-D
+input with offsets or 2-D input (fixed-length bags). Not supported (CompileError): other ops in
+the traced function, other weight dtypes (8- and 4-bit rowwise-quantised tables: ``torch_quant``).
 
 The generated SCF function is::
 

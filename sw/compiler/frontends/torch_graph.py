@@ -265,6 +265,12 @@ class _Graph:
         return self.examples[v] if kind == "input" else v.current().detach()
 
 
+def _describe(outputs: list) -> str:
+    """The traced function's outputs for a message: ``2 outputs (getitem, relu)``."""
+    names = ", ".join(str(getattr(o, "target", o)).removeprefix("aten.") for o in outputs)
+    return f"{len(outputs)} output{'s' if len(outputs) != 1 else ''} ({names})"
+
+
 def _unflatten(node):
     """The tensor ``node`` reshapes to 1-D (``reshape``/``view``/``flatten`` to ``[-1]``), else
     ``node``."""
@@ -300,7 +306,8 @@ def _from_export(g: "_Graph") -> _Found:
     args = _bag_args(g, node)
     outputs = g.outputs
     if len(outputs) != 1 or outputs[0].target is not operator.getitem or outputs[0].args != (node, 0):
-        raise CompileError("the traced function must return the embedding_bag's output only")
+        raise CompileError(f"the traced function must return the embedding_bag's output only, not "
+                           f"{_describe(g.outputs)}")
 
     def position(name: str, what: str) -> int:
         arg = args[name]

@@ -12,8 +12,9 @@ import torch
 
 from ..errors import CompileError
 from .torch_bags import plan_bags
+from .torch_quant import BYTE_OP, FOUR_BIT_OP, plan_byte_bag
 from .torch_bind import PlanKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
-from .torch_graph import _BAG_OPS, _Graph, _elem
+from .torch_graph import _BAG_OPS, _describe, _Graph, _elem
 from .torch_scf import _FLOAT, scf_for_csr_mm, scf_for_gather, scf_for_segment
 
 def _plan_embedding(g: _Graph, node) -> PlanKernel:
@@ -174,9 +175,12 @@ def _plan(g: _Graph) -> PlanKernel | None:
         if len(bags) == 1 and "aten.cat.default" not in names and g.ep.call_spec.out_spec.is_leaf():
             return None
         return plan_bags(g, bags)
+    if names in ([BYTE_OP], [FOUR_BIT_OP]):
+        return plan_byte_bag(g, g.calls[0])
     if names == ["aten.embedding.default"]:
         if len(g.outputs) != 1 or g.outputs[0] is not g.calls[0]:
-            raise CompileError("the traced function must return the embedding's output only")
+            raise CompileError(f"the traced function must return the embedding's output only, not "
+                               f"{_describe(g.outputs)}")
         return _plan_embedding(g, g.calls[0])
     reducers = [n for n in g.calls if str(n.target) in ("aten.index_add.default", "aten.index_add_.default",
                                                          "aten.scatter_reduce.two")]
@@ -191,7 +195,8 @@ def _plan(g: _Graph) -> PlanKernel | None:
                                                     "aten.mm.default")]
     if names and len(mms) == len(names) == 1:
         if len(g.outputs) != 1 or g.outputs[0] is not mms[0]:
-            raise CompileError("the traced function must return the product only")
+            raise CompileError(f"the traced function must return the product only, not "
+                               f"{_describe(g.outputs)}")
         return _plan_csr_mm(g, mms[0])
     known = _BAG_OPS + tuple(_HELPERS) + ("aten.embedding.default", "aten.index_select.default",
                                           "aten.index.Tensor", "aten.index_add.default",

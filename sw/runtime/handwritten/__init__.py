@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .isa import Action, ActionKind, AluOp, Event, Layer, Program, Region, Source, Stream, StreamKind
+from ..isa import Action, ActionKind, AluOp, Event, Layer, Program, Region, Source, Stream, StreamKind
 
 __all__ = ["EmbeddingBagArgs", "embedding_bag_program", "embedding_bag_memory", "embedding_bag_kernel",
            "BAG_BEGIN", "ROW", "BAG_END"]
@@ -67,7 +67,7 @@ def embedding_bag_memory(table: np.ndarray, indices: np.ndarray, offsets: np.nda
     ``table`` is (num_embeddings, dim) float32/float64, ``indices`` and ``offsets`` int64 with
     ``offsets`` of length nbags + 1. Tensors are 64-byte aligned from address 0.
     """
-    from .image import MemoryImage
+    from ..image import MemoryImage
     image = MemoryImage()
     po = image.add(0, "offsets", np.asarray(offsets, dtype=np.int64))
     pi = image.add(1, "indices", np.asarray(indices, dtype=np.int64))
@@ -110,7 +110,7 @@ def embedding_bag_kernel(dtype: str = "float32", mode: str = "sum"):
     ValueError
         For a dtype other than float32/float64 or a mode other than sum/mean.
     """
-    from .kernel import ArgKind, ArgSpec, Kernel, ParamKind, ParamSpec
+    from ..kernel import ArgKind, ArgSpec, Kernel, ParamKind, ParamSpec
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', not {dtype!r}")
     if mode not in ("sum", "mean"):

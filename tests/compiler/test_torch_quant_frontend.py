@@ -1,0 +1,105 @@
+"""PyTorch frontend, 8- and 4-bit rowwise-quantised tables (issue 12): embedding_bag_byte_prepack +
+embedding_bag_byte_rowwise_offsets and the 4-bit pair, bit for bit against PyTorch's CPU kernel (FBGEMM's
+``fma(scale, q, acc + bias)`` per element). Random data draws a fresh seed each run and prints it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from sw.api import compile_torch
+from sw.compiler import CompileError
+
+Q = torch.ops.quantized
+
+
+@pytest.fixture
+def rng():
+    seed = int(os.environ.get("EMBER_SEED", np.random.SeedSequence().entropy % 2**32))
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+class Byte(torch.nn.Module):
+    def __init__(self, weight, include_last_offset=False, mode=0, bits=8):
+        super().__init__()
+        prepack = Q.embedding_bag_byte_prepack if bits == 8 else Q.embedding_bag_4bit_prepack
+        self.register_buffer("packed", prepack(weight))
+        self.ilo, self.mode = include_last_offset, mode
+        self.op = Q.embedding_bag_byte_rowwise_offsets if bits == 8 else Q.embedding_bag_4bit_rowwise_offsets
+
+    def forward(self, indices, offsets, per_sample_weights=None):
+        return self.op(self.packed, indices, offsets, False, self.mode, False, per_sample_weights, None, self.ilo)
+
+
+def data(rng, rows=40, dim=16, nbags=6):
+    weight = torch.from_numpy(rng.standard_normal((rows, dim)).astype(np.float32) * 3)
+    lengths = rng.integers(0, 9, nbags)
+    idx = torch.from_numpy(rng.integers(0, rows, int(lengths.sum())))
+    off = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    return weight, idx, off
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+@pytest.mark.parametrize("level", [0, 3])
+def test_rowwise_quantised_bag_matches_pytorch_bit_for_bit(rng, bits, weighted, include_last_offset, level):
+    if bits == 4 and include_last_offset:
+        pytest.skip("torch.export of embedding_bag_4bit_rowwise_offsets with include_last_offset fails "
+                    "in PyTorch 2.13 ('the last offset value should be the size of the indices tensor')")
+    weight, idx, off = data(rng)
+    if include_last_offset:
+        off = torch.cat([off, torch.tensor([idx.numel()])])
+    m = Byte(weight, include_last_offset, bits=bits)
+    ins = (idx, off) + ((torch.from_numpy(rng.random(idx.numel()).astype(np.float32)),) if weighted else ())
+    op = compile_torch(m, ins, opt_level=level)
+    assert torch.equal(op(*ins), m(*ins))
+    widx, woff = data(rng, nbags=9)[1:]                          # another batch
+    if include_last_offset:
+        woff = torch.cat([woff, torch.tensor([widx.numel()])])
+    ins2 = (widx, woff) + ((torch.from_numpy(rng.random(widx.numel()).astype(np.float32)),) if weighted else ())
+    assert torch.equal(op(*ins2), m(*ins2))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_mean_is_refused_naming_the_mode(rng, bits):
+    weight, idx, off = data(rng)
+    name = "byte" if bits == 8 else "4bit"
+    with pytest.raises(CompileError, match=f"unsupported embedding_bag_{name}_rowwise_offsets mode=1"):
+        compile_torch(Byte(weight, mode=1, bits=bits), (idx, off))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("bits", [8, 4])
+def test_rowwise_quantised_bag_on_rtl(rng, bits):
+    weight, idx, off = data(rng)
+    m = Byte(weight, bits=bits)
+    op = compile_torch(m, (idx, off), opt_level=3)
+    assert torch.equal(op(idx, off, target="rtl"), m(idx, off))
+
+
+def test_bytes_loaded_per_lookup_against_float32():
+    """Each lookup moves dim bytes of the packed row, its 8-byte index and its 8 bytes of scale and
+    bias, against 4 * dim + 8 for a float32 table (the golden model's count; printed with -s)."""
+    rng = np.random.default_rng(1)
+    dim, rows = 64, 1000
+    weight = torch.from_numpy(rng.standard_normal((rows, dim)).astype(np.float32))
+    lengths = rng.integers(1, 40, 64)
+    idx = torch.from_numpy(rng.integers(0, rows, int(lengths.sum())))
+    off = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    per_lookup = {}
+    for name, m in [("float32", torch.nn.EmbeddingBag(rows, dim, mode="sum", _weight=weight)),
+                    ("8-bit", Byte(weight)), ("4-bit", Byte(weight, bits=4))]:
+        op = compile_torch(m, (idx, off), opt_level=3)
+        op(idx, off)
+        per_lookup[name] = op.last_run.access.stats["bytes_loaded"] / idx.numel()
+    print(f"bytes loaded per lookup, dim {dim}: {per_lookup}")
+    offsets_share = 8 * (len(lengths) + 1) / idx.numel()
+    assert per_lookup["float32"] == pytest.approx(4 * dim + 8 + offsets_share, abs=1)
+    assert per_lookup["8-bit"] == pytest.approx(dim + 16 + offsets_share, abs=1)
+    assert per_lookup["4-bit"] <= dim / 2 + 16 + offsets_share + 1

@@ -21,6 +21,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 __all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
+           "block_row_after_load_case",
            "lockstep_case", "lockstep_cases", "address_overflow_cases"]
 
 
@@ -526,6 +527,37 @@ def block_after_immediate_case(name="block_after_immediate", *, rows=4, ncols=2,
     return Case(name, prog.encode(), memory, [rows, 0, rows * ncols * size])
 
 
+def block_row_after_load_case(name="block_row_after_load", *, indices=(4, 2, 0, 2, 5), dim=3):
+    """The access program of an ``-O3`` ``nn.EmbeddingBag(mode="mean", padding_idx=...)``
+    lookup layer, minimised: per lookup ``i`` a lazy load of ``indices[i]`` pushed as an operand,
+    a control token, the BLOCK row ``table[indices[i], 0:dim]`` of 4-byte elements (count: an
+    argument register, pack 1), the index again JOINed to the lookup position, a control token.
+    The first action (the lazy load's operand) is fused into the row stream's evaluation uop;
+    before commit 255afd0 the RTL then kept no row count and every row came out empty (the
+    frontend's ``test_half_bags_on_rtl`` lost 320 of 445 data tokens, f32 as well as f16)."""
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    rows = max(indices) + 1
+    table = b"".join(((r << 8) | c).to_bytes(4, "little") for r in range(rows) for c in range(dim))
+    table += bytes(-len(table) % 8)
+    idx = b"".join(int(v).to_bytes(8, "little") for v in indices)
+    memory = idx + table
+    prog = Program(n_args=5, version=1,
+                   layers=[Layer(imm(0), R(0))],
+                   regions=[Region(imm(0), imm(len(idx))), Region(R(1), R(2))],
+                   streams=[Stream(0, StreamKind.MEM, imm(0), I(0), size=8, stride=8, region=0),
+                            Stream(0, StreamKind.ALU, S(0), R(3), op=AluOp.MUL),
+                            Stream(0, StreamKind.MEM, R(1), S(1), size=4, region=1,
+                                   block=True, count=R(3))],
+                   actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(0)),
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=1),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(2), pack=1),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(0), join=True),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=I(0)),
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=2)])
+    return Case(name, prog.encode(), memory + bytes(64),
+                [len(indices), len(idx), len(table), dim, 0])
+
+
 def block_cases():
     """Hand-written BLOCK-row programs: aligned and unaligned row starts, every packing, a row
     narrower/wider than its packed width, JOIN of a row with a scalar, empty rows, and the
@@ -546,6 +578,8 @@ def block_cases():
         block_case("block_negative", rows=3, dim=2, ncols=-1),
         block_case("block_misaligned", rows=3, dim=4, base_off=2),
         block_after_immediate_case(),
+        block_row_after_load_case(),
+        block_row_after_load_case("block_row_after_load_wide", dim=9),
     ]
 
 

@@ -327,17 +327,20 @@ def pack_case(name="pack", *, n=5, seed=0):
     return Case(name, prog.encode(), mem, [dbase, dbytes, rng.getrandbits(64)])
 
 
-def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0):
+def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0, data_counts=0.35):
     """A random version-1 program: ``random_case`` with some layers BROADCAST (if ``config`` has
     ``"broadcast"``), random ``pack``/``JOIN`` on its operand
     actions (if ``config`` has ``"pack"``) and, with probability ``block_prob`` per MEM stream
     that only operand actions read, the stream turned into a BLOCK row of a random count
     (``"block"``; counts up to ``config.max_block + 1``, so some fault ``BLOCK_LENGTH``; rows
-    may run past their region). With probability ``lockstep_prob`` (and ``"lockstep"``) the
+    may run past their region; with probability ``data_counts`` a count reads an argument
+    register or an earlier scalar stream instead of an immediate or an index; 0 gives the
+    programs of the seeds found before this option). With probability ``lockstep_prob`` (and ``"lockstep"``) the
     last layer becomes LOCKSTEP with 1..``config.lanes`` lanes and every outer layer BROADCAST,
     so the loads of its streams become per-lane vector loads and gathers with tail masks."""
     from sw.runtime.isa import SrcKind
     rng = random.Random(seed * 7919 + 1)
+    extra = random.Random(seed * 104729 + 3)
     base = random_case(seed, layers=min(3, config.layers), streams=config.streams,
                        actions=config.actions, regions=min(2, config.regions), args=config.args)
     prog = Program.decode(base.program, Limits.unlimited())
@@ -379,6 +382,19 @@ def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0):
                            Source.index(rng.randrange(s.layer + 1))]
                 s.count = rng.choice(choices)
                 s.stride = 0
+                # A count from an argument register or a visible scalar stream (the compiled
+                # bags' shapes: a data-dependent count, the row after a lazy load), drawn
+                # from a second generator so the programs of older seeds stay the same.
+                if extra.random() < data_counts:
+                    visible = [t for t, o in enumerate(prog.streams)
+                               if t != sid and not o.block and o.layer != lockstep
+                               and (o.layer < s.layer or (o.layer == s.layer and t < sid))]
+                    if visible and extra.random() < 0.5:
+                        t = extra.choice(visible)
+                        s.count = Source.stream(t)
+                        readers.add(t)
+                    elif prog.n_args > 4:
+                        s.count = Source.arg(extra.randrange(4, prog.n_args))
     return Case(f"random_v1_{seed}", prog.encode(), base.memory, base.args)
 
 

@@ -37,7 +37,7 @@ def test_v1_programs_match_golden(backpressure):
     cases = [pack_case(f"pack_{s}", n=3 + s, seed=s) for s in range(3)]
     cases += v1_decode_cases(CFG) + block_cases() + lockstep_cases(CFG.lanes)
     cases += lockstep_cases(3)
-    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5, data_counts=0)
               for s in REGRESSION_V1_SEEDS]
     base = fresh_seed("random_v1_case, vector_mode_case")
     cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
@@ -56,7 +56,7 @@ def test_block_row_after_fused_immediate_action():
     fused = block_after_immediate_case()
     other = block_case("block_other", rows=6, dim=7, lengths=(3, 1, 2))
     cases = [fused, other, fused, block_after_immediate_case("three", ncols=3, size=4), fused]
-    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
+    cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5, data_counts=0)
               for s in REGRESSION_V1_SEEDS]
     results = _run(cases)
     for case, r in zip(cases, results):

@@ -1,5 +1,9 @@
 """Hand-written access programs: the performance reference for the compiler, and test fixtures.
 
+This module holds the scalar (ISA v0) EmbeddingBag program that ``make sim --program handwritten``
+and the tests use; :mod:`sw.runtime.handwritten.suite` holds the ISA v1 programs of every workload
+of ``sw.workloads`` that the compiler's output is measured against (``scripts/bench_handwritten.py``).
+
 ``embedding_bag_program`` is the access side of ``torch.nn.functional.embedding_bag`` over CSR
 offsets (``offsets`` has ``nbags + 1`` entries), written the way a DAE programmer would:
 

@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=MEMORIES, default=DEFAULT_MEMORY,
                    help=f"memory model behind the access unit (default {DEFAULT_MEMORY}): simple = "
                         f"fixed latency, HBM2/HBM3 = docs/hbm_model.md presets; rtl target only")
+    p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
+                   help="how the RTL is simulated (default cpp: the Verilator C++ harness "
+                        "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
 
 
 def _graph(name: str, nodes: int):
@@ -104,6 +107,9 @@ def main(ns: argparse.Namespace) -> int:
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
+        if stats.get("sim_cycles_per_s"):
+            print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
+                  f"{stats['sim_cycles_per_s']:,} cycles/s (start to finished, without start-up and load)")
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")
     if ok:
@@ -193,7 +199,8 @@ def _run(g, x, ns):
     options = {}
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
-                   "backpressure": ns.backpressure, "seed": ns.seed}
+                   "backpressure": ns.backpressure, "seed": ns.seed,
+                   "engine": getattr(ns, "engine", "cpp")}
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
     return np.asarray(result.results[0]), result.access

@@ -33,7 +33,8 @@ from hw.tmu import COUNTERS, TmuConfig
 from sim.verilator import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
-__all__ = ["TmuConfig", "RtlResult", "RtlJob", "run_on_rtl", "run_many_on_rtl", "memory_stats_dict"]
+__all__ = ["TmuConfig", "RtlResult", "RtlJob", "ENGINES", "run_on_rtl", "run_many_on_rtl",
+           "memory_stats_dict"]
 
 
 MASK64 = (1 << 64) - 1
@@ -112,10 +113,20 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
         raise ValueError(f"watchdog must be in 0..2**32-1 cycles or None, not {job.watchdog!r}")
 
 
+ENGINES = ("cocotb", "cpp")
+
+
 def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
-                    mem_words: int | None = None, memory="simple") -> list[RtlResult]:
-    """Run several jobs in one simulator process (same configuration, memory preset and size)."""
+                    mem_words: int | None = None, memory="simple",
+                    engine: str = "cocotb") -> list[RtlResult]:
+    """Run several jobs in one simulator process (same configuration, memory preset and size).
+
+    ``engine`` is ``"cocotb"`` (the cocotb module ``sim.system_top``) or ``"cpp"`` (the Verilator
+    C++ harness ``sim/harness.cpp``, ``sim.fast``; no Python per cycle); both return identical
+    results. Raises ``ValueError`` for an unknown engine."""
     from sim.verilator import _preset
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     config = config or TmuConfig()
     preset = _preset(memory)
     for job in jobs:
@@ -126,7 +137,11 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
         if len(job.memory) > 8 * mem_words:
             raise ValueError(f"memory image of {len(job.memory)} bytes does not fit the model's "
                              f"{8 * mem_words} bytes")
-    build_dir = build_model(config, mem_words, memory=preset)
+    if engine == "cpp":
+        from sim.fast import build_harness
+        executable = build_harness(config, mem_words, memory=preset)
+    else:
+        build_dir = build_model(config, mem_words, memory=preset)
     with tempfile.TemporaryDirectory(prefix="ember_rtl_") as tmp:
         tmp = Path(tmp)
         spec = []
@@ -140,6 +155,7 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
                 "args": [int(a) & MASK64 for a in job.args] + [0] * (config.args - len(job.args)),
                 "mem_limit": len(job.memory),
                 "backpressure": float(job.backpressure),
+                "bp_threshold": min(65536, round(job.backpressure * 65536)),
                 "seed": int(job.seed),
                 "max_cycles": int(job.max_cycles),
                 # Written for every job: a batch must not leak one job's value into the next.
@@ -152,22 +168,14 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
                 path.write_bytes(_hex_image(bytes(job.memory)))
                 entry["image"] = str(path)
             spec.append(entry)
-        (tmp / "jobs.json").write_text(json.dumps(spec))
         t0 = time.perf_counter()
-        run_cocotb(build_dir, "sim.system_top", test_dir=tmp,
-                   env={"EMBER_RTL_JOB": str(tmp)},
-                   plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}",
-                             f"+TOKEN_DATA={tmp / 'tokens_data.hex'}",
-                             f"+TOKEN_CTRL={tmp / 'tokens_ctrl.hex'}"])
-        wall = time.perf_counter() - t0
-        if os.environ.get("WAVES") == "1":                   # keep the waveform
-            waves_dir = BUILD_ROOT / "waves"
-            waves_dir.mkdir(parents=True, exist_ok=True)
-            for f in list(tmp.glob("*.vcd")) + list(tmp.glob("*.fst")):
-                dest = waves_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{f.name}"
-                shutil.copyfile(f, dest)
-                print(f"waveform: {dest}")
-        raw = json.loads((tmp / "results.json").read_text())
+        if engine == "cpp":
+            from sim.fast import run_jobs
+            raw = run_jobs(executable, spec, tmp)
+            wall = time.perf_counter() - t0
+        else:
+            raw = _run_cocotb(build_dir, spec, tmp)
+            wall = time.perf_counter() - t0
     if len(raw) < len(jobs) and (not raw or not raw[-1]["timeout"]):
         raise RuntimeError(f"the simulation returned {len(raw)} results for {len(jobs)} jobs")
     results = []
@@ -194,9 +202,27 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
     return results
 
 
+def _run_cocotb(build_dir: Path, spec: list[dict], tmp: Path) -> list[dict]:
+    """Run the job entries with the cocotb module ``sim.system_top``; its raw results."""
+    (tmp / "jobs.json").write_text(json.dumps(spec))
+    run_cocotb(build_dir, "sim.system_top", test_dir=tmp,
+               env={"EMBER_RTL_JOB": str(tmp)},
+               plusargs=[f"+HBM_IMAGE={tmp / 'image.hex'}",
+                         f"+TOKEN_DATA={tmp / 'tokens_data.hex'}",
+                         f"+TOKEN_CTRL={tmp / 'tokens_ctrl.hex'}"])
+    if os.environ.get("WAVES") == "1":                   # keep the waveform
+        waves_dir = BUILD_ROOT / "waves"
+        waves_dir.mkdir(parents=True, exist_ok=True)
+        for f in list(tmp.glob("*.vcd")) + list(tmp.glob("*.fst")):
+            dest = waves_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{f.name}"
+            shutil.copyfile(f, dest)
+            print(f"waveform: {dest}")
+    return json.loads((tmp / "results.json").read_text())
+
+
 def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
                config: "TmuConfig | None" = None, backpressure: float = 0.0, seed: int = 0,
-               max_cycles: int = 50_000_000, memory="simple") -> RtlResult:
+               max_cycles: int = 50_000_000, memory="simple", engine: str = "cocotb") -> RtlResult:
     """Run one access program on the RTL and return its output-queue tokens and status.
 
     Parameters
@@ -219,6 +245,9 @@ def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
         Memory model preset: ``"simple"`` (default; fixed latency ``config.mem_latency``),
         ``"HBM2"``, ``"HBM3"`` (``hw/hbm_model/presets.py``) or a preset. One Verilator build per
         (configuration, preset, memory size), cached.
+    engine : str
+        ``"cocotb"`` (default) or ``"cpp"`` (the C++ harness, ``sim.fast``: same results, no
+        Python per cycle); see :func:`run_many_on_rtl`.
 
     Raises
     ------
@@ -228,4 +257,4 @@ def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
     """
     job = RtlJob(program, image, args, backpressure=backpressure, seed=seed,
                  max_cycles=max_cycles)
-    return run_many_on_rtl([job], config=config, memory=memory)[0]
+    return run_many_on_rtl([job], config=config, memory=memory, engine=engine)[0]

@@ -697,6 +697,13 @@ class Traversal(wiring.Component):
             with m.If(more_lanes):
                 m.d.sync += [lane.eq(lane + 1), idx[lk].eq(idx[lk] + lk_lay.step),
                              pc.eq(lk_body)]
+            if cur_fault is not None:
+                # This last lane's address overflow beats a recorded fault of the same stream
+                # (the golden model checks overflow over all lanes first).
+                with m.Elif(cur_fault & lf_valid & (u.id == lf_sid)
+                            & (s_code == FaultCode.ADDR_OVERFLOW)
+                            & (lf_code != FaultCode.ADDR_OVERFLOW)):
+                    stop(s_code, s_faddr)
             with m.Elif(lf_valid):
                 stop(lf_code, lf_addr)
             if cur_fault is not None:

@@ -3,7 +3,8 @@
 The same user-facing call (:func:`run_kernel`) runs on either transport:
 
 * ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
-* ``rtl`` — the Amaranth access unit under Verilator through cocotb (``sim.system.run_on_rtl``),
+* ``rtl`` — the Amaranth access unit under Verilator (``sim.system.run_on_rtl``; the C++ harness
+  by default, cocotb with ``engine="cocotb"``),
   which also reports cycles and counters.
 
 Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →
@@ -66,18 +67,22 @@ class GoldenTransport:
 
 
 class RtlTransport:
-    """The RTL access unit under Verilator (cocotb). ``config`` is a ``sim.system.TmuConfig``,
-    ``memory`` the memory model's preset (``"simple"``, ``"HBM2"``, ``"HBM3"``; docs/hbm_model.md)."""
+    """The RTL access unit under Verilator. ``config`` is a ``sim.system.TmuConfig``,
+    ``memory`` the memory model's preset (``"simple"``, ``"HBM2"``, ``"HBM3"``; docs/hbm_model.md),
+    ``engine`` ``"cpp"`` (default: the C++ harness, ``sim.fast``) or ``"cocotb"``; both give
+    identical results (``sim.system.run_many_on_rtl``)."""
     name = "rtl"
 
-    def __init__(self, config=None, backpressure: float = 0.0, seed: int = 0, memory="simple"):
+    def __init__(self, config=None, backpressure: float = 0.0, seed: int = 0, memory="simple",
+                 engine: str = "cpp"):
         self.config, self.backpressure, self.seed, self.memory = config, backpressure, seed, memory
+        self.engine = engine
 
     def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
         from sim.system import run_on_rtl   # imported lazily: only the RTL target needs cocotb
         return AccessRun.from_rtl(run_on_rtl(program, memory, args, config=self.config,
                                              backpressure=self.backpressure, seed=self.seed,
-                                             memory=self.memory))
+                                             memory=self.memory, engine=self.engine))
 
 
 class ReplayTransport:
@@ -114,7 +119,8 @@ def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
         return GoldenTransport(options.get("limits") or kernel.limits)
     if target == "rtl":
         return RtlTransport(options.get("config"), options.get("backpressure", 0.0),
-                            options.get("seed", 0), options.get("memory", "simple"))
+                            options.get("seed", 0), options.get("memory", "simple"),
+                            options.get("engine", "cpp"))
     raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
 
 
@@ -214,7 +220,7 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     target : {'golden', 'rtl'} or Transport
     options
         ``limits`` (golden; default ``kernel.limits``, the configuration it was compiled for),
-        ``config``, ``backpressure``, ``seed``, ``memory`` (rtl).
+        ``config``, ``backpressure``, ``seed``, ``memory``, ``engine`` (rtl; ``RtlTransport``).
 
     Raises
     ------

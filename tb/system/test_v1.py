@@ -26,8 +26,9 @@ def _run(cases, backpressure=0.0, seed=0):
 
 
 #: random_v1_case seeds that once failed on the RTL (issue 8: a BLOCK row's count lost when its
-#: stream's evaluation was fused with an immediate action; found by fresh-seed fuzzing).
-REGRESSION_V1_SEEDS = (103915, 104980)
+#: stream's evaluation was fused with an immediate action; 3580616416: a lane-by-lane gather whose
+#: last lane overflowed after lane 0 faulted ADDR_RANGE, found by the fuzz campaign).
+REGRESSION_V1_SEEDS = (103915, 104980, 3580616416)
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])

@@ -1,5 +1,6 @@
 """`make verilog` (issue 8 item 9: declared, without a recipe): the system's Verilog in build/verilog/."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -9,7 +10,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_make_verilog_has_a_recipe():
-    out = subprocess.run(["make", "-n", "verilog"], cwd=REPO, capture_output=True, text=True)
+    # Under `make test` this runs inside make: without the parent's MAKEFLAGS/MAKELEVEL and with
+    # --no-print-directory, the dry run prints only the recipe ("make[1]: Entering directory" not).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", "verilog"], cwd=REPO, env=env,
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["python3", "-m", "sim.write_verilog", "--out", "build/verilog"]
 

@@ -1,0 +1,322 @@
+// Verilator C++ harness of the system top (hw.system.System, Verilog module ember_system): runs
+// the jobs that sim.fast wrote, with no Python in the per-cycle loop.
+//
+// It does, cycle for cycle, what the cocotb path does (sim/system_top.v + sim/system_top.py):
+// the same reset, register writes and reads in the same order, the same image load (image_clear +
+// image_load with $readmemh of +HBM_IMAGE=, or the per-word back door), the same output-queue
+// sinks with the same xorshift32 back-pressure generators (reseeded by the START write), the same
+// capture buffers (sinks stall while one is full, emptied by a one-cycle dump), the same
+// `finished` detector and the same read-out of status, fault address, unit counters and memory
+// statistics. So tokens, fault code/address, cycle counts and statistics are identical to the
+// cocotb engine's, with or without back-pressure.
+//
+// Usage: ember_harness <job dir> [+HBM_IMAGE=<job dir>/image.hex]
+//   <job dir>/jobs.txt    input (written by sim/fast.py; format documented there)
+//   <job dir>/results.txt output: one block per job (format documented in sim/fast.py);
+//                         tokens in data_<n>.bin (uint64 little-endian) and ctrl_<n>.bin (uint16)
+// Verilator spells the double underscore of Amaranth's port names (csr__addr) as ___05F.
+#include "Vember_system.h"
+#include "verilated.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const uint64_t DATA_CAP = 1u << 20;   // capture buffer sizes of sim/system_top.v
+const uint64_t CTRL_CAP = 1u << 18;
+
+uint32_t xorshift32(uint32_t x) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    return x ^ (x << 5);
+}
+
+struct Csr {   // register byte offsets (hw.core_if.CSR), given by the job file
+    uint32_t prog_addr, prog_data, prog_len, args, mem_limit_lo, watchdog, ctrl, status,
+        fault_addr_lo, counters, config3, mem_stats;
+};
+
+struct Job {
+    bool backdoor = false;
+    std::string image;
+    std::vector<uint64_t> backdoor_words;
+    std::vector<uint32_t> program_words;
+    uint32_t prog_len = 0;
+    std::vector<uint64_t> args;
+    uint64_t mem_limit = 0;
+    long long watchdog = -1;   // -1: leave the register alone
+    uint32_t bp_threshold = 0;
+    uint32_t seed = 0;
+    uint64_t max_cycles = 0;
+};
+
+// The DUT plus the state of sim/system_top.v's sinks, capture and finished detector.
+class Harness {
+  public:
+    explicit Harness(VerilatedContext* ctx) : top_(new Vember_system{ctx}) {
+        top_->clk = 0;
+        top_->rst = 1;
+        top_->eval();
+    }
+    ~Harness() { top_->final(); }
+
+    // One clock cycle from a falling edge to the next: the inputs set since the last call are
+    // seen by the rising edge; outputs are read after it (cocotb: drive at and sample after
+    // FallingEdge).
+    void cycle() {
+        bool sink_on = capture && !cap_full && !dump;
+        bool data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
+        bool ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        top_->data_out___05Fready = data_ready;
+        top_->ctrl_out___05Fready = ctrl_ready;
+        top_->clk = 0;
+        top_->eval();
+        bool dv = top_->data_out___05Fvalid, cv = top_->ctrl_out___05Fvalid;
+        bool busy = top_->busy, done = top_->done;
+        uint64_t payload = top_->data_out___05Fpayload;
+        uint16_t ctrl_payload = top_->ctrl_out___05Fpayload;
+        top_->clk = 1;
+        top_->eval();
+        // the wrapper's registers, updated with the values before the edge
+        bool data_fire = dv && data_ready, ctrl_fire = cv && ctrl_ready;
+        if (seed_load) {
+            lfsr_d = seed | 1u;
+            lfsr_c = (seed ^ 0x9E3779B9u) | 1u;
+        } else {
+            lfsr_d = xorshift32(lfsr_d);
+            lfsr_c = xorshift32(lfsr_c);
+        }
+        if (data_fire) data.push_back(payload);
+        if (ctrl_fire) ctrl.push_back(ctrl_payload);
+        bool next_cap_full = (data_n + data_fire >= DATA_CAP) || (ctrl_n + ctrl_fire >= CTRL_CAP);
+        data_n += data_fire;
+        ctrl_n += ctrl_fire;
+        cap_full = next_cap_full;
+        if (dump) {
+            data_n = ctrl_n = 0;
+            cap_full = false;
+        }
+        bool was_finished = finished;
+        if (!capture || busy || !done || dv || cv) {
+            quiet = 0;
+            finished = false;
+        } else if (quiet != 7) {
+            finished = quiet >= 3;
+            quiet += 1;
+        }
+        finished_rose = !was_finished && finished;
+        cap_full_rose = !cap_rose_prev && cap_full;
+        cap_rose_prev = cap_full;
+        cycles += 1;
+    }
+
+    void reset() {
+        top_->rst = 1;
+        for (int i = 0; i < 3; i++) cycle();
+        top_->rst = 0;
+        cycle();
+    }
+
+    void write(uint32_t addr, uint32_t value) {
+        top_->csr___05Faddr = addr;
+        top_->csr___05Fw_data = value;
+        top_->csr___05Fw_en = 1;
+        cycle();
+        top_->csr___05Fw_en = 0;
+    }
+    void write64(uint32_t addr, uint64_t value) {
+        write(addr, uint32_t(value));
+        write(addr + 4, uint32_t(value >> 32));
+    }
+    uint32_t read(uint32_t addr) {
+        top_->csr___05Faddr = addr;
+        top_->csr___05Fr_en = 1;
+        cycle();
+        top_->csr___05Fr_en = 0;
+        return top_->csr___05Fr_data;
+    }
+    uint64_t read64(uint32_t addr) {
+        uint64_t lo = read(addr);
+        return lo | uint64_t(read(addr + 4)) << 32;
+    }
+
+    bool load_image_file(const std::string& path, const std::string& target) {
+        if (std::rename(path.c_str(), target.c_str()) != 0) return false;
+        top_->image_clear = 1;
+        top_->image_load = 1;
+        cycle();
+        top_->image_clear = 0;
+        top_->image_load = 0;
+        return true;
+    }
+    void load_image_backdoor(const std::vector<uint64_t>& words) {
+        top_->image_clear = 1;
+        cycle();
+        top_->image_clear = 0;
+        top_->backdoor___05Fen = 1;
+        for (size_t i = 0; i < words.size(); i++) {
+            top_->backdoor___05Faddr = i;
+            top_->backdoor___05Fdata = words[i];
+            cycle();
+        }
+        top_->backdoor___05Fen = 0;
+    }
+    void do_dump() {   // the dump pulse and the cycle after it (sim/system_top.py TB.dump)
+        dump = true;
+        cycle();
+        dump = false;
+        cycle();
+    }
+
+    std::unique_ptr<Vember_system> top_;
+    bool capture = false, dump = false, seed_load = false;
+    uint32_t seed = 1, bp_threshold = 0;
+    uint32_t lfsr_d = 0x12345679u, lfsr_c = 0x9E3779B9u;
+    uint64_t data_n = 0, ctrl_n = 0;
+    bool cap_full = false, finished = false, finished_rose = false, cap_full_rose = false,
+         cap_rose_prev = false;
+    int quiet = 0;
+    uint64_t cycles = 0;
+    std::vector<uint64_t> data;
+    std::vector<uint16_t> ctrl;
+};
+
+bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<Job>& jobs) {
+    std::ifstream in(path);
+    std::string word;
+    size_t njobs = 0;
+    if (!(in >> word) || word != "ember_jobs") return false;
+    in >> word >> csr.prog_addr >> csr.prog_data >> csr.prog_len >> csr.args >> csr.mem_limit_lo >>
+        csr.watchdog >> csr.ctrl >> csr.status >> csr.fault_addr_lo >> csr.counters >> csr.config3 >>
+        csr.mem_stats;
+    in >> word >> counters >> word >> njobs;
+    for (size_t n = 0; n < njobs && in; n++) {
+        Job job;
+        size_t count = 0;
+        in >> word;                       // "job"
+        in >> word;                       // "image" or "backdoor"
+        if (word == "image") {
+            in >> job.image;
+        } else {
+            job.backdoor = true;
+            in >> count;
+            job.backdoor_words.resize(count);
+            for (auto& w : job.backdoor_words) in >> std::hex >> w >> std::dec;
+        }
+        in >> word >> count;              // "program"
+        job.program_words.resize(count);
+        for (auto& w : job.program_words) in >> std::hex >> w >> std::dec;
+        in >> word >> job.prog_len >> word >> count;   // "prog_len", "args"
+        job.args.resize(count);
+        for (auto& a : job.args) in >> std::hex >> a >> std::dec;
+        in >> word >> std::hex >> job.mem_limit >> std::dec;
+        in >> word >> job.watchdog >> word >> job.bp_threshold >> word >> job.seed >> word >>
+            job.max_cycles;
+        jobs.push_back(std::move(job));
+    }
+    return bool(in) && jobs.size() == njobs;
+}
+
+template <typename T>
+void write_binary(const std::string& path, const std::vector<T>& v) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s <job dir> [+HBM_IMAGE=<path>]\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+    auto ctx = std::make_unique<VerilatedContext>();
+    ctx->commandArgs(argc, argv);
+    Csr csr;
+    size_t ncounters = 0;
+    std::vector<Job> jobs;
+    if (!read_jobs(dir + "/jobs.txt", csr, ncounters, jobs)) {
+        std::fprintf(stderr, "%s/jobs.txt: malformed job file\n", dir.c_str());
+        return 2;
+    }
+    Harness h(ctx.get());
+    h.reset();
+    std::ofstream out(dir + "/results.txt");
+    for (size_t n = 0; n < jobs.size(); n++) {
+        const Job& job = jobs[n];
+        if (job.backdoor)
+            h.load_image_backdoor(job.backdoor_words);
+        else if (!h.load_image_file(job.image, dir + "/image.hex")) {
+            std::fprintf(stderr, "job %zu: cannot move the memory image %s to %s/image.hex\n", n,
+                         job.image.c_str(), dir.c_str());
+            return 3;
+        }
+        h.write(csr.prog_addr, 0);
+        for (uint32_t w : job.program_words) h.write(csr.prog_data, w);
+        h.write(csr.prog_len, job.prog_len);
+        for (size_t i = 0; i < job.args.size(); i++) h.write64(csr.args + 8 * i, job.args[i]);
+        h.write64(csr.mem_limit_lo, job.mem_limit);
+        if (job.watchdog >= 0) h.write(csr.watchdog, uint32_t(job.watchdog));
+        h.bp_threshold = job.bp_threshold;
+        h.seed = job.seed;
+        h.seed_load = true;
+        h.write(csr.ctrl, 1);
+        h.seed_load = false;
+        h.cycle();                        // the start has cleared DONE
+        h.capture = true;
+        h.data.clear();
+        h.ctrl.clear();
+
+        auto t0 = std::chrono::steady_clock::now();
+        uint64_t c0 = h.cycles;
+        bool timeout = false;
+        for (;;) {
+            // First(RisingEdge(finished), RisingEdge(cap_full), Timer(max_cycles cycles)),
+            // then the falling edge after it
+            do {
+                h.cycle();
+                if (h.cycles - c0 >= job.max_cycles) timeout = true;
+            } while (!h.finished_rose && !h.cap_full_rose && !timeout);
+            if (timeout) break;
+            if (h.cap_full) {
+                h.do_dump();
+                continue;
+            }
+            break;
+        }
+        h.capture = false;
+        h.cycle();
+        h.do_dump();
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        uint64_t drain_cycles = h.cycles - c0;
+
+        uint32_t status = h.read(csr.status);
+        uint64_t fault_addr = h.read64(csr.fault_addr_lo);
+        std::vector<uint64_t> counters;
+        for (size_t i = 0; i < ncounters; i++) counters.push_back(h.read64(csr.counters + 8 * i));
+        std::vector<uint64_t> mem_stats;
+        uint32_t nstats = h.read(csr.config3);
+        for (uint32_t i = 0; i < nstats; i++) mem_stats.push_back(h.read64(csr.mem_stats + 8 * i));
+
+        write_binary(dir + "/data_" + std::to_string(n) + ".bin", h.data);
+        write_binary(dir + "/ctrl_" + std::to_string(n) + ".bin", h.ctrl);
+        out << "result " << n << " timeout " << timeout << " status " << status << " fault_addr "
+            << fault_addr << " drain_cycles " << drain_cycles << " drain_wall " << wall << "\n";
+        out << "counters " << counters.size();
+        for (uint64_t c : counters) out << " " << c;
+        out << "\nmem_stats " << mem_stats.size();
+        for (uint64_t s : mem_stats) out << " " << s;
+        out << "\n";
+        out.flush();
+        if (timeout) break;
+    }
+    return 0;
+}

@@ -21,6 +21,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
 __all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
+           "block_row_after_load_case",
            "lockstep_case", "lockstep_cases", "address_overflow_cases"]
 
 
@@ -326,17 +327,20 @@ def pack_case(name="pack", *, n=5, seed=0):
     return Case(name, prog.encode(), mem, [dbase, dbytes, rng.getrandbits(64)])
 
 
-def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0):
+def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0, data_counts=0.35):
     """A random version-1 program: ``random_case`` with some layers BROADCAST (if ``config`` has
     ``"broadcast"``), random ``pack``/``JOIN`` on its operand
     actions (if ``config`` has ``"pack"``) and, with probability ``block_prob`` per MEM stream
     that only operand actions read, the stream turned into a BLOCK row of a random count
     (``"block"``; counts up to ``config.max_block + 1``, so some fault ``BLOCK_LENGTH``; rows
-    may run past their region). With probability ``lockstep_prob`` (and ``"lockstep"``) the
+    may run past their region; with probability ``data_counts`` a count reads an argument
+    register or an earlier scalar stream instead of an immediate or an index; 0 gives the
+    programs of the seeds found before this option). With probability ``lockstep_prob`` (and ``"lockstep"``) the
     last layer becomes LOCKSTEP with 1..``config.lanes`` lanes and every outer layer BROADCAST,
     so the loads of its streams become per-lane vector loads and gathers with tail masks."""
     from sw.runtime.isa import SrcKind
     rng = random.Random(seed * 7919 + 1)
+    extra = random.Random(seed * 104729 + 3)
     base = random_case(seed, layers=min(3, config.layers), streams=config.streams,
                        actions=config.actions, regions=min(2, config.regions), args=config.args)
     prog = Program.decode(base.program, Limits.unlimited())
@@ -378,6 +382,19 @@ def random_v1_case(seed, config, *, block_prob=0.0, lockstep_prob=0.0):
                            Source.index(rng.randrange(s.layer + 1))]
                 s.count = rng.choice(choices)
                 s.stride = 0
+                # A count from an argument register or a visible scalar stream (the compiled
+                # bags' shapes: a data-dependent count, the row after a lazy load), drawn
+                # from a second generator so the programs of older seeds stay the same.
+                if extra.random() < data_counts:
+                    visible = [t for t, o in enumerate(prog.streams)
+                               if t != sid and not o.block and o.layer != lockstep
+                               and (o.layer < s.layer or (o.layer == s.layer and t < sid))]
+                    if visible and extra.random() < 0.5:
+                        t = extra.choice(visible)
+                        s.count = Source.stream(t)
+                        readers.add(t)
+                    elif prog.n_args > 4:
+                        s.count = Source.arg(extra.randrange(4, prog.n_args))
     return Case(f"random_v1_{seed}", prog.encode(), base.memory, base.args)
 
 
@@ -526,6 +543,37 @@ def block_after_immediate_case(name="block_after_immediate", *, rows=4, ncols=2,
     return Case(name, prog.encode(), memory, [rows, 0, rows * ncols * size])
 
 
+def block_row_after_load_case(name="block_row_after_load", *, indices=(4, 2, 0, 2, 5), dim=3):
+    """The access program of an ``-O3`` ``nn.EmbeddingBag(mode="mean", padding_idx=...)``
+    lookup layer, minimised: per lookup ``i`` a lazy load of ``indices[i]`` pushed as an operand,
+    a control token, the BLOCK row ``table[indices[i], 0:dim]`` of 4-byte elements (count: an
+    argument register, pack 1), the index again JOINed to the lookup position, a control token.
+    The first action (the lazy load's operand) is fused into the row stream's evaluation uop;
+    before commit 255afd0 the RTL then kept no row count and every row came out empty (the
+    frontend's ``test_half_bags_on_rtl`` lost 320 of 445 data tokens, f32 as well as f16)."""
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    rows = max(indices) + 1
+    table = b"".join(((r << 8) | c).to_bytes(4, "little") for r in range(rows) for c in range(dim))
+    table += bytes(-len(table) % 8)
+    idx = b"".join(int(v).to_bytes(8, "little") for v in indices)
+    memory = idx + table
+    prog = Program(n_args=5, version=1,
+                   layers=[Layer(imm(0), R(0))],
+                   regions=[Region(imm(0), imm(len(idx))), Region(R(1), R(2))],
+                   streams=[Stream(0, StreamKind.MEM, imm(0), I(0), size=8, stride=8, region=0),
+                            Stream(0, StreamKind.ALU, S(0), R(3), op=AluOp.MUL),
+                            Stream(0, StreamKind.MEM, R(1), S(1), size=4, region=1,
+                                   block=True, count=R(3))],
+                   actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(0)),
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=1),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(2), pack=1),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=S(0), join=True),
+                            Action(0, Event.ITER, ActionKind.OPERAND, source=I(0)),
+                            Action(0, Event.ITER, ActionKind.CONTROL, callback=2)])
+    return Case(name, prog.encode(), memory + bytes(64),
+                [len(indices), len(idx), len(table), dim, 0])
+
+
 def block_cases():
     """Hand-written BLOCK-row programs: aligned and unaligned row starts, every packing, a row
     narrower/wider than its packed width, JOIN of a row with a scalar, empty rows, and the
@@ -546,6 +594,8 @@ def block_cases():
         block_case("block_negative", rows=3, dim=2, ncols=-1),
         block_case("block_misaligned", rows=3, dim=4, base_off=2),
         block_after_immediate_case(),
+        block_row_after_load_case(),
+        block_row_after_load_case("block_row_after_load_wide", dim=9),
     ]
 
 

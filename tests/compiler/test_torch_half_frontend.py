@@ -158,9 +158,7 @@ def test_half_bags_at_every_level(rng, dtype, mode, padding_idx, weighted, level
 
 RTL_CASES = [(torch.float16, "mean", None, False), (torch.bfloat16, "sum", None, True),
              (torch.bfloat16, "max", None, False),
-             pytest.param(torch.float16, "mean", 2, False, marks=pytest.mark.xfail(
-                 reason="the RTL at -O3 loses data tokens of mean bags with padding_idx, float32 too "
-                        "(golden passes; seen 2026-11-24, left to the RTL owners)", strict=False))]
+             (torch.float16, "mean", 2, False)]   # RTL -O3 mean + padding_idx: fixed in 255afd0
 
 
 @pytest.mark.rtl

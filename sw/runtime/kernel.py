@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from .isa import Limits, Program
 
 __all__ = ["ArgKind", "ArgSpec", "ParamKind", "ParamSpec", "HostCheck", "Kernel", "as_u64", "as_i64",
-           "as_f32", "as_f64"]
+           "as_f32", "as_f64", "fma32", "fma64"]
 
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
@@ -58,6 +58,33 @@ def as_f64(raw: int):
     """The f64 in bits [63:0] of an operand, as ``numpy.float64``."""
     import numpy as np
     return np.float64(_F64.unpack(_U64.pack(raw & 0xFFFF_FFFF_FFFF_FFFF))[0])
+
+
+def fma64(a, b, c):
+    """float64 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd; ``math.fma`` of Python
+    3.13), from the exact rational value; non-finite operands give the unfused result."""
+    import numpy as np
+    from fractions import Fraction
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        return np.float64(a) * np.float64(b) + np.float64(c)
+    return np.float64(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
+
+
+def fma32(a, b, c):
+    """float32 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd, C's ``fmaf``), elementwise
+    on scalars or NumPy arrays: the product is exact in float64, TwoSum gives the float64 sum's
+    exact error, the sum is rounded to odd with it, and a round-to-odd float64 (53 >= 24 + 2 bits)
+    rounds to the correctly rounded float32 (Boldo and Melquiond, IEEE Trans. Computers 57(4),
+    2008). The execute sides (generated and hand-written) use it for ``math.fma`` on f32."""
+    import numpy as np
+    p = np.float64(a) * np.float64(b)
+    c = np.float64(c)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    even = (np.asarray(s).view(np.int64) & 1) == 0
+    fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
+    return np.float32(np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s))
 
 
 class ArgKind(str, enum.Enum):

@@ -38,9 +38,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import Program
-from ..kernel import ArgKind, ArgSpec, Kernel, ParamKind, ParamSpec
+from ..kernel import ArgKind, ArgSpec, Kernel, ParamKind, ParamSpec, fma32
 
-__all__ = ["SEGMENT", "TRIPLE", "HANDWRITTEN", "handwritten_kernel", "fma32"]
+__all__ = ["SEGMENT", "TRIPLE", "HANDWRITTEN", "handwritten_kernel"]
 
 SEGMENT, TRIPLE = 0, 1   # control tokens (callbacks)
 DONE = 0xFFFF
@@ -59,20 +59,6 @@ def _mem(name, dtype, rank, in_image=True):
 # ------------------------------------------------------------------------------------------------
 # Execute-side helpers
 # ------------------------------------------------------------------------------------------------
-
-def fma32(a, b, c):
-    """float32 ``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd), elementwise: the product is
-    exact in float64, TwoSum gives the float64 sum's error, the sum is rounded to odd with it and
-    then to float32 (53 >= 24 + 2 bits; Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008)."""
-    p = np.float64(a) * np.float64(b)
-    c = np.float64(c)
-    s = p + c
-    t = s - p
-    err = (p - (s - t)) + (c - t)
-    even = (np.asarray(s).view(np.int64) & 1) == 0
-    fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
-    return np.float32(np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s))
-
 
 def _f32(pop, ntokens: int) -> np.ndarray:
     """``ntokens`` data tokens as the float32 elements packed in them (2 per token)."""

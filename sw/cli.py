@@ -194,7 +194,8 @@ def cmd_opt(ns) -> int:
     if ns.list_passes:
         from sw.compiler.pipelines import OPT_LEVELS, PASSES, pipeline_spec
         for name, cls in sorted(PASSES.items()):
-            print(f"{name:22} {(cls.__doc__ or '').strip().splitlines()[0]}")
+            summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+            print(f"{name:22} {summary}")
         for level in OPT_LEVELS:
             print(f"-O{level}: {pipeline_spec(level)}")
         return 0

@@ -367,7 +367,7 @@ def decouple_function(fn: func.FuncOp) -> func.FuncOp:
 
 @dataclass(frozen=True)
 class ConvertScfToSlc(ModulePass):
-    """Decouple every function of the module (see the module docstring for the rules)."""
+    """Decouple every function: SCF loops and loads -> SLC loops, streams and callbacks."""
 
     name = "convert-scf-to-slc"
 

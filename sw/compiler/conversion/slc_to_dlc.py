@@ -337,7 +337,7 @@ def lower_function(fn: func.FuncOp) -> func.FuncOp:
 
 @dataclass(frozen=True)
 class ConvertSlcToDlc(ModulePass):
-    """Lower every SLC function of the module to DLC."""
+    """Lower every SLC function to DLC (configure_access + compute_loop)."""
 
     name = "convert-slc-to-dlc"
 

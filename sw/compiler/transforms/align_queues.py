@@ -109,7 +109,7 @@ def align_queues(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class AlignQueues(ModulePass):
-    """``align-queues``: drop redundant operands/callbacks, pack operands into 64-bit tokens."""
+    """Drop redundant operands and callbacks; pack operands into 64-bit tokens (-O3)."""
 
     name = "align-queues"
 

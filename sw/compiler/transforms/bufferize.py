@@ -174,7 +174,7 @@ def bufferize(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class Bufferize(ModulePass):
-    """``bufferize``: innermost element loops -> buffered row operands (module docstring)."""
+    """Turn innermost element loops into buffered row operands, one per loop (-O2; rules: module docstring)."""
 
     name = "bufferize"
 

@@ -47,7 +47,7 @@ def choose_decoupling(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class ChooseDecoupling(ModulePass):
-    """``choose-decoupling``: annotate read-only memrefs and decoupled loops (module docstring)."""
+    """Mark the read-only memrefs and the loops to decouple (rules: module docstring)."""
 
     name = "choose-decoupling"
 

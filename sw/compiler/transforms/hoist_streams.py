@@ -70,7 +70,7 @@ def hoist_streams(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class HoistStreams(ModulePass):
-    """``hoist-streams``: loop-invariant ALU streams to the outermost layer they depend on."""
+    """Hoist loop-invariant ALU streams to the outermost layer they depend on (-O3)."""
 
     name = "hoist-streams"
 

@@ -109,7 +109,7 @@ def move_to_callback(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class MoveToCallback(ModulePass):
-    """``move-to-callback``: merge, deduplicate and sink into callbacks (module docstring)."""
+    """Merge, deduplicate and sink computation into callbacks (-O1; rules: module docstring)."""
 
     name = "move-to-callback"
 

@@ -184,8 +184,8 @@ def simplify_streams(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class SimplifyStreams(ModulePass):
-    """``simplify-streams``: rows (sequential memory streams) of an innermost loop -> block
-    loads in the enclosing layer (module docstring)."""
+    """Turn the rows (sequential memory streams) of an innermost loop into block loads of the
+    enclosing layer (-O3; rules: module docstring)."""
 
     name = "simplify-streams"
 

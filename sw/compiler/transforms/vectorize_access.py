@@ -251,7 +251,7 @@ def vectorize_access(fn: func.FuncOp, vlen: int = 8) -> None:
 
 @dataclass(frozen=True)
 class VectorizeAccess(ModulePass):
-    """``vectorize-access``: innermost ``slc.for`` -> ``slcv.for ... config vector`` (``vlen`` lanes)."""
+    """Vectorise innermost slc.for loops into slcv.for ... config vector (vlen lanes; -O1)."""
 
     name = "vectorize-access"
     vlen: int = 8

@@ -194,7 +194,7 @@ def vectorize_callbacks(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class VectorizeCallbacks(ModulePass):
-    """``vectorize-callbacks``: per-lane callback loops -> ``vector`` dialect operations."""
+    """Turn per-lane callback loops into vector dialect operations (-O1)."""
 
     name = "vectorize-callbacks"
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 import time
 from pathlib import Path
@@ -51,15 +50,11 @@ def dlrm_args(seed: int) -> list:
 
 def memory_ceiling(preset, indices: np.ndarray, *, table_base: int = 0) -> dict:
     """The reference model's bytes per cycle on the row trace of ``indices`` (see module doc)."""
-    from hw.hbm_model.reference import Request, run_requests
-    row_bytes = DIM * 4
-    lines = row_bytes // LINE
-    reqs = [Request(table_base + int(i) * row_bytes + k * LINE)
-            for i in indices for k in range(lines)]
-    ports = max(1, math.ceil(preset.peak_bytes_per_cycle / preset.access_bytes))
-    r = run_requests(preset, reqs, ports=ports)
-    return dict(ceiling_ports=ports, ceiling_lines=len(reqs), ceiling_cycles=r.cycles,
-                ceiling_bytes_per_cycle=round(len(reqs) * LINE / r.cycles, 2))
+    from hw.hbm_model.traces import ceiling, embedding_gather
+    reqs = embedding_gather(DIM, indices=indices, base=table_base)
+    bound, ports, cycles = ceiling(preset, reqs)
+    return dict(ceiling_ports=ports, ceiling_lines=len(reqs), ceiling_cycles=cycles,
+                ceiling_bytes_per_cycle=round(bound, 2))
 
 
 def unit_run(preset_name: str, args: list) -> dict:

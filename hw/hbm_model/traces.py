@@ -18,10 +18,10 @@ from typing import Iterable
 
 import numpy as np
 
-from .reference import Request
+from .reference import Request, run_requests
 
 __all__ = ["read_trace", "write_trace", "parse_trace", "format_trace", "sequential", "strided",
-           "uniform_random", "hot_set", "write_bursts", "embedding_gather", "PATTERNS"]
+           "uniform_random", "hot_set", "write_bursts", "embedding_gather", "ceiling", "PATTERNS"]
 
 ACCESS = 64
 _LINE = re.compile(r"^\s*0[xX]([0-9a-fA-F]+)\s+(READ|WRITE)\s+(\d+)\s*$")
@@ -169,6 +169,20 @@ def embedding_gather(dim: int, *, indices: np.ndarray, base: int = 0,
     addrs = (base // ACCESS * ACCESS
              + (idx[:, None] * per_row + np.arange(per_row)[None, :]).ravel() * ACCESS)
     return _requests(addrs, interval=interval)
+
+
+def ceiling(preset, requests: list[Request]) -> tuple[float, int, int]:
+    """The memory's own ceiling for a trace: ``(bytes per cycle, ports, cycles)`` of the reference
+    model when every request is offered from cycle 0 (issue cycles ignored), through as many
+    request/response ports as the preset's peak needs (``ceil(peak_bytes_per_cycle /
+    access_bytes)``: 4 on HBM2) and with no cap on requests in flight. Bytes are
+    ``access_bytes`` per request. A requester of the same trace cannot do better on this memory
+    (issue 10: the unit's useful bytes/cycle is reported against it)."""
+    if not requests:
+        raise ValueError("requests must be a non-empty trace, not []")
+    ports = max(1, math.ceil(preset.peak_bytes_per_cycle / preset.access_bytes))
+    result = run_requests(preset, [Request(r.addr, r.write, 0) for r in requests], ports=ports)
+    return len(requests) * preset.access_bytes / result.cycles, ports, result.cycles
 
 
 #: Synthetic patterns of the benchmark: name -> (description, generator(n, footprint, seed)).

@@ -33,3 +33,14 @@ def test_default_is_o3_on_hbm2():
 def test_bad_level_is_refused():
     with pytest.raises(SystemExit):
         _args("-O", "4")
+
+
+def test_ceiling_line_puts_the_useful_bytes_against_the_memory_alone(capsys):
+    """100 rows of 16 f32 (64 B, one line each) in 1,000 cycles: 6.4 useful bytes/cycle against
+    the fixed-latency memory's 100 * 64 / (100 + 32) bytes/cycle for the same 100 line reads."""
+    import numpy as np
+    main_job.print_ceiling(np.arange(100), 16, "simple", 1000)
+    out = capsys.readouterr().out
+    bound = 100 * 64 / 132
+    assert out == (f"memory's ceiling for this row trace: {bound:.1f} bytes/cycle (1 port, no cap); "
+                   f"the unit's useful bytes/cycle: 6.40 = {100 * 6.4 / bound:.1f} % of it\n")

@@ -53,3 +53,17 @@ def test_embedding_gather_rows():
     from sw.runtime.datasets import load_cora
     cora = embedding_gather(64, indices=load_cora().indices)
     assert len(cora) == 4 * len(load_cora().indices)
+
+
+def test_ceiling_is_the_memory_alone_on_the_trace():
+    """On the fixed-latency memory (one port: 64 B/cycle peak, 32-cycle latency) N line reads
+    offered at cycle 0 take N + 32 cycles; HBM2 gets 4 ports (256 B/cycle peak / 64 B)."""
+    from hw.hbm_model.presets import get_preset
+    from hw.hbm_model.traces import ceiling, embedding_gather
+    reqs = embedding_gather(16, indices=np.arange(100) * 7)
+    bound, ports, cycles = ceiling(get_preset("simple"), reqs)
+    assert (ports, cycles) == (1, 100 + 32) and bound == 100 * 64 / 132
+    bound, ports, cycles = ceiling(get_preset("HBM2"), reqs)
+    assert ports == 4 and 0 < bound <= 256
+    with pytest.raises(ValueError, match="requests must be a non-empty trace"):
+        ceiling(get_preset("HBM2"), [])

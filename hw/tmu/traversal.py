@@ -465,12 +465,12 @@ class Traversal(wiring.Component):
         ac = self.acfg_data
         op_v = source(ac.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
         m.d.comb += self.operand_cfg_addr.eq(ac.src.value[:self._sbits])
-        oc = self.operand_cfg_data
-        o_mode = MemMode(oc.mode)
+        operand_cfg = self.operand_cfg_data
+        operand_mode = MemMode(operand_cfg.mode)
         is_ctl = ac.kind == ActionKind.CONTROL
         lazy = Signal()
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                            & (oc.kind == StreamKind.MEM)
+                            & (operand_cfg.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
         # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
@@ -479,7 +479,7 @@ class Traversal(wiring.Component):
         row_active = Signal()
         row_addr = Signal(64)          # bytes: next element
         row_left = Signal(nbits)       # elements still to load
-        o_blk = Signal()
+        o_block = Signal()
         row_cur_addr = Signal(64)
         row_cur_left = Signal(nbits)
         row_cnt = Signal(4)
@@ -488,7 +488,7 @@ class Traversal(wiring.Component):
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
         # word, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
         # (immediate entries of up to 8 elements, ``pad_*``).
-        o_vc = Signal()
+        o_vector_load = Signal()
         pad_active = Signal()
         pad_left = Signal(8)
         pad_cnt = Signal(4)
@@ -496,9 +496,10 @@ class Traversal(wiring.Component):
         need_pad = Signal()
         if has_lockstep:
             m.d.comb += [
-                o_vc.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                        & self.act_vec.bit_select(self.acfg_addr, 1) & self.lockstep_vector_mode
-                        & self.contiguous_vector.bit_select(ac.src.value[:self._sbits], 1)),
+                o_vector_load.eq(
+                    (ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
+                    & self.act_vec.bit_select(self.acfg_addr, 1) & self.lockstep_vector_mode
+                    & self.contiguous_vector.bit_select(ac.src.value[:self._sbits], 1)),
                 pad_cnt.eq(Mux(pad_left > 8, 8, pad_left)),
                 pad_last.eq(pad_left <= 8),
                 need_pad.eq(count <= lockstep_cfg.lanes_m1),
@@ -508,13 +509,13 @@ class Traversal(wiring.Component):
             row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
                      else 0)
             if has_block:
-                m.d.comb += o_blk.eq((ac.kind == ActionKind.OPERAND)
+                m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
                                      & (ac.src.kind == SourceKind.STREAM)
-                                     & (oc.kind == StreamKind.MEM) & o_mode.reserved)
+                                     & (operand_cfg.kind == StreamKind.MEM) & operand_mode.reserved)
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
-                row_cur_left.eq(Mux(row_active, row_left, Mux(o_vc, count, row_n))),
-                in_word.eq((8 - row_cur_addr[0:3]) >> o_mode.log2_size),
+                row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
+                in_word.eq((8 - row_cur_addr[0:3]) >> operand_mode.log2_size),
                 row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
                 row_last.eq(row_cur_left <= in_word),
             ]
@@ -522,12 +523,12 @@ class Traversal(wiring.Component):
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
         # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
         # (``lane`` counts them), masked lanes an immediate 0.
-        o_vec = Signal()
+        o_vector = Signal()
         v_active = Signal()
         v_last = Signal()
         v_val = Signal(signed(64))
         o_lane = Signal()              # a vector operand pushed lane by lane (one entry per lane)
-        m.d.comb += o_lane.eq(o_vec & ~o_vc)
+        m.d.comb += o_lane.eq(o_vector & ~o_vector_load)
         if has_lockstep:
             m.submodules.vreg = vreg = memory.Memory(shape=64, depth=c.streams * LP, init=[])
             vreg_w = vreg.write_port()
@@ -535,18 +536,18 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 vreg_w.addr.eq(Cat(lane[:lpb], u.id[:self._sbits])),
                 vreg_w.data.eq(s_result),
-                o_vec.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
+                o_vector.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
                 vreg_r.addr.eq(Cat(lane[:lpb], ac.src.value[:self._sbits])),
                 v_active.eq(lane < count),
                 v_last.eq(lane == lockstep_cfg.lanes_m1),
             ]
             # Vector mode: lane ``l`` of a stream is lane 0's value (``op_v``) + c * l * step.
-            o_sid = ac.src.value[:self._sbits]
+            o_stream_id = ac.src.value[:self._sbits]
             lane_off = Signal(signed(64))
             m.d.comb += lane_off.eq(lane * lockstep_cfg.step)
-            v_fast = op_v + Mux(self.lane_pos.bit_select(o_sid, 1), lane_off,
-                                Mux(self.lane_neg.bit_select(o_sid, 1), -lane_off, 0))
-            vstream = Mux(self.invariant.bit_select(o_sid, 1), op_v,
+            v_fast = op_v + Mux(self.lane_pos.bit_select(o_stream_id, 1), lane_off,
+                                Mux(self.lane_neg.bit_select(o_stream_id, 1), -lane_off, 0))
+            vstream = Mux(self.invariant.bit_select(o_stream_id, 1), op_v,
                           Mux(self.lockstep_vector_mode, v_fast, vreg_r.data))
             m.d.comb += v_val.eq(Mux(~v_active, 0,
                                      Mux(ac.src.kind == SourceKind.STREAM, vstream,
@@ -579,8 +580,8 @@ class Traversal(wiring.Component):
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
                 self.rob_alloc.offset.eq(Mux(lazy, op_v[0:3], 0)),
-                self.rob_alloc.log2_size.eq(Mux(lazy, o_mode.log2_size, 3)),
-                self.rob_alloc.sign.eq(lazy & o_mode.sign),
+                self.rob_alloc.log2_size.eq(Mux(lazy, operand_mode.log2_size, 3)),
+                self.rob_alloc.sign.eq(lazy & operand_mode.sign),
                 self.rob_alloc.count.eq(1),
                 self.rob_alloc.pack.eq(ac.pack),
                 self.rob_alloc.flush.eq(flush1),
@@ -591,20 +592,20 @@ class Traversal(wiring.Component):
                     self.rob_alloc.load.eq(lazy & v_active),
                     self.rob_alloc.value.eq(v_val),
                     self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:3], 0)),
-                    self.rob_alloc.log2_size.eq(Mux(lazy & v_active, o_mode.log2_size, 3)),
-                    self.rob_alloc.sign.eq(lazy & v_active & o_mode.sign),
+                    self.rob_alloc.log2_size.eq(Mux(lazy & v_active, operand_mode.log2_size, 3)),
+                    self.rob_alloc.sign.eq(lazy & v_active & operand_mode.sign),
                     self.rob_alloc.flush.eq(flush1 & v_last),
                 ]
-            with m.If(o_blk | o_vc):
+            with m.If(o_block | o_vector_load):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
                     self.rob_alloc.offset.eq(row_cur_addr[0:3]),
-                    self.rob_alloc.log2_size.eq(o_mode.log2_size),
-                    self.rob_alloc.sign.eq(o_mode.sign),
+                    self.rob_alloc.log2_size.eq(operand_mode.log2_size),
+                    self.rob_alloc.sign.eq(operand_mode.sign),
                     self.rob_alloc.count.eq(row_cnt),
-                    self.rob_alloc.flush.eq(flush1 & row_last & ~(o_vc & need_pad)),
+                    self.rob_alloc.flush.eq(flush1 & row_last & ~(o_vector_load & need_pad)),
                 ]
-            with m.If(o_vc & pad_active):
+            with m.If(o_vector_load & pad_active):
                 # Masked lanes: zero elements of the lane's size.
                 m.d.comb += [
                     self.rob_alloc.load.eq(0),
@@ -623,8 +624,8 @@ class Traversal(wiring.Component):
 
         ld = Signal()
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
-                              Mux(o_vc, ~pad_active,
-                                  Mux(o_blk, row_cur_left != 0, lazy))))
+                              Mux(o_vector_load, ~pad_active,
+                                  Mux(o_block, row_cur_left != 0, lazy))))
 
         def try_action(on_fire):
             """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
@@ -633,24 +634,25 @@ class Traversal(wiring.Component):
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_blk | o_vc, row_cur_addr,
-                                                 Mux(o_vec, v_val, op_v))),
+                    self.req.payload.addr.eq(Mux(o_block | o_vector_load, row_cur_addr,
+                                                 Mux(o_vector, v_val, op_v))),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Mux(o_blk | o_vc, row_cnt << o_mode.log2_size,
-                                                 Const(1, 4) << o_mode.log2_size)),
+                    self.stat_issue_bytes.eq(Mux(o_block | o_vector_load,
+                                                 row_cnt << operand_mode.log2_size,
+                                                 Const(1, 4) << operand_mode.log2_size)),
                 ]
                 with m.If(~ld | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
-                    with m.If((o_blk | (o_vc & ~pad_active)) & ~row_last):
+                    with m.If((o_block | (o_vector_load & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
                                      row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
                                      row_left.eq(row_cur_left - row_cnt)]
-                    with m.Elif(o_vc & ~pad_active & need_pad):
+                    with m.Elif(o_vector_load & ~pad_active & need_pad):
                         # The last active lane's word: the masked lanes' zeros follow.
                         m.d.sync += [row_active.eq(0), pad_active.eq(1),
                                      pad_left.eq(lockstep_cfg.lanes_m1 + 1 - count)]
-                    with m.Elif(o_vc & pad_active & ~pad_last):
+                    with m.Elif(o_vector_load & pad_active & ~pad_last):
                         m.d.sync += pad_left.eq(pad_left - 8)
                     with m.Elif(o_lane & ~v_last):
                         m.d.sync += lane.eq(lane + 1)
@@ -663,26 +665,27 @@ class Traversal(wiring.Component):
                 m.d.comb += self.stat_rob_stall.eq(~room)
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
-        kn = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
-        nidx = Signal(signed(66))
+        next_layer_id = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
+        next_index = Signal(signed(66))
         cont = Signal()
-        kn_idx  = _pick(m, idx, kn, signed(64), "kn_idx")
-        kn_ub   = _pick(m, ubr, kn, signed(64), "kn_ub")
-        kn_lay  = _pick(m, layers, kn, LayerCfg, "kn_lay")
-        kn_body = _pick(m, body_pc, kn, self._ubits, "kn_body")
-        kn_exit = _pick(m, exit_pc, kn, self._ubits, "kn_exit")
-        kn_lockstep = lockstep_on & (kn == lockstep_layer_id)
+        next_layer_index = _pick(m, idx, next_layer_id, signed(64), "next_layer_index")
+        next_layer_ub = _pick(m, ubr, next_layer_id, signed(64), "next_layer_ub")
+        next_layer_cfg = _pick(m, layers, next_layer_id, LayerCfg, "next_layer_cfg")
+        next_layer_body_pc = _pick(m, body_pc, next_layer_id, self._ubits, "next_layer_body_pc")
+        next_layer_exit_pc = _pick(m, exit_pc, next_layer_id, self._ubits, "next_layer_exit_pc")
+        next_layer_lockstep = lockstep_on & (next_layer_id == lockstep_layer_id)
         m.d.comb += [
             # A LOCKSTEP layer's next vector iteration starts lanes * step further.
-            nidx.eq(Mux(kn_lockstep, first + (kn_lay.lanes_m1 + 1) * kn_lay.step,
-                        kn_idx + kn_lay.step)),
-            cont.eq(nidx < kn_ub),
+            next_index.eq(Mux(next_layer_lockstep,
+                              first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
+                              next_layer_index + next_layer_cfg.step)),
+            cont.eq(next_index < next_layer_ub),
         ]
 
         def next_iteration():
-            m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
-            with m.If(kn_lockstep):
-                m.d.sync += [first.eq(nidx), lane.eq(0)]
+            m.d.sync += [idx[next_layer_id].eq(next_index), pc.eq(next_layer_body_pc)]
+            with m.If(next_layer_lockstep):
+                m.d.sync += [first.eq(next_index), lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
 
         # LOCKSTEP faults: lanes are evaluated lane by lane, the golden model stream by stream
@@ -734,16 +737,16 @@ class Traversal(wiring.Component):
                 with m.If(cont):
                     next_iteration()
                 with m.Else():
-                    m.d.sync += pc.eq(kn_exit)
+                    m.d.sync += pc.eq(next_layer_exit_pc)
             with m.Else():
                 m.d.sync += pc.eq(pc + 1)
 
         # Blocking load in flight.
-        b_sid  = Signal(self._sbits)
-        b_off  = Signal(3)
-        b_log2 = Signal(2)
-        b_sign = Signal()
-        b_lockstep   = Signal()                # ... for a lane of the LOCKSTEP layer
+        blocking_stream_id = Signal(self._sbits)
+        blocking_offset    = Signal(3)
+        blocking_log2_size = Signal(2)
+        blocking_sign      = Signal()
+        blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
 
         def keep_stream_value():
             """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
@@ -780,7 +783,7 @@ class Traversal(wiring.Component):
 
             with m.State("RUN"):
                 m.d.comb += [
-                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vec),
+                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vector),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
@@ -819,9 +822,11 @@ class Traversal(wiring.Component):
                                     self.stat_blocking.eq(1),
                                 ]
                                 with m.If(self.req.ready):
-                                    m.d.sync += [b_sid.eq(u.id), b_off.eq(addr[0:3]),
-                                                 b_log2.eq(log2), b_sign.eq(s_mode.sign),
-                                                 b_lockstep.eq(s_lockstep)]
+                                    m.d.sync += [blocking_stream_id.eq(u.id),
+                                                 blocking_offset.eq(addr[0:3]),
+                                                 blocking_log2_size.eq(log2),
+                                                 blocking_sign.eq(s_mode.sign),
+                                                 blocking_lockstep.eq(s_lockstep)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
                                 # The stream's value (and a BLOCK row's count) is kept when
@@ -868,13 +873,15 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(self.blocking_resp_valid):
-                    m.d.sync += vals[b_sid].eq(extract(self.blocking_resp_data, b_off, b_log2,
-                                                       b_sign))
+                    m.d.sync += vals[blocking_stream_id].eq(
+                        extract(self.blocking_resp_data, blocking_offset, blocking_log2_size,
+                                blocking_sign))
                     if has_lockstep:
-                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], b_sid)),
-                                     vreg_w.data.eq(extract(self.blocking_resp_data, b_off, b_log2,
-                                                            b_sign)),
-                                     vreg_w.en.eq(b_lockstep)]
+                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], blocking_stream_id)),
+                                     vreg_w.data.eq(extract(self.blocking_resp_data,
+                                                            blocking_offset, blocking_log2_size,
+                                                            blocking_sign)),
+                                     vreg_w.en.eq(blocking_lockstep)]
                     advance()
                     m.next = "RUN"
 

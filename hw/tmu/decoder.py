@@ -126,30 +126,30 @@ class Decoder(wiring.Component):
             "ucode_w_data": Out(Uop),
             "ucode_w_en":   Out(1),
             # Run-ahead engines: which stream each serves, and each stream's engine.
-            "pf_valid":     Out(self._engines),
-            "pf_stream":    Out(data.ArrayLayout(8, self._engines)),
-            "pf_layer":     Out(data.ArrayLayout(8, self._engines)),
-            "pf_c":         Out(data.ArrayLayout(signed(28), self._engines)),
-            "stream_pf":    Out(c.streams),
-            "stream_pf_id": Out(data.ArrayLayout(self._ebits, c.streams)),
+            "prefetch_valid":         Out(self._engines),
+            "prefetch_stream":        Out(data.ArrayLayout(8, self._engines)),
+            "prefetch_layer":         Out(data.ArrayLayout(8, self._engines)),
+            "prefetch_offset":        Out(data.ArrayLayout(signed(28), self._engines)),
+            "stream_prefetched":      Out(c.streams),
+            "stream_prefetch_engine": Out(data.ArrayLayout(self._ebits, c.streams)),
             # ISA v1: the data-queue packer flushes after these actions' last element (an
             # OPERAND action without JOIN, or the last OPERAND action of its firing).
             "act_flush":    Out(c.actions),
             # ISA v1 LOCKSTEP: the layer (at most one, the last), the ITER actions that push a
             # vector (its INDEX or one of its streams), and the streams evaluated once per entry.
-            "lk_valid":     Out(1),
-            "lk_layer":     Out(8),
-            "act_vec":      Out(c.actions),
-            "invariant":    Out(c.streams),
+            "lockstep_valid": Out(1),
+            "lockstep_layer": Out(8),
+            "act_vec":        Out(c.actions),
+            "invariant":      Out(c.streams),
             # ISA v1 LOCKSTEP *vector mode* (docs/rtl.md §9.3): every stream of the layer is
             # lane-affine (ALU/FWD: lane l's value is lane 0's + c * l * step, c in -1, 0, +1,
             # ``lane_pos``/``lane_neg`` give c = +1/-1) or a contiguous vector MEM stream that
-            # only actions read (``vcont``: lane l loads the element after lane l-1's), so the
-            # layer is evaluated once per vector iteration instead of lane by lane.
-            "lk_fast":      Out(1),
-            "lane_pos":     Out(c.streams),
-            "lane_neg":     Out(c.streams),
-            "vcont":        Out(c.streams),
+            # only actions read (``contiguous_vector``: lane l loads the element after lane
+            # l-1's), so the layer is evaluated once per vector iteration instead of lane by lane.
+            "lockstep_vector_mode": Out(1),
+            "lane_pos":             Out(c.streams),
+            "lane_neg":             Out(c.streams),
+            "contiguous_vector":    Out(c.streams),
         })
 
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c,
@@ -247,7 +247,7 @@ class Decoder(wiring.Component):
         stride = w3.as_signed()
         with m.If(lockstep & is_mem & oka & (ca == 0) & okb & (step == 1)
                   & (((cb == 1) & (stride == esize)) | ((cb == -1) & (stride == -esize)))):
-            m.d.sync += self.vcont.bit_select(bit, 1).eq(1)
+            m.d.sync += self.contiguous_vector.bit_select(bit, 1).eq(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -262,7 +262,7 @@ class Decoder(wiring.Component):
 
         # Walker over the descriptors: section (0 layers, 1 regions, 2 streams, 3 actions),
         # descriptor number within the section, its first word, the phase (1 or 2).
-        sec   = Signal(2)
+        section   = Signal(2)
         d     = Signal(8)
         dbase = Signal(16)
         phase = Signal(2)
@@ -353,7 +353,7 @@ class Decoder(wiring.Component):
                        (Const(1, c.streams) << s_val(word))[:c.streams], 0)
 
         # --- microcode emission with a one-entry delay (to amend fusion flags) -------------
-        wpc        = Signal(self._ubits + 1)
+        ucode_write_pc        = Signal(self._ubits + 1)
         pend       = Signal(Uop)
         pend_valid = Signal()
         pend_hoist = Signal()       # the pending uop runs once per layer entry: fuse nothing into it
@@ -362,15 +362,15 @@ class Decoder(wiring.Component):
 
         def pend_write(uop):
             m.d.comb += [
-                self.ucode_w_addr.eq(wpc),
+                self.ucode_w_addr.eq(ucode_write_pc),
                 self.ucode_w_data.eq(uop),
                 self.ucode_w_en.eq(pend_valid),
             ]
-            m.d.sync += wpc.eq(wpc + pend_valid)
+            m.d.sync += ucode_write_pc.eq(ucode_write_pc + pend_valid)
 
         def emit(kind, id_, hoisted=False):
             """Append a uop; returns its microcode address (before the append)."""
-            addr = wpc + pend_valid
+            addr = ucode_write_pc + pend_valid
             m.d.sync += pend_hoist.eq(hoisted)
             if kind == UopKind.ACT:
                 sid = _pick(m, act_sid, id_[:self._abits], 8, "act_sid_j")[:self._sbits]
@@ -438,13 +438,15 @@ class Decoder(wiring.Component):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.start):
                     m.d.sync += [fw.eq(0), dbase.eq(0), self.blocking.eq(0),
-                                 wpc.eq(0), pend_valid.eq(0), idxplus.eq(0), cand.eq(0), inv.eq(0),
+                                 ucode_write_pc.eq(0), pend_valid.eq(0), idxplus.eq(0),
+                                 cand.eq(0), inv.eq(0),
                                  act_reads.eq(0), stream_mem.eq(0), act_ctl.eq(0),
                                  stream_blk.eq(0), act_join.eq(0), act_last.eq(0),
-                                 self.lk_valid.eq(0), self.act_vec.eq(0),
-                                 self.lk_fast.eq(0), lane_ok.eq(0), self.lane_pos.eq(0),
-                                 self.lane_neg.eq(0), self.vcont.eq(0),
-                                 self.pf_valid.eq(0), self.stream_pf.eq(0), e_next.eq(0)]
+                                 self.lockstep_valid.eq(0), self.act_vec.eq(0),
+                                 self.lockstep_vector_mode.eq(0), lane_ok.eq(0),
+                                 self.lane_pos.eq(0), self.lane_neg.eq(0),
+                                 self.contiguous_vector.eq(0), self.prefetch_valid.eq(0),
+                                 self.stream_prefetched.eq(0), e_next.eq(0)]
                     m.next = "HDR_FETCH"
 
             # ---------------------------------------------------------------- header
@@ -494,17 +496,17 @@ class Decoder(wiring.Component):
                 with m.Else():
                     m.d.sync += [nl.eq(h_nl), nr.eq(h_nr), ns.eq(h_ns), na.eq(h_na),
                                  nargs.eq(h_nargs), v1.eq(version.version == VERSION_V1),
-                                 phase.eq(1), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
+                                 phase.eq(1), section.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
                     m.next = "D_FETCH"      # n_layers >= 1: section 0 is not empty
 
             # ---------------------------------------------------------------- descriptors
             with m.State("SEC_SKIP"):
-                with m.If(count[sec] != 0):
+                with m.If(count[section] != 0):
                     m.next = "D_FETCH"
-                with m.Elif(sec == 3):
+                with m.Elif(section == 3):
                     m.next = "PHASE_END"
                 with m.Else():
-                    m.d.sync += sec.eq(sec + 1)
+                    m.d.sync += section.eq(section + 1)
 
             with m.State("D_FETCH"):
                 m.d.comb += self.prog_addr.eq(dbase + fw)
@@ -624,13 +626,13 @@ class Decoder(wiring.Component):
                 off = Signal(2)
                 code = Signal(FaultCode)
                 with m.If(phase == 1):
-                    with m.Switch(sec):
+                    with m.Switch(section):
                         for s_ in range(4):
                             with m.Case(s_):
                                 e_, o_, c_ = _first(conds1[s_])
                                 m.d.comb += [err.eq(e_), off.eq(o_), code.eq(c_)]
                 with m.Else():
-                    with m.Switch(sec):
+                    with m.Switch(section):
                         for s_ in range(4):
                             with m.Case(s_):
                                 e_, o_, c_ = _first(conds2[s_])
@@ -641,13 +643,13 @@ class Decoder(wiring.Component):
                 with m.Else():
                     # Store what this phase learned.
                     with m.If(phase == 1):
-                        with m.If(sec == 0):
+                        with m.If(section == 0):
                             m.d.sync += layer_mode[d].eq(Mux(v1, l_mode, 0))
-                        with m.If(sec == 2):
+                        with m.If(section == 2):
                             m.d.sync += [stream_layer[d].eq(st_layer),
                                          stream_blk.bit_select(d[:self._sbits], 1).eq(is_blk)]
                     with m.Else():
-                        with m.Switch(sec):
+                        with m.Switch(section):
                             with m.Case(0):
                                 layer = self.layers[d[:max(1, (c.layers - 1).bit_length())]]
                                 m.d.sync += [
@@ -656,8 +658,8 @@ class Decoder(wiring.Component):
                                     layer.check_order.eq(lw0.check_order),
                                     layer.mode.eq(Mux(v1, l_mode, 0)),
                                     layer.lanes_m1.eq(Mux(v1, lw1.lanes_m1, 0)),
-                                    self.lk_valid.eq(self.lk_valid | l_lockstep),
-                                    self.lk_layer.eq(Mux(l_lockstep, d, self.lk_layer)),
+                                    self.lockstep_valid.eq(self.lockstep_valid | l_lockstep),
+                                    self.lockstep_layer.eq(Mux(l_lockstep, d, self.lockstep_layer)),
                                     self.blocking.eq(self.blocking | stream_bit(w1)
                                                      | stream_bit(w2)),
                                 ]
@@ -726,12 +728,12 @@ class Decoder(wiring.Component):
                                              act_ctl.bit_select(d[:self._abits], 1).eq(is_ctl)]
                     # Advance to the next descriptor.
                     m.d.sync += dbase.eq(dbase + 4)
-                    with m.If(d + 1 == count[sec]):
+                    with m.If(d + 1 == count[section]):
                         m.d.sync += d.eq(0)
-                        with m.If(sec == 3):
+                        with m.If(section == 3):
                             m.next = "PHASE_END"
                         with m.Else():
-                            m.d.sync += sec.eq(sec + 1)
+                            m.d.sync += section.eq(section + 1)
                             m.next = "SEC_SKIP"
                     with m.Else():
                         m.d.sync += d.eq(d + 1)
@@ -739,7 +741,7 @@ class Decoder(wiring.Component):
 
             with m.State("PHASE_END"):
                 with m.If(phase == 1):
-                    m.d.sync += [phase.eq(2), sec.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
+                    m.d.sync += [phase.eq(2), section.eq(0), d.eq(0), dbase.eq(HEADER_WORDS)]
                     m.next = "D_FETCH"
                 with m.Else():
                     m.d.sync += [k.eq(nl - 1), j.eq(0)]
@@ -747,10 +749,10 @@ class Decoder(wiring.Component):
                     # is a contiguous vector load that no stream reads (docs/rtl.md §9.3).
                     lane_bad = Const(0)
                     for s_ in range(c.streams):
-                        lane_bad = lane_bad | ((s_ < ns) & (stream_layer[s_] == self.lk_layer)
+                        lane_bad = lane_bad | ((s_ < ns) & (stream_layer[s_] == self.lockstep_layer)
                                                & ~lane_ok[s_]
-                                               & ~(self.vcont[s_] & ~self.blocking[s_]))
-                    m.d.sync += self.lk_fast.eq(self.lk_valid & ~lane_bad)
+                                               & ~(self.contiguous_vector[s_] & ~self.blocking[s_]))
+                    m.d.sync += self.lockstep_vector_mode.eq(self.lockstep_valid & ~lane_bad)
                     m.next = "B_ASSIGN"
 
             # ---------------------------------------------------------------- run-ahead engines
@@ -762,12 +764,12 @@ class Decoder(wiring.Component):
                               & (layer_of(j) == k) & (e_next < c.prefetchers)):
                         e = e_next[:self._ebits]
                         m.d.sync += [
-                            self.pf_valid.bit_select(e, 1).eq(1),
-                            self.pf_stream[e].eq(j),
-                            self.pf_layer[e].eq(k),
-                            self.pf_c[e].eq(_pick(m, cand_c, j, signed(28), "cand_c_j")),
-                            self.stream_pf.bit_select(j[:self._sbits], 1).eq(1),
-                            self.stream_pf_id[j[:self._sbits]].eq(e),
+                            self.prefetch_valid.bit_select(e, 1).eq(1),
+                            self.prefetch_stream[e].eq(j),
+                            self.prefetch_layer[e].eq(k),
+                            self.prefetch_offset[e].eq(_pick(m, cand_c, j, signed(28), "cand_c_j")),
+                            self.stream_prefetched.bit_select(j[:self._sbits], 1).eq(1),
+                            self.stream_prefetch_engine[j[:self._sbits]].eq(e),
                             e_next.eq(e_next + 1),
                         ]
                     m.d.sync += j.eq(j + 1)
@@ -813,11 +815,11 @@ class Decoder(wiring.Component):
             with m.State("B_PF"):
                 with m.If(j < self._engines):
                     e = j[:self._ebits]
-                    with m.If(self.pf_valid.bit_select(e, 1) & (self.pf_layer[e] == k)):
+                    with m.If(self.prefetch_valid.bit_select(e, 1) & (self.prefetch_layer[e] == k)):
                         emit(UopKind.PREFETCH, j, hoisted=True)
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
-                    m.d.sync += [j.eq(0), self.body_pc[k[:lbits]].eq(wpc + pend_valid)]
+                    m.d.sync += [j.eq(0), self.body_pc[k[:lbits]].eq(ucode_write_pc + pend_valid)]
                     m.next = "B_STREAMS"
 
             with m.State("B_STREAMS"):
@@ -827,7 +829,8 @@ class Decoder(wiring.Component):
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
                     m.d.sync += j.eq(0)
-                    with m.If(self.lk_valid & (k == self.lk_layer) & ~self.lk_fast):
+                    with m.If(self.lockstep_valid & (k == self.lockstep_layer)
+                              & ~self.lockstep_vector_mode):
                         m.next = "B_LANE"
                     with m.Else():
                         m.next = "B_ITER"

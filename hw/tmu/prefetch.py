@@ -74,8 +74,8 @@ class Prefetcher(wiring.Component):
             "p_stride":   In(signed(32)),   # bytes per element index
             "p_log2":     In(2),            # log2 of the element size, bytes
             "p_sign":     In(1),
-            "p_rbase":    In(signed(64)),   # region, bytes
-            "p_rsize":    In(signed(64)),
+            "p_region_base":    In(signed(64)),   # region, bytes
+            "p_region_size":    In(signed(64)),
             "mem_limit":  In(64),
             "req_valid":  Out(1),
             "req_addr":   Out(64),
@@ -110,8 +110,8 @@ class Prefetcher(wiring.Component):
         step    = Signal(signed(28))
         log2    = Signal(2)
         sign    = Signal()
-        rbase   = Signal(signed(64))
-        rsize   = Signal(signed(64))
+        region_base   = Signal(signed(64))
+        region_size   = Signal(signed(64))
         head    = Signal(self._bits)
         tail    = Signal(self._bits)
         count   = Signal(range(depth + 1))      # issued and not popped
@@ -133,8 +133,8 @@ class Prefetcher(wiring.Component):
         m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_base == base)
                              & (self.p_stride == stride) & (self.p_c == cc)
                              & (self.p_step == step) & (self.p_log2 == log2)
-                             & (self.p_sign == sign) & (self.p_rbase == rbase)
-                             & (self.p_rsize == rsize))
+                             & (self.p_sign == sign) & (self.p_region_base == region_base)
+                             & (self.p_region_size == region_size))
         m.d.comb += [
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
             self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
@@ -148,7 +148,8 @@ class Prefetcher(wiring.Component):
         in_range = cur_i < ub
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         end = addr + esize
-        ok = ~misaligned & (addr >= rbase) & (end <= rbase + rsize) & (end <= self.mem_limit)
+        ok = (~misaligned & (addr >= region_base) & (end <= region_base + region_size)
+              & (end <= self.mem_limit))
         want = active & (in_range | seq) & (count != depth)
         m.d.comb += [
             self.req_valid.eq(want & ok),
@@ -198,8 +199,8 @@ class Prefetcher(wiring.Component):
                 step.eq(self.p_step),
                 log2.eq(self.p_log2),
                 sign.eq(self.p_sign),
-                rbase.eq(self.p_rbase),
-                rsize.eq(self.p_rsize),
+                region_base.eq(self.p_region_base),
+                region_size.eq(self.p_region_size),
                 head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
             ]
         with m.If(self.clear):

@@ -110,9 +110,9 @@ class ReorderBuffer(wiring.Component):
         loads_r  = loads.read_port(transparent_for=(loads_w,))
 
         # Allocation.
-        tail2 = Signal(self._bits)
+        tail_second = Signal(self._bits)
         m.d.comb += [
-            tail2.eq(tail + 1),
+            tail_second.eq(tail + 1),
             self.alloc_ready.eq(count != depth),
             self.alloc2_ready.eq(count < depth - 1),
             self.alloc_slot.eq(tail),
@@ -121,8 +121,8 @@ class ReorderBuffer(wiring.Component):
             with m.If(self.alloc_en & (tail[0] == b)):
                 m.d.comb += [port.addr.eq(tail[1:]), port.data.eq(self.alloc.value),
                              port.en.eq(1)]
-            with m.Elif(self.alloc2_en & (tail2[0] == b)):
-                m.d.comb += [port.addr.eq(tail2[1:]), port.data.eq(self.alloc2.value),
+            with m.Elif(self.alloc2_en & (tail_second[0] == b)):
+                m.d.comb += [port.addr.eq(tail_second[1:]), port.data.eq(self.alloc2.value),
                              port.en.eq(1)]
         # Load responses.
         m.d.comb += [
@@ -166,7 +166,7 @@ class ReorderBuffer(wiring.Component):
         clr_mask = Signal(depth)
         m.d.comb += [
             set_mask.eq(Mux(self.alloc_en & ~self.alloc.load, 1 << tail, 0)
-                        | Mux(self.alloc2_en, 1 << tail2, 0)
+                        | Mux(self.alloc2_en, 1 << tail_second, 0)
                         | Mux(self.resp_valid, 1 << self.resp_slot, 0)),
             clr_mask.eq(Mux(self.alloc_en & self.alloc.load, 1 << tail, 0)
                         | Mux(pop, 1 << head, 0)),
@@ -175,7 +175,7 @@ class ReorderBuffer(wiring.Component):
         with m.If(self.alloc_en):
             m.d.sync += meta[tail].eq(self.alloc)
         with m.If(self.alloc2_en):
-            m.d.sync += meta[tail2].eq(self.alloc2)
+            m.d.sync += meta[tail_second].eq(self.alloc2)
         m.d.sync += [
             ready.eq(ready_next),
             head.eq(head_next),

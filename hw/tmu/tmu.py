@@ -163,7 +163,7 @@ class Tmu(wiring.Component):
             ucode_w.addr.eq(dec.ucode_w_addr), ucode_w.data.eq(dec.ucode_w_data),
             ucode_w.en.eq(dec.ucode_w_en),
             scfg_r1.addr.eq(trv.scfg_addr), trv.scfg_data.eq(scfg_r1.data),
-            scfg_r2.addr.eq(trv.ocfg_addr), trv.ocfg_data.eq(scfg_r2.data),
+            scfg_r2.addr.eq(trv.operand_cfg_addr), trv.operand_cfg_data.eq(scfg_r2.data),
             acfg_r.addr.eq(trv.acfg_addr), trv.acfg_data.eq(acfg_r.data),
             acfg_r2.addr.eq(trv.acfg2_addr), trv.acfg2_data.eq(acfg_r2.data),
             ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),
@@ -171,16 +171,17 @@ class Tmu(wiring.Component):
 
         # Decoder configuration into the traversal.
         m.d.comb += [
-            trv.pf_stream.eq(dec.pf_stream), trv.pf_layer.eq(dec.pf_layer),
-            trv.pf_c.eq(dec.pf_c), trv.stream_pf.eq(dec.stream_pf),
-            trv.stream_pf_id.eq(dec.stream_pf_id),
+            trv.prefetch_stream.eq(dec.prefetch_stream), trv.prefetch_layer.eq(dec.prefetch_layer),
+            trv.prefetch_offset.eq(dec.prefetch_offset),
+            trv.stream_prefetched.eq(dec.stream_prefetched),
+            trv.stream_prefetch_engine.eq(dec.stream_prefetch_engine),
             trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
             trv.blocking.eq(dec.blocking),
             trv.act_flush.eq(dec.act_flush),
-            trv.lk_valid.eq(dec.lk_valid), trv.lk_layer.eq(dec.lk_layer),
+            trv.lockstep_valid.eq(dec.lockstep_valid), trv.lockstep_layer.eq(dec.lockstep_layer),
             trv.act_vec.eq(dec.act_vec), trv.invariant.eq(dec.invariant),
-            trv.lk_fast.eq(dec.lk_fast), trv.lane_pos.eq(dec.lane_pos),
-            trv.lane_neg.eq(dec.lane_neg), trv.vcont.eq(dec.vcont),
+            trv.lockstep_vector_mode.eq(dec.lockstep_vector_mode), trv.lane_pos.eq(dec.lane_pos),
+            trv.lane_neg.eq(dec.lane_neg), trv.contiguous_vector.eq(dec.contiguous_vector),
             trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
             trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
         ]
@@ -192,17 +193,20 @@ class Tmu(wiring.Component):
             m.submodules[f"prefetch_{e}"] = eng
             engines.append(eng)
             m.d.comb += [
-                eng.start.eq(trv.pf_start[e]),
-                eng.p_base.eq(trv.pf_base), eng.p_lb.eq(trv.pf_lb), eng.p_ub.eq(trv.pf_ub),
-                eng.p_step.eq(trv.pf_step), eng.p_c.eq(trv.pf_cc), eng.p_stride.eq(trv.pf_stride),
-                eng.p_log2.eq(trv.pf_log2), eng.p_sign.eq(trv.pf_sign),
-                eng.p_rbase.eq(trv.pf_rbase), eng.p_rsize.eq(trv.pf_rsize),
+                eng.start.eq(trv.prefetch_start[e]),
+                eng.p_base.eq(trv.prefetch_base),
+                eng.p_lb.eq(trv.prefetch_lower_bound), eng.p_ub.eq(trv.prefetch_upper_bound),
+                eng.p_step.eq(trv.prefetch_step), eng.p_c.eq(trv.prefetch_start_offset),
+                eng.p_stride.eq(trv.prefetch_stride),
+                eng.p_log2.eq(trv.prefetch_size_log2), eng.p_sign.eq(trv.prefetch_sign),
+                eng.p_region_base.eq(trv.prefetch_region_base),
+                eng.p_region_size.eq(trv.prefetch_region_size),
                 eng.mem_limit.eq(self.ctl.mem_limit),
-                trv.pf_head_valid[e].eq(eng.head_valid),
-                trv.pf_head_data[e].eq(eng.head_data),
-                trv.pf_busy[e].eq(eng.busy),
-                trv.pf_idle[e].eq(eng.idle),
-                eng.pop.eq(trv.pf_pop[e]),
+                trv.prefetch_head_valid[e].eq(eng.head_valid),
+                trv.prefetch_head_data[e].eq(eng.head_data),
+                trv.prefetch_busy[e].eq(eng.busy),
+                trv.prefetch_idle[e].eq(eng.idle),
+                eng.pop.eq(trv.prefetch_pop[e]),
             ]
 
         # Memory requests: the traversal first, then the engines in index order (deepest layer
@@ -238,8 +242,8 @@ class Tmu(wiring.Component):
         resp_index = self.resp.payload.tag[:kind_lo]
         m.d.comb += [
             self.resp.ready.eq(1),
-            trv.bresp_valid.eq(self.resp.valid & (resp_kind == 1)),
-            trv.bresp_data.eq(self.resp.payload.data),
+            trv.blocking_resp_valid.eq(self.resp.valid & (resp_kind == 1)),
+            trv.blocking_resp_data.eq(self.resp.payload.data),
             rob.resp_valid.eq(self.resp.valid & (resp_kind == 0)),
             rob.resp_slot.eq(resp_index),
             rob.resp_data.eq(self.resp.payload.data),

@@ -51,11 +51,11 @@ class Traversal(wiring.Component):
     (``fuse_next``). See ``docs/rtl.md``.
 
     An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* when the decoder
-    found every stream lane-affine or a contiguous vector load (``lk_fast``): its streams are
-    evaluated once per vector iteration at lane 0 (a contiguous load checks all active lanes at
-    once), a contiguous vector operand is one aligned 64-bit load per word of the active lanes
-    plus zero chunks for the masked lanes, other vector operands are lane 0's value
-    ``+ c * lane * step``. Otherwise it runs lane by lane: the body's streams once per lane,
+    found every stream lane-affine or a contiguous vector load (``lockstep_vector_mode``): its
+    streams are evaluated once per vector iteration at lane 0 (a contiguous load checks all
+    active lanes at once), a contiguous vector operand is one aligned 64-bit load per word of
+    the active lanes plus zero chunks for the masked lanes, other vector operands are lane 0's
+    value ``+ c * lane * step``. Otherwise it runs lane by lane: the body's streams once per lane,
     the ``LANE`` step folded into the last one (``fuse_lane``), lane faults reported after the
     last lane in the golden model's stream-major order.
 
@@ -105,15 +105,15 @@ class Traversal(wiring.Component):
             "ucode_data": In(Uop),
             "scfg_addr":  Out(self._sbits),
             "scfg_data":  In(StreamCfg),
-            "ocfg_addr":  Out(self._sbits),
-            "ocfg_data":  In(StreamCfg),
+            "operand_cfg_addr": Out(self._sbits),
+            "operand_cfg_data": In(StreamCfg),
             "acfg_addr":  Out(self._abits),
             "acfg_data":  In(ActionCfg),
             "acfg2_addr": Out(self._abits),
             "acfg2_data": In(ActionCfg),
             "req":        Out(MemRequestSignature(c.tag_bits)),
-            "bresp_valid": In(1),
-            "bresp_data":  In(64),
+            "blocking_resp_valid": In(1),
+            "blocking_resp_data":  In(64),
             "rob_alloc_en":    Out(1),
             "rob_alloc":       Out(AllocLayout),
             "rob_alloc_ready": In(1),
@@ -132,42 +132,42 @@ class Traversal(wiring.Component):
             "stat_issue_bytes": Out(4),   # its element size, bytes
             "stat_blocking":    Out(1),   # that load is a blocking one
             # Run-ahead engines (hw/tmu/prefetch.py).
-            "pf_stream":     In(data.ArrayLayout(8, E)),
-            "pf_layer":      In(data.ArrayLayout(8, E)),
-            "pf_c":          In(data.ArrayLayout(signed(28), E)),
-            "stream_pf":     In(c.streams),
-            "stream_pf_id":  In(data.ArrayLayout(self._ebits, c.streams)),
-            "pf_start":      Out(E),
-            "pf_base":       Out(signed(64)),
-            "pf_lb":         Out(signed(64)),
-            "pf_ub":         Out(signed(64)),
-            "pf_step":       Out(signed(28)),
-            "pf_cc":         Out(signed(28)),
-            "pf_stride":     Out(signed(32)),
-            "pf_log2":       Out(2),
-            "pf_sign":       Out(1),
-            "pf_rbase":      Out(signed(64)),
-            "pf_rsize":      Out(signed(64)),
-            "pf_head_valid": In(E),
-            "pf_head_data":  In(data.ArrayLayout(64, E)),
-            "pf_busy":       In(E),
-            "pf_idle":       In(E),
-            "pf_pop":        Out(E),
+            "prefetch_stream":        In(data.ArrayLayout(8, E)),
+            "prefetch_layer":         In(data.ArrayLayout(8, E)),
+            "prefetch_offset":        In(data.ArrayLayout(signed(28), E)),
+            "stream_prefetched":      In(c.streams),
+            "stream_prefetch_engine": In(data.ArrayLayout(self._ebits, c.streams)),
+            "prefetch_start":         Out(E),
+            "prefetch_base":          Out(signed(64)),
+            "prefetch_lower_bound":   Out(signed(64)),
+            "prefetch_upper_bound":   Out(signed(64)),
+            "prefetch_step":          Out(signed(28)),
+            "prefetch_start_offset":  Out(signed(28)),
+            "prefetch_stride":        Out(signed(32)),
+            "prefetch_size_log2":     Out(2),
+            "prefetch_sign":          Out(1),
+            "prefetch_region_base":   Out(signed(64)),
+            "prefetch_region_size":   Out(signed(64)),
+            "prefetch_head_valid":    In(E),
+            "prefetch_head_data":     In(data.ArrayLayout(64, E)),
+            "prefetch_busy":          In(E),
+            "prefetch_idle":          In(E),
+            "prefetch_pop":           Out(E),
             # ISA v1: flush the packer after this action's last element (decoder).
             "act_flush":     In(c.actions),
             # ISA v1 LOCKSTEP (decoder).
-            "lk_valid":      In(1),
-            "lk_layer":      In(8),
-            "act_vec":       In(c.actions),
-            "invariant":     In(c.streams),
+            "lockstep_valid": In(1),
+            "lockstep_layer": In(8),
+            "act_vec":        In(c.actions),
+            "invariant":      In(c.streams),
             # ISA v1 LOCKSTEP vector mode (decoder; docs/rtl.md §9.3).
-            "lk_fast":       In(1),
-            "lane_pos":      In(c.streams),
-            "lane_neg":      In(c.streams),
-            "vcont":         In(c.streams),
-            "stat_lane_eval":   Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
-            "stat_vec_marshal": Out(1),   # a vector OPERAND action this cycle
-            "stat_vec_iter":    Out(1),   # a vector iteration of the LOCKSTEP layer starts
+            "lockstep_vector_mode": In(1),
+            "lane_pos":             In(c.streams),
+            "lane_neg":             In(c.streams),
+            "contiguous_vector":    In(c.streams),
+            "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
+            "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
+            "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts
         })
 
     def elaborate(self, platform):
@@ -184,25 +184,27 @@ class Traversal(wiring.Component):
         body_pc = Array(self.body_pc[i] for i in range(c.layers))
         exit_pc = Array(self.exit_pc[i] for i in range(c.layers))
 
-        # ISA v1 LOCKSTEP layer ``lk`` (docs/isa.md §7.2), run lane by lane: ``first`` is the
-        # index of lane 0 of the vector iteration, ``lane`` the lane being evaluated (its index
-        # is ``idx[lk]``), ``count`` the active lanes (lanes whose index is below ub).
-        has_lk = c.has("lockstep")
+        # ISA v1 LOCKSTEP layer ``lockstep_layer_id`` (docs/isa.md §7.2), run lane by lane:
+        # ``first`` is the index of lane 0 of the vector iteration, ``lane`` the lane being
+        # evaluated (its index is ``idx[lockstep_layer_id]``), ``count`` the active lanes (lanes
+        # whose index is below ub).
+        has_lockstep = c.has("lockstep")
         LP = 1 << max(0, (c.lanes - 1).bit_length())         # lanes, rounded up to a power of 2
         lpb = max(1, (LP - 1).bit_length())
-        lk = self.lk_layer[:self._lbits]
-        lk_on = Signal()
+        lockstep_layer_id = self.lockstep_layer[:self._lbits]
+        lockstep_on = Signal()
         first = Signal(signed(64))
         lane = Signal(8)
         count = Signal(8)
-        lk_lay = _pick(m, layers, lk, LayerCfg, "lk_lay")
-        lk_ub = _pick(m, ubr, lk, signed(64), "lk_ub")
-        if has_lk:
-            m.d.comb += lk_on.eq(self.lk_valid)
+        lockstep_cfg = _pick(m, layers, lockstep_layer_id, LayerCfg, "lockstep_cfg")
+        lockstep_ub = _pick(m, ubr, lockstep_layer_id, signed(64), "lockstep_ub")
+        if has_lockstep:
+            m.d.comb += lockstep_on.eq(self.lockstep_valid)
             active_bits = []
             for l_ in range(c.lanes):
                 a_ = Signal(name=f"lane_active_{l_}")
-                m.d.comb += a_.eq((first + l_ * lk_lay.step < lk_ub) & (l_ <= lk_lay.lanes_m1))
+                m.d.comb += a_.eq((first + l_ * lockstep_cfg.step < lockstep_ub)
+                                  & (l_ <= lockstep_cfg.lanes_m1))
                 active_bits.append(a_)
             m.d.comb += count.eq(sum(active_bits))
 
@@ -225,9 +227,9 @@ class Traversal(wiring.Component):
                 # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
                 # index is its index.
                 with m.Case(SourceKind.COUNT):
-                    m.d.comb += out.eq(Mux(lk_on & (v[:8] == self.lk_layer), count, 1))
+                    m.d.comb += out.eq(Mux(lockstep_on & (v[:8] == self.lockstep_layer), count, 1))
                 with m.Case(SourceKind.FIRST):
-                    m.d.comb += out.eq(Mux(lk_on & (v[:8] == self.lk_layer), first,
+                    m.d.comb += out.eq(Mux(lockstep_on & (v[:8] == self.lockstep_layer), first,
                                            idx[v[:self._lbits]]))
             return out
 
@@ -238,10 +240,10 @@ class Traversal(wiring.Component):
 
         # --- the stream (or, for ENTER, the bounds) ------------------------------------------
         is_pf = u.kind == UopKind.PREFETCH
-        pf_e = u.id[:self._ebits]
-        pf_streams = Array(self.pf_stream[i] for i in range(self._engines))
-        m.d.comb += self.scfg_addr.eq(Mux(is_pf, _pick(m, pf_streams, pf_e, 8, "pf_sid"),
-                                          u.id)[:self._sbits])
+        prefetch_engine = u.id[:self._ebits]
+        prefetch_streams = Array(self.prefetch_stream[i] for i in range(self._engines))
+        prefetch_stream_id = _pick(m, prefetch_streams, prefetch_engine, 8, "prefetch_stream_id")
+        m.d.comb += self.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:self._sbits])
         sc = self.scfg_data
         src_a = Signal(Source)
         src_b = Signal(Source)
@@ -301,7 +303,7 @@ class Traversal(wiring.Component):
         has_block = c.has("block")
         nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
         nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
-        s_blk = Signal()
+        s_block = Signal()
         blk_n = Signal(signed(64))
         blk_start = Signal(signed(68))
         blk_end = Signal(signed(70))
@@ -310,7 +312,7 @@ class Traversal(wiring.Component):
         blk_addr = Signal(64)
         if has_block:
             m.d.comb += [
-                s_blk.eq(s_is_mem & s_mode.reserved),
+                s_block.eq(s_is_mem & s_mode.reserved),
                 blk_n.eq(source(Source(sc.stride.as_unsigned()))),
                 blk_start.eq(a_v + (b_v << log2)),
                 blk_end.eq(blk_start + (blk_n << log2)),
@@ -343,50 +345,54 @@ class Traversal(wiring.Component):
             with m.Elif(blk_end > self.mem_limit):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
                              blk_addr.eq(first_outside(self.mem_limit))]
-            with m.If(s_blk):
+            with m.If(s_block):
                 m.d.comb += s_result.eq(blk_start[:64])
         # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
         # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
         # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
         # same offset), lane 0 below the region (lanes ascend), else the first lane whose element
         # ends past the region or the memory (``min`` of both limits: that lane faults first).
-        s_lk = Signal()                # the stream being evaluated belongs to the LOCKSTEP layer
-        s_vc = Signal()
-        vc_fault = Signal()
-        vc_code = Signal(FaultCode)
-        vc_addr = Signal(64)
-        if has_lk:
+        s_lockstep = Signal()          # the stream being evaluated belongs to the LOCKSTEP layer
+        s_vector_load = Signal()
+        vector_fault = Signal()
+        vector_code = Signal(FaultCode)
+        vector_fault_addr = Signal(64)
+        if has_lockstep:
             m.d.comb += [
-                s_lk.eq(lk_on & (sc.layer == self.lk_layer)),
-                s_vc.eq(s_lk & self.lk_fast & s_is_mem
-                        & self.vcont.bit_select(u.id[:self._sbits], 1)),
+                s_lockstep.eq(lockstep_on & (sc.layer == self.lockstep_layer)),
+                s_vector_load.eq(s_lockstep & self.lockstep_vector_mode & s_is_mem
+                        & self.contiguous_vector.bit_select(u.id[:self._sbits], 1)),
             ]
-            vc_end = Signal(signed(67))
-            m.d.comb += vc_end.eq(addr + (count << log2))
-            r_lim = Signal(signed(67))
+            vector_end = Signal(signed(67))
+            m.d.comb += vector_end.eq(addr + (count << log2))
+            region_limit = Signal(signed(67))
             r_end_ = region.base + region.size
-            m.d.comb += r_lim.eq(Mux(r_end_ < self.mem_limit, r_end_, self.mem_limit))
-            vc_room = Signal(signed(67))
-            m.d.comb += vc_room.eq(r_lim - addr)
+            m.d.comb += region_limit.eq(Mux(r_end_ < self.mem_limit, r_end_, self.mem_limit))
+            vector_room = Signal(signed(67))
+            m.d.comb += vector_room.eq(region_limit - addr)
             # The lanes' exact addresses ascend from lane 0's: the first and the last active
             # lane's are in the signed range, or one lane's address overflows.
-            vc_last = Signal(signed(100))
-            m.d.comb += vc_last.eq(addr_exact + ((count - 1) << log2))
-            with m.If(addr_overflow | outside_int64(vc_last)):
-                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_OVERFLOW), vc_addr.eq(u.id)]
+            vector_last_addr = Signal(signed(100))
+            m.d.comb += vector_last_addr.eq(addr_exact + ((count - 1) << log2))
+            with m.If(addr_overflow | outside_int64(vector_last_addr)):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
+                             vector_fault_addr.eq(u.id)]
             with m.Elif(misaligned):
-                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.MISALIGNED), vc_addr.eq(addr)]
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
+                             vector_fault_addr.eq(addr)]
             with m.Elif(addr < region.base):
-                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_RANGE), vc_addr.eq(addr)]
-            with m.Elif(vc_end > r_lim):
-                m.d.comb += [vc_fault.eq(1), vc_code.eq(FaultCode.ADDR_RANGE),
-                             vc_addr.eq(addr + Mux(vc_room < 0, 0, (vc_room >> log2) << log2))]
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                             vector_fault_addr.eq(addr)]
+            with m.Elif(vector_end > region_limit):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                             vector_fault_addr.eq(
+                                 addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
         s_code = Signal(FaultCode)
         s_faddr = Signal(64)
         m.d.comb += [
-            s_fault.eq(Mux(s_blk, blk_fault, Mux(s_vc, vc_fault, s_fault_v0))),
-            s_code.eq(Mux(s_blk, blk_code, Mux(s_vc, vc_code, s_code_v0))),
-            s_faddr.eq(Mux(s_blk, blk_addr, Mux(s_vc, vc_addr, s_faddr_v0))),
+            s_fault.eq(Mux(s_block, blk_fault, Mux(s_vector_load, vector_fault, s_fault_v0))),
+            s_code.eq(Mux(s_block, blk_code, Mux(s_vector_load, vector_code, s_code_v0))),
+            s_faddr.eq(Mux(s_block, blk_addr, Mux(s_vector_load, vector_fault_addr, s_faddr_v0))),
         ]
 
         # The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
@@ -396,18 +402,18 @@ class Traversal(wiring.Component):
         # too (the lanes between lie between lane 0's and the last one's exact values).
         s_wraps = Signal()
         last_lane_wraps = Signal()
-        if has_lk:
+        if has_lockstep:
             sid_ = u.id[:self._sbits]
             affine_exact = Signal(signed(66))
             m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
                                             Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
             span = Signal(signed(40))
-            m.d.comb += span.eq((count - 1) * lk_lay.step)
+            m.d.comb += span.eq((count - 1) * lockstep_cfg.step)
             last_exact = Signal(signed(68))
             m.d.comb += last_exact.eq(affine_exact + Mux(self.lane_pos.bit_select(sid_, 1), span,
                                                          Mux(self.lane_neg.bit_select(sid_, 1),
                                                              -span, 0)))
-            m.d.comb += last_lane_wraps.eq(s_lk & self.lk_fast
+            m.d.comb += last_lane_wraps.eq(s_lockstep & self.lockstep_vector_mode
                                            & (self.lane_pos.bit_select(sid_, 1)
                                               | self.lane_neg.bit_select(sid_, 1))
                                            & outside_int64(last_exact))
@@ -423,41 +429,48 @@ class Traversal(wiring.Component):
                 m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
 
         # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
-        pf_L = _pick(m, Array(self.pf_layer[i] for i in range(self._engines)), pf_e, 8, "pf_L")
-        pf_Ls = pf_L[:self._lbits]
+        engines = range(self._engines)
+        prefetch_layer_id = _pick(m, Array(self.prefetch_layer[i] for i in engines),
+                                  prefetch_engine, 8, "prefetch_layer_id")
+        prefetch_layer_index = prefetch_layer_id[:self._lbits]
         m.d.comb += [
-            self.pf_base.eq(a_v),
-            self.pf_lb.eq(_pick(m, idx, pf_Ls, signed(64), "pf_lb_v")),
-            self.pf_ub.eq(_pick(m, ubr, pf_Ls, signed(64), "pf_ub_v")),
-            self.pf_step.eq(_pick(m, layers, pf_Ls, LayerCfg, "pf_lay").step),
-            self.pf_cc.eq(_pick(m, Array(self.pf_c[i] for i in range(self._engines)), pf_e,
-                                signed(28), "pf_c_v")),
-            self.pf_stride.eq(sc.stride),
-            self.pf_log2.eq(log2),
-            self.pf_sign.eq(s_mode.sign),
-            self.pf_rbase.eq(region.base),
-            self.pf_rsize.eq(region.size),
+            self.prefetch_base.eq(a_v),
+            self.prefetch_lower_bound.eq(_pick(m, idx, prefetch_layer_index, signed(64),
+                                               "prefetch_lower_bound_value")),
+            self.prefetch_upper_bound.eq(_pick(m, ubr, prefetch_layer_index, signed(64),
+                                               "prefetch_upper_bound_value")),
+            self.prefetch_step.eq(_pick(m, layers, prefetch_layer_index, LayerCfg,
+                                        "prefetch_layer_cfg").step),
+            self.prefetch_start_offset.eq(_pick(m, Array(self.prefetch_offset[i] for i in engines),
+                                                prefetch_engine, signed(28),
+                                                "prefetch_offset_value")),
+            self.prefetch_stride.eq(sc.stride),
+            self.prefetch_size_log2.eq(log2),
+            self.prefetch_sign.eq(s_mode.sign),
+            self.prefetch_region_base.eq(region.base),
+            self.prefetch_region_size.eq(region.size),
         ]
-        s_pf = self.stream_pf.bit_select(u.id[:self._sbits], 1)
-        s_pf_e = _pick(m, Array(self.stream_pf_id[i] for i in range(c.streams)),
-                       u.id[:self._sbits], self._ebits, "s_pf_e")
-        s_pf_head = self.pf_head_valid.bit_select(s_pf_e, 1)
-        s_pf_busy = self.pf_busy.bit_select(s_pf_e, 1)
-        s_pf_data = _pick(m, Array(self.pf_head_data[i] for i in range(self._engines)), s_pf_e,
-                          64, "s_pf_data")
+        s_prefetched = self.stream_prefetched.bit_select(u.id[:self._sbits], 1)
+        s_prefetch_engine = _pick(m, Array(self.stream_prefetch_engine[i]
+                                           for i in range(c.streams)),
+                                  u.id[:self._sbits], self._ebits, "s_prefetch_engine")
+        s_prefetch_head = self.prefetch_head_valid.bit_select(s_prefetch_engine, 1)
+        s_prefetch_busy = self.prefetch_busy.bit_select(s_prefetch_engine, 1)
+        s_prefetch_data = _pick(m, Array(self.prefetch_head_data[i] for i in engines),
+                                s_prefetch_engine, 64, "s_prefetch_data")
 
         # --- the action ------------------------------------------------------------------------
         fused = (u.kind == UopKind.STREAM) & u.fuse_act
         m.d.comb += self.acfg_addr.eq(Mux(u.kind == UopKind.ACT, u.id, u.act_id)[:self._abits])
         ac = self.acfg_data
         op_v = source(ac.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
-        m.d.comb += self.ocfg_addr.eq(ac.src.value[:self._sbits])
-        oc = self.ocfg_data
-        o_mode = MemMode(oc.mode)
+        m.d.comb += self.operand_cfg_addr.eq(ac.src.value[:self._sbits])
+        operand_cfg = self.operand_cfg_data
+        operand_mode = MemMode(operand_cfg.mode)
         is_ctl = ac.kind == ActionKind.CONTROL
         lazy = Signal()
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                            & (oc.kind == StreamKind.MEM)
+                            & (operand_cfg.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
         # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
@@ -466,7 +479,7 @@ class Traversal(wiring.Component):
         row_active = Signal()
         row_addr = Signal(64)          # bytes: next element
         row_left = Signal(nbits)       # elements still to load
-        o_blk = Signal()
+        o_block = Signal()
         row_cur_addr = Signal(64)
         row_cur_left = Signal(nbits)
         row_cnt = Signal(4)
@@ -475,33 +488,34 @@ class Traversal(wiring.Component):
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
         # word, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
         # (immediate entries of up to 8 elements, ``pad_*``).
-        o_vc = Signal()
+        o_vector_load = Signal()
         pad_active = Signal()
         pad_left = Signal(8)
         pad_cnt = Signal(4)
         pad_last = Signal()
         need_pad = Signal()
-        if has_lk:
+        if has_lockstep:
             m.d.comb += [
-                o_vc.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                        & self.act_vec.bit_select(self.acfg_addr, 1) & self.lk_fast
-                        & self.vcont.bit_select(ac.src.value[:self._sbits], 1)),
+                o_vector_load.eq(
+                    (ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
+                    & self.act_vec.bit_select(self.acfg_addr, 1) & self.lockstep_vector_mode
+                    & self.contiguous_vector.bit_select(ac.src.value[:self._sbits], 1)),
                 pad_cnt.eq(Mux(pad_left > 8, 8, pad_left)),
                 pad_last.eq(pad_left <= 8),
-                need_pad.eq(count <= lk_lay.lanes_m1),
+                need_pad.eq(count <= lockstep_cfg.lanes_m1),
             ]
-        if has_block or has_lk:
+        if has_block or has_lockstep:
             in_word = Signal(4)
             row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
                      else 0)
             if has_block:
-                m.d.comb += o_blk.eq((ac.kind == ActionKind.OPERAND)
+                m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
                                      & (ac.src.kind == SourceKind.STREAM)
-                                     & (oc.kind == StreamKind.MEM) & o_mode.reserved)
+                                     & (operand_cfg.kind == StreamKind.MEM) & operand_mode.reserved)
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
-                row_cur_left.eq(Mux(row_active, row_left, Mux(o_vc, count, row_n))),
-                in_word.eq((8 - row_cur_addr[0:3]) >> o_mode.log2_size),
+                row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
+                in_word.eq((8 - row_cur_addr[0:3]) >> operand_mode.log2_size),
                 row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
                 row_last.eq(row_cur_left <= in_word),
             ]
@@ -509,35 +523,35 @@ class Traversal(wiring.Component):
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
         # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
         # (``lane`` counts them), masked lanes an immediate 0.
-        o_vec = Signal()
+        o_vector = Signal()
         v_active = Signal()
         v_last = Signal()
         v_val = Signal(signed(64))
         o_lane = Signal()              # a vector operand pushed lane by lane (one entry per lane)
-        m.d.comb += o_lane.eq(o_vec & ~o_vc)
-        if has_lk:
+        m.d.comb += o_lane.eq(o_vector & ~o_vector_load)
+        if has_lockstep:
             m.submodules.vreg = vreg = memory.Memory(shape=64, depth=c.streams * LP, init=[])
             vreg_w = vreg.write_port()
             vreg_r = vreg.read_port(domain="comb")
             m.d.comb += [
                 vreg_w.addr.eq(Cat(lane[:lpb], u.id[:self._sbits])),
                 vreg_w.data.eq(s_result),
-                o_vec.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
+                o_vector.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
                 vreg_r.addr.eq(Cat(lane[:lpb], ac.src.value[:self._sbits])),
                 v_active.eq(lane < count),
-                v_last.eq(lane == lk_lay.lanes_m1),
+                v_last.eq(lane == lockstep_cfg.lanes_m1),
             ]
             # Vector mode: lane ``l`` of a stream is lane 0's value (``op_v``) + c * l * step.
-            o_sid = ac.src.value[:self._sbits]
+            o_stream_id = ac.src.value[:self._sbits]
             lane_off = Signal(signed(64))
-            m.d.comb += lane_off.eq(lane * lk_lay.step)
-            v_fast = op_v + Mux(self.lane_pos.bit_select(o_sid, 1), lane_off,
-                                Mux(self.lane_neg.bit_select(o_sid, 1), -lane_off, 0))
-            vstream = Mux(self.invariant.bit_select(o_sid, 1), op_v,
-                          Mux(self.lk_fast, v_fast, vreg_r.data))
+            m.d.comb += lane_off.eq(lane * lockstep_cfg.step)
+            v_fast = op_v + Mux(self.lane_pos.bit_select(o_stream_id, 1), lane_off,
+                                Mux(self.lane_neg.bit_select(o_stream_id, 1), -lane_off, 0))
+            vstream = Mux(self.invariant.bit_select(o_stream_id, 1), op_v,
+                          Mux(self.lockstep_vector_mode, v_fast, vreg_r.data))
             m.d.comb += v_val.eq(Mux(~v_active, 0,
                                      Mux(ac.src.kind == SourceKind.STREAM, vstream,
-                                         first + lane * lk_lay.step)))
+                                         first + lane * lockstep_cfg.step)))
 
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
@@ -566,8 +580,8 @@ class Traversal(wiring.Component):
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
                 self.rob_alloc.offset.eq(Mux(lazy, op_v[0:3], 0)),
-                self.rob_alloc.log2_size.eq(Mux(lazy, o_mode.log2_size, 3)),
-                self.rob_alloc.sign.eq(lazy & o_mode.sign),
+                self.rob_alloc.log2_size.eq(Mux(lazy, operand_mode.log2_size, 3)),
+                self.rob_alloc.sign.eq(lazy & operand_mode.sign),
                 self.rob_alloc.count.eq(1),
                 self.rob_alloc.pack.eq(ac.pack),
                 self.rob_alloc.flush.eq(flush1),
@@ -578,20 +592,20 @@ class Traversal(wiring.Component):
                     self.rob_alloc.load.eq(lazy & v_active),
                     self.rob_alloc.value.eq(v_val),
                     self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:3], 0)),
-                    self.rob_alloc.log2_size.eq(Mux(lazy & v_active, o_mode.log2_size, 3)),
-                    self.rob_alloc.sign.eq(lazy & v_active & o_mode.sign),
+                    self.rob_alloc.log2_size.eq(Mux(lazy & v_active, operand_mode.log2_size, 3)),
+                    self.rob_alloc.sign.eq(lazy & v_active & operand_mode.sign),
                     self.rob_alloc.flush.eq(flush1 & v_last),
                 ]
-            with m.If(o_blk | o_vc):
+            with m.If(o_block | o_vector_load):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
                     self.rob_alloc.offset.eq(row_cur_addr[0:3]),
-                    self.rob_alloc.log2_size.eq(o_mode.log2_size),
-                    self.rob_alloc.sign.eq(o_mode.sign),
+                    self.rob_alloc.log2_size.eq(operand_mode.log2_size),
+                    self.rob_alloc.sign.eq(operand_mode.sign),
                     self.rob_alloc.count.eq(row_cnt),
-                    self.rob_alloc.flush.eq(flush1 & row_last & ~(o_vc & need_pad)),
+                    self.rob_alloc.flush.eq(flush1 & row_last & ~(o_vector_load & need_pad)),
                 ]
-            with m.If(o_vc & pad_active):
+            with m.If(o_vector_load & pad_active):
                 # Masked lanes: zero elements of the lane's size.
                 m.d.comb += [
                     self.rob_alloc.load.eq(0),
@@ -610,8 +624,8 @@ class Traversal(wiring.Component):
 
         ld = Signal()
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
-                              Mux(o_vc, ~pad_active,
-                                  Mux(o_blk, row_cur_left != 0, lazy))))
+                              Mux(o_vector_load, ~pad_active,
+                                  Mux(o_block, row_cur_left != 0, lazy))))
 
         def try_action(on_fire):
             """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
@@ -620,24 +634,25 @@ class Traversal(wiring.Component):
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_blk | o_vc, row_cur_addr,
-                                                 Mux(o_vec, v_val, op_v))),
+                    self.req.payload.addr.eq(Mux(o_block | o_vector_load, row_cur_addr,
+                                                 Mux(o_vector, v_val, op_v))),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Mux(o_blk | o_vc, row_cnt << o_mode.log2_size,
-                                                 Const(1, 4) << o_mode.log2_size)),
+                    self.stat_issue_bytes.eq(Mux(o_block | o_vector_load,
+                                                 row_cnt << operand_mode.log2_size,
+                                                 Const(1, 4) << operand_mode.log2_size)),
                 ]
                 with m.If(~ld | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
-                    with m.If((o_blk | (o_vc & ~pad_active)) & ~row_last):
+                    with m.If((o_block | (o_vector_load & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
                                      row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
                                      row_left.eq(row_cur_left - row_cnt)]
-                    with m.Elif(o_vc & ~pad_active & need_pad):
+                    with m.Elif(o_vector_load & ~pad_active & need_pad):
                         # The last active lane's word: the masked lanes' zeros follow.
                         m.d.sync += [row_active.eq(0), pad_active.eq(1),
-                                     pad_left.eq(lk_lay.lanes_m1 + 1 - count)]
-                    with m.Elif(o_vc & pad_active & ~pad_last):
+                                     pad_left.eq(lockstep_cfg.lanes_m1 + 1 - count)]
+                    with m.Elif(o_vector_load & pad_active & ~pad_last):
                         m.d.sync += pad_left.eq(pad_left - 8)
                     with m.Elif(o_lane & ~v_last):
                         m.d.sync += lane.eq(lane + 1)
@@ -650,26 +665,27 @@ class Traversal(wiring.Component):
                 m.d.comb += self.stat_rob_stall.eq(~room)
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
-        kn = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
-        nidx = Signal(signed(66))
+        next_layer_id = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
+        next_index = Signal(signed(66))
         cont = Signal()
-        kn_idx  = _pick(m, idx, kn, signed(64), "kn_idx")
-        kn_ub   = _pick(m, ubr, kn, signed(64), "kn_ub")
-        kn_lay  = _pick(m, layers, kn, LayerCfg, "kn_lay")
-        kn_body = _pick(m, body_pc, kn, self._ubits, "kn_body")
-        kn_exit = _pick(m, exit_pc, kn, self._ubits, "kn_exit")
-        kn_lk = lk_on & (kn == lk)
+        next_layer_index = _pick(m, idx, next_layer_id, signed(64), "next_layer_index")
+        next_layer_ub = _pick(m, ubr, next_layer_id, signed(64), "next_layer_ub")
+        next_layer_cfg = _pick(m, layers, next_layer_id, LayerCfg, "next_layer_cfg")
+        next_layer_body_pc = _pick(m, body_pc, next_layer_id, self._ubits, "next_layer_body_pc")
+        next_layer_exit_pc = _pick(m, exit_pc, next_layer_id, self._ubits, "next_layer_exit_pc")
+        next_layer_lockstep = lockstep_on & (next_layer_id == lockstep_layer_id)
         m.d.comb += [
             # A LOCKSTEP layer's next vector iteration starts lanes * step further.
-            nidx.eq(Mux(kn_lk, first + (kn_lay.lanes_m1 + 1) * kn_lay.step,
-                        kn_idx + kn_lay.step)),
-            cont.eq(nidx < kn_ub),
+            next_index.eq(Mux(next_layer_lockstep,
+                              first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
+                              next_layer_index + next_layer_cfg.step)),
+            cont.eq(next_index < next_layer_ub),
         ]
 
         def next_iteration():
-            m.d.sync += [idx[kn].eq(nidx), pc.eq(kn_body)]
-            with m.If(kn_lk):
-                m.d.sync += [first.eq(nidx), lane.eq(0)]
+            m.d.sync += [idx[next_layer_id].eq(next_index), pc.eq(next_layer_body_pc)]
+            with m.If(next_layer_lockstep):
+                m.d.sync += [first.eq(next_index), lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
 
         # LOCKSTEP faults: lanes are evaluated lane by lane, the golden model stream by stream
@@ -681,12 +697,12 @@ class Traversal(wiring.Component):
         lf_code = Signal(FaultCode)
         lf_addr = Signal(64)
 
-        lk_body = _pick(m, body_pc, lk, self._ubits, "lk_body")
+        lockstep_body_pc = _pick(m, body_pc, lockstep_layer_id, self._ubits, "lockstep_body_pc")
         more_lanes = Signal()
         m.d.comb += more_lanes.eq(lane + 1 < count)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
-        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & s_lk)
+        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & s_lockstep)
                                                        | (u.kind == UopKind.LANE)))
 
         def lane_step(cur_fault=None):
@@ -695,8 +711,9 @@ class Traversal(wiring.Component):
             uop's own lane fault of this cycle (a fused ``LANE``), not yet in ``lf_*``."""
             m.d.comb += uop_done.eq(1)
             with m.If(more_lanes):
-                m.d.sync += [lane.eq(lane + 1), idx[lk].eq(idx[lk] + lk_lay.step),
-                             pc.eq(lk_body)]
+                m.d.sync += [lane.eq(lane + 1),
+                             idx[lockstep_layer_id].eq(idx[lockstep_layer_id] + lockstep_cfg.step),
+                             pc.eq(lockstep_body_pc)]
             if cur_fault is not None:
                 # This last lane's address overflow beats a recorded fault of the same stream
                 # (the golden model checks overflow over all lanes first).
@@ -720,28 +737,28 @@ class Traversal(wiring.Component):
                 with m.If(cont):
                     next_iteration()
                 with m.Else():
-                    m.d.sync += pc.eq(kn_exit)
+                    m.d.sync += pc.eq(next_layer_exit_pc)
             with m.Else():
                 m.d.sync += pc.eq(pc + 1)
 
         # Blocking load in flight.
-        b_sid  = Signal(self._sbits)
-        b_off  = Signal(3)
-        b_log2 = Signal(2)
-        b_sign = Signal()
-        b_lk   = Signal()                # ... for a lane of the LOCKSTEP layer
+        blocking_stream_id = Signal(self._sbits)
+        blocking_offset    = Signal(3)
+        blocking_log2_size = Signal(2)
+        blocking_sign      = Signal()
+        blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
 
         def keep_stream_value():
             """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
             and whether the value wrapped (lane by lane: whether any lane so far wrapped)."""
             m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
             m.d.sync += wrapped.bit_select(u.id[:self._sbits], 1).eq(
-                s_wraps | (s_lk & ~self.lk_fast & (lane != 0)
+                s_wraps | (s_lockstep & ~self.lockstep_vector_mode & (lane != 0)
                            & wrapped.bit_select(u.id[:self._sbits], 1)))
             if has_block:
                 m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
-            if has_lk:
-                m.d.comb += vreg_w.en.eq(s_lk)
+            if has_lockstep:
+                m.d.comb += vreg_w.en.eq(s_lockstep)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -766,7 +783,7 @@ class Traversal(wiring.Component):
 
             with m.State("RUN"):
                 m.d.comb += [
-                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vec),
+                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vector),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
@@ -774,7 +791,7 @@ class Traversal(wiring.Component):
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(s_fault & s_lk & ~self.lk_fast):
+                            with m.If(s_fault & s_lockstep & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
                                 # stream an address overflow (checked over all lanes first),
                                 # then the first faulting lane.
@@ -786,14 +803,15 @@ class Traversal(wiring.Component):
                                 advance(cur_fault=Const(1))
                             with m.Elif(s_fault):
                                 stop(s_code, s_faddr)
-                            with m.Elif(s_blocking & s_pf & s_pf_head):
+                            with m.Elif(s_blocking & s_prefetched & s_prefetch_head):
                                 # The engine has the value already.
-                                m.d.sync += vals[u.id[:self._sbits]].eq(s_pf_data)
-                                if has_lk:
-                                    m.d.comb += [vreg_w.data.eq(s_pf_data), vreg_w.en.eq(s_lk)]
-                                m.d.comb += self.pf_pop.bit_select(s_pf_e, 1).eq(1)
+                                m.d.sync += vals[u.id[:self._sbits]].eq(s_prefetch_data)
+                                if has_lockstep:
+                                    m.d.comb += [vreg_w.data.eq(s_prefetch_data),
+                                                 vreg_w.en.eq(s_lockstep)]
+                                m.d.comb += self.prefetch_pop.bit_select(s_prefetch_engine, 1).eq(1)
                                 advance()
-                            with m.Elif(s_blocking & s_pf & s_pf_busy):
+                            with m.Elif(s_blocking & s_prefetched & s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
                             with m.Elif(s_blocking):
                                 m.d.comb += [
@@ -804,9 +822,11 @@ class Traversal(wiring.Component):
                                     self.stat_blocking.eq(1),
                                 ]
                                 with m.If(self.req.ready):
-                                    m.d.sync += [b_sid.eq(u.id), b_off.eq(addr[0:3]),
-                                                 b_log2.eq(log2), b_sign.eq(s_mode.sign),
-                                                 b_lk.eq(s_lk)]
+                                    m.d.sync += [blocking_stream_id.eq(u.id),
+                                                 blocking_offset.eq(addr[0:3]),
+                                                 blocking_log2_size.eq(log2),
+                                                 blocking_sign.eq(s_mode.sign),
+                                                 blocking_lockstep.eq(s_lockstep)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
                                 # The stream's value (and a BLOCK row's count) is kept when
@@ -826,7 +846,7 @@ class Traversal(wiring.Component):
                                 stop(FaultCode.RANGE_ORDER, u.id)
                             with m.Else():
                                 m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
-                                with m.If(lk_on & (k == lk)):
+                                with m.If(lockstep_on & (k == lockstep_layer_id)):
                                     m.d.sync += [first.eq(a_v), lane.eq(0), lf_valid.eq(0)]
                                     m.d.comb += self.stat_vec_iter.eq(a_v < b_v)
                                 m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
@@ -839,8 +859,8 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.LANE):
                             lane_step()
                         with m.Case(UopKind.PREFETCH):
-                            with m.If(self.pf_idle.bit_select(pf_e, 1)):
-                                m.d.comb += self.pf_start.bit_select(pf_e, 1).eq(1)
+                            with m.If(self.prefetch_idle.bit_select(prefetch_engine, 1)):
+                                m.d.comb += self.prefetch_start.bit_select(prefetch_engine, 1).eq(1)
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.ctrl_w_rdy):
@@ -852,13 +872,16 @@ class Traversal(wiring.Component):
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
-                with m.Elif(self.bresp_valid):
-                    m.d.sync += vals[b_sid].eq(extract(self.bresp_data, b_off, b_log2, b_sign))
-                    if has_lk:
-                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], b_sid)),
-                                     vreg_w.data.eq(extract(self.bresp_data, b_off, b_log2,
-                                                            b_sign)),
-                                     vreg_w.en.eq(b_lk)]
+                with m.Elif(self.blocking_resp_valid):
+                    m.d.sync += vals[blocking_stream_id].eq(
+                        extract(self.blocking_resp_data, blocking_offset, blocking_log2_size,
+                                blocking_sign))
+                    if has_lockstep:
+                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], blocking_stream_id)),
+                                     vreg_w.data.eq(extract(self.blocking_resp_data,
+                                                            blocking_offset, blocking_log2_size,
+                                                            blocking_sign)),
+                                     vreg_w.en.eq(blocking_lockstep)]
                     advance()
                     m.next = "RUN"
 

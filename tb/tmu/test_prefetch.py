@@ -54,7 +54,7 @@ def test_issues_the_range_in_order_and_delivers_in_order():
     # a = 0x100, element index i + 1, stride 8, i in [2, 9) step 2: addresses 0x100 + 8 (i + 1)
     words = {0x100 + 8 * n: 1000 + n for n in range(20)}
     params = dict(base=0x100, lb=2, ub=9, step=2, c=1, stride=8, log2=3, sign=0,
-                  rbase=0x100, rsize=8 * 20)
+                  region_base=0x100, region_size=8 * 20)
     issued, popped, _ = _run(params, words=words, take=4)
     assert issued == [0x100 + 8 * (i + 1) for i in (2, 4, 6, 8)]
     assert popped == [1000 + i + 1 for i in (2, 4, 6, 8)]
@@ -62,7 +62,8 @@ def test_issues_the_range_in_order_and_delivers_in_order():
 
 def test_extracts_sub_word_elements_with_sign():
     words = {0: 0x8000_7FFF_FFFE_0001}
-    params = dict(base=0, lb=0, ub=4, step=1, c=0, stride=2, log2=1, sign=1, rbase=0, rsize=8)
+    params = dict(base=0, lb=0, ub=4, step=1, c=0, stride=2, log2=1, sign=1,
+                  region_base=0, region_size=8)
     issued, popped, _ = _run(params, words=words, take=4)
     assert issued == [0, 2, 4, 6]
     assert popped == [0x0001, (-2) & MASK64, 0x7FFF, (-0x8000) & MASK64]
@@ -71,12 +72,14 @@ def test_extracts_sub_word_elements_with_sign():
 def test_stops_before_an_address_that_would_fault():
     # The region holds 3 elements: the 4th address is never issued.
     words = {8 * n: n for n in range(8)}
-    params = dict(base=0, lb=0, ub=8, step=1, c=0, stride=8, log2=3, sign=0, rbase=0, rsize=24)
+    params = dict(base=0, lb=0, ub=8, step=1, c=0, stride=8, log2=3, sign=0,
+                  region_base=0, region_size=24)
     issued, popped, _ = _run(params, words=words, take=8)
     assert issued == [0, 8, 16]
     assert popped == [0, 1, 2]
     # A misaligned start issues nothing.
-    params = dict(base=4, lb=0, ub=8, step=1, c=0, stride=8, log2=3, sign=0, rbase=0, rsize=64)
+    params = dict(base=4, lb=0, ub=8, step=1, c=0, stride=8, log2=3, sign=0,
+                  region_base=0, region_size=64)
     issued, popped, _ = _run(params, words=words, take=8)
     assert issued == [] and popped == []
 
@@ -87,7 +90,7 @@ def test_contiguous_ranges_continue_the_sequence():
     dut = Prefetcher(4)
     words = {8 * n: 500 + n for n in range(16)}
     issued, popped = [], []
-    base = dict(base=0, step=1, c=0, stride=8, log2=3, sign=0, rbase=0, rsize=8 * 16)
+    base = dict(base=0, step=1, c=0, stride=8, log2=3, sign=0, region_base=0, region_size=8 * 16)
 
     async def testbench(ctx):
         ctx.set(dut.mem_limit, MASK64)

@@ -10,7 +10,7 @@ from .datapath import alu, extract, outside_int64
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
-from .rob import AllocLayout
+from .rob import alloc_layout
 
 
 __all__ = ["Traversal"]
@@ -111,14 +111,14 @@ class Traversal(wiring.Component):
             "acfg_data":  In(ActionCfg),
             "acfg2_addr": Out(self._abits),
             "acfg2_data": In(ActionCfg),
-            "req":        Out(MemRequestSignature(c.tag_bits)),
+            "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
             "blocking_resp_valid": In(1),
-            "blocking_resp_data":  In(64),
+            "blocking_resp_data":  In(8 * c.line_bytes),   # the line
             "rob_alloc_en":    Out(1),
-            "rob_alloc":       Out(AllocLayout),
+            "rob_alloc":       Out(alloc_layout(c.line_bytes)),
             "rob_alloc_ready": In(1),
             "rob_alloc2_en":    Out(1),
-            "rob_alloc2":       Out(AllocLayout),
+            "rob_alloc2":       Out(alloc_layout(c.line_bytes)),
             "rob_alloc2_ready": In(1),
             "rob_alloc_slot":  In(c.rob_bits),
             "rob_empty":       In(1),
@@ -129,7 +129,7 @@ class Traversal(wiring.Component):
             "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
             "stat_block_wait":  Out(1),   # waiting for a blocking load
             "stat_issue":       Out(1),   # a load request is accepted this cycle
-            "stat_issue_bytes": Out(4),   # its element size, bytes
+            "stat_issue_bytes": Out(8),   # the bytes of its elements (useful bytes)
             "stat_blocking":    Out(1),   # that load is a blocking one
             # Run-ahead engines (hw/tmu/prefetch.py).
             "prefetch_stream":        In(data.ArrayLayout(8, E)),
@@ -474,19 +474,20 @@ class Traversal(wiring.Component):
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
         # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
-        # aligned 64-bit load per word of the row, one word per cycle (an empty row: one entry
-        # that only flushes the packer). The action's uop stays until the last word.
+        # line request per memory line the row touches, one line per cycle (an empty row: one
+        # entry that only flushes the packer). The action's uop stays until the last line.
         row_active = Signal()
         row_addr = Signal(64)          # bytes: next element
         row_left = Signal(nbits)       # elements still to load
         o_block = Signal()
         row_cur_addr = Signal(64)
         row_cur_left = Signal(nbits)
-        row_cnt = Signal(4)
+        line_bits = c.line_offset_bits
+        row_cnt = Signal(range(max(c.line_bytes, 8) + 1))   # elements in this line
         row_last = Signal()
         # A vector operand of a contiguous vector MEM stream (vector mode) is a row of the
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
-        # word, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
+        # line, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
         # (immediate entries of up to 8 elements, ``pad_*``).
         o_vector_load = Signal()
         pad_active = Signal()
@@ -505,7 +506,7 @@ class Traversal(wiring.Component):
                 need_pad.eq(count <= lockstep_cfg.lanes_m1),
             ]
         if has_block or has_lockstep:
-            in_word = Signal(4)
+            in_line = Signal(range(c.line_bytes + 1))    # elements from the address to the line's end
             row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
                      else 0)
             if has_block:
@@ -515,9 +516,9 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
                 row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
-                in_word.eq((8 - row_cur_addr[0:3]) >> operand_mode.log2_size),
-                row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
-                row_last.eq(row_cur_left <= in_word),
+                in_line.eq((c.line_bytes - row_cur_addr[0:line_bits]) >> operand_mode.log2_size),
+                row_cnt.eq(Mux(row_cur_left < in_line, row_cur_left, in_line)),
+                row_last.eq(row_cur_left <= in_line),
             ]
 
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
@@ -579,7 +580,7 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
-                self.rob_alloc.offset.eq(Mux(lazy, op_v[0:3], 0)),
+                self.rob_alloc.offset.eq(Mux(lazy, op_v[0:line_bits], 0)),
                 self.rob_alloc.log2_size.eq(Mux(lazy, operand_mode.log2_size, 3)),
                 self.rob_alloc.sign.eq(lazy & operand_mode.sign),
                 self.rob_alloc.count.eq(1),
@@ -591,7 +592,7 @@ class Traversal(wiring.Component):
                 m.d.comb += [
                     self.rob_alloc.load.eq(lazy & v_active),
                     self.rob_alloc.value.eq(v_val),
-                    self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:3], 0)),
+                    self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:line_bits], 0)),
                     self.rob_alloc.log2_size.eq(Mux(lazy & v_active, operand_mode.log2_size, 3)),
                     self.rob_alloc.sign.eq(lazy & v_active & operand_mode.sign),
                     self.rob_alloc.flush.eq(flush1 & v_last),
@@ -599,7 +600,7 @@ class Traversal(wiring.Component):
             with m.If(o_block | o_vector_load):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
-                    self.rob_alloc.offset.eq(row_cur_addr[0:3]),
+                    self.rob_alloc.offset.eq(row_cur_addr[0:line_bits]),
                     self.rob_alloc.log2_size.eq(operand_mode.log2_size),
                     self.rob_alloc.sign.eq(operand_mode.sign),
                     self.rob_alloc.count.eq(row_cnt),
@@ -639,14 +640,15 @@ class Traversal(wiring.Component):
                     self.req.payload.tag.eq(self.rob_alloc_slot),
                     self.stat_issue_bytes.eq(Mux(o_block | o_vector_load,
                                                  row_cnt << operand_mode.log2_size,
-                                                 Const(1, 4) << operand_mode.log2_size)),
+                                                 Const(1, 8) << operand_mode.log2_size)),
                 ]
                 with m.If(~ld | self.req.ready):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
                     with m.If((o_block | (o_vector_load & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
-                                     row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
+                                     row_addr.eq(Cat(Const(0, line_bits),
+                                                     row_cur_addr[line_bits:] + 1)),
                                      row_left.eq(row_cur_left - row_cnt)]
                     with m.Elif(o_vector_load & ~pad_active & need_pad):
                         # The last active lane's word: the masked lanes' zeros follow.
@@ -743,7 +745,7 @@ class Traversal(wiring.Component):
 
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)
-        blocking_offset    = Signal(3)
+        blocking_offset    = Signal(c.line_offset_bits)   # byte of the element in its line
         blocking_log2_size = Signal(2)
         blocking_sign      = Signal()
         blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
@@ -823,7 +825,7 @@ class Traversal(wiring.Component):
                                 ]
                                 with m.If(self.req.ready):
                                     m.d.sync += [blocking_stream_id.eq(u.id),
-                                                 blocking_offset.eq(addr[0:3]),
+                                                 blocking_offset.eq(addr[0:c.line_offset_bits]),
                                                  blocking_log2_size.eq(log2),
                                                  blocking_sign.eq(s_mode.sign),
                                                  blocking_lockstep.eq(s_lockstep)]

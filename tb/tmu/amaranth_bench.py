@@ -32,17 +32,21 @@ class _Bench(wiring.Elaboratable):
         self.tmu = Tmu(config)
         if memory is None:
             self.mem = FixedLatencyMemory(words=words, tag_bits=config.tag_bits,
-                                          latency=config.mem_latency)
+                                          latency=config.mem_latency,
+                                          line_bytes=config.line_bytes)
         else:                       # a memory preset (hw.hbm_model.memory_model)
             from hw.hbm_model import memory_model
-            self.mem = memory_model(memory, words=words, tag_bits=config.tag_bits)
+            self.mem = memory_model(memory, words=words, tag_bits=config.tag_bits,
+                                    ports=config.memory_ports, line_bytes=config.line_bytes)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.tmu = self.tmu
         m.submodules.mem = self.mem
-        wiring.connect(m, self.tmu.req, self.mem.req)
-        wiring.connect(m, self.mem.resp, self.tmu.resp)
+        for k, (request, response) in enumerate(zip(self.mem.request_ports,
+                                                    self.mem.response_ports)):
+            wiring.connect(m, self.tmu.req[k], request)
+            wiring.connect(m, response, self.tmu.resp[k])
         return m
 
 
@@ -50,7 +54,8 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
                     max_cycles=200_000, preset=None):
     config = config or TmuConfig.small()
     memory = bytes(memory) + bytes(-len(memory) % 8)
-    words = max(8, len(memory) // 8)
+    line_words = config.line_bytes // 8
+    words = max(8, -(-len(memory) // config.line_bytes) * line_words)
     bench = _Bench(config, words, preset)
     tmu, mem = bench.tmu, bench.mem
     result = AmaranthResult()
@@ -86,7 +91,8 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
             ctx.set(tmu.data.ready, ready)
             ctx.set(tmu.ctrl.ready, ready)
             if ready and ctx.get(tmu.data.valid):
-                result.data_tokens.append(ctx.get(tmu.data.payload))
+                beat = ctx.get(tmu.data.payload)
+                result.data_tokens.extend(beat.tokens[i] for i in range(beat.count))
             if ready and ctx.get(tmu.ctrl.valid):
                 result.control_tokens.append(ctx.get(tmu.ctrl.payload))
             if ctx.get(tmu.ctl.done):

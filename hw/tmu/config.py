@@ -181,6 +181,17 @@ class TmuConfig:
         return (self.line_bytes - 1).bit_length()
 
     @property
+    def row_chunk_lines(self):
+        """Most reorder-buffer entries (memory lines) the traversal reserves for a BLOCK row or
+        contiguous vector in one cycle; a longer row takes several cycles."""
+        return max(1, min(8, self.max_inflight // 4))
+
+    @property
+    def row_chunk_elements(self):
+        """Most elements of one such reservation (1-byte elements filling its lines)."""
+        return self.row_chunk_lines * self.line_bytes
+
+    @property
     def tag_bits(self):
         """Bits of a memory request tag: ``{kind[1:0], index[rob_bits-1:0]}`` with kind 0 a ROB
         slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot)."""

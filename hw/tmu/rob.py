@@ -30,7 +30,9 @@ class ReorderBuffer(wiring.Component):
     An entry is allocated for every marshaled operand: an immediate (a value the traversal
     already has) is ready at once; a load's entry (one memory line, the elements of the operand
     that lie in it) becomes ready when the response tagged with its slot number arrives, on any
-    response port. The head drains one ready entry per cycle into ``data``; a stalled output
+    response port. The lines of a BLOCK row or contiguous vector are *reserved* as a range of
+    consecutive entries in one cycle; their descriptions arrive later, one per line as the row
+    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). The head drains one ready entry per cycle into ``data``; a stalled output
     holds the head (nothing is dropped). Responses are always accepted, since a load is issued
     only with its slot already allocated. Control tokens are always immediate and need no
     reordering: they go to the control queue directly.
@@ -48,24 +50,36 @@ class ReorderBuffer(wiring.Component):
         Width of a memory line, bytes (``TmuConfig.line_bytes``).
     ports : int
         Response ports (``TmuConfig.memory_ports``).
+    reserve_max : int
+        Most entries one reservation takes (``TmuConfig.row_chunk_lines``).
 
     Members
     -------
     clear : In(1)
         Empty the buffer (start of a run).
     alloc_en : In(1)
-        Allocate the entry ``alloc_slot`` with ``alloc`` at this clock edge. Only while ``alloc_ready``.
+        Allocate the entry ``alloc_slot`` with ``alloc`` at this clock edge, or, with
+        ``alloc_reserve``, reserve ``alloc_count`` entries from ``alloc_slot``. Only while
+        ``alloc_ready`` (reservation: ``free >= alloc_count``).
     alloc : In(alloc_layout(line_bytes))
+    alloc_reserve : In(1)
+    alloc_count : In(range(reserve_max + 1))
+        Entries a reservation takes (1..``reserve_max``); 1 without ``alloc_reserve``.
     alloc_ready : Out(1)
         An entry is free.
     alloc2_en : In(1)
-        With ``alloc_en``: also allocate the entry after it with ``alloc2`` (an immediate token;
-        ``alloc2.load`` must be 0). Only while ``alloc2_ready``.
+        With ``alloc_en``: also allocate the entry after the first allocation's with ``alloc2``
+        (an immediate token; ``alloc2.load`` must be 0). Only while ``alloc2_ready`` (after a
+        reservation: ``free > alloc_count``).
     alloc2 : In(alloc_layout(line_bytes))
     alloc2_ready : Out(1)
         Two entries are free.
     alloc_slot : Out(range(depth))
         Slot the next allocation gets; it is the tag of a load issued with it.
+    free : Out(range(depth + 1))
+        Entries not allocated.
+    entry_en, entry_slot, entry : In
+        Write the description of the reserved entry ``entry_slot``.
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for ``resp_slot``. The slots of one cycle are distinct.
     data : Out(stream.Signature(chunk_layout(line_bytes)))
@@ -76,7 +90,7 @@ class ReorderBuffer(wiring.Component):
         The head is ready but its output stream is not.
     """
 
-    def __init__(self, depth, line_bytes=8, ports=1):
+    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         if line_bytes not in (8, 16, 32, 64):
@@ -87,6 +101,9 @@ class ReorderBuffer(wiring.Component):
         self._bits = (depth - 1).bit_length()
         self._line_bytes = line_bytes
         self._ports = ports
+        if not isinstance(reserve_max, int) or not 1 <= reserve_max <= depth // 2:
+            raise ValueError(f"reserve_max must be an integer in 1..depth/2, not {reserve_max!r}")
+        self._reserve_max = reserve_max
         layout = alloc_layout(line_bytes)
         super().__init__({
             "clear":       In(1),
@@ -94,6 +111,12 @@ class ReorderBuffer(wiring.Component):
             "alloc":       In(layout),
             "alloc_ready": Out(1),
             "alloc_slot":  Out(self._bits),
+            "alloc_reserve": In(1),
+            "alloc_count": In(range(reserve_max + 1)),
+            "free":        Out(range(depth + 1)),
+            "entry_en":    In(1),
+            "entry_slot":  In(self._bits),
+            "entry":       In(layout),
             "alloc2_en":    In(1),
             "alloc2":       In(layout),
             "alloc2_ready": Out(1),
@@ -124,22 +147,31 @@ class ReorderBuffer(wiring.Component):
                 m.submodules[f"{kind}s{b}"] = mem
                 w = mem.write_port()
                 banks_w.append((b, kind, w))
-                banks_r.append((b, kind, mem.read_port(transparent_for=(w,))))
+                writes = (w,)
+                if kind == "entry":      # the row issue block's descriptions
+                    row_w = mem.write_port()
+                    m.d.comb += [row_w.addr.eq(self.entry_slot[1:]), row_w.data.eq(self.entry),
+                                 row_w.en.eq(self.entry_en & (self.entry_slot[0] == b))]
+                    writes = (w, row_w)
+                banks_r.append((b, kind, mem.read_port(transparent_for=writes)))
         m.submodules.lines = lines = memory.Memory(shape=8 * self._line_bytes, depth=depth,
                                                    init=[])
         lines_w = [lines.write_port() for _ in range(self._ports)]
         lines_r = lines.read_port(transparent_for=lines_w)
 
-        # Allocation.
+        # Allocation: an entry (or a reserved range) at ``tail``, an immediate after it.
+        first_count = Signal(range(self._reserve_max + 1))
+        m.d.comb += first_count.eq(Mux(self.alloc_reserve, self.alloc_count, 1))
         tail_second = Signal(self._bits)
         m.d.comb += [
-            tail_second.eq(tail + 1),
+            tail_second.eq(tail + first_count),
             self.alloc_ready.eq(count != depth),
             self.alloc2_ready.eq(count < depth - 1),
             self.alloc_slot.eq(tail),
+            self.free.eq(depth - count),
         ]
         for b, kind, port in banks_w:
-            with m.If(self.alloc_en & (tail[0] == b)):
+            with m.If(self.alloc_en & ~self.alloc_reserve & (tail[0] == b)):
                 m.d.comb += [port.addr.eq(tail[1:]), port.en.eq(1),
                              port.data.eq(self.alloc.value if kind == "value" else self.alloc)]
             with m.Elif(self.alloc2_en & (tail_second[0] == b)):
@@ -188,17 +220,17 @@ class ReorderBuffer(wiring.Component):
         responses = [Mux(self.resp_valid[k], one << self.resp_slot[k], 0)
                      for k in range(self._ports)]
         m.d.comb += [
-            set_mask.eq(Mux(self.alloc_en & ~self.alloc.load, one << tail, 0)
+            set_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & ~self.alloc.load, one << tail, 0)
                         | Mux(self.alloc2_en, one << tail_second, 0)
                         | _or_all(responses)),
-            clr_mask.eq(Mux(self.alloc_en & self.alloc.load, one << tail, 0)
+            clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
                         | Mux(pop, one << head, 0)),
         ]
         m.d.sync += [
             ready.eq((ready & ~clr_mask) | set_mask),
             head.eq(head_next),
-            tail.eq(tail + self.alloc_en + self.alloc2_en),
-            count.eq(count + self.alloc_en + self.alloc2_en - pop),
+            tail.eq(tail + Mux(self.alloc_en, first_count, 0) + self.alloc2_en),
+            count.eq(count + Mux(self.alloc_en, first_count, 0) + self.alloc2_en - pop),
         ]
         with m.If(self.clear):
             m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]

@@ -13,6 +13,7 @@ from .layouts import ActionCfg, StreamCfg, Uop
 from .packer import Packer
 from .prefetch import Prefetcher
 from .rob import ReorderBuffer
+from .row_issue import RowIssue
 from .traversal import Traversal
 
 
@@ -134,7 +135,8 @@ class Tmu(wiring.Component):
         m.submodules.decoder   = dec = Decoder(c)
         m.submodules.traversal = trv = Traversal(c)
         m.submodules.rob       = rob = ReorderBuffer(c.max_inflight, c.line_bytes,
-                                                  c.memory_ports)
+                                                  c.memory_ports, c.row_chunk_lines)
+        m.submodules.row_issue = row_issue = RowIssue(c)
         m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens)
 
         # Program memory (block RAM): written by the core interface, read by the decoder.
@@ -222,7 +224,9 @@ class Tmu(wiring.Component):
         pbits = (c.prefetch_depth - 1).bit_length()
         P = c.memory_ports
         requesters = [(trv.req.valid, trv.req.payload.addr, trv.req.payload.tag,
-                       trv.stat_issue_bytes, trv.stat_blocking)]
+                       trv.stat_issue_bytes, trv.stat_blocking),
+                      (row_issue.req_valid, row_issue.req_addr, row_issue.req_slot,
+                       row_issue.issue_bytes, 0)]
         for e, eng in enumerate(engines):
             requesters.append((eng.req_valid, eng.req_addr,
                                (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.esize, 1))
@@ -249,8 +253,8 @@ class Tmu(wiring.Component):
             counted = Signal(range(len(requesters) + 1), name=f"valid_before_{r + 1}")
             m.d.comb += counted.eq(before + valid)
             before = counted
-        m.d.comb += trv.req.ready.eq(grants[0])
-        for eng, grant in zip(engines, grants[1:]):
+        m.d.comb += [trv.req.ready.eq(grants[0]), row_issue.req_grant.eq(grants[1])]
+        for eng, grant in zip(engines, grants[2:]):
             m.d.comb += eng.req_grant.eq(grant)
         fired = [self.req[k].valid & self.req[k].ready for k in range(P)]
         m.d.comb += [
@@ -297,11 +301,19 @@ class Tmu(wiring.Component):
             rob.alloc2.eq(trv.rob_alloc2),
             trv.rob_alloc2_ready.eq(rob.alloc2_ready),
             trv.rob_alloc_slot.eq(rob.alloc_slot),
+            rob.alloc_reserve.eq(trv.rob_alloc_reserve),
+            rob.alloc_count.eq(trv.rob_alloc_count),
+            trv.rob_free.eq(rob.free),
+            rob.entry_en.eq(row_issue.entry_en),
+            rob.entry_slot.eq(row_issue.entry_slot),
+            rob.entry.eq(row_issue.entry),
+            row_issue.clear.eq(rob.clear),
             trv.rob_empty.eq((rob.count == 0) & ~packer.holds_token),
         ]
         # ISA v1 operand packer between the reorder buffer and the data queue.
         m.d.comb += packer.clear.eq(rob.clear)
         wiring.connect(m, rob.data, packer.i)
+        wiring.connect(m, trv.row_job, row_issue.job)
         wiring.connect(m, packer.o, wiring.flipped(self.data))
         # Control tokens need no reordering (the queues are independent): a small FIFO.
         m.submodules.ctrl_fifo = ctrl_fifo = fifo.SyncFIFO(width=16, depth=4)

@@ -1,7 +1,7 @@
 """Traversal: executes the microcode the decoder built — layers, streams, marshaling actions."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
@@ -11,6 +11,7 @@ from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMod
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 from .rob import alloc_layout
+from .row_issue import row_job_layout
 
 
 __all__ = ["Traversal"]
@@ -121,6 +122,10 @@ class Traversal(wiring.Component):
             "rob_alloc2":       Out(alloc_layout(c.line_bytes)),
             "rob_alloc2_ready": In(1),
             "rob_alloc_slot":  In(c.rob_bits),
+            "rob_alloc_reserve": Out(1),      # the first allocation reserves a row's lines
+            "rob_alloc_count":   Out(range(c.row_chunk_lines + 1)),
+            "rob_free":          In(range(c.max_inflight + 1)),
+            "row_job":           Out(stream.Signature(row_job_layout(c))),
             "rob_empty":       In(1),
             "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
             "ctrl_w_data": Out(16),
@@ -473,9 +478,11 @@ class Traversal(wiring.Component):
                             & (operand_cfg.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
-        # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
-        # line request per memory line the row touches, one line per cycle (an empty row: one
-        # entry that only flushes the packer). The action's uop stays until the last line.
+        # An OPERAND action of a BLOCK stream pushes its row: it reserves one reorder-buffer
+        # entry per memory line the row touches and hands the run to the row issue block, which
+        # sends the line requests (hw/tmu/row_issue.py), up to ``row_chunk_lines`` lines per
+        # cycle (an empty row: one entry that only flushes the packer). The action's uop stays
+        # until the last chunk.
         row_active = Signal()
         row_addr = Signal(64)          # bytes: next element
         row_left = Signal(nbits)       # elements still to load
@@ -483,7 +490,8 @@ class Traversal(wiring.Component):
         row_cur_addr = Signal(64)
         row_cur_left = Signal(nbits)
         line_bits = c.line_offset_bits
-        row_cnt = Signal(range(max(c.line_bytes, 8) + 1))   # elements in this line
+        row_cnt = Signal(range(c.row_chunk_elements + 1))   # elements in this chunk
+        row_lines = Signal(range(c.row_chunk_lines + 1))    # memory lines they touch
         row_last = Signal()
         # A vector operand of a contiguous vector MEM stream (vector mode) is a row of the
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
@@ -506,7 +514,8 @@ class Traversal(wiring.Component):
                 need_pad.eq(count <= lockstep_cfg.lanes_m1),
             ]
         if has_block or has_lockstep:
-            in_line = Signal(range(c.line_bytes + 1))    # elements from the address to the line's end
+            # elements from the address to the end of the chunk's last line
+            in_chunk = Signal(range(c.row_chunk_elements + 1))
             row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
                      else 0)
             if has_block:
@@ -516,9 +525,12 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
                 row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
-                in_line.eq((c.line_bytes - row_cur_addr[0:line_bits]) >> operand_mode.log2_size),
-                row_cnt.eq(Mux(row_cur_left < in_line, row_cur_left, in_line)),
-                row_last.eq(row_cur_left <= in_line),
+                in_chunk.eq((c.row_chunk_elements - row_cur_addr[0:line_bits])
+                            >> operand_mode.log2_size),
+                row_cnt.eq(Mux(row_cur_left < in_chunk, row_cur_left, in_chunk)),
+                row_last.eq(row_cur_left <= in_chunk),
+                row_lines.eq((row_cur_addr[0:line_bits] + (row_cnt << operand_mode.log2_size)
+                              + c.line_bytes - 1) >> line_bits),
             ]
 
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
@@ -619,36 +631,51 @@ class Traversal(wiring.Component):
         immediate(self.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
         m.d.comb += n_ops.eq(~is_ctl + is_op2)
-        room = Mux(n_ops == 2, self.rob_alloc2_ready,
-                   Mux(n_ops == 1, self.rob_alloc_ready, 1))
+        # A chunk of a row (BLOCK, or the active lanes of a contiguous vector) reserves its
+        # lines' entries and goes to the row issue block; the traversal issues no request.
+        reserving = Signal()
+        m.d.comb += reserving.eq(~is_ctl & (o_block | (o_vector_load & ~pad_active))
+                                 & (row_cur_left != 0))
+        room = Mux(reserving, self.rob_free >= row_lines + (n_ops == 2),
+                   Mux(n_ops == 2, self.rob_alloc2_ready,
+                       Mux(n_ops == 1, self.rob_alloc_ready, 1)))
         need_ctrl = is_ctl | is_ctl2
+        m.d.comb += [
+            self.row_job.payload.addr.eq(row_cur_addr),
+            self.row_job.payload.count.eq(row_cnt),
+            self.row_job.payload.log2_size.eq(operand_mode.log2_size),
+            self.row_job.payload.sign.eq(operand_mode.sign),
+            self.row_job.payload.pack.eq(ac.pack),
+            self.row_job.payload.flush.eq(flush1 & row_last & ~(o_vector_load & need_pad)),
+            self.row_job.payload.first_slot.eq(self.rob_alloc_slot),
+            self.rob_alloc_reserve.eq(reserving),
+            self.rob_alloc_count.eq(Mux(reserving, row_lines, 1)),
+        ]
 
         ld = Signal()
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
-                              Mux(o_vector_load, ~pad_active,
-                                  Mux(o_block, row_cur_left != 0, lazy))))
+                              Mux(o_vector_load | o_block, 0, lazy)))
 
         def try_action(on_fire):
-            """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
-            the request is accepted. ``req.valid`` never depends on ``req.ready``. A row fires
-            ``on_fire`` with its last word."""
+            """Fire the action(s) if entries are free, the control FIFO has room, (for a load)
+            the request is accepted and (for a row chunk) the row issue block takes it.
+            ``req.valid`` and ``row_job.valid`` never depend on the ``ready``s. A row fires
+            ``on_fire`` with its last chunk."""
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_block | o_vector_load, row_cur_addr,
-                                                 Mux(o_vector, v_val, op_v))),
+                    self.req.payload.addr.eq(Mux(o_vector, v_val, op_v)),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Mux(o_block | o_vector_load,
-                                                 row_cnt << operand_mode.log2_size,
-                                                 Const(1, 8) << operand_mode.log2_size)),
+                    self.stat_issue_bytes.eq(Const(1, 8) << operand_mode.log2_size),
+                    self.row_job.valid.eq(reserving),
                 ]
-                with m.If(~ld | self.req.ready):
+                with m.If((~ld | self.req.ready) & (~reserving | self.row_job.ready)):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
                     with m.If((o_block | (o_vector_load & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
-                                     row_addr.eq(Cat(Const(0, line_bits),
-                                                     row_cur_addr[line_bits:] + 1)),
+                                     row_addr.eq(row_cur_addr
+                                                 + (row_cnt << operand_mode.log2_size)),
                                      row_left.eq(row_cur_left - row_cnt)]
                     with m.Elif(o_vector_load & ~pad_active & need_pad):
                         # The last active lane's word: the masked lanes' zeros follow.

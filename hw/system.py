@@ -11,7 +11,18 @@ from .hbm_model.presets import get_preset
 from .tmu import Tmu, TmuConfig
 
 
-__all__ = ["System"]
+__all__ = ["System", "connect_memory_ports"]
+
+
+def connect_memory_ports(m, tmu, mem):
+    """Connect the unit's request/response ports to the memory's, port ``k`` to port ``k``; the
+    unit's ports beyond the memory's are never ready and receive nothing."""
+    for k in range(len(tmu.req)):
+        if k < len(mem.request_ports):
+            wiring.connect(m, tmu.req[k], mem.request_ports[k])
+            wiring.connect(m, mem.response_ports[k], tmu.resp[k])
+        else:
+            m.d.comb += [tmu.req[k].ready.eq(0), tmu.resp[k].valid.eq(0)]
 
 
 class System(wiring.Component):
@@ -53,9 +64,10 @@ class System(wiring.Component):
             preset = preset.replace(fixed_latency=config.mem_latency)
         self.preset = preset
         self.tmu = Tmu(config)
+        # The fixed-latency memory has one port: a unit with more uses its first (``docs/rtl.md``).
+        ports = 1 if preset.fixed_latency is not None else config.memory_ports
         self.mem = memory_model(preset, words=mem_words, tag_bits=config.tag_bits,
-                                storage=storage, ports=config.memory_ports,
-                                line_bytes=config.line_bytes)
+                                storage=storage, ports=ports, line_bytes=config.line_bytes)
         self.core_if = CoreInterface(config, mem_stats=len(self.mem.stat_names))
         super().__init__({
             "csr":         In(CsrSignature(12)),
@@ -84,9 +96,7 @@ class System(wiring.Component):
         wiring.connect(m, tmu.ctrl, cif.tmu_ctrl)
         wiring.connect(m, cif.data_out, wiring.flipped(self.data_out))
         wiring.connect(m, cif.ctrl_out, wiring.flipped(self.ctrl_out))
-        for k, (request, response) in enumerate(zip(mem.request_ports, mem.response_ports)):
-            wiring.connect(m, tmu.req[k], request)
-            wiring.connect(m, response, tmu.resp[k])
+        connect_memory_ports(m, tmu, mem)
         wiring.connect(m, wiring.flipped(self.backdoor), mem.backdoor)
         m.d.comb += [
             cif.mem_stats.eq(mem.stats),

@@ -32,7 +32,9 @@ class TmuConfig:
         64-bit argument registers. Default 16, legal 1..255.
     max_inflight : int
         Reorder-buffer entries, i.e. marshaled tokens (loads in flight or waiting to drain) the
-        unit keeps between marshaling and the output queues. Default 32, a power of two >= 2.
+        unit keeps between marshaling and the output queues; a load's entry holds one memory line.
+        Default 256 (16 KiB of lines: Little's law for one line per cycle at HBM2's loaded
+        latency), a power of two >= 2.
     data_queue_depth : int
         Depth of the 64-bit data output queue, entries. Default 64, >= 2.
     ctrl_queue_depth : int
@@ -48,7 +50,7 @@ class TmuConfig:
         index (``docs/rtl.md``). Default 4, legal 0..16; ``prefetchers * prefetch_depth`` must not
         exceed ``max_inflight``.
     prefetch_depth : int
-        Loads one engine keeps ahead of the traversal. Default 8, a power of two >= 2.
+        Loads one engine keeps ahead of the traversal. Default 32, a power of two >= 2.
     versions : tuple of int
         ISA versions the decoder accepts (``docs/isa.md`` §7.9): ``(0,)`` or ``(0, 1)``.
         Default ``(0, 1)``.
@@ -74,7 +76,7 @@ class TmuConfig:
     memory_ports : int
         Request and response ports to the memory, 1..4: up to this many line requests leave and
         this many responses arrive per cycle (the traversal's and the run-ahead engines', in
-        that priority). Default 1.
+        that priority). Default 2 (a row's lines on one, the index loads beside them).
     output_tokens : int
         Width of the data output, 64-bit tokens per cycle: the packer and the data queue move a
         beat of up to this many tokens per cycle (the token sequence is the one of
@@ -85,19 +87,19 @@ class TmuConfig:
     actions: int = 16
     regions: int = 4
     args: int = 16
-    max_inflight: int = 32
+    max_inflight: int = 256
     data_queue_depth: int = 64
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20
     mem_latency: int = 32
     prefetchers: int = 4
-    prefetch_depth: int = 8
+    prefetch_depth: int = 32
     versions: tuple = (0, 1)
     features: tuple = ("block", "broadcast", "lockstep", "pack")
     lanes: int = 8
     max_block: int = 1024
     line_bytes: int = 64
-    memory_ports: int = 1
+    memory_ports: int = 2
     output_tokens: int = 8
 
     def __post_init__(self):

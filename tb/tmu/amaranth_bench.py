@@ -11,6 +11,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from hw.hbm_model import FixedLatencyMemory
+from hw.system import connect_memory_ports
 from hw.tmu import COUNTERS, Tmu, TmuConfig
 from tb.sim_helpers import run_sim
 
@@ -36,17 +37,17 @@ class _Bench(wiring.Elaboratable):
                                           line_bytes=config.line_bytes)
         else:                       # a memory preset (hw.hbm_model.memory_model)
             from hw.hbm_model import memory_model
-            self.mem = memory_model(memory, words=words, tag_bits=config.tag_bits,
-                                    ports=config.memory_ports, line_bytes=config.line_bytes)
+            from hw.hbm_model.presets import get_preset
+            preset = get_preset(memory) if isinstance(memory, str) else memory
+            ports = 1 if preset.fixed_latency is not None else config.memory_ports
+            self.mem = memory_model(preset, words=words, tag_bits=config.tag_bits,
+                                    ports=ports, line_bytes=config.line_bytes)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.tmu = self.tmu
         m.submodules.mem = self.mem
-        for k, (request, response) in enumerate(zip(self.mem.request_ports,
-                                                    self.mem.response_ports)):
-            wiring.connect(m, self.tmu.req[k], request)
-            wiring.connect(m, response, self.tmu.resp[k])
+        connect_memory_ports(m, self.tmu, self.mem)
         return m
 
 

@@ -52,6 +52,8 @@ class ReorderBuffer(wiring.Component):
         Response ports (``TmuConfig.memory_ports``).
     reserve_max : int
         Most entries one reservation takes (``TmuConfig.row_chunk_lines``).
+    row_writes : int
+        Descriptions of reserved entries written per cycle, 1 or 2.
 
     Members
     -------
@@ -78,8 +80,9 @@ class ReorderBuffer(wiring.Component):
         Slot the next allocation gets; it is the tag of a load issued with it.
     free : Out(range(depth + 1))
         Entries not allocated.
-    entry_en, entry_slot, entry : In
-        Write the description of the reserved entry ``entry_slot``.
+    entry_en, entry_slot, entry : In(ArrayLayout(..., row_writes))
+        Write the description of the reserved entry ``entry_slot[k]`` (the slots of one cycle
+        are consecutive, hence in different banks).
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for ``resp_slot``. The slots of one cycle are distinct.
     data : Out(stream.Signature(chunk_layout(line_bytes)))
@@ -90,7 +93,7 @@ class ReorderBuffer(wiring.Component):
         The head is ready but its output stream is not.
     """
 
-    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1):
+    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1, row_writes=1):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         if line_bytes not in (8, 16, 32, 64):
@@ -104,6 +107,9 @@ class ReorderBuffer(wiring.Component):
         if not isinstance(reserve_max, int) or not 1 <= reserve_max <= depth // 2:
             raise ValueError(f"reserve_max must be an integer in 1..depth/2, not {reserve_max!r}")
         self._reserve_max = reserve_max
+        if row_writes not in (1, 2):
+            raise ValueError(f"row_writes must be 1 or 2, not {row_writes!r}")
+        self._row_writes = row_writes
         layout = alloc_layout(line_bytes)
         super().__init__({
             "clear":       In(1),
@@ -114,9 +120,9 @@ class ReorderBuffer(wiring.Component):
             "alloc_reserve": In(1),
             "alloc_count": In(range(reserve_max + 1)),
             "free":        Out(range(depth + 1)),
-            "entry_en":    In(1),
-            "entry_slot":  In(self._bits),
-            "entry":       In(layout),
+            "entry_en":    In(row_writes),
+            "entry_slot":  In(data.ArrayLayout(self._bits, row_writes)),
+            "entry":       In(data.ArrayLayout(layout, row_writes)),
             "alloc2_en":    In(1),
             "alloc2":       In(layout),
             "alloc2_ready": Out(1),
@@ -150,8 +156,10 @@ class ReorderBuffer(wiring.Component):
                 writes = (w,)
                 if kind == "entry":      # the row issue block's descriptions
                     row_w = mem.write_port()
-                    m.d.comb += [row_w.addr.eq(self.entry_slot[1:]), row_w.data.eq(self.entry),
-                                 row_w.en.eq(self.entry_en & (self.entry_slot[0] == b))]
+                    for k in reversed(range(self._row_writes)):
+                        with m.If(self.entry_en[k] & (self.entry_slot[k][0] == b)):
+                            m.d.comb += [row_w.addr.eq(self.entry_slot[k][1:]),
+                                         row_w.data.eq(self.entry[k]), row_w.en.eq(1)]
                     writes = (w, row_w)
                 banks_r.append((b, kind, mem.read_port(transparent_for=writes)))
         m.submodules.lines = lines = memory.Memory(shape=8 * self._line_bytes, depth=depth,

@@ -134,9 +134,10 @@ class Tmu(wiring.Component):
 
         m.submodules.decoder   = dec = Decoder(c)
         m.submodules.traversal = trv = Traversal(c)
+        row_lines = min(2, c.memory_ports)       # line requests of a row per cycle
         m.submodules.rob       = rob = ReorderBuffer(c.max_inflight, c.line_bytes,
-                                                  c.memory_ports, c.row_chunk_lines)
-        m.submodules.row_issue = row_issue = RowIssue(c)
+                                                  c.memory_ports, c.row_chunk_lines, row_lines)
+        m.submodules.row_issue = row_issue = RowIssue(c, row_lines)
         m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens)
 
         # Program memory (block RAM): written by the core interface, read by the decoder.
@@ -224,9 +225,10 @@ class Tmu(wiring.Component):
         pbits = (c.prefetch_depth - 1).bit_length()
         P = c.memory_ports
         requesters = [(trv.req.valid, trv.req.payload.addr, trv.req.payload.tag,
-                       trv.stat_issue_bytes, trv.stat_blocking),
-                      (row_issue.req_valid, row_issue.req_addr, row_issue.req_slot,
-                       row_issue.issue_bytes, 0)]
+                       trv.stat_issue_bytes, trv.stat_blocking)]
+        for k in range(row_lines):
+            requesters.append((row_issue.req_valid[k], row_issue.req_addr[k],
+                               row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
         for e, eng in enumerate(engines):
             requesters.append((eng.req_valid, eng.req_addr,
                                (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.esize, 1))
@@ -253,8 +255,10 @@ class Tmu(wiring.Component):
             counted = Signal(range(len(requesters) + 1), name=f"valid_before_{r + 1}")
             m.d.comb += counted.eq(before + valid)
             before = counted
-        m.d.comb += [trv.req.ready.eq(grants[0]), row_issue.req_grant.eq(grants[1])]
-        for eng, grant in zip(engines, grants[2:]):
+        m.d.comb += trv.req.ready.eq(grants[0])
+        for k in range(row_lines):
+            m.d.comb += row_issue.req_grant[k].eq(grants[1 + k])
+        for eng, grant in zip(engines, grants[1 + row_lines:]):
             m.d.comb += eng.req_grant.eq(grant)
         fired = [self.req[k].valid & self.req[k].ready for k in range(P)]
         m.d.comb += [

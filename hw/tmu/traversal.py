@@ -516,8 +516,10 @@ class Traversal(wiring.Component):
         if has_block or has_lockstep:
             # elements from the address to the end of the chunk's last line
             in_chunk = Signal(range(c.row_chunk_elements + 1))
-            row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
-                     else 0)
+            # A row action fused into its own stream's STREAM uop sees the new count (bypass).
+            row_n = (Mux(fused & (ac.src.value[:8] == u.id), blk_n[:nbits],
+                         _pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n"))
+                     if has_block else 0)
             if has_block:
                 m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
                                      & (ac.src.kind == SourceKind.STREAM)
@@ -568,7 +570,8 @@ class Traversal(wiring.Component):
 
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
-        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
+        # ... fired with the last chunk of a row the first action pushes.
+        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused) & ~(o_block & ~row_last)
         m.d.comb += self.acfg2_addr.eq(u.act2_id[:self._abits])
         ac2 = self.acfg2_data
         op2_v = source(ac2.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)

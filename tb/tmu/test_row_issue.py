@@ -27,8 +27,9 @@ def _expected_lines(job, line_bytes):
     return out
 
 
+@pytest.mark.parametrize("lines", [1, 2])
 @pytest.mark.parametrize("config", [TmuConfig(), TmuConfig.small()], ids=["default", "small"])
-def test_runs_become_line_requests_in_order(config):
+def test_runs_become_line_requests_in_order(config, lines):
     seed = fresh_seed(f"row issue {config.line_bytes}")
     rng = random.Random(seed)
     lb, slot_mask = config.line_bytes, config.max_inflight - 1
@@ -41,12 +42,12 @@ def test_runs_become_line_requests_in_order(config):
         job = dict(addr=addr, count=rng.randrange(1, room // size + 1), log2_size=log2,
                    sign=rng.randrange(2), pack=rng.randrange(4), flush=rng.randrange(2),
                    first_slot=slot)
-        lines = _expected_lines(job, lb)
+        run = _expected_lines(job, lb)
         expected += [(a, s & slot_mask, o, c, f, b, job["log2_size"], job["sign"], job["pack"])
-                     for a, s, o, c, f, b in lines]
-        slot = (slot + len(lines)) & slot_mask
+                     for a, s, o, c, f, b in run]
+        slot = (slot + len(run)) & slot_mask
         jobs.append(job)
-    dut = RowIssue(config)
+    dut = RowIssue(config, lines)
     got = []
 
     async def producer(ctx):
@@ -62,19 +63,23 @@ def test_runs_become_line_requests_in_order(config):
     async def memory(ctx):
         grng = random.Random(seed + 1)
         for _ in range(5000):
-            grant = grng.random() < 0.6
-            ctx.set(dut.req_grant, grant)
-            if grant and ctx.get(dut.req_valid):
-                assert ctx.get(dut.entry_en)
-                assert ctx.get(dut.entry_slot) == ctx.get(dut.req_slot)
-                e = ctx.get(dut.entry)
-                got.append((ctx.get(dut.req_addr), ctx.get(dut.req_slot), e.offset, e.count,
-                            bool(e.flush), ctx.get(dut.issue_bytes), e.log2_size, e.sign,
-                            e.pack))
-                assert e.load == 1
-            else:
-                assert not ctx.get(dut.entry_en)
-            if len(got) == len(expected):
+            # Ports grant in order: request 1 only with request 0.
+            grants = [grng.random() < 0.6]
+            grants.append(grants[0] and grng.random() < 0.6)
+            for k in range(lines):
+                ctx.set(dut.req_grant[k], grants[k])
+            for k in range(lines):
+                if grants[k] and ctx.get(dut.req_valid[k]):
+                    assert ctx.get(dut.entry_en[k])
+                    assert ctx.get(dut.entry_slot[k]) == ctx.get(dut.req_slot[k])
+                    e = ctx.get(dut.entry[k])
+                    got.append((ctx.get(dut.req_addr[k]), ctx.get(dut.req_slot[k]), e.offset,
+                                e.count, bool(e.flush), ctx.get(dut.issue_bytes[k]),
+                                e.log2_size, e.sign, e.pack))
+                    assert e.load == 1
+                else:
+                    assert not ctx.get(dut.entry_en[k])
+            if len(got) >= len(expected):
                 break
             await ctx.tick()
 

@@ -11,8 +11,9 @@ the row's scale and bias (times the per-sample weight when given, in float32),
 ``acc = fma(s, float(q), acc + b)``. The scale and bias of each lookup are gathered on the host
 into a float32 ``(n, 2)`` array (the rows' trailing bytes), so a lookup moves ``dim`` (4-bit:
 ``dim / 2``) bytes of the table plus 8 through the unit, against ``4 * dim`` for float32.
-``mode=0`` (sum) only: PyTorch 2.13's kernels return the sum for ``mode=1`` too, and ``max`` is
-not implemented. Refusals name the argument.
+``mode=0`` (sum) only: PyTorch's CPU kernels ignore ``mode`` (an unused parameter) and return the
+sum for ``mode=1`` (mean) and ``2`` (max) too, so there is no mean to match. Refusals name the
+argument.
 """
 
 from __future__ import annotations
@@ -127,8 +128,10 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     if len(g.outputs) != 1 or g.outputs[0] is not node:
         raise CompileError(f"the traced function must return the {op_name} output only")
     if int(args["mode"]) != 0:
-        raise CompileError(f"unsupported {op_name} mode={args['mode']} (0, sum, is; PyTorch 2.13's "
-                           "kernel returns the sum for mode=1 too)")
+        raise CompileError(f"unsupported {op_name} mode={args['mode']}: only mode=0 (sum) is; "
+                           "PyTorch's CPU kernel ignores mode (an unused parameter in "
+                           "aten/src/ATen/native/quantized/cpu/qembeddingbag.h) and returns the "
+                           "sum for every mode, so there is no mean or max to match")
     if args["pruned_weights"] or args["compressed_indices_mapping"] is not None:
         raise CompileError(f"unsupported {op_name} pruned_weights=True / compressed_indices_mapping "
                            "(pruned tables)")

@@ -109,6 +109,10 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
     CompileError
         Naming the unsupported operation, argument or combination.
     """
+    from .torch_quant import compile_ao_embedding_bag, is_ao_embedding_bag
+    if is_ao_embedding_bag(module_or_fn):       # not traceable: compiled from its packed weight
+        return compile_ao_embedding_bag(module_or_fn, example_inputs, lambda m, ins: compile_torch(
+            m, ins, limits=limits, opt_level=opt_level))
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _Wrap(module_or_fn)
     inputs = tuple(example_inputs)
     try:

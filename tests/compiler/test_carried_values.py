@@ -144,3 +144,15 @@ def test_carried_values_in_c(rng, tmp_path):
 
     case = test_c_levels.Case("bags", BAGS, lambda: [a.copy() for a in args], check)
     test_c_levels._replay([(case, 0), (case, 3)], tmp_path)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_carried_values_on_rtl(rng):
+    args = _bags(rng)
+    table, indices, offsets = args[:3]
+    got = run_kernel(compile_mlir(BAGS, opt_level=3), [a.copy() for a in args], "rtl")
+    np.testing.assert_array_equal(got.results[0], _norms(table, indices, offsets))
+    want = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
+                                             torch.from_numpy(offsets[:-1]), mode="mean")
+    assert torch.equal(torch.from_numpy(got.results[1]), want)

@@ -294,3 +294,18 @@ def test_bfloat16_tables(fresh, combiner):
     ids = fresh.integers(0, 50, (2, 3))
     g = tf.function(lambda i: tf.nn.embedding_lookup(p, i))
     assert np.array_equal(run(compile_tf(g, ids), ids).view(np.uint16), g(ids).numpy().view(np.uint16))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_bfloat16_table_on_rtl(fresh):
+    bf16 = tf.bfloat16.as_numpy_dtype
+    p = tf.constant((fresh.standard_normal((50, 8)) * 8).astype(bf16))
+    sp = sparse_ids(fresh)
+    f = tf.function(lambda sp: tf.nn.embedding_lookup_sparse(p, sp, None, combiner="sum"))
+    pk = compile_tf(f, sp, opt_level=3)
+    golden = pk.unbind(run_kernel(pk.kernel, pk.bind((sp,)), "golden").results)
+    rtl = pk.unbind(run_kernel(pk.kernel, pk.bind((sp,)), "rtl").results)
+    assert np.array_equal(rtl.view(np.uint16), golden.view(np.uint16))
+    ulp = (np.abs(f(sp).numpy().astype(np.float32)) * 2.0 ** -7).astype(np.float32)
+    assert np.all(np.abs(rtl.astype(np.float32) - f(sp).numpy().astype(np.float32)) <= ulp)

@@ -123,3 +123,14 @@ def test_casts_that_are_not_fused_are_refused_naming_the_cast(src, dst, message)
     from sw.compiler import CompileError
     with pytest.raises(CompileError, match=message):
         compile_torch(lambda i, o: bag(i, o).to(dst), (i, o))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_cast_after_a_bag_on_rtl(rng):
+    from sw.api import compile_torch as api_compile
+    bag = torch.nn.EmbeddingBag(30, 16, mode="mean")
+    fn = lambda i, o: torch.relu(bag(i, o)).to(torch.bfloat16)               # noqa: E731
+    i, o = torch.from_numpy(rng.integers(0, 30, 40)), torch.tensor([0, 5, 5, 30])
+    op = api_compile(fn, (i, o), opt_level=3)
+    assert torch.equal(op(i, o, target="rtl").view(torch.int16), fn(i, o).detach().view(torch.int16))

@@ -177,3 +177,11 @@ def test_ao_quantized_4bit_bag_with_include_last_offset_is_refused(rng):
     with pytest.raises(CompileError, match="unsupported torch.ao.nn.quantized.EmbeddingBag "
                                            "dtype=torch.quint4x2 with include_last_offset=True"):
         compile_torch(m, (idx, off))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_ao_quantized_embedding_bag_module_on_rtl(rng):
+    m = ao_bag(rng, 8)
+    _, idx, off = data(rng)
+    assert torch.equal(compile_torch(m, (idx, off), opt_level=3)(idx, off, target="rtl"), m(idx, off))

@@ -13,7 +13,9 @@ into a float32 ``(n, 2)`` array (the rows' trailing bytes), so a lookup moves ``
 ``dim / 2``) bytes of the table plus 8 through the unit, against ``4 * dim`` for float32.
 ``mode=0`` (sum) only: PyTorch's CPU kernels ignore ``mode`` (an unused parameter) and return the
 sum for ``mode=1`` (mean) and ``2`` (max) too, so there is no mean to match. Refusals name the
-argument.
+argument. The deprecated ``torch.ao.nn.quantized.EmbeddingBag`` module (not traceable) is compiled
+as the same bag on its packed rows, rebuilt from ``module.weight()`` at each call
+(:func:`compile_ao_embedding_bag`).
 """
 
 from __future__ import annotations

@@ -156,3 +156,35 @@ def test_carried_values_on_rtl(rng):
     want = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
                                              torch.from_numpy(offsets[:-1]), mode="mean")
     assert torch.equal(torch.from_numpy(got.results[1]), want)
+
+
+CHASE = """
+func.func @chase(%next: memref<?xindex>, %val: memref<?xf32>, %out: memref<1xf32>, %n: index) -> memref<1xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %s, %p = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %k = %c0) -> (f32, index) {
+    %v = memref.load %val[%k] : memref<?xf32>
+    %k2 = memref.load %next[%k] : memref<?xindex>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a, %k2 : f32, index
+  }
+  memref.store %s, %out[%c0] : memref<1xf32>
+  return %out : memref<1xf32>
+}
+"""
+
+
+def test_a_carried_index_that_feeds_addresses_keeps_those_loads_on_the_core(rng):
+    """Pointer chasing: the next address depends on the value loaded in this iteration, which the
+    access unit cannot know ahead; the loads through the carried index run in the callback (the
+    unit only counts the iterations). Correct, not decoupled."""
+    nxt = rng.permutation(20).astype(np.int64)
+    val = rng.standard_normal(20).astype(np.float32)
+    slc = str(run_pipeline(CHASE, until="slc"))
+    assert "slc.mem_stream" not in slc and "memref.load %val[%k]" in slc
+    got = run_kernel(compile_mlir(CHASE, opt_level=3), [nxt, val, np.zeros(1, np.float32), 15], "golden")
+    want, k = np.float32(0), 0
+    for _ in range(15):
+        want, k = np.float32(want + val[k]), nxt[k]
+    assert got.results[0][0] == want

@@ -87,7 +87,7 @@ class TmuConfig:
     actions: int = 16
     regions: int = 4
     args: int = 16
-    max_inflight: int = 1024
+    max_inflight: int = 256
     data_queue_depth: int = 64
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20

@@ -89,82 +89,69 @@ class Packer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         e = self.i.payload
-        nbytes_buffer = 8 * self._tokens
+        beat_bytes = 8 * self._tokens
+        buffer_bytes = 2 * beat_bytes                   # a beat being filled and the next one
         line_bytes = self._line_bytes
+        max_count = max(line_bytes, 8)
 
-        buffer = Signal(8 * nbytes_buffer)
-        filled = Signal(range(nbytes_buffer + 1))      # bytes of ``buffer`` in use
-        used = Signal(range(max(line_bytes, 8) + 1))   # elements of the head entry placed
+        buffer = Signal(8 * buffer_bytes)
+        filled = Signal(range(buffer_bytes + 1))        # bytes of ``buffer`` in use (<= a beat
+                                                        # at the start of a cycle)
+        used = Signal(range(max_count + 1))             # elements of the head entry placed
 
         log2_width = Signal(2)
         m.d.comb += log2_width.eq(3 - e.pack)
         width = Signal(4)
         m.d.comb += width.eq(Const(1, 4) << log2_width)
-        at = Signal(range(nbytes_buffer + 8))           # round_up(filled, width)
+        at = Signal(range(buffer_bytes + 8))            # round_up(filled, width)
         m.d.comb += at.eq(((filled + width - 1) >> log2_width) << log2_width)
-        space = Signal(range(nbytes_buffer + 1))        # elements of ``width`` that fit from ``at``
-        m.d.comb += space.eq(Mux(at >= nbytes_buffer, 0, (nbytes_buffer - at) >> log2_width))
-        remaining = Signal(range(max(line_bytes, 8) + 1))
+        space = Signal(range(buffer_bytes + 1))         # elements of ``width`` that fit from ``at``
+        m.d.comb += space.eq(Mux(at >= buffer_bytes, 0, (buffer_bytes - at) >> log2_width))
+        remaining = Signal(range(max_count + 1))
         m.d.comb += remaining.eq(e.count - used)
         same = e.log2_size == log2_width
-        placed = Signal(range(max(line_bytes, 8) + 1))  # elements placed this cycle
+        placed = Signal(range(max_count + 1))           # elements placed this cycle
         m.d.comb += placed.eq(Mux(same, Mux(remaining < space, remaining, space),
-                                  Mux(space != 0, 1, 0)))
+                                  Mux((space != 0) & (remaining != 0), 1, 0)))
         position = Signal(range(2 * line_bytes + 64))   # byte of the next element in ``line``
         m.d.comb += position.eq(e.offset + (used << e.log2_size))
-        source = Signal(8 * nbytes_buffer)
+        source = Signal(8 * buffer_bytes)
         m.d.comb += source.eq(Mux(same, e.line >> Cat(Const(0, 3), position),
                                   extract(e.line, position, e.log2_size, e.sign)))
-        moved = Signal(range(nbytes_buffer + 1))        # bytes placed this cycle
+        moved = Signal(range(buffer_bytes + 1))         # bytes placed this cycle
         m.d.comb += moved.eq(placed << log2_width)
-        mask = Signal(8 * nbytes_buffer)
+        mask = Signal(8 * buffer_bytes)
         with m.Switch(moved):
-            for n in range(nbytes_buffer + 1):
+            for n in range(min(buffer_bytes, 8 * max_count) + 1):
                 with m.Case(n):
                     m.d.comb += mask.eq((1 << (8 * n)) - 1)
-        placed_buffer = Signal(8 * nbytes_buffer)
+        placed_buffer = Signal(8 * buffer_bytes)
         m.d.comb += placed_buffer.eq(
-            buffer | ((source & mask) << Cat(Const(0, 3), at))[:8 * nbytes_buffer])
+            buffer | ((source & mask) << Cat(Const(0, 3), at))[:8 * buffer_bytes])
         last = Signal()
         m.d.comb += last.eq(remaining == placed)
-        end = Signal(range(nbytes_buffer + 8))          # ``filled`` after this cycle's elements
-        m.d.comb += end.eq(at + moved)
-        closed_end = Signal(range(nbytes_buffer + 8))   # ... padded to a token boundary (flush)
+        end = Signal(range(buffer_bytes + 8))           # bytes in use after this cycle's elements
+        m.d.comb += end.eq(Mux(placed != 0, at + moved, filled))
+        closed_end = Signal(range(buffer_bytes + 8))    # ... padded to a token boundary (flush)
         m.d.comb += closed_end.eq(Mux(last & e.flush, Cat(Const(0, 3), (end + 7)[3:]), end))
 
         def emit(contents, nbytes):
-            m.d.comb += [self.o.valid.eq(1), self.o.payload.tokens.eq(contents),
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.tokens.eq(contents[:64 * self._tokens]),
                          self.o.payload.count.eq((nbytes + 7) >> 3)]
 
         with m.If(self.i.valid):
-            with m.If(remaining == 0):
-                # No element (an empty BLOCK row): only the flush, which closes the partial token.
-                closed = Signal(range(nbytes_buffer + 8))
-                m.d.comb += closed.eq(Mux(e.flush, Cat(Const(0, 3), (filled + 7)[3:]), filled))
-                with m.If(closed == nbytes_buffer):
-                    emit(buffer, nbytes_buffer)
-                    m.d.comb += self.i.ready.eq(self.o.ready)
-                    with m.If(self.o.ready):
-                        m.d.sync += [buffer.eq(0), filled.eq(0), used.eq(0)]
-                with m.Else():
-                    m.d.comb += self.i.ready.eq(1)
-                    m.d.sync += [filled.eq(closed), used.eq(0)]
-            with m.Elif(placed == 0):
-                # The element does not fit: the full beat goes first.
-                emit(buffer, filled)
-                with m.If(self.o.ready):
-                    m.d.sync += [buffer.eq(0), filled.eq(0)]
-            with m.Else():
-                full = closed_end == nbytes_buffer
-                with m.If(full):
-                    emit(placed_buffer, nbytes_buffer)
-                with m.If(~full | self.o.ready):
-                    m.d.comb += self.i.ready.eq(last)
-                    m.d.sync += [
-                        buffer.eq(Mux(full, 0, placed_buffer)),
-                        filled.eq(Mux(full, 0, closed_end)),
-                        used.eq(Mux(last, 0, used + placed)),
-                    ]
+            # Place what fits (all of a line's elements unless the buffer is short of room);
+            # the first beat leaves as soon as it is whole, the rest moves down.
+            full = closed_end >= beat_bytes
+            with m.If(full):
+                emit(placed_buffer, beat_bytes)
+            with m.If(~full | self.o.ready):
+                m.d.comb += self.i.ready.eq(last)
+                m.d.sync += [
+                    buffer.eq(Mux(full, placed_buffer >> (8 * beat_bytes), placed_buffer)),
+                    filled.eq(Mux(full, closed_end - beat_bytes, closed_end)),
+                    used.eq(Mux(last, 0, used + placed)),
+                ]
         with m.Elif(filled >= 8):
             # Nothing waiting: deliver the whole tokens now; a partial one (JOIN) moves to the
             # front of the buffer.

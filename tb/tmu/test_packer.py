@@ -124,3 +124,42 @@ def test_a_row_of_lines_is_whole_beats():
     run_sim(dut, producer, consumer)
     assert beats == [[(line >> (64 * t)) & MASK64 for t in range(8)] for line in lines]
     assert cycles == list(range(cycles[0], cycles[0] + 4))
+
+
+def test_lines_after_an_immediate_still_move_one_per_cycle():
+    """An 8-byte operand, then four 64-byte lines of f32 packed 4 bytes wide: every line is
+    placed in the cycle it arrives although it straddles two beats (the buffer holds two)."""
+    rng = random.Random(fresh_seed("packer straddle"))
+    lines = [rng.getrandbits(512) for _ in range(4)]
+    first = rng.getrandbits(64)
+    dut = Packer(64, 8)
+    tokens, taken = [], []
+
+    async def producer(ctx):
+        entries = [dict(line=first, offset=0, log2_size=3, sign=0, count=1, pack=0, flush=1)]
+        entries += [dict(line=line, offset=0, log2_size=2, sign=0, count=16, pack=1,
+                         flush=k == 3) for k, line in enumerate(lines)]
+        cycle = 0
+        for entry in entries:
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, entry)
+            while True:
+                ready = ctx.get(dut.i.ready)
+                await ctx.tick()
+                cycle += 1
+                if ready:
+                    break
+            taken.append(cycle)
+        ctx.set(dut.i.valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for _ in range(20):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                tokens.extend(beat.tokens[i] for i in range(beat.count))
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert tokens == [first] + [(line >> (64 * t)) & MASK64 for line in lines for t in range(8)]
+    assert taken == [1, 2, 3, 4, 5]

@@ -16,7 +16,10 @@ One case today, the DLRM shape of issue 10: EmbeddingBag sum over a 100,000 x 64
   ``bytes_loaded`` counter (table elements, indices, offsets) / its cycles from start to done,
   and *table bytes/cycle* = rows x 256 / cycles.
 
-Printed and written as one CSV row per (case, preset): both numbers and their ratio.
+Printed and written as one CSV row per (case, preset): both numbers, the unit's line requests
+and lines in flight (mean and peak), and the ratios unit / ceiling and unit / min(ceiling, the
+unit's output bound = ``8 * TmuConfig().output_tokens`` bytes per cycle), issue 10's goal
+(>= 95 %).
 
 Usage: python scripts/bench_bandwidth.py [--preset HBM2] [--rtl] [--seed S] [--csv build/bench_bandwidth.csv]
 """

@@ -195,9 +195,10 @@ class TmuConfig:
 
     @property
     def tag_bits(self):
-        """Bits of a memory request tag: ``{kind[1:0], index[rob_bits-1:0]}`` with kind 0 a ROB
-        slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot)."""
-        return self.rob_bits + 2
+        """Bits of a memory request tag: ``{epoch, kind[1:0], index[rob_bits-1:0]}`` with kind 0
+        a ROB slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot), and
+        ``epoch`` the parity of the run (responses to an earlier run's requests are dropped)."""
+        return self.rob_bits + 3
 
     @property
     def program_words(self):

@@ -1,6 +1,6 @@
 """The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -97,10 +97,13 @@ class Tmu(wiring.Component):
     ctl : In(TmuControlSignature(config))
         Control, status, program load, arguments, counters.
     req : Out(MemRequestSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
-        Line requests, up to one per port per cycle, the traversal's first, then the run-ahead
-        engines' in engine order, on the lowest-numbered ports. Tag ``{kind[1:0], index}``:
-        kind 0, a reorder-buffer slot; kind 1, the traversal's blocking load (at most one in
-        flight); kind 2, a run-ahead engine's slot (``engine * prefetch_depth + slot``).
+        Line requests, up to one per port per cycle: the traversal's first, then the row issue
+        block's, then the run-ahead engines' in engine order, on the lowest-numbered ports. Tag
+        ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
+        blocking load (at most one in flight); kind 2, a run-ahead engine's slot (``engine *
+        prefetch_depth + slot``); ``epoch`` flips at every start, and a response whose epoch is
+        not the current run's (a load left in flight by a run that faulted or was aborted) is
+        dropped.
     resp : In(MemResponseSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
         Line responses, in any order on any port; always accepted (``ready`` is 1).
     data : Out(DataBeatSignature(config.output_tokens))
@@ -223,6 +226,7 @@ class Tmu(wiring.Component):
         # slot, 1 blocking, 2 prefetch slot. ``valid`` never depends on ``ready``.
         kind_lo = c.rob_bits
         pbits = (c.prefetch_depth - 1).bit_length()
+        epoch = Signal()            # parity of the run: flips at every start
         P = c.memory_ports
         requesters = [(trv.req.valid, trv.req.payload.addr, trv.req.payload.tag,
                        trv.stat_issue_bytes, trv.stat_blocking)]
@@ -241,12 +245,14 @@ class Tmu(wiring.Component):
         port_blocking = [Signal(name=f"issue_blocking_{k}") for k in range(P)]
         for r, (valid, addr, tag, nbytes, blocking) in enumerate(requesters):
             grant = Signal(name=f"grant_{r}")
+            tag_bits = Signal(kind_lo + 2, name=f"tag_{r}")     # {kind, index}
+            m.d.comb += tag_bits.eq(tag)
             for k in range(P):
                 with m.If(valid & (before == k)):
                     m.d.comb += [
                         self.req[k].valid.eq(1),
                         self.req[k].payload.addr.eq(addr),
-                        self.req[k].payload.tag.eq(tag),
+                        self.req[k].payload.tag.eq(Cat(tag_bits, epoch)),
                         port_bytes[k].eq(nbytes),
                         port_blocking[k].eq(blocking),
                         grant.eq(self.req[k].ready),
@@ -271,23 +277,27 @@ class Tmu(wiring.Component):
         blocking_data = Const(0, 8 * c.line_bytes)
         blocking_valid = Const(0)
         response_count = Signal(range(P + 1))
-        m.d.comb += response_count.eq(sum(self.resp[k].valid for k in range(P)))
+        current = [Signal(name=f"response_current_{k}") for k in range(P)]
+        for k in range(P):
+            m.d.comb += current[k].eq(self.resp[k].valid
+                                      & (self.resp[k].payload.tag[kind_lo + 2] == epoch))
+        m.d.comb += response_count.eq(sum(current))
         for k in range(P):
             resp = self.resp[k]
             resp_kind = resp.payload.tag[kind_lo:kind_lo + 2]
             resp_index = resp.payload.tag[:kind_lo]
             m.d.comb += [
                 resp.ready.eq(1),
-                rob.resp_valid[k].eq(resp.valid & (resp_kind == 0)),
+                rob.resp_valid[k].eq(current[k] & (resp_kind == 0)),
                 rob.resp_slot[k].eq(resp_index),
                 rob.resp_data[k].eq(resp.payload.data),
             ]
-            is_blocking = resp.valid & (resp_kind == 1)
+            is_blocking = current[k] & (resp_kind == 1)
             blocking_valid = blocking_valid | is_blocking
             blocking_data = blocking_data | Mux(is_blocking, resp.payload.data, 0)
             for e, eng in enumerate(engines):
                 m.d.comb += [
-                    eng.resp_valid[k].eq(resp.valid & (resp_kind == 2)
+                    eng.resp_valid[k].eq(current[k] & (resp_kind == 2)
                                          & (resp_index[pbits:] == e)),
                     eng.resp_slot[k].eq(resp_index[:pbits]),
                     eng.resp_data[k].eq(resp.payload.data),
@@ -344,7 +354,7 @@ class Tmu(wiring.Component):
         for eng in engines:
             m.d.comb += eng.clear.eq(start)
         with m.If(start):
-            m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0),
+            m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0), epoch.eq(~epoch),
                          fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
         m.d.comb += dec.start.eq(start)
         with m.If(dec.done):

@@ -11,7 +11,7 @@ def test_defaults():
     assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (256, 64, 64)
     assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 32)
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
-    assert c.tag_bits == 10 and c.program_words == 164
+    assert c.tag_bits == 11 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3

@@ -21,7 +21,7 @@ read-after-write turnaround only looks at the *last* write: ``tWTR_L`` if it was
 group, else ``tWTR_S`` (§2; the reference model reads it the same way).
 """
 
-import hashlib
+from pathlib import Path
 
 from amaranth.hdl import (Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal,
                           Signal)
@@ -562,22 +562,29 @@ class ResponseArbiter(wiring.Component):
         return m
 
 
-_channel_cache = {}
+CHANNEL_VERILOG = Path(__file__).with_name("channel.v")
 
 
-def _channel_verilog(preset, timing, tag_bits, row_bits, lanes):
-    """(module name, Verilog text) of one :class:`Channel`, converted once per parameter set."""
-    from amaranth.back import verilog
-    key = repr((preset.replace(name="x"), tag_bits, row_bits, lanes))
-    if key not in _channel_cache:
-        name = "ember_hbm_channel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
-        ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits, lanes=lanes)
-        text = verilog.convert(ch, name=name, emit_src=False)
-        # Keep it one module (compiled once) rather than inlined into every instance.
-        header = text.index(";", text.index(f"module {name}(")) + 1
-        text = text[:header] + "\n  /*verilator no_inline_module*/" + text[header:]
-        _channel_cache[key] = name, text, ch.signature
-    return _channel_cache[key]
+def _channel_parameters(preset, timing, tag_bits, row_bits, lanes):
+    """Parameters of the ``ember_hbm_channel`` module (``channel.v``): the behavioural Verilog
+    twin of :class:`Channel` that Verilator builds use, for one preset."""
+    t, p = timing, preset
+    banks = p.bank_groups * p.banks_per_group
+    if banks > 64:
+        raise ValueError(f"preset {p.name!r}: at most 64 banks per channel in channel.v, "
+                         f"not {banks}")
+    params = {
+        "QUEUE_DEPTH": p.queue_depth, "BANKS": banks, "BANKS_PER_GROUP": p.banks_per_group,
+        "BANK_GROUPS": p.bank_groups, "BANK_BITS": _bits(max(2, banks) - 1),
+        "ROW_BITS": row_bits, "TAG_BITS": tag_bits, "LANES": lanes,
+        "OCC_BITS": _bits(p.queue_depth), "TIME_BITS": TIME_BITS,
+        "RESPONSE_DEPTH": p.response_depth, "CLOSED_PAGE": int(p.page_policy == "closed"),
+        "REFRESH": int(bool(p.refresh)), "REFI": t.refi,
+    }
+    for name in ("rl", "wl", "rcd", "rc", "rp", "ras", "rtp", "wtp", "rrd_s", "rrd_l", "faw",
+                 "rfc", "ccd_s", "ccd_l", "wtr_s", "wtr_l", "rtw"):
+        params[name.upper()] = getattr(t, name)
+    return params
 
 
 class HbmMemory(wiring.Component):
@@ -648,16 +655,18 @@ class HbmMemory(wiring.Component):
         self._decoders = [AddressDecoder(preset) for _ in range(ports)]
         self.stat_names = stat_names(preset.channels)
         self.words = words
-        self._channel_module = None
+        self._channel_params = None
         #: Verilog modules this model instantiates (name -> text); with ``storage="verilog"`` the
-        #: channel is converted once and instantiated ``channels`` times (Verilator then compiles
-        #: one channel instead of one per channel). The system's Verilog must include them.
+        #: channels are ``channel.v`` (``ember_hbm_channel``, the behavioural twin of
+        #: :class:`Channel`, much faster under Verilator). The system's Verilog must include them.
         self.verilog_modules = {}
         row_bits = self._decoders[0].row_bits
         if storage == "verilog":
-            self._channel_module, text, self._channel_signature = _channel_verilog(
-                preset, self.timing, tag_bits, row_bits, ports)
-            self.verilog_modules[self._channel_module] = text
+            self._channel_params = _channel_parameters(preset, self.timing, tag_bits, row_bits,
+                                                       ports)
+            self._channel_signature = Channel(preset, self.timing, tag_bits=tag_bits,
+                                              row_bits=row_bits, lanes=ports).signature
+            self.verilog_modules["ember_hbm_channel"] = CHANNEL_VERILOG.read_text()
         req = In(RequestSignature(tag_bits, line_bytes))
         resp = Out(ResponseSignature(tag_bits, line_bytes))
         super().__init__({
@@ -701,17 +710,18 @@ class HbmMemory(wiring.Component):
             max_per_cycle=C, ports=P)
         channels = []
         for c in range(C):
-            if self._channel_module is None:
+            if self._channel_params is None:
                 ch = Channel(p, t, tag_bits=self._tag_bits, row_bits=decs[0].row_bits, lanes=P)
                 m.submodules[f"channel_{c}"] = ch
             else:
-                # One Verilog module for all channels: its ports are the Channel's members.
+                # channel.v: its ports are the Channel's members.
                 ch = self._channel_signature.create(path=(f"channel_{c}",))
                 ports = {}
                 for path, member, value in self._channel_signature.flatten(ch):
                     ports[("i_" if member.flow == In else "o_") + "__".join(map(str, path))] = value
-                m.submodules[f"channel_{c}"] = Instance(self._channel_module, i_clk=ClockSignal(),
-                                                        i_rst=ResetSignal(), **ports)
+                params = {f"p_{name}": value for name, value in self._channel_params.items()}
+                m.submodules[f"channel_{c}"] = Instance("ember_hbm_channel", i_clk=ClockSignal(),
+                                                        i_rst=ResetSignal(), **params, **ports)
             channels.append(ch)
 
         now = Signal(TIME_BITS)

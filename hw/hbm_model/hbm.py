@@ -30,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import BackdoorSignature
 from .ports import RequestSignature, ResponseSignature
-from .blocks import Statistics, Storage, TIME_BITS, stat_names
+from .blocks import STATS_VERILOG, Statistics, Storage, TIME_BITS, stat_names
 
 
 __all__ = ["HbmMemory", "AddressDecoder", "Channel", "BankTimer", "ChannelTimer", "RefreshTimer",
@@ -321,10 +321,16 @@ class Channel(wiring.Component):
         self._tag_bits = tag_bits
         self._row_bits = row_bits
         self._banks = preset.bank_groups * preset.banks_per_group
+        super().__init__(self.members(preset, tag_bits=tag_bits, row_bits=row_bits, lanes=lanes))
+
+    @staticmethod
+    def members(preset, *, tag_bits, row_bits, lanes=1):
+        """The members of a :class:`Channel` (also the ports of ``channel.v``)."""
         q = preset.queue_depth
-        super().__init__({
+        banks = preset.bank_groups * preset.banks_per_group
+        return {
             "enq": In(lanes),
-            "enq_bank": In(data.ArrayLayout(range(max(2, self._banks)), lanes)),
+            "enq_bank": In(data.ArrayLayout(range(max(2, banks)), lanes)),
             "enq_row": In(data.ArrayLayout(row_bits, lanes)),
             "enq_tag": In(data.ArrayLayout(tag_bits, lanes)), "enq_write": In(lanes),
             "full": Out(1), "occupancy": Out(range(q + 1)),
@@ -333,7 +339,7 @@ class Channel(wiring.Component):
             "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
             "resp_take": In(1),
             "act": Out(1), "pre": Out(1), "ref": Out(1), "col": Out(1),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -664,9 +670,10 @@ class HbmMemory(wiring.Component):
         if storage == "verilog":
             self._channel_params = _channel_parameters(preset, self.timing, tag_bits, row_bits,
                                                        ports)
-            self._channel_signature = Channel(preset, self.timing, tag_bits=tag_bits,
-                                              row_bits=row_bits, lanes=ports).signature
+            self._channel_signature = wiring.Signature(Channel.members(
+                preset, tag_bits=tag_bits, row_bits=row_bits, lanes=ports))
             self.verilog_modules["ember_hbm_channel"] = CHANNEL_VERILOG.read_text()
+            self.verilog_modules["ember_hbm_stats"] = STATS_VERILOG.read_text()
         req = In(RequestSignature(tag_bits, line_bytes))
         resp = Out(ResponseSignature(tag_bits, line_bytes))
         super().__init__({
@@ -707,7 +714,7 @@ class HbmMemory(wiring.Component):
         m.submodules.arbiter = arb = ResponseArbiter(C, P)
         m.submodules.stats = stats = Statistics(
             channels=C, queue_depth=Q, access_bytes=p.access_bytes, burst=t.burst,
-            max_per_cycle=C, ports=P)
+            max_per_cycle=C, ports=P, verilog=self._channel_params is not None)
         channels = []
         for c in range(C):
             if self._channel_params is None:

@@ -10,8 +10,10 @@
 // requests in lane order, then decides cycle t + 1. Outputs are registers except enq_kind (the
 // bank state after this cycle's commands, looked up for the incoming requests).
 //
-// Timing constraints are saturating down-counters as in hbm.py ("t >= X + d": load d - 1 at the
-// end of X, keeping the larger value; wtr_s/wtr_l are overwritten); a load of d <= 1 does nothing.
+// Timing constraints are kept as the first cycle they hold ("t >= X + d": X + d, keeping the
+// larger value; wtr_s/wtr_l are overwritten), equal to hbm.py's saturating down-counters (a count
+// c at the start of cycle t is max(0, ready - t)) but with no work in cycles without commands;
+// an event with d <= 1 changes nothing.
 // Per-entry "bank open" / "row hit" are read from the bank state (equal to hbm.py's per-entry flags).
 // The refresh tick (every t = k * REFI, k >= 1) is counted here rather than taken from refresh_tick
 // (same value; it is needed one cycle ahead). Parameters: hbm.py DerivedTiming (unit cycles) and
@@ -66,17 +68,19 @@ module ember_hbm_channel #(
     reg [TAG_BITS-1:0]  q_tag  [0:QUEUE_DEPTH-1];
     reg                 q_write [0:QUEUE_DEPTH-1];
     integer count;
-    // banks
+    // banks: open row, and the first cycle an ACT / a PRE / a column command is legal
     reg                 bk_open [0:BANKS-1];
     reg [ROW_BITS-1:0]  bk_row  [0:BANKS-1];
-    integer act_wait [0:BANKS-1];
-    integer pre_wait [0:BANKS-1];
-    integer col_wait [0:BANKS-1];
+    reg [63:0] act_at [0:BANKS-1];     // tRC, tRP
+    reg [63:0] pre_at [0:BANKS-1];     // tRAS, tRTP, tWL + tBURST + tWR
+    reg [63:0] col_at [0:BANKS-1];     // tRCD
     reg [63:0] open_mask;
-    // channel timing
-    integer rrd_s, rfc, faw0, faw1, faw2, faw3, ccd_s, wtr_s, wtr_l, rtw, last_wr_group;
-    integer rrd_l [0:BANK_GROUPS-1];
-    integer ccd_l [0:BANK_GROUPS-1];
+    // channel timing (first legal cycle)
+    reg [63:0] rrd_s_at, rfc_at, faw0_at, faw1_at, faw2_at, faw3_at, ccd_s_at, wtr_s_at, wtr_l_at,
+               rtw_at;
+    reg [63:0] rrd_l_at [0:BANK_GROUPS-1];
+    reg [63:0] ccd_l_at [0:BANK_GROUPS-1];
+    integer last_wr_group;
     // refresh
     reg pending_reg;
     integer phase;
@@ -92,17 +96,18 @@ module ember_hbm_channel #(
     reg [63:0] d_pre_mask;
 
     // -- temporaries ----------------------------------------------------------------------------
-    integer i, k, b, g, cb, cg, ab, ag, col_idx, row_idx, slot, any_b;
-    reg cw, is_rd, is_wr, is_act, is_pre, pend, tick, ok, all_ok;
-    reg [63:0] bank_hit;
+    integer i, k, b, g, cb, cg, col_idx, row_idx, slot, any_b;
+    reg cw, pend, tick, ok, all_ok;
+    reg [63:0] bank_hit, x, t;
     reg [TIME_BITS-1:0] next_now;
-
-    function integer down(input integer x);
-        down = (x == 0) ? 0 : x - 1;
-    endfunction
 
     function integer group_of(input integer bank);
         group_of = bank / BANKS_PER_GROUP;
+    endfunction
+
+    // max(ready, x + d) for an event at x with delay d (d <= 1: no constraint beyond x + 1)
+    function [63:0] later(input [63:0] ready, input [63:0] at, input integer d);
+        later = (d > 1 && at + d > ready) ? at + d : ready;
     endfunction
 
     task reset_all;
@@ -110,7 +115,7 @@ module ember_hbm_channel #(
             count = 0;
             for (i = 0; i < BANKS; i = i + 1) begin
                 bk_open[i] = 1'b0; bk_row[i] = 0;
-                act_wait[i] = 0; pre_wait[i] = 0; col_wait[i] = 0;
+                act_at[i] = 64'd0; pre_at[i] = 64'd0; col_at[i] = 64'd0;
             end
             for (i = 0; i < QUEUE_DEPTH; i = i + 1) begin
                 q_bank[i] = 0; q_row[i] = 0; q_tag[i] = 0; q_write[i] = 1'b0;
@@ -119,9 +124,10 @@ module ember_hbm_channel #(
                 f_tag[i] = 0; f_write[i] = 1'b0; f_due[i] = 0;
             end
             open_mask = 64'd0;
-            rrd_s = 0; rfc = 0; faw0 = 0; faw1 = 0; faw2 = 0; faw3 = 0; ccd_s = 0;
-            wtr_s = 0; wtr_l = 0; rtw = 0; last_wr_group = 0;
-            for (i = 0; i < BANK_GROUPS; i = i + 1) begin rrd_l[i] = 0; ccd_l[i] = 0; end
+            rrd_s_at = 64'd0; rfc_at = 64'd0; faw0_at = 64'd0; faw1_at = 64'd0; faw2_at = 64'd0;
+            faw3_at = 64'd0; ccd_s_at = 64'd0; wtr_s_at = 64'd0; wtr_l_at = 64'd0; rtw_at = 64'd0;
+            last_wr_group = 0;
+            for (i = 0; i < BANK_GROUPS; i = i + 1) begin rrd_l_at[i] = 64'd0; ccd_l_at[i] = 64'd0; end
             pending_reg = 1'b0; phase = 0;
             f_head = 0; f_level = 0;
             d_act = 1'b0; d_ref = 1'b0; d_col = 1'b0; d_pending = 1'b0;
@@ -139,58 +145,42 @@ module ember_hbm_channel #(
         if (rst) begin
             reset_all;
         end else begin
-            // ---- apply the decision of this cycle ------------------------------------------------
+            // ---- apply the decision of this cycle (x) --------------------------------------------
+            x = {{(64-TIME_BITS){1'b0}}, now};
             cb = 0; cg = 0; cw = 1'b0;
             if (d_col) begin
                 cb = q_bank[d_col_idx]; cg = group_of(cb); cw = q_write[d_col_idx];
+                pre_at[cb] = later(pre_at[cb], x, cw ? WTP : RTP);
+                ccd_s_at = later(ccd_s_at, x, CCD_S);
+                ccd_l_at[cg] = later(ccd_l_at[cg], x, CCD_L);
+                if (cw) begin
+                    if (WTR_S > 1) wtr_s_at = x + WTR_S;
+                    if (WTR_L > 1) wtr_l_at = x + WTR_L;
+                    last_wr_group = cg;
+                end else
+                    rtw_at = later(rtw_at, x, RTW);
             end
-            ab = d_act_bank; ag = group_of(ab);
-            for (b = 0; b < BANKS; b = b + 1) begin
-                is_act = d_act && ab == b;
-                is_pre = d_pre_mask[b];
-                is_rd = d_col && !cw && cb == b;
-                is_wr = d_col && cw && cb == b;
-                act_wait[b] = down(act_wait[b]);
-                if (is_act && RC - 1 > act_wait[b]) act_wait[b] = RC - 1;
-                if (is_pre && RP - 1 > act_wait[b]) act_wait[b] = RP - 1;
-                pre_wait[b] = down(pre_wait[b]);
-                if (is_act && RAS - 1 > pre_wait[b]) pre_wait[b] = RAS - 1;
-                if (is_rd && RTP - 1 > pre_wait[b]) pre_wait[b] = RTP - 1;
-                if (is_wr && WTP - 1 > pre_wait[b]) pre_wait[b] = WTP - 1;
-                col_wait[b] = down(col_wait[b]);
-                if (is_act && RCD - 1 > col_wait[b]) col_wait[b] = RCD - 1;
-                if (is_act) begin
-                    bk_open[b] = 1'b1; bk_row[b] = d_act_row; open_mask[b] = 1'b1;
-                end
-                if (is_pre) begin
-                    bk_open[b] = 1'b0; open_mask[b] = 1'b0;
-                end
-            end
-            rrd_s = down(rrd_s);
-            if (d_act && RRD_S - 1 > rrd_s) rrd_s = RRD_S - 1;
-            rfc = down(rfc);
-            if (d_ref && RFC - 1 > rfc) rfc = RFC - 1;
             if (d_act) begin
-                faw3 = down(faw2); faw2 = down(faw1); faw1 = down(faw0);
-                faw0 = FAW > 0 ? FAW - 1 : 0;
-            end else begin
-                faw3 = down(faw3); faw2 = down(faw2); faw1 = down(faw1); faw0 = down(faw0);
+                b = d_act_bank; g = group_of(b);
+                act_at[b] = later(act_at[b], x, RC);
+                pre_at[b] = later(pre_at[b], x, RAS);
+                col_at[b] = later(col_at[b], x, RCD);
+                bk_open[b] = 1'b1; bk_row[b] = d_act_row; open_mask[b] = 1'b1;
+                rrd_s_at = later(rrd_s_at, x, RRD_S);
+                rrd_l_at[g] = later(rrd_l_at[g], x, RRD_L);
+                // the last four ACTs: slot 3 is the fourth-last
+                faw3_at = faw2_at; faw2_at = faw1_at; faw1_at = faw0_at;
+                faw0_at = x + (FAW > 1 ? FAW : 1);
             end
-            ccd_s = down(ccd_s);
-            if (d_col && CCD_S - 1 > ccd_s) ccd_s = CCD_S - 1;
-            wtr_s = down(wtr_s);
-            wtr_l = down(wtr_l);
-            if (d_col && cw && WTR_S - 1 > 0) wtr_s = WTR_S - 1;
-            if (d_col && cw && WTR_L - 1 > 0) wtr_l = WTR_L - 1;
-            if (d_col && cw) last_wr_group = cg;
-            rtw = down(rtw);
-            if (d_col && !cw && RTW - 1 > rtw) rtw = RTW - 1;
-            for (g = 0; g < BANK_GROUPS; g = g + 1) begin
-                rrd_l[g] = down(rrd_l[g]);
-                if (d_act && ag == g && RRD_L - 1 > rrd_l[g]) rrd_l[g] = RRD_L - 1;
-                ccd_l[g] = down(ccd_l[g]);
-                if (d_col && cg == g && CCD_L - 1 > ccd_l[g]) ccd_l[g] = CCD_L - 1;
+            if (d_pre_mask != 64'd0) begin
+                for (b = 0; b < BANKS; b = b + 1)
+                    if (d_pre_mask[b]) begin
+                        act_at[b] = later(act_at[b], x, RP);
+                        bk_open[b] = 1'b0;
+                    end
+                open_mask = open_mask & ~d_pre_mask;
             end
+            if (d_ref) rfc_at = later(rfc_at, x, RFC);
             if (d_ref) pending_reg = 1'b0;
             else if (d_pending) pending_reg = 1'b1;
             // response FIFO: pop the taken head, push the column command
@@ -223,65 +213,68 @@ module ember_hbm_channel #(
                 end
             end
 
-            // ---- decide the next cycle (its state: the one just computed) ------------------------
+            // ---- decide the next cycle (t) from the state just computed --------------------------
+            t = x + 64'd1;
             phase = (phase == REFI - 1) ? 0 : phase + 1;
             tick = phase == 0;
             pend = REFRESH != 0 && (pending_reg || tick);
-            // scan 1: banks with a queued row hit; the oldest column candidate
+            d_act = 1'b0; d_ref = 1'b0; d_col = 1'b0; d_pre_mask = 64'd0; d_pending = pend;
             bank_hit = 64'd0;
-            col_idx = -1;
-            for (i = 0; i < count; i = i + 1) begin
-                b = q_bank[i];
-                if (bk_open[b] && bk_row[b] == q_row[i]) begin
-                    bank_hit[b] = 1'b1;
-                    if (col_idx < 0 && col_wait[b] == 0 && ccd_s == 0) begin
-                        g = group_of(b);
-                        ok = ccd_l[g] == 0;
-                        if (q_write[i]) ok = ok && rtw == 0;
-                        else ok = ok && (last_wr_group == g ? wtr_l == 0 : wtr_s == 0);
-                        if (ok) col_idx = i;
-                    end
-                end
-            end
-            d_col = col_idx >= 0 && !pend && f_level != RESPONSE_DEPTH;
-            d_col_idx = col_idx < 0 ? 0 : col_idx;
-            d_act = 1'b0; d_ref = 1'b0; d_pre_mask = 64'd0; d_pending = pend;
-            if (pend) begin
-                if (open_mask != 64'd0) begin
-                    all_ok = 1'b1;
-                    for (b = 0; b < BANKS; b = b + 1)
-                        if (bk_open[b] && pre_wait[b] != 0) all_ok = 1'b0;
-                    if (all_ok) d_pre_mask = open_mask;
-                end else begin
-                    all_ok = 1'b1;
-                    for (b = 0; b < BANKS; b = b + 1)
-                        if (act_wait[b] != 0) all_ok = 1'b0;
-                    d_ref = all_ok;
-                end
-            end else begin
-                // scan 2: the oldest request needing an ACT (bank closed) or a PRE (other row open,
-                // no queued hit on the bank)
-                row_idx = -1;
-                for (i = 0; i < count && row_idx < 0; i = i + 1) begin
+            if (count != 0 || (pend && REFRESH != 0) || (CLOSED_PAGE != 0 && open_mask != 0)) begin
+                // scan 1: banks with a queued row hit; the oldest column candidate
+                col_idx = -1;
+                for (i = 0; i < count; i = i + 1) begin
                     b = q_bank[i];
-                    if (bk_open[b]) begin
-                        if (bk_row[b] != q_row[i] && !bank_hit[b] && pre_wait[b] == 0)
-                            row_idx = i;
-                    end else if (act_wait[b] == 0 && rrd_s == 0 && rfc == 0 && faw3 == 0
-                                 && rrd_l[group_of(b)] == 0)
-                        row_idx = i;
-                end
-                if (row_idx >= 0) begin
-                    b = q_bank[row_idx];
-                    if (bk_open[b]) d_pre_mask[b] = 1'b1;
-                    else begin
-                        d_act = 1'b1; d_act_bank = b; d_act_row = q_row[row_idx];
+                    if (bk_open[b] && bk_row[b] == q_row[i]) begin
+                        bank_hit[b] = 1'b1;
+                        if (col_idx < 0 && col_at[b] <= t && ccd_s_at <= t) begin
+                            g = group_of(b);
+                            ok = ccd_l_at[g] <= t;
+                            if (q_write[i]) ok = ok && rtw_at <= t;
+                            else ok = ok && (last_wr_group == g ? wtr_l_at <= t : wtr_s_at <= t);
+                            if (ok) col_idx = i;
+                        end
                     end
-                end else if (CLOSED_PAGE != 0) begin
-                    any_b = -1;
-                    for (b = 0; b < BANKS && any_b < 0; b = b + 1)
-                        if (bk_open[b] && !bank_hit[b] && pre_wait[b] == 0) any_b = b;
-                    if (any_b >= 0) d_pre_mask[any_b] = 1'b1;
+                end
+                d_col = col_idx >= 0 && !pend && f_level != RESPONSE_DEPTH;
+                d_col_idx = col_idx < 0 ? 0 : col_idx;
+                if (pend) begin
+                    all_ok = 1'b1;
+                    if (open_mask != 64'd0) begin
+                        for (b = 0; b < BANKS; b = b + 1)
+                            if (bk_open[b] && pre_at[b] > t) all_ok = 1'b0;
+                        if (all_ok) d_pre_mask = open_mask;
+                    end else begin
+                        for (b = 0; b < BANKS; b = b + 1)
+                            if (act_at[b] > t) all_ok = 1'b0;
+                        d_ref = all_ok;
+                    end
+                end else begin
+                    // scan 2: the oldest request needing an ACT (bank closed) or a PRE (another
+                    // row open, no queued hit on the bank)
+                    row_idx = -1;
+                    for (i = 0; i < count && row_idx < 0; i = i + 1) begin
+                        b = q_bank[i];
+                        if (bk_open[b]) begin
+                            if (bk_row[b] != q_row[i] && !bank_hit[b] && pre_at[b] <= t)
+                                row_idx = i;
+                        end else if (act_at[b] <= t && rrd_s_at <= t && rfc_at <= t
+                                     && faw3_at <= t && rrd_l_at[group_of(b)] <= t)
+                            row_idx = i;
+                    end
+                    if (row_idx >= 0) begin
+                        b = q_bank[row_idx];
+                        if (bk_open[b]) d_pre_mask[b] = 1'b1;
+                        else begin
+                            d_act = 1'b1; d_act_bank = b; d_act_row = q_row[row_idx];
+                        end
+                    end else if (CLOSED_PAGE != 0 && open_mask != 64'd0) begin
+                        // closed page: precharge the lowest open bank no queued request hits
+                        any_b = -1;
+                        for (b = 0; b < BANKS && any_b < 0; b = b + 1)
+                            if (bk_open[b] && !bank_hit[b] && pre_at[b] <= t) any_b = b;
+                        if (any_b >= 0) d_pre_mask[any_b] = 1'b1;
+                    end
                 end
             end
         end

@@ -13,6 +13,10 @@ checks the two against each other request by request). Structure (one concept pe
 * :class:`ResponseArbiter` — one response per cycle, round-robin over the channels;
 * ``blocks.Storage`` / ``blocks.Statistics`` — data (read/written at acceptance, §4) and §5.
 
+Verilator builds (``storage="verilog"``) instantiate ``channel.v`` instead of :class:`Channel` and
+``stats.v`` instead of ``blocks.Statistics``: behavioural Verilog with the same ports and cycle
+behaviour that simulates ~10x faster (``docs/hbm_model.md``, ``docs/performance.md``).
+
 Timing is kept as saturating **down-counters**: a constraint "``t >= X + d``" set by an event at
 cycle ``X`` loads ``d - 1`` at the end of ``X`` (keeping the larger of that and the running
 count), and the constraint holds in cycle ``t`` iff the counter is 0. This is exact for every

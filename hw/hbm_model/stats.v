@@ -46,13 +46,13 @@ module ember_hbm_stats #(
 
     task restart;
         begin
-            stats <= {64*NSTATS{1'b0}};
+            stats <= 0;
             stats[64*LAT_MIN +: 64] <= {64{1'b1}};
         end
     endtask
 
     initial begin
-        stats = {64*NSTATS{1'b0}};
+        stats = 0;
         stats[64*LAT_MIN +: 64] = {64{1'b1}};
     end
 

@@ -1,7 +1,7 @@
 """``make synth``: synthesise the access unit + core interface for an ECP5 FPGA with the open flow.
 
     python3 scripts/synth.py [--config default|small] [--out build/synth] [--timeout 1500]
-                             [--jobs 1] [--freq 100] [--router router2]
+                             [--jobs 1] [--freq 100] [--router router2] [--no-route]
 
 Synthesises ``hw.synth_top.SynthTop`` (``hw.tmu.Tmu`` + ``hw.core_if.CoreInterface`` behind
 registered pins and a small memory-port shim; not the memory model) for a Lattice LFE5U-85F in
@@ -105,7 +105,7 @@ def parse_nextpnr_log(text: str) -> dict:
     fmax = None
     stage = "none"
     for line in text.splitlines():
-        if "Placement done" in line or "Running signoff" in line or "HeAP Placer Time" in line:
+        if "HeAP Placer Time" in line or "SA placement time" in line:
             placed = True
         if re.search(r"Router\d? time|Routing complete", line):
             routed = True
@@ -247,10 +247,12 @@ def yosys_command(work: Path) -> list[str]:
     return [YOSYS, "-q", "-l", "yosys.log", "-p", script]
 
 
-def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str) -> list[str]:
+def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str,
+                    route: bool = True) -> list[str]:
     return [NEXTPNR, f"--{DEVICE}", "--package", PACKAGE, "--json", f"{TOP}.json",
             "--lpf-allow-unconstrained", "--timing-allow-fail", "--freq", f"{freq:g}",
-            "--threads", str(jobs), "--router", router, "--report", "report.json"]
+            "--threads", str(jobs), "--router", router, "--report", "report.json"] + (
+                [] if route else ["--no-route"])
 
 
 def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[str, float]:
@@ -275,7 +277,7 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[
 
 
 def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: float,
-               router: str) -> dict:
+               router: str, route: bool = True) -> dict:
     """Run the flow for one configuration; returns the result (also in ``result.json``)."""
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
@@ -284,7 +286,7 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
         (work / stale).unlink(missing_ok=True)
     write_rtlil(config_name, work / f"{TOP}.il")
     result = {"config": config_name, "device": f"LFE5U-{DEVICE.upper()[:-1]}F", "package": PACKAGE,
-              "target_mhz": freq, "router": router}
+              "target_mhz": freq, "router": router if route else "none (--no-route)"}
 
     print(f"[{config_name}] yosys synth_ecp5 ...", flush=True)
     status, secs = run_tool(yosys_command(work), work, timeout, "yosys.out")
@@ -294,8 +296,8 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     result.update(parse_yosys_stat((work / "stat.json").read_text()))
 
     print(f"[{config_name}] nextpnr-ecp5 place and route ...", flush=True)
-    status, secs = run_tool(nextpnr_command(work, freq=freq, jobs=jobs, router=router), work,
-                            timeout, "nextpnr.log")
+    status, secs = run_tool(nextpnr_command(work, freq=freq, jobs=jobs, router=router,
+                                            route=route), work, timeout, "nextpnr.log")
     result.update(nextpnr=status, nextpnr_s=round(secs))
     log = work / "nextpnr.log"
     parsed = parse_nextpnr_log(log.read_text(errors="replace") if log.is_file() else "")
@@ -344,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="target clock for nextpnr, MHz (default 100)")
     p.add_argument("--router", choices=("router1", "router2"), default="router2",
                    help="nextpnr router (default router2)")
+    p.add_argument("--no-route", action="store_true",
+                   help="stop after placement: Fmax and critical paths are nextpnr's post-placement "
+                        "estimates (for a design that does not route within --timeout)")
     return p
 
 
@@ -355,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
               f"pip install -e '.[synth]'", file=sys.stderr)
         return 1
     result = synthesise(ns.config, ns.out, timeout=ns.timeout, jobs=ns.jobs, freq=ns.freq,
-                        router=ns.router)
+                        router=ns.router, route=not ns.no_route)
     rows = merge_csv(ns.out / "results.csv", result)
     print(markdown_table(rows))
     for path in result.get("critical_paths", [])[:1] or [{"nets": result.get("critical_path", [])}]:

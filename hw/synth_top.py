@@ -17,8 +17,9 @@ has pins beside the core's register port and output queues, so it goes through a
 This is not a functional wrapper (the folded request cannot be decoded, the response tag is
 whatever the pins shift in): it exists so that the synthesis result counts the unit's logic and
 its clock is the unit's. Pins: 78 register port + 66 data queue + 18 control queue + 2 status +
-10 request + 5 response + clock and reset = 181, within the 197 user I/O of the LFE5U-85F in the
-CABGA381 package.
+10 request + 5 response + clock and reset = 181; nextpnr places them on the LFE5U-85F in the
+CABGA381 package (``tests/test_synth.py`` keeps the count at most 197, the user I/O of the smallest
+ECP5 in that package).
 """
 
 from amaranth.hdl import Cat, Module, Signal, Value

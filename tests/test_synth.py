@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 import synth  # noqa: E402  (scripts/synth.py)
 
-CABGA381_USER_IO = 197   # LFE5U-85F in CABGA381 (nextpnr's TRELLIS_IO count for the package)
+CABGA381_USER_IO = 197   # the smallest ECP5 (LFE5U-25F) in CABGA381; the 85F has more
 
 
 # --- the thin top --------------------------------------------------------------------------

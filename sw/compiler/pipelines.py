@@ -10,6 +10,7 @@
            -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
     dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py
            -O3: hoist loop-invariant ALU streams                  transforms/hoist_streams.py
+           -O3: layer 0's index kept on the core (get_var)        transforms/replace_to_val_ops.py
            -O3: queue alignment (pack operands, drop redundant)   transforms/align_queues.py
     tmu    the program mapped onto one TMU configuration          (ISA/backend modules, when present)
     asm    access program as assembly text                        backend/tmu.py
@@ -19,7 +20,8 @@
 
 Levels (Ember, arXiv 2504.09870, §7 evaluation): ``-O0`` decoupled scalar code; ``-O1`` +
 vectorisation; ``-O2`` + bufferisation (one collected buffer per loop); ``-O3`` + stream
-simplification (rows as block loads), hoisting and queue alignment. ``-O0`` output is the
+simplification (rows as block loads), hoisting, the outer index kept on the core and queue
+alignment. ``-O0`` output is the
 slice's output, byte for byte. simplify-streams runs before vectorize-access (the rows leave
 their loop before it would be vectorised); hoist-streams and align-queues work on the DLC.
 
@@ -54,6 +56,7 @@ from .transforms.bufferize import Bufferize
 from .transforms.choose_decoupling import ChooseDecoupling
 from .transforms.hoist_streams import HoistStreams
 from .transforms.move_to_callback import MoveToCallback
+from .transforms.replace_to_val_ops import ReplaceToValOps
 from .transforms.simplify_streams import SimplifyStreams
 from .transforms.vectorize_access import VectorizeAccess
 from .transforms.vectorize_callbacks import VectorizeCallbacks
@@ -65,7 +68,7 @@ STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 #: Every pass of the compiler by its name (``ember opt --passes``, ``PassPipeline.parse_spec``).
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (
     ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, VectorizeAccess,
-    VectorizeCallbacks, ConvertSlcToDlc, HoistStreams, AlignQueues)}
+    VectorizeCallbacks, ConvertSlcToDlc, HoistStreams, ReplaceToValOps, AlignQueues)}
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
@@ -158,6 +161,7 @@ def dlc_passes(opt_level: int) -> tuple[ModulePass, ...]:
     passes: list[ModulePass] = [ConvertSlcToDlc()]   # layers, addresses, marshaling, compute loop
     if opt_level >= 3:
         passes.append(HoistStreams())            # loop-invariant ALU streams to outer layers
+        passes.append(ReplaceToValOps())         # layer 0's index counted on the core
         passes.append(AlignQueues())             # pack operands, drop redundant ones
     return tuple(passes)
 

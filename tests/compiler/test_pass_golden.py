@@ -37,6 +37,7 @@ from sw.compiler.transforms.bufferize import Bufferize
 from sw.compiler.transforms.choose_decoupling import ChooseDecoupling
 from sw.compiler.transforms.hoist_streams import HoistStreams
 from sw.compiler.transforms.move_to_callback import MoveToCallback
+from sw.compiler.transforms.replace_to_val_ops import ReplaceToValOps
 from sw.compiler.transforms.simplify_streams import SimplifyStreams
 from sw.compiler.transforms.vectorize_access import VectorizeAccess
 from sw.compiler.transforms.vectorize_callbacks import VectorizeCallbacks
@@ -102,6 +103,13 @@ CASES = {
     "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum", "hashed_gather"],
                            lambda t: _slcv_before(t, ["move", "buf", "simp", "va", "vc"])),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
+    # layer 0's index kept on the core: a new callback on layer 1's end (embedding_bag_sum),
+    # the existing end callback increments last (embedding_bag_mean), the begin callback first
+    # (embedding_bag_sum_bf16), layer 0's own iter callback first, one layer (transe_score), and
+    # the CSR row beside a weight (spmm_csr)
+    "replace-to-val-ops": (ReplaceToValOps(), ["embedding_bag_sum", "embedding_bag_mean",
+                                               "embedding_bag_sum_bf16", "transe_score", "spmm_csr"],
+                           lambda t: _dlc(t, 3, hoisted=True)),
     "align-queues": (AlignQueues(), ["embedding_bag_sum", "embedding_bag_mean"],
                      lambda t: _dlc(t, 3, hoisted=True)),
 }

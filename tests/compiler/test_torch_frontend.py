@@ -210,7 +210,7 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
      "sparse CSR @ dense)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding_bag(i, w, o) * 2,
               (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported mul after a float16 embedding_bag (fused element-wise ops: float32 and float64)"),
+     "unsupported mul after a float16 embedding_bag (fused element-wise ops and casts: float32 and float64)"),
     (lambda: (lambda x, s, d: torch.zeros(3, 2).scatter_reduce(0, d[:, None].expand(-1, 2), x[s], "prod"),
               (torch.ones(4, 2), torch.tensor([0, 1]), torch.tensor([2, 2]))),
      "unsupported scatter_reduce reduce='prod' (sum, mean, amax, amin are)"),

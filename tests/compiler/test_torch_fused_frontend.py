@@ -83,3 +83,54 @@ def test_fused_ops_on_rtl(rng):
     i, o = torch.from_numpy(rng.integers(0, 30, 40)), torch.tensor([0, 5, 5, 30])
     op = api_compile(fn, (i, o), opt_level=3)
     assert torch.equal(op(i, o, target="rtl"), fn(i, o).detach())
+
+
+@pytest.mark.parametrize("src, dst, how", [
+    (torch.float32, torch.float16, "to"), (torch.float32, torch.float16, "half"),
+    (torch.float32, torch.bfloat16, "to"), (torch.float32, torch.float64, "double"),
+    (torch.float64, torch.float32, "float")])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("level", [0, 3])
+def test_cast_after_a_bag_is_converted_on_the_core(rng, src, dst, how, mode, level):
+    """``bag(x).to(dtype)`` (``.half()``, ``.double()``, ...) after element-wise ops: the output
+    row is converted in the bag's last callback (``arith.truncf``: one rounding to nearest even,
+    as PyTorch's CPU conversion; ``arith.extf``: exact), bit for bit. Values up to 2^17 reach
+    float16's overflow to inf and its subnormals."""
+    bag = torch.nn.EmbeddingBag(30, 8, mode=mode, dtype=src)
+    with torch.no_grad():
+        bag.weight.copy_(torch.from_numpy(rng.standard_normal((30, 8)) * 2.0 ** rng.integers(-26, 17, (30, 1))))
+
+    def fn(i, o):
+        y = torch.relu(bag(i, o) * 3.0)
+        return {"to": lambda: y.to(dst), "half": y.half, "double": y.double, "float": y.float}[how]()
+
+    i = torch.from_numpy(rng.integers(0, 30, 50))
+    o = torch.tensor([0, 4, 4, 20])
+    tk = compile_torch(fn, (i, o), opt_level=level)
+    assert tk.spec.cast == str(dst).removeprefix("torch.") and "%cast_out" in tk.scf
+    got, want = run(tk, i, o), fn(i, o).detach()
+    assert got.dtype == want.dtype == dst
+    assert torch.equal(got.view(torch.int16) if dst == torch.bfloat16 else got,
+                       want.view(torch.int16) if dst == torch.bfloat16 else want)
+
+
+@pytest.mark.parametrize("src, dst, message", [
+    (torch.float64, torch.float16, "unsupported cast of a float64 embedding_bag to float16"),
+    (torch.float16, torch.float32, "unsupported cast to float32 after a float16 embedding_bag")])
+def test_casts_that_are_not_fused_are_refused_naming_the_cast(src, dst, message):
+    bag = torch.nn.EmbeddingBag(30, 8, dtype=src)
+    i, o = torch.tensor([1, 2, 3]), torch.tensor([0, 2])
+    from sw.compiler import CompileError
+    with pytest.raises(CompileError, match=message):
+        compile_torch(lambda i, o: bag(i, o).to(dst), (i, o))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_cast_after_a_bag_on_rtl(rng):
+    from sw.api import compile_torch as api_compile
+    bag = torch.nn.EmbeddingBag(30, 16, mode="mean")
+    fn = lambda i, o: torch.relu(bag(i, o)).to(torch.bfloat16)               # noqa: E731
+    i, o = torch.from_numpy(rng.integers(0, 30, 40)), torch.tensor([0, 5, 5, 30])
+    op = api_compile(fn, (i, o), opt_level=3)
+    assert torch.equal(op(i, o, target="rtl").view(torch.int16), fn(i, o).detach().view(torch.int16))

@@ -66,11 +66,16 @@ def test_rowwise_quantised_bag_matches_pytorch_bit_for_bit(rng, bits, weighted, 
 
 
 @pytest.mark.parametrize("bits", [8, 4])
-def test_mean_is_refused_naming_the_mode(rng, bits):
+@pytest.mark.parametrize("mode", [1, 2])
+def test_mean_is_refused_naming_the_mode(rng, bits, mode):
+    """PyTorch's kernel has no mean (or max): it returns the sum for every mode. If that changes,
+    the first assertion fails and the refusal must become an implementation."""
     weight, idx, off = data(rng)
+    assert torch.equal(Byte(weight, mode=mode, bits=bits)(idx, off), Byte(weight, bits=bits)(idx, off))
     name = "byte" if bits == 8 else "4bit"
-    with pytest.raises(CompileError, match=f"unsupported embedding_bag_{name}_rowwise_offsets mode=1"):
-        compile_torch(Byte(weight, mode=1, bits=bits), (idx, off))
+    with pytest.raises(CompileError, match=f"unsupported embedding_bag_{name}_rowwise_offsets "
+                                           f"mode={mode}: only mode=0 \\(sum\\) is; PyTorch's CPU kernel ignores mode"):
+        compile_torch(Byte(weight, mode=mode, bits=bits), (idx, off))
 
 
 @pytest.mark.rtl
@@ -103,3 +108,80 @@ def test_bytes_loaded_per_lookup_against_float32():
     assert per_lookup["float32"] == pytest.approx(4 * dim + 8 + offsets_share, abs=1)
     assert per_lookup["8-bit"] == pytest.approx(dim + 16 + offsets_share, abs=1)
     assert per_lookup["4-bit"] <= dim / 2 + 16 + offsets_share + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# torch.ao.nn.quantized.EmbeddingBag (deprecated; torch.export does not trace it)
+# ------------------------------------------------------------------------------------------------
+
+def ao_bag(rng, bits, include_last_offset=False, mode="sum", rows=40, dim=16):
+    """The module PyTorch's own flow makes: a float nn.EmbeddingBag with the float-qparams
+    weight-only qconfig, converted with ``from_float``."""
+    import warnings
+    qc = torch.ao.quantization
+    float_bag = torch.nn.EmbeddingBag(rows, dim, mode=mode, include_last_offset=include_last_offset,
+                                      _weight=torch.from_numpy(rng.standard_normal((rows, dim)).astype(np.float32) * 3))
+    float_bag.qconfig = (qc.float_qparams_weight_only_qconfig if bits == 8
+                         else qc.float_qparams_weight_only_qconfig_4bit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # the module's deprecation warnings
+        m = torch.ao.nn.quantized.EmbeddingBag.from_float(float_bag)
+    m.mode = mode                                   # from_float keeps "sum"; the refusal test sets it
+    return m
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("level", [0, 3])
+def test_ao_quantized_embedding_bag_module_matches_pytorch(rng, bits, weighted, level):
+    m = ao_bag(rng, bits)
+    weight, idx, off = data(rng)
+    ins = (idx, off) + ((torch.from_numpy(rng.random(idx.numel()).astype(np.float32)),) if weighted else ())
+    op = compile_torch(m, ins, opt_level=level)
+    assert torch.equal(op(*ins), m(*ins))
+    # the packed weight is read at each call. (``other`` must outlive the call: the quantised
+    # tensor weight() returns shares its scales with the module's packed parameters, so a
+    # temporary module's freed memory would reach set_weight.)
+    other = ao_bag(rng, bits)
+    m.set_weight(other.weight())
+    idx2, off2 = data(rng, nbags=9)[1:]
+    ins2 = (idx2, off2) + ((torch.from_numpy(rng.random(idx2.numel()).astype(np.float32)),) if weighted else ())
+    assert torch.equal(op(*ins2), m(*ins2))
+
+
+def test_ao_quantized_embedding_bag_with_include_last_offset(rng):
+    m = ao_bag(rng, 8, include_last_offset=True)
+    _, idx, off = data(rng)
+    off = torch.cat([off, torch.tensor([idx.numel()])])
+    assert torch.equal(compile_torch(m, (idx, off))(idx, off), m(idx, off))
+
+
+@pytest.mark.parametrize("mode", ["mean", "max"])
+def test_ao_quantized_embedding_bag_mode_is_refused_naming_it(rng, mode):
+    """The module's forward passes mode 0 whatever ``mode`` says: PyTorch returns the sum."""
+    m = ao_bag(rng, 8, mode=mode)
+    _, idx, off = data(rng)
+    got = m(idx, off)
+    m.mode = "sum"
+    assert torch.equal(got, m(idx, off))               # PyTorch ignores mode
+    m.mode = mode
+    with pytest.raises(CompileError, match=f"unsupported torch.ao.nn.quantized.EmbeddingBag mode='{mode}': "
+                                           "its forward passes mode 0"):
+        compile_torch(m, (idx, off))
+
+
+def test_ao_quantized_4bit_bag_with_include_last_offset_is_refused(rng):
+    m = ao_bag(rng, 4, include_last_offset=True)
+    _, idx, off = data(rng)
+    off = torch.cat([off, torch.tensor([idx.numel()])])
+    with pytest.raises(CompileError, match="unsupported torch.ao.nn.quantized.EmbeddingBag "
+                                           "dtype=torch.quint4x2 with include_last_offset=True"):
+        compile_torch(m, (idx, off))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_ao_quantized_embedding_bag_module_on_rtl(rng):
+    m = ao_bag(rng, 8)
+    _, idx, off = data(rng)
+    assert torch.equal(compile_torch(m, (idx, off), opt_level=3)(idx, off, target="rtl"), m(idx, off))

@@ -363,6 +363,7 @@ class _Gen:
         self.lines: list[str] = []
         self.counter = 0
         self.vector_types: dict[str, VectorType] = {}
+        self.vars: set[str] = set()
 
     def n(self, v: SSAValue) -> str:
         if v not in self.names:
@@ -601,6 +602,21 @@ class _Gen:
             for k, v in enumerate(op.operands):
                 e(indent, f"*result{k} = {n(v)};")
             e(indent, "return EMBER_OK;")
+            return
+        if isinstance(op, dlc.SetVarOp):      # core variable: a local of the function (64-bit)
+            var = f"ember_var{op.var.value.data}"
+            if var in self.vars:
+                e(indent, f"{var} = (int64_t){n(op.value)};")
+            else:
+                self.vars.add(var)
+                e(indent, f"int64_t {var} = (int64_t){n(op.value)}; (void){var};")
+            return
+        if isinstance(op, dlc.GetVarOp):
+            self.decl(indent, op.result, f"({self.ctype(op.result.type)})ember_var{op.var.value.data}")
+            return
+        if isinstance(op, dlc.IncrementVarOp):
+            var = f"ember_var{op.var.value.data}"
+            e(indent, f"{var} = (int64_t)((uint64_t){var} + (uint64_t)INT64_C({op.step.value.data}));")
             return
         if isinstance(op, dlc.PopOperandOp):
             t = op.result.type

@@ -306,6 +306,7 @@ class _Gen:
         self.names: dict[SSAValue, str] = {}
         self.used: set[str] = set(_RESERVED)
         self.lines: list[str] = []
+        self.vars: dict[tuple[str, int], str] = {}
 
     # ------------------------------------------------------------------ names
     def name(self, value: SSAValue) -> str:
@@ -374,6 +375,9 @@ class _Gen:
             return
         if isinstance(op, func.ReturnOp):
             e(f"return ({''.join(n(v) + ', ' for v in op.arguments)})")
+            return
+        if isinstance(op, dlc.SetVarOp | dlc.GetVarOp | dlc.IncrementVarOp):
+            self.core_var(op, indent)
             return
         if isinstance(op, dlc.PopOperandOp) and isinstance(op.result.type, VectorType):
             t = op.result.type
@@ -614,6 +618,24 @@ class _Gen:
                 targets = ", ".join(self.name(r) for r in op.results)
                 values = ", ".join(self.name(v) for v in term.arguments)
                 self.emit(indent + 1, f"{targets}, = {values},")
+
+    def core_var(self, op: Operation, indent: int) -> None:
+        """``dlc.set_var``/``get_var``/``increment_var``: a local of ``execute`` (64-bit)."""
+        key = ("var", op.var.value.data)
+        if key not in self.vars:
+            base, n = f"var{op.var.value.data}", 1
+            name = base
+            while name in self.used:
+                name, n = f"{base}_{n}", n + 1
+            self.used.add(name)
+            self.vars[key] = name
+        var = self.vars[key]
+        if isinstance(op, dlc.SetVarOp):
+            self.emit(indent, f"{var} = {self.name(op.value)}   # dlc.set_var: kept on the core")
+        elif isinstance(op, dlc.GetVarOp):
+            self.emit(indent, f"{self.name(op.result)} = {var}")
+        else:
+            self.emit(indent, f"{var} = _wrap({var} + {op.step.value.data}, 64)")
 
     def compute_loop(self, op: dlc.ComputeLoopOp, indent: int) -> None:
         e = self.emit

@@ -6,7 +6,8 @@ Rules (docs/compiler.md, "Decoupling"):
   the access unit can compute become memory streams (``slc.mem_stream``).
 * An ``scf.for`` that contains (at any depth) a load from a read-only memref is **decoupled**: it
   becomes an ``slc.for`` (one layer of the access program). Its bounds must be computable by the
-  access unit, its step a positive constant, and it may not carry ``iter_args``. The decoupled
+  access unit and its step a positive constant; values it carries (``iter_args``) live on the core
+  in one-element memrefs (``carried_values.py``). The decoupled
   loops form one chain: at most one decoupled loop per loop body, one at function level.
 * **Registers** are function-level integer values: constants, ``memref.dim`` with a constant
   axis, integer arguments, integer loads from read-only memrefs at register indices, and integer
@@ -38,6 +39,7 @@ from xdsl.passes import ModulePass
 from ...runtime.isa import IMM_MAX
 from ..dialects import slc
 from ..errors import CompileError, location_of
+from .carried_values import carry_in_cells
 from ..transforms.choose_decoupling import DECOUPLED_ATTR, READONLY_ATTR, choose_decoupling
 
 __all__ = ["ConvertScfToSlc", "decouple_function", "ALU_OF", "is_free_cast"]
@@ -108,6 +110,8 @@ class _Decoupler:
             choose_decoupling(fn)
         ro = fn.attributes[READONLY_ATTR]
         self.readonly = {fn.args[i.data] for i in ro.data}
+        # values carried by decoupled loops -> one-element core memrefs (carried_values.py)
+        carry_in_cells(fn)
         # old value -> new value usable anywhere in the new function (function level)
         self.fmap: dict[SSAValue, SSAValue] = {}
         # old values that are registers (access side may use them)

@@ -83,7 +83,7 @@ __all__ = [
     "StreamType", "VStreamType", "BufferType", "FirstLaneOp", "MaskStreamOp", "BufStreamOp",
     "PopBufferOp", "PopPackedOp", "stream_lanes", "stream_type", "CONFIGS", "ConfigureAccessOp", "TuOp", "MemStreamOp", "AluStreamOp", "FwdStreamOp",
     "RegisterOperandOp", "RegisterCallbackOp", "ComputeLoopOp", "CaseOp", "PopOperandOp",
-    "YieldOp", "DLC",
+    "YieldOp", "SetVarOp", "GetVarOp", "IncrementVarOp", "DLC",
 ]
 
 
@@ -755,10 +755,116 @@ class PopPackedOp(IRDLOperation):
         return cls(parse_nonempty_type_list(parser))
 
 
+@irdl_op_definition
+class SetVarOp(IRDLOperation):
+    """Core variable ``var`` := ``value``, before the compute loop (function level).
+
+    A core variable is an integer the execute side keeps across callback firings (Ember's
+    ``ReplaceToValOps``: a loop index of the access program that the core tracks itself instead
+    of receiving it as an operand each firing; ``transforms/replace_to_val_ops.py``).
+
+    Example::
+
+        dlc.set_var 0, %c0 : index
+    """
+
+    name = "dlc.set_var"
+
+    var = prop_def(IntegerAttr)
+    value = operand_def(AnyAttr())
+
+    def __init__(self, var: int, value: SSAValue):
+        super().__init__(operands=[value], properties={"var": IntegerAttr(var, i64)})
+
+    def verify_(self) -> None:
+        if not is_int_like(self.value.type):
+            raise VerifyException(f"Expected an integer value of dlc.set_var, got {self.value.type}.")
+        from xdsl.dialects.func import FuncOp
+        if not isinstance(self.parent_op(), FuncOp):
+            raise VerifyException("Expected dlc.set_var at function level. A core variable is set "
+                                  "before the compute loop.")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.var.value.data}, ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "SetVarOp":
+        var = parser.parse_integer()
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        return cls(var, parser.resolve_operand(value, parser.parse_type()))
+
+
+@irdl_op_definition
+class GetVarOp(IRDLOperation):
+    """The current value of core variable ``var`` (set by ``dlc.set_var``), in a callback.
+
+    Example::
+
+        %b = dlc.get_var 0 : index
+    """
+
+    name = "dlc.get_var"
+
+    var = prop_def(IntegerAttr)
+    result = result_def(AnyAttr())
+    traits = traits_def(HasAncestor(CaseOp))
+
+    def __init__(self, var: int, result_type: Attribute):
+        super().__init__(result_types=[result_type], properties={"var": IntegerAttr(var, i64)})
+
+    def verify_(self) -> None:
+        if not is_int_like(self.result.type):
+            raise VerifyException(f"Expected an integer type of dlc.get_var, got {self.result.type}.")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.var.value.data} : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GetVarOp":
+        var = parser.parse_integer()
+        parser.parse_punctuation(":")
+        return cls(var, parser.parse_type())
+
+
+@irdl_op_definition
+class IncrementVarOp(IRDLOperation):
+    """Core variable ``var`` += ``step`` (64-bit, wrapping), in a callback.
+
+    Example::
+
+        dlc.increment_var 0 by 1
+    """
+
+    name = "dlc.increment_var"
+
+    var = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    traits = traits_def(HasAncestor(CaseOp))
+
+    def __init__(self, var: int, step: int):
+        super().__init__(properties={"var": IntegerAttr(var, i64), "step": IntegerAttr(step, i64)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.var.value.data} by {self.step.value.data}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "IncrementVarOp":
+        var = parser.parse_integer()
+        parser.parse_keyword("by")
+        return cls(var, parser.parse_integer())
+
+
 DLC = Dialect(
     "dlc",
     [ConfigureAccessOp, TuOp, MemStreamOp, AluStreamOp, FwdStreamOp, RegisterOperandOp,
      RegisterCallbackOp, ComputeLoopOp, CaseOp, PopOperandOp, YieldOp,
-     FirstLaneOp, MaskStreamOp, BufStreamOp, PopBufferOp, PopPackedOp],
+     FirstLaneOp, MaskStreamOp, BufStreamOp, PopBufferOp, PopPackedOp, SetVarOp, GetVarOp,
+     IncrementVarOp],
     [StreamType, VStreamType, BufferType],
 )

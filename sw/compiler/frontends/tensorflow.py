@@ -25,10 +25,11 @@ num_segments)``                                             input, read at each 
 
 The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call) or an
 input; the ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
-Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 tables for the
-unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow does (measured:
-f32 accumulation, one rounding, the mean divided in f32 first; the sorted segment ids become bag
-offsets and the kernel is the PyTorch frontend's 16-bit bag), within one float16 ulp. Agreement with TensorFlow's CPU kernels (checked in
+Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 and bfloat16
+tables for the unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow
+does (measured: f32 accumulation, one rounding — bfloat16 to nearest even —, the mean divided in
+f32 first; the sorted segment ids become bag offsets and the kernel is the PyTorch frontend's
+16-bit bag), within one ulp of the type. Agreement with TensorFlow's CPU kernels (checked in
 ``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
 integer sum are bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean``/
 ``SqrtN`` and ``SegmentSum``/``Mean`` add a segment's rows in blocks of up to 8 (measured: equal
@@ -52,7 +53,8 @@ from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, s
 
 __all__ = ["compile_tf"]
 
-_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "float16": "f16"}
+_T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "float16": "f16",
+      "bfloat16": "bf16"}
 _PASS = ("Identity",)
 
 
@@ -247,13 +249,14 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
                                                else src.of(look.weights, "sp_weights"))
     dtype = str(outs[0].dtype.name)
     floats = ("float32", "float64")
-    half = dtype == "float16"
+    half = dtype in ("float16", "bfloat16")
+    bf16 = dtype == "bfloat16"
     if half and (look.weights is not None or look.combiner not in ("sum", "mean", "gather")
                  or not (look.sorted_segments or look.gather)):
-        raise CompileError(f"unsupported float16 table in '{look.op}' (float16: embedding_lookup_sparse "
+        raise CompileError(f"unsupported {dtype} table in '{look.op}' ({dtype}: embedding_lookup_sparse "
                            "sum/mean without weights, sparse/segment sum/mean, gathers)")
     if half:
-        floats = ("float32", "float64", "float16")
+        floats = ("float32", "float64", dtype)
     if dtype not in _T or (look.combiner in ("mean", "sqrtn") and dtype not in floats) \
             or (look.weights is not None and dtype not in floats):
         raise CompileError(f"unsupported table dtype {dtype} in '{look.op}' (float32, float64"
@@ -261,8 +264,9 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     t = _T[dtype]
     if look.gather:
         scf = scf_for_gather(t)
-    elif half:              # TensorFlow: f32 accumulation, one rounding (mean: divided first)
-        scf = scf_for_bag(BagSpec(look.combiner, "float16"), divide_in_f32=True)
+    elif half:              # TensorFlow: f32 accumulation, one rounding (mean: divided first);
+        # bfloat16 rounds ties to even (Eigen's conversion), which scf_for_bag's padded=True selects
+        scf = scf_for_bag(BagSpec(look.combiner, dtype), padded=bf16, divide_in_f32=True)
     elif look.weights is not None or look.combiner == "sqrtn":
         scf = scf_for_weighted_segment(t, look.combiner, look.weights is not None)
     elif look.combiner == "max":
@@ -287,8 +291,11 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     def bind(args):
         a = flat_args(args)
         x = value(table, a)
-        if x.dtype != np.dtype(dtype) or x.ndim != 2:
+        if x.dtype.name != dtype or x.ndim != 2:
             raise ValueError(f"the table must be a 2-D {dtype} array, not {x.dtype} {x.shape}")
+        if bf16:            # bf16 memrefs are uint16 bit patterns (docs/compiler.md, "Types")
+            state["bf16"] = x.dtype
+            x = np.ascontiguousarray(x).view(np.uint16)
         ids = value(id_src, a)
         state["shape"] = ids.shape
         i = ids.astype(np.int64).reshape(-1)
@@ -337,6 +344,8 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
 
     def unbind(results):
         r = np.asarray(results[0])
+        if bf16:
+            r = r.view(state["bf16"])
         return r.reshape(*state["shape"], r.shape[1]) if look.gather else r
 
     spec = {"op": look.op, "reduce": look.combiner, "dtype": dtype, "weighted": look.weights is not None}

@@ -53,8 +53,10 @@ How the op is found:
 Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``sum``, as in
 PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``;
 ``padding_idx``; ``max_norm``/``norm_type``; float32, float64, float16 and bfloat16 weights; 1-D
-input with offsets or 2-D input (fixed-length bags). Not supported (CompileError): other ops in
-the traced function, other weight dtypes (8- and 4-bit rowwise-quantised tables: ``torch_quant``).
+input with offsets or 2-D input (fixed-length bags); element-wise ops and a final ``.to(dtype)``
+after a float32/float64 bag, on the execute side (``BagSpec.post``, ``BagSpec.cast``). Not
+supported (CompileError): other ops in the traced function, other weight dtypes (8- and 4-bit
+rowwise-quantised tables and the ``torch.ao.nn.quantized.EmbeddingBag`` module: ``torch_quant``).
 
 The generated SCF function is::
 
@@ -109,6 +111,10 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
     CompileError
         Naming the unsupported operation, argument or combination.
     """
+    from .torch_quant import compile_ao_embedding_bag, is_ao_embedding_bag
+    if is_ao_embedding_bag(module_or_fn):       # not traceable: compiled from its packed weight
+        return compile_ao_embedding_bag(module_or_fn, example_inputs, lambda m, ins: compile_torch(
+            m, ins, limits=limits, opt_level=opt_level))
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _Wrap(module_or_fn)
     inputs = tuple(example_inputs)
     try:

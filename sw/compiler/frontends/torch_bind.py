@@ -121,11 +121,14 @@ class TorchKernel:
         elif psw is not None:
             raise ValueError("per_sample_weights given, but the op was compiled without them")
         args.append(out)
+        if spec.cast:                       # the converted output (BagSpec.cast)
+            args.append(np.zeros(out.shape, dtype=_np_dtype(spec.cast)))
         return args
 
     def unbind(self, results) -> torch.Tensor:
-        """The PyTorch result (the output of the bag) from the kernel's results."""
-        return _torch(np.asarray(results[0]), getattr(torch, self.spec.dtype))
+        """The PyTorch result (the output of the bag, converted to ``spec.cast`` if set) from the
+        kernel's results."""
+        return _torch(np.asarray(results[0]), getattr(torch, self.spec.cast or self.spec.dtype))
 
 
 def _renorm(weight, indices: np.ndarray, max_norm: float, norm_type: float) -> None:

@@ -30,6 +30,26 @@ _POST_OPS = {"aten.relu.default": "relu", "aten.mul.Tensor": "mul", "aten.mul.Sc
              "aten.add.Scalar": "add", "aten.sub.Tensor": "sub", "aten.sub.Scalar": "sub"}
 
 
+#: a conversion of the bag's result (``.to(dtype)``, ``.half()``, ``.double()``), the last op
+_CASTS = ("aten.to.dtype", "aten._to_copy.default")
+#: what torch.export puts before ``aten.to.dtype`` (a check, no value)
+_ASSERT_METADATA = "aten._assert_tensor_metadata.default"
+
+
+def _cast_target(node) -> str | None:
+    """The dtype name a ``to``/``_to_copy`` node converts to, if it only converts the dtype."""
+    if str(node.target) == "aten.to.dtype":
+        dtype, rest = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dtype")), node.args[2:]
+        if any(rest) or any(v for k, v in node.kwargs.items() if k != "dtype"):
+            return None
+    else:
+        dtype = node.kwargs.get("dtype")
+        if len(node.args) != 1 or any(k not in ("dtype", "layout", "device") for k in node.kwargs) \
+                or str(node.kwargs.get("device", "cpu")) != "cpu":
+            return None
+    return str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else None
+
+
 class _Synthetic:
     """A graph node made by folding (``emb(x).sum(1)`` -> an embedding_bag node)."""
 
@@ -147,6 +167,7 @@ class _Graph:
         self.renorm: dict = {}      # weight node -> (indices node, max_norm, norm_type)
         self.fixed: dict = {}       # embedding_bag node -> (2-D input, None, 2-D weights or None)
         self.post: tuple = ()       # element-wise ops after a single bag: ((op, number), ...)
+        self.cast: str | None = None  # the dtype the result is converted to last (``.to(dtype)``)
         self.reduction: str | None = None    # "aten.sum.dim_IntList" when emb(x).sum(1) was folded
         self._fold()
 
@@ -211,7 +232,12 @@ class _Graph:
         bags = [n for n in self.calls if str(n.target) in _BAG_OPS]
         if len(bags) != 1 or len(self.outputs) != 1:
             return
-        chain, node = [], self.outputs[0]
+        chain, node, cast = [], self.outputs[0], None
+        if str(getattr(node, "target", "")) in _CASTS:
+            cast = _cast_target(node)
+            if cast is None:
+                return
+            node = node.args[0]
         while str(getattr(node, "target", "")) in _POST_OPS:
             op = _POST_OPS[str(node.target)]
             rest = node.args[1:]
@@ -223,10 +249,12 @@ class _Graph:
             else:
                 chain.append(("relu", 0.0))
             node = node.args[0]
-        if not chain or node.target is not operator.getitem or node.args != (bags[0], 0):
+        if (not chain and cast is None) or node.target is not operator.getitem \
+                or node.args != (bags[0], 0):
             return
-        self.post = tuple(reversed(chain))
-        kept = {id(c) for c in self.calls if str(getattr(c, "target", "")) not in _POST_OPS}
+        self.post, self.cast = tuple(reversed(chain)), cast
+        kept = {id(c) for c in self.calls
+                if str(getattr(c, "target", "")) not in (*_POST_OPS, *_CASTS, _ASSERT_METADATA)}
         self.calls = [c for c in self.calls if id(c) in kept]
         self.outputs = [node]
 
@@ -294,6 +322,12 @@ def _bag_args(g: "_Graph", node) -> dict:
     return args
 
 
+#: (bag dtype, cast target) converted on the execute side, each one rounding as PyTorch's CPU
+#: conversion (float to half / bfloat16: to nearest even; float64 to float32: to nearest even)
+_FUSED_CASTS = (("float32", "float16"), ("float32", "bfloat16"), ("float32", "float64"),
+                ("float64", "float32"))
+
+
 def _from_export(g: "_Graph") -> _Found:
     bags = [n for n in g.calls if str(n.target) in _BAG_OPS]
     others = [n for n in g.calls if n not in bags]
@@ -340,10 +374,16 @@ def _from_export(g: "_Graph") -> _Found:
         padding_idx = None                      # the older overloads spell "none" as -1
     elif padding_idx is not None and padding_idx < 0:
         padding_idx += weight_value.shape[0]
-    if g.post and dtype not in ("float32", "float64"):
-        raise CompileError(f"unsupported {g.post[0][0]} after a {dtype} embedding_bag (fused element-wise "
-                           "ops: float32 and float64)")
+    if (g.post or g.cast) and dtype not in ("float32", "float64"):
+        what = g.post[0][0] if g.post else f"cast to {g.cast}"
+        raise CompileError(f"unsupported {what} after a {dtype} embedding_bag (fused element-wise "
+                           "ops and casts: float32 and float64)")
+    cast = None if g.cast == dtype else g.cast
+    if cast is not None and (dtype, cast) not in _FUSED_CASTS:
+        raise CompileError(f"unsupported cast of a {dtype} embedding_bag to {cast} (fused: "
+                           f"{', '.join(f'{a} to {b}' for a, b in _FUSED_CASTS)}; PyTorch converts "
+                           "float64 to 16 bits through float32, two roundings)")
     spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
-                   padding_idx, g.post)
+                   padding_idx, g.post, cast)
     return _Found(spec, weight, roles, weight_value.shape[0], "torch.export",
                   g.renorm_of(weight_node, args["indices"]))

@@ -11,8 +11,11 @@ the row's scale and bias (times the per-sample weight when given, in float32),
 ``acc = fma(s, float(q), acc + b)``. The scale and bias of each lookup are gathered on the host
 into a float32 ``(n, 2)`` array (the rows' trailing bytes), so a lookup moves ``dim`` (4-bit:
 ``dim / 2``) bytes of the table plus 8 through the unit, against ``4 * dim`` for float32.
-``mode=0`` (sum) only: PyTorch 2.13's kernels return the sum for ``mode=1`` too, and ``max`` is
-not implemented. Refusals name the argument.
+``mode=0`` (sum) only: PyTorch's CPU kernels ignore ``mode`` (an unused parameter) and return the
+sum for ``mode=1`` (mean) and ``2`` (max) too, so there is no mean to match. Refusals name the
+argument. The deprecated ``torch.ao.nn.quantized.EmbeddingBag`` module (not traceable) is compiled
+as the same bag on its packed rows, rebuilt from ``module.weight()`` at each call
+(:func:`compile_ao_embedding_bag`).
 """
 
 from __future__ import annotations
@@ -127,8 +130,10 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     if len(g.outputs) != 1 or g.outputs[0] is not node:
         raise CompileError(f"the traced function must return the {op_name} output only")
     if int(args["mode"]) != 0:
-        raise CompileError(f"unsupported {op_name} mode={args['mode']} (0, sum, is; PyTorch 2.13's "
-                           "kernel returns the sum for mode=1 too)")
+        raise CompileError(f"unsupported {op_name} mode={args['mode']}: only mode=0 (sum) is; "
+                           "PyTorch's CPU kernel ignores mode (an unused parameter in "
+                           "aten/src/ATen/native/quantized/cpu/qembeddingbag.h) and returns the "
+                           "sum for every mode, so there is no mean or max to match")
     if args["pruned_weights"] or args["compressed_indices_mapping"] is not None:
         raise CompileError(f"unsupported {op_name} pruned_weights=True / compressed_indices_mapping "
                            "(pruned tables)")
@@ -173,3 +178,98 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     return PlanKernel("byte_bag" if bits == 8 else "4bit_bag",
                       {"per_sample_weights": p_src is not None, "include_last_offset": ilo, "bits": bits},
                       scf_for_byte_bag(bits), bind, lambda results: torch.from_numpy(np.asarray(results[0])))
+
+
+# ------------------------------------------------------------------------------------------------
+# the deprecated torch.ao.nn.quantized.EmbeddingBag module
+# ------------------------------------------------------------------------------------------------
+
+def is_ao_embedding_bag(module) -> bool:
+    """``module`` is a ``torch.ao.nn.quantized.EmbeddingBag`` (which ``torch.export`` cannot
+    trace: its weight is a TorchScript class, ``EmbeddingPackedParamsBase``)."""
+    ao = getattr(getattr(getattr(torch, "ao", None), "nn", None), "quantized", None)
+    cls = getattr(ao, "EmbeddingBag", None)
+    return cls is not None and isinstance(module, cls)
+
+
+def packed_rows(module) -> torch.Tensor:
+    """The FBGEMM-layout rows of a ``torch.ao.nn.quantized.EmbeddingBag``'s weight, as
+    ``embedding_bag_byte_prepack`` / ``embedding_bag_4bit_prepack`` lay them out, rebuilt from
+    ``module.weight()`` (the per-row quantised tensor, ``per_channel_affine_float_qparams``):
+    the quantised bytes (4-bit: two values a byte, as ``int_repr`` holds them), then the scale and
+    the bias ``-zero_point * scale`` — float32 for ``quint8``, float16 (of the float32 product)
+    for ``quint4x2``. Measured against the module's own output (PyTorch's
+    ``PackedEmbeddingBagWeight::prepack``), bit for bit (``test_torch_quant_frontend.py``)."""
+    w = module.weight()
+    rows = w.shape[0]
+    q = w.int_repr().reshape(rows, -1).numpy()
+    scale = w.q_per_channel_scales().to(torch.float32).numpy()
+    bias = (-w.q_per_channel_zero_points().to(torch.float32).numpy() * scale).astype(np.float32)
+    tail_type = np.float32 if module.dtype == torch.quint8 else np.float16
+    tail = np.stack([scale.astype(tail_type), bias.astype(tail_type)], axis=1)
+    return torch.from_numpy(np.concatenate([q, tail.view(np.uint8).reshape(rows, -1)], axis=1))
+
+
+class _AoPacked(torch.nn.Module):
+    """The op a ``torch.ao.nn.quantized.EmbeddingBag`` runs, on its weight's packed rows (a buffer
+    that :func:`compile_ao_embedding_bag` refreshes from the module at each call)."""
+
+    def __init__(self, module, bits: int):
+        super().__init__()
+        object.__setattr__(self, "source", module)   # not a submodule: export must not trace it
+        self.bits = bits
+        self.register_buffer("packed", packed_rows(module))
+        self.ilo = bool(module.include_last_offset)
+
+    def refresh(self) -> None:
+        fresh = packed_rows(self.source)
+        if fresh.shape != self.packed.shape:
+            raise ValueError(f"the module's weight changed shape from {tuple(self.packed.shape)} packed "
+                             f"bytes to {tuple(fresh.shape)}: compile it again")
+        self.packed.copy_(fresh)
+
+    def forward(self, indices, offsets=None, per_sample_weights=None):
+        op = Q.embedding_bag_byte_rowwise_offsets if self.bits == 8 else Q.embedding_bag_4bit_rowwise_offsets
+        return op(self.packed, indices, offsets, False, 0, False, per_sample_weights, None, self.ilo)
+
+
+Q = torch.ops.quantized
+
+
+def compile_ao_embedding_bag(module, example_inputs: tuple, compile_fn) -> PlanKernel:
+    """A ``torch.ao.nn.quantized.EmbeddingBag`` (deprecated; ``torch.export`` does not trace it):
+    its forward is ``embedding_bag_byte`` / ``embedding_bag_4bit`` on its packed weight with mode
+    0, so it is compiled as the rowwise-quantised bag above on :func:`packed_rows`, read from
+    ``module.weight()`` at every call (``set_weight`` between calls is seen). ``compile_fn(m,
+    inputs)`` compiles the stand-in module. Refused (CompileError naming the attribute):
+    ``mode`` other than ``"sum"`` (the module's forward passes mode 0 whatever ``mode`` says, so
+    PyTorch returns the sum), ``pruned_weights``, a dtype other than ``quint8``/``quint4x2``,
+    ``quint4x2`` with ``include_last_offset`` (torch.export of the 4-bit op fails with it)."""
+    name = "torch.ao.nn.quantized.EmbeddingBag"
+    if module.mode != "sum":
+        raise CompileError(f"unsupported {name} mode={module.mode!r}: its forward passes mode 0 to "
+                           "embedding_bag_byte/embedding_bag_4bit whatever mode says, so PyTorch "
+                           "returns the sum; there is no mean or max to match")
+    if getattr(module, "pruned_weights", False):
+        raise CompileError(f"unsupported {name} pruned_weights=True (pruned tables)")
+    if module.dtype not in (torch.quint8, torch.quint4x2):
+        raise CompileError(f"unsupported {name} dtype={module.dtype} (torch.quint8, torch.quint4x2 are)")
+    if module.dtype == torch.quint4x2 and module.include_last_offset:
+        raise CompileError(f"unsupported {name} dtype=torch.quint4x2 with include_last_offset=True: "
+                           "torch.export of embedding_bag_4bit_rowwise_offsets with "
+                           "include_last_offset fails in PyTorch 2.13 ('the last offset value should "
+                           "be the size of the indices tensor'); the 8-bit module supports it")
+    if len(example_inputs) > 3:
+        raise CompileError(f"unsupported {name} call with compressed_indices_mapping (pruned tables)")
+    stand_in = _AoPacked(module, 8 if module.dtype == torch.quint8 else 4)
+    plan = compile_fn(stand_in, tuple(example_inputs))
+    bind = plan._bind
+
+    def refreshed(inputs):
+        stand_in.refresh()
+        return bind(inputs)
+
+    plan._bind = refreshed
+    plan.traced_with = f"{name} (packed weight rebuilt from module.weight() at each call)"
+    plan.module = stand_in
+    return plan

@@ -25,6 +25,7 @@ class BagSpec:
     include_last_offset: bool = False
     padding_idx: int | None = None      # normalized to [0, num_embeddings)
     post: tuple = ()                    # element-wise ops on the output: ((relu|mul|div|add|sub, number), ...)
+    cast: str | None = None             # dtype the output is converted to last (float16 | bfloat16 | float32 | float64)
 
 
 def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = False,
@@ -55,7 +56,11 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
     if spec.per_sample_weights:
         params.append(f"%weights: memref<?x{t}>")
     params.append(f"%out: {mt}")
-    L = [f"func.func @embedding_bag({', '.join(params)}) -> {mt} {{",
+    rt = mt
+    if spec.cast:                                  # the converted output, returned
+        rt = f"memref<?x?x{_CAST_TYPE[spec.cast]}>"
+        params.append(f"%cast_out: {rt}")
+    L = [f"func.func @embedding_bag({', '.join(params)}) -> {rt} {{",
          "  %c0 = arith.constant 0 : index",
          "  %c1 = arith.constant 1 : index",
          f"  %nbags = memref.dim %out, %c0 : {mt}",
@@ -141,10 +146,10 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
               f"        memref.store %zero, %out[%b, %d1] : {mt}",
               "      }",
               "    }"]
-    if spec.post:
-        L += _post_ops(spec.post, t, mt)
+    if spec.post or spec.cast:
+        L += _post_ops(spec.post, t, mt, spec.cast)
         L[5:5] = _post_constants(spec.post, t)
-    L += ["  }", f"  return %out : {mt}", "}"]
+    L += ["  }", f"  return {'%cast_out' if spec.cast else '%out'} : {rt}", "}"]
     return "\n".join(L) + "\n"
 
 
@@ -163,10 +168,16 @@ def _post_constants(post: tuple, t: str) -> list[str]:
                     for k, (op, v) in enumerate(post) if op != "relu"]
 
 
-def _post_ops(post: tuple, t: str, mt: str) -> list[str]:
+#: MLIR element type of a ``BagSpec.cast`` target
+_CAST_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+
+
+def _post_ops(post: tuple, t: str, mt: str, cast: str | None = None) -> list[str]:
     """The element-wise ops PyTorch applies to the bag's output (``relu``: ``x < 0 ? 0 : x``,
     which keeps -0.0 and NaN as ``torch.relu``; ``mul``/``div``/``add``/``sub`` by a number, one
-    rounding each), fused into the bag's last callback: a loop over the output row on the core."""
+    rounding each), fused into the bag's last callback: a loop over the output row on the core.
+    ``cast`` (a ``.to(dtype)`` last): the row is converted there too (``arith.truncf``, to nearest
+    even as PyTorch's CPU conversion, or the exact ``arith.extf``) into ``%cast_out``."""
     L = ["    scf.for %d2 = %c0 to %dim step %c1 {",
          f"      %q0 = memref.load %out[%b, %d2] : {mt}"]
     for k, (op, _) in enumerate(post):
@@ -176,7 +187,13 @@ def _post_ops(post: tuple, t: str, mt: str) -> list[str]:
                   f"      {r} = arith.select %neg{k}, %post_zero, {q} : {t}"]
         else:
             L.append(f"      {r} = arith.{op}f {q}, %post{k} : {t}")
-    L += [f"      memref.store %q{len(post)}, %out[%b, %d2] : {mt}", "    }"]
+    if cast is None:
+        L += [f"      memref.store %q{len(post)}, %out[%b, %d2] : {mt}", "    }"]
+        return L
+    c = _CAST_TYPE[cast]
+    conv = "extf" if (t, c) == ("f32", "f64") else "truncf"
+    L += [f"      %cast = arith.{conv} %q{len(post)} : {t} to {c}",
+          f"      memref.store %cast, %cast_out[%b, %d2] : memref<?x?x{c}>", "    }"]
     return L
 
 

@@ -1,6 +1,6 @@
 """``make synth``: synthesise the access unit + core interface for an ECP5 FPGA with the open flow.
 
-    python3 scripts/synth.py [--config default|small] [--out build/synth] [--timeout 1500]
+    python3 scripts/synth.py [--config default|small] [--out build/synth] [--timeout 3600]
                              [--jobs 1] [--freq 100] [--router router2] [--no-route]
 
 Synthesises ``hw.synth_top.SynthTop`` (``hw.tmu.Tmu`` + ``hw.core_if.CoreInterface`` behind
@@ -348,9 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TmuConfig() or TmuConfig.small() (default: default)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT,
                    help=f"output directory (default {DEFAULT_OUT}); files go to OUT/CONFIG/")
-    p.add_argument("--timeout", type=_positive(float), default=1500.0,
+    p.add_argument("--timeout", type=_positive(float), default=3600.0,
                    help="wall-clock seconds per tool (yosys, nextpnr) before it is stopped "
-                        "(default 1500)")
+                        "(default 3600: yosys alone took 32 minutes on the default configuration "
+                        "on 2 loaded cores)")
     p.add_argument("--jobs", type=_positive(int), default=1,
                    help="nextpnr --threads (default 1; the WebAssembly build may run one)")
     p.add_argument("--freq", type=_positive(float), default=100.0,

@@ -115,7 +115,8 @@ def test_bad_arguments_exit_2_naming_the_argument(argv, word, capsys):
 
 def test_defaults():
     ns = synth.build_parser().parse_args([])
-    assert (ns.config, ns.out, ns.jobs, ns.freq) == ("default", Path("build/synth"), 1, 100.0)
+    assert (ns.config, ns.out, ns.jobs, ns.freq, ns.timeout, ns.no_route) == \
+        ("default", Path("build/synth"), 1, 100.0, 3600.0, False)
 
 
 def test_missing_tools_exit_1_with_the_install_command(monkeypatch, capsys, tmp_path):

@@ -6,10 +6,10 @@ that runs the tools is ``slow`` and skipped without them."""
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import random
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
@@ -21,8 +21,9 @@ from hw.synth_top import REQUEST_FOLD_BITS, SynthTop, xor_fold
 from hw.tmu import TmuConfig
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-import synth  # noqa: E402  (scripts/synth.py)
+_spec = importlib.util.spec_from_file_location("synth", REPO / "scripts" / "synth.py")
+synth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(synth)
 
 CABGA381_USER_IO = 197   # the smallest ECP5 (LFE5U-25F) in CABGA381; the 85F has more
 

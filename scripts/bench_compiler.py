@@ -61,7 +61,7 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 #: CSV columns, in order. Counts are per run; ``*_per_lookup`` per gathered element; cycles are
 #: clock cycles of the access unit (``rtl_cycles``), of the core model (``core_cycles``) and
 #: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level. ``rtl_*``
-#: counters are the unit's (docs/rtl.md §2.6): loads issued, cycles the traversal waited for a
+#: counters are the unit's (docs/rtl.md §2.7): loads issued, cycles the traversal waited for a
 #: blocking load, cycles an action waited for a reorder-buffer entry; data tokens per cycle near 1
 #: means the 64-bit data queue (one token per cycle) is the access unit's limit.
 FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",

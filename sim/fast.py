@@ -75,6 +75,7 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     def build(build_dir, paths):
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", SYSTEM, "-Mdir", str(build_dir / "obj"), "-o", EXECUTABLE,
+               "-CFLAGS", f"-DDATA_TOKENS={config.output_tokens}",
                *HARNESS_ARGS, *[str(p) for p in paths]]
         with open(build_dir / "build.log", "w") as log:
             log.write(" ".join(cmd) + "\n")

@@ -15,6 +15,8 @@
 //   <job dir>/results.txt output: one block per job (format documented in sim/fast.py);
 //                         tokens in data_<n>.bin (uint64 little-endian) and ctrl_<n>.bin (uint16)
 // Verilator spells the double underscore of Amaranth's port names (csr__addr) as ___05F.
+// DATA_TOKENS (compiler -D, TmuConfig.output_tokens) is the width of a data beat in tokens: the
+// payload is tokens[0..DATA_TOKENS) (64 bits each) then the count of valid tokens.
 #include "Vember_system.h"
 #include "verilated.h"
 
@@ -26,6 +28,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifndef DATA_TOKENS
+#define DATA_TOKENS 1
+#endif
 
 namespace {
 
@@ -80,7 +86,11 @@ class Harness {
         top_->eval();
         bool dv = top_->data_out___05Fvalid, cv = top_->ctrl_out___05Fvalid;
         bool busy = top_->busy, done = top_->done;
-        uint64_t payload = top_->data_out___05Fpayload;
+        uint64_t beat[DATA_TOKENS];
+        const auto& payload = top_->data_out___05Fpayload;   // VlWide: 32-bit words
+        for (int i = 0; i < DATA_TOKENS; i++)
+            beat[i] = uint64_t(payload[2 * i]) | (uint64_t(payload[2 * i + 1]) << 32);
+        unsigned beat_count = payload[2 * DATA_TOKENS] & 0xF;
         uint16_t ctrl_payload = top_->ctrl_out___05Fpayload;
         top_->clk = 1;
         top_->eval();
@@ -93,10 +103,13 @@ class Harness {
             lfsr_d = xorshift32(lfsr_d);
             lfsr_c = xorshift32(lfsr_c);
         }
-        if (data_fire) data.push_back(payload);
+        if (data_fire)
+            for (unsigned i = 0; i < beat_count; i++) data.push_back(beat[i]);
         if (ctrl_fire) ctrl.push_back(ctrl_payload);
-        bool next_cap_full = (data_n + data_fire >= DATA_CAP) || (ctrl_n + ctrl_fire >= CTRL_CAP);
-        data_n += data_fire;
+        uint64_t data_taken = data_fire ? beat_count : 0;
+        bool next_cap_full = (data_n + data_taken + DATA_TOKENS > DATA_CAP) ||
+                             (ctrl_n + ctrl_fire >= CTRL_CAP);
+        data_n += data_taken;
         ctrl_n += ctrl_fire;
         cap_full = next_cap_full;
         if (dump) {

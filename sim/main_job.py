@@ -106,7 +106,8 @@ def main(ns: argparse.Namespace) -> int:
         mem_stats = access.memory_stats
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)
-            print_ceiling(g.indices, ns.dim, ns.memory, cycles)
+            from hw.tmu import TmuConfig
+            print_ceiling(g.indices, ns.dim, ns.memory, cycles, 8 * TmuConfig().output_tokens)
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
         if stats.get("sim_cycles_per_s"):
             print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
@@ -153,11 +154,14 @@ def memory_summary(stats: dict, preset_name: str, cycles: int) -> dict:
     }
 
 
-def print_ceiling(indices: np.ndarray, dim: int, preset_name: str, cycles: int) -> None:
+def print_ceiling(indices: np.ndarray, dim: int, preset_name: str, cycles: int,
+                  output_bytes: int = 64) -> None:
     """Print the unit's useful bytes per cycle (the float32 table rows it gathered, ``len(indices)
     * dim * 4`` bytes over ``cycles``) against the memory's own ceiling for the same row trace
     (``hw.hbm_model.traces.ceiling``: every 64-byte line read of the rows in order, offered at
-    cycle 0, enough ports for the preset's peak, no cap; table at address 0). Issue 10's ratio."""
+    cycle 0, enough ports for the preset's peak, no cap; table at address 0) and against
+    ``min(ceiling, output_bytes)``, the unit's data output bound (``output_tokens * 8`` bytes per
+    cycle). Issue 10's ratios."""
     from hw.hbm_model.presets import get_preset
     from hw.hbm_model.traces import ceiling, embedding_gather
     preset = get_preset(preset_name)
@@ -165,6 +169,9 @@ def print_ceiling(indices: np.ndarray, dim: int, preset_name: str, cycles: int) 
     useful = len(indices) * dim * 4 / cycles
     print(f"memory's ceiling for this row trace: {bound:.1f} bytes/cycle ({ports} port{'s' if ports != 1 else ''}, no cap); "
           f"the unit's useful bytes/cycle: {useful:.2f} = {100 * useful / bound:.1f} % of it")
+    limit = min(bound, output_bytes)
+    print(f"min(memory's ceiling, the unit's output bound of {output_bytes} bytes/cycle) = "
+          f"{limit:.1f} bytes/cycle; the unit reaches {100 * useful / limit:.1f} % of it")
 
 
 def print_memory_stats(stats: dict, preset_name: str, cycles: int) -> None:

@@ -8,13 +8,16 @@
 //   bp_threshold  0 = always ready; round(p * 65536) for a not-ready probability p
 //   seed/seed_load  reseed both LFSRs (xorshift32) at the next edge
 //   finished      set once DONE is visible and both queues have stayed empty for 4 cycles
-//   cap_full      a capture buffer is full (sinks stall until `dump`)
+//   cap_full      a capture buffer cannot take another beat/token (sinks stall until `dump`)
+// The data output carries beats of DATA_TOKENS 64-bit tokens (TmuConfig.output_tokens): the
+// payload is tokens[0..DATA_TOKENS) then the count of valid ones; they are captured in order.
 //   dump          pulse: $writememh the captured tokens to +TOKEN_DATA= / +TOKEN_CTRL= files
 //                 and empty the buffers
 // Everything else (register port, memory back door, image load) is driven by the testbench.
 `timescale 1ns/1ps
 module ember_tb_top #(
     parameter ABITS    = 16,
+    parameter DATA_TOKENS = 1,
     parameter DATA_CAP = 1 << 20,
     parameter CTRL_CAP = 1 << 18
 ) ();
@@ -47,7 +50,11 @@ module ember_tb_top #(
     wire             data_valid, ctrl_valid;
     wire             busy /*verilator public_flat_rw*/;
     wire             done /*verilator public_flat_rw*/;
-    wire [63:0]      data_payload;
+    localparam COUNT_BITS = $clog2(DATA_TOKENS + 1);
+    wire [64*DATA_TOKENS+COUNT_BITS-1:0] data_payload;
+    wire [COUNT_BITS-1:0] data_count = data_payload[64*DATA_TOKENS +: COUNT_BITS];
+    wire [31:0]      data_taken = (data_valid && data_ready) ? {{(32-COUNT_BITS){1'b0}}, data_count} : 32'd0;
+    integer          t;
     wire [15:0]      ctrl_payload;
 
     reg  [63:0]      data_cap [0:DATA_CAP-1];
@@ -83,14 +90,16 @@ module ember_tb_top #(
             lfsr_c <= xorshift32(lfsr_c);
         end
         if (data_valid && data_ready) begin
-            data_cap[data_n[$clog2(DATA_CAP)-1:0]] <= data_payload;
-            data_n <= data_n + 1;
+            for (t = 0; t < DATA_TOKENS; t = t + 1)
+                if (t < data_count)
+                    data_cap[(data_n + t) & (DATA_CAP - 1)] <= data_payload[64*t +: 64];
+            data_n <= data_n + data_taken;
         end
         if (ctrl_valid && ctrl_ready) begin
             ctrl_cap[ctrl_n[$clog2(CTRL_CAP)-1:0]] <= ctrl_payload;
             ctrl_n <= ctrl_n + 1;
         end
-        cap_full <= (data_n + (data_valid && data_ready) >= DATA_CAP)
+        cap_full <= (data_n + data_taken + DATA_TOKENS > DATA_CAP)
                  || (ctrl_n + (ctrl_valid && ctrl_ready) >= CTRL_CAP);
         if (dump) begin
             if (data_n != 0) $writememh(data_file, data_cap, 0, data_n - 1);

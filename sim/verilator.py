@@ -209,7 +209,8 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
 
     def build(build_dir, paths):
         runner_build(build_dir, paths, TOPLEVEL, waves=waves, verbose=verbose,
-                     parameters={"ABITS": max(1, (mem_words - 1).bit_length())})
+                     parameters={"ABITS": max(1, (mem_words - 1).bit_length()),
+                                 "DATA_TOKENS": config.output_tokens})
 
     return cached_build(key, inputs, generate, build)
 

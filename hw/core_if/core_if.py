@@ -1,12 +1,12 @@
 """Core interface: control/status registers, program load, argument registers, output queues."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..tmu.config import TmuConfig
 from ..tmu.tmu import COUNTERS, TmuControlSignature, program_memory_depth
-from .signatures import CsrSignature
+from .signatures import CsrSignature, DataBeatSignature, data_beat_layout
 
 
 __all__ = ["CoreInterface", "CSR", "ID_VALUE", "csr_arg"]
@@ -30,7 +30,7 @@ class CSR:
     MEM_LIMIT_HI  = 0x28   # RW
     CONFIG0       = 0x2C   # RO  layers [7:0], regions [15:8], streams [23:16], actions [31:24]
     CONFIG1       = 0x30   # RO  args [7:0], max_inflight [31:16]
-    CONFIG2       = 0x34   # RO  data queue depth [15:0], control queue depth [31:16]
+    CONFIG2       = 0x34   # RO  data queue depth [15:0] (beats), control queue depth [31:16]
     CONFIG3       = 0x38   # RO  number of memory statistics (MEM_STATS entries)
     COUNTERS      = 0x40   # RO  counter n at COUNTERS + 8 n (low word), + 4 (high word)
     ARGS          = 0x100  # RW  argument register n at ARGS + 8 n (low word), + 4 (high word)
@@ -59,13 +59,14 @@ class CoreInterface(wiring.Component):
         The register port; reads return data the cycle after ``r_en``.
     tmu : Out(TmuControlSignature(config))
         To the access unit.
-    tmu_data : In(stream.Signature(64)), tmu_ctrl : In(stream.Signature(16))
-        Tokens from the access unit.
+    tmu_data : In(DataBeatSignature(config.output_tokens)), tmu_ctrl : In(stream.Signature(16))
+        Data beats and control tokens from the access unit.
     mem_stats : In(ArrayLayout(64, mem_stats))
         The memory model's statistics (``hw.hbm_model.stat_names`` order).
-    data_out : Out(stream.Signature(64)), ctrl_out : Out(stream.Signature(16))
-        The data and control queues (``config.data_queue_depth`` / ``ctrl_queue_depth`` entries)
-        as the core pops them; a token leaves when ``valid & ready`` at a clock edge.
+    data_out : Out(DataBeatSignature(config.output_tokens)), ctrl_out : Out(stream.Signature(16))
+        The data and control queues (``config.data_queue_depth`` beats of up to
+        ``output_tokens`` tokens / ``ctrl_queue_depth`` tokens) as the core pops them; a beat
+        or token leaves when ``valid & ready`` at a clock edge.
     """
 
     def __init__(self, config, *, addr_bits=12, mem_stats=0):
@@ -84,9 +85,9 @@ class CoreInterface(wiring.Component):
             "mem_stats": In(data.ArrayLayout(64, max(1, mem_stats))),
             "csr":      In(CsrSignature(addr_bits)),
             "tmu":      Out(TmuControlSignature(config)),
-            "tmu_data": In(stream.Signature(64)),
+            "tmu_data": In(DataBeatSignature(config.output_tokens)),
             "tmu_ctrl": In(stream.Signature(16)),
-            "data_out": Out(stream.Signature(64)),
+            "data_out": Out(DataBeatSignature(config.output_tokens)),
             "ctrl_out": Out(stream.Signature(16)),
         })
 
@@ -95,11 +96,17 @@ class CoreInterface(wiring.Component):
         c = self._cfg
 
         # Output queues.
-        m.submodules.data_q = data_q = fifo.SyncFIFOBuffered(width=64, depth=c.data_queue_depth)
+        beat_bits = Shape.cast(data_beat_layout(c.output_tokens)).width
+        m.submodules.data_q = data_q = fifo.SyncFIFOBuffered(width=beat_bits,
+                                                             depth=c.data_queue_depth)
         m.submodules.ctrl_q = ctrl_q = fifo.SyncFIFOBuffered(width=16, depth=c.ctrl_queue_depth)
-        wiring.connect(m, wiring.flipped(self.tmu_data), data_q.w_stream)
+        m.d.comb += [
+            data_q.w_data.eq(self.tmu_data.payload), data_q.w_en.eq(self.tmu_data.valid),
+            self.tmu_data.ready.eq(data_q.w_rdy),
+            self.data_out.payload.eq(data_q.r_data), self.data_out.valid.eq(data_q.r_rdy),
+            data_q.r_en.eq(self.data_out.ready),
+        ]
         wiring.connect(m, wiring.flipped(self.tmu_ctrl), ctrl_q.w_stream)
-        wiring.connect(m, data_q.r_stream, wiring.flipped(self.data_out))
         wiring.connect(m, ctrl_q.r_stream, wiring.flipped(self.ctrl_out))
 
         # Registers.

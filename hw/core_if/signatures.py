@@ -6,42 +6,58 @@ from amaranth.lib.wiring import In, Out
 
 
 __all__ = ["mem_request_layout", "mem_response_layout", "MemRequestSignature",
-           "MemResponseSignature", "CsrSignature", "BackdoorSignature", "ProgramWriteSignature"]
+           "MemResponseSignature", "data_beat_layout", "DataBeatSignature", "CsrSignature", "BackdoorSignature", "ProgramWriteSignature"]
 
 
 ADDR_BITS = 64   # byte addresses on the access unit's side
 
 
-def mem_request_layout(tag_bits):
-    """Payload of a memory request (``docs/hbm_model.md`` §2 "Ingress")."""
+def mem_request_layout(tag_bits, line_bytes=8):
+    """Payload of a memory request (``docs/hbm_model.md`` §2 "Ingress"): ``line_bytes`` is the
+    port's data width (8: a 64-bit word; 16..64: a line)."""
     return data.StructLayout({
-        "addr":  unsigned(ADDR_BITS),  # bytes; a read returns the aligned 64-bit word
+        "addr":  unsigned(ADDR_BITS),  # bytes; a read returns the aligned line (word) holding it
         "tag":   unsigned(tag_bits),   # returned unchanged with the response
         "write": unsigned(1),          # 0: read (load), 1: write (store)
-        "wdata": unsigned(64),         # write data, the aligned 64-bit word containing addr
-        "wstrb": unsigned(8),          # write byte enables of wdata (bit i: byte i); 0 for reads
+        "wdata": unsigned(8 * line_bytes),  # write data, the aligned line containing addr
+        "wstrb": unsigned(line_bytes),      # write byte enables (bit i: byte i); 0 for reads
     })
 
 
-def mem_response_layout(tag_bits):
+def mem_response_layout(tag_bits, line_bytes=8):
     """Payload of a memory response (one per request, reads and writes)."""
     return data.StructLayout({
         "tag":   unsigned(tag_bits),   # tag of the request
         "write": unsigned(1),          # the request was a write (data is then 0)
-        "data":  unsigned(64),         # read: the aligned 64-bit word containing the address
+        "data":  unsigned(8 * line_bytes),  # read: the aligned line containing the address
     })
 
 
-def MemRequestSignature(tag_bits):
+def MemRequestSignature(tag_bits, line_bytes=8):
     """Memory requests, one per cycle at most (source side: access unit). The access unit only
-    loads today and drives ``write = 0``."""
-    return stream.Signature(mem_request_layout(tag_bits))
+    loads and drives ``write = 0``."""
+    return stream.Signature(mem_request_layout(tag_bits, line_bytes))
 
 
-def MemResponseSignature(tag_bits):
+def MemResponseSignature(tag_bits, line_bytes=8):
     """Memory responses, one per cycle at most, in any order across requests (source side:
     memory); matched to requests by tag."""
-    return stream.Signature(mem_response_layout(tag_bits))
+    return stream.Signature(mem_response_layout(tag_bits, line_bytes))
+
+
+def data_beat_layout(tokens):
+    """One beat of the data output (``docs/rtl.md`` §2.5): up to ``tokens`` 64-bit data tokens
+    moved in one cycle. ``tokens[i]`` (bits ``64 i .. 64 i + 63``) for ``i < count`` are the
+    next data tokens of ``docs/isa.md``'s sequence, in order; the others are 0."""
+    return data.StructLayout({
+        "tokens": data.ArrayLayout(64, tokens),
+        "count":  unsigned((tokens).bit_length()),   # tokens in the beat, 1..tokens
+    })
+
+
+def DataBeatSignature(tokens):
+    """The data output of the access unit and of the core interface: a stream of beats."""
+    return stream.Signature(data_beat_layout(tokens))
 
 
 class CsrSignature(wiring.Signature):

@@ -32,7 +32,9 @@ class TmuConfig:
         64-bit argument registers. Default 16, legal 1..255.
     max_inflight : int
         Reorder-buffer entries, i.e. marshaled tokens (loads in flight or waiting to drain) the
-        unit keeps between marshaling and the output queues. Default 32, a power of two >= 2.
+        unit keeps between marshaling and the output queues; a load's entry holds one memory line.
+        Default 256 (16 KiB of lines: Little's law for one line per cycle at HBM2's loaded
+        latency), a power of two >= 2.
     data_queue_depth : int
         Depth of the 64-bit data output queue, entries. Default 64, >= 2.
     ctrl_queue_depth : int
@@ -48,7 +50,7 @@ class TmuConfig:
         index (``docs/rtl.md``). Default 4, legal 0..16; ``prefetchers * prefetch_depth`` must not
         exceed ``max_inflight``.
     prefetch_depth : int
-        Loads one engine keeps ahead of the traversal. Default 8, a power of two >= 2.
+        Loads one engine keeps ahead of the traversal. Default 32, a power of two >= 2.
     versions : tuple of int
         ISA versions the decoder accepts (``docs/isa.md`` §7.9): ``(0,)`` or ``(0, 1)``.
         Default ``(0, 1)``.
@@ -66,23 +68,39 @@ class TmuConfig:
     max_block : int
         Most elements of one BLOCK stream's row (a larger run-time count faults
         ``BLOCK_LENGTH``), 1..2**20 with ``"block"``, else 0. Default 1024.
+    line_bytes : int
+        Width of the memory port, bytes: every load is a request for the aligned line of this
+        many bytes that holds it, and all elements of a BLOCK row or contiguous vector that fall
+        in one line are served by one request (``docs/rtl.md`` §2.4). A power of two, 8..64.
+        Default 64 (a cache line, the HBM model's access granularity).
+    memory_ports : int
+        Request and response ports to the memory, 1..4: up to this many line requests leave and
+        this many responses arrive per cycle (the traversal's and the run-ahead engines', in
+        that priority). Default 2 (a row's lines on one, the index loads beside them).
+    output_tokens : int
+        Width of the data output, 64-bit tokens per cycle: the packer and the data queue move a
+        beat of up to this many tokens per cycle (the token sequence is the one of
+        ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..8. Default 8 (512 bits).
     """
     layers: int = 4
     streams: int = 16
     actions: int = 16
     regions: int = 4
     args: int = 16
-    max_inflight: int = 32
+    max_inflight: int = 256
     data_queue_depth: int = 64
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20
     mem_latency: int = 32
     prefetchers: int = 4
-    prefetch_depth: int = 8
+    prefetch_depth: int = 32
     versions: tuple = (0, 1)
     features: tuple = ("block", "broadcast", "lockstep", "pack")
     lanes: int = 8
     max_block: int = 1024
+    line_bytes: int = 64
+    memory_ports: int = 2
+    output_tokens: int = 8
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -126,6 +144,12 @@ class TmuConfig:
         elif self.max_block != 0:
             raise ValueError(f"max_block must be 0 without the 'block' feature, "
                              f"not {self.max_block!r}")
+        if not isinstance(self.line_bytes, int) or self.line_bytes not in (8, 16, 32, 64):
+            raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {self.line_bytes!r}")
+        if not isinstance(self.memory_ports, int) or not 1 <= self.memory_ports <= 4:
+            raise ValueError(f"memory_ports must be an integer in 1..4, not {self.memory_ports!r}")
+        if not isinstance(self.output_tokens, int) or self.output_tokens not in (1, 2, 4, 8):
+            raise ValueError(f"output_tokens must be 1, 2, 4 or 8, not {self.output_tokens!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
@@ -135,7 +159,7 @@ class TmuConfig:
         """A small configuration that builds and simulates fast (tests)."""
         return cls(layers=3, streams=8, actions=8, regions=3, args=8, max_inflight=16,
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
-                   prefetch_depth=4, lanes=4, max_block=64)
+                   prefetch_depth=4, lanes=4, max_block=64, line_bytes=16, output_tokens=2)
 
     def has(self, feature):
         """Whether the ISA v1 ``feature`` (a name from ``FEATURES``) is built in."""
@@ -154,10 +178,27 @@ class TmuConfig:
         return (self.max_inflight - 1).bit_length()
 
     @property
+    def line_offset_bits(self):
+        """Bits of a byte offset inside a memory line."""
+        return (self.line_bytes - 1).bit_length()
+
+    @property
+    def row_chunk_lines(self):
+        """Most reorder-buffer entries (memory lines) the traversal reserves for a BLOCK row or
+        contiguous vector in one cycle; a longer row takes several cycles."""
+        return max(1, min(8, self.max_inflight // 4))
+
+    @property
+    def row_chunk_elements(self):
+        """Most elements of one such reservation (1-byte elements filling its lines)."""
+        return self.row_chunk_lines * self.line_bytes
+
+    @property
     def tag_bits(self):
-        """Bits of a memory request tag: ``{kind[1:0], index[rob_bits-1:0]}`` with kind 0 a ROB
-        slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot)."""
-        return self.rob_bits + 2
+        """Bits of a memory request tag: ``{epoch, kind[1:0], index[rob_bits-1:0]}`` with kind 0
+        a ROB slot, 1 the blocking load, 2 a prefetch slot (engine * prefetch_depth + slot), and
+        ``epoch`` the parity of the run (responses to an earlier run's requests are dropped)."""
+        return self.rob_bits + 3
 
     @property
     def program_words(self):

@@ -17,7 +17,8 @@ def extend(value, width, sign):
 
 
 def extract(word, offset, log2_size, sign):
-    """The element of ``1 << log2_size`` bytes at byte ``offset`` of a 64-bit ``word``.
+    """The element of ``1 << log2_size`` bytes at byte ``offset`` of ``word`` (a 64-bit word or
+    a memory line of any width).
 
     Returns an unsigned 64-bit value: the element zero- or sign-extended (``sign``).
     """

@@ -374,15 +374,15 @@ class Decoder(wiring.Component):
             m.d.sync += pend_hoist.eq(hoisted)
             if kind == UopKind.ACT:
                 sid = _pick(m, act_sid, id_[:self._abits], 8, "act_sid_j")[:self._sbits]
-                # A multi-cycle action (a BLOCK row) is neither fused into another uop nor
-                # carries a second action.
-                multi = ((act_reads.bit_select(id_[:self._abits], 1) & stream_blk.bit_select(sid, 1))
-                         | self.act_vec.bit_select(id_[:self._abits], 1))
-                pend_sid = _pick(m, act_sid, pend.id[:self._abits], 8, "act_sid_p")[:self._sbits]
+                # A vector action (lane by lane, or a vector and its masked lanes) is neither
+                # fused into another uop nor carries a second action. A BLOCK row (one cycle
+                # per chunk of lines, docs/rtl.md §2.4) may be fused into a STREAM uop and
+                # carry a second action, which fires with its last chunk; it is not a second
+                # action itself.
+                row = act_reads.bit_select(id_[:self._abits], 1) & stream_blk.bit_select(sid, 1)
+                multi = self.act_vec.bit_select(id_[:self._abits], 1)
                 pend_multi = ((pend.kind == UopKind.ACT)
-                              & ((act_reads.bit_select(pend.id[:self._abits], 1)
-                                  & stream_blk.bit_select(pend_sid, 1))
-                                 | self.act_vec.bit_select(pend.id[:self._abits], 1)))
+                              & self.act_vec.bit_select(pend.id[:self._abits], 1))
                 absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
                           & ~pend.fuse_act & ~pend.fuse_lane & ~multi
                           & ~self.blocking.bit_select(pend.id[:self._sbits], 1))
@@ -393,7 +393,7 @@ class Decoder(wiring.Component):
                 two_ctl = (act_ctl.bit_select(first, 1)
                            & act_ctl.bit_select(id_[:self._abits], 1))
                 absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
-                           & ~multi & ~pend_multi
+                           & ~multi & ~row & ~pend_multi
                            & ((pend.kind == UopKind.ACT)
                               | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):

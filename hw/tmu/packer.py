@@ -1,123 +1,167 @@
-"""Operand packer (ISA v1, ``docs/isa.md`` §7.5): elements into 64-bit data tokens."""
+"""Operand packer (ISA v1, ``docs/isa.md`` §7.5): elements into beats of 64-bit data tokens."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..core_if.signatures import DataBeatSignature
 from .datapath import extract
 
 
-__all__ = ["ChunkLayout", "Packer"]
+__all__ = ["chunk_layout", "Packer"]
 
 
-class ChunkLayout(data.Struct):
+def chunk_layout(line_bytes):
     """One reorder-buffer entry as the packer sees it: ``count`` consecutive elements of
-    ``1 << log2_size`` bytes, the first at byte ``offset`` of ``word``, each to be packed as an
-    element of ``8 >> pack`` bytes."""
-    word:      64   # the operand (immediate) or the aligned 64-bit word a load returned
-    offset:    3    # bytes: position of the first element in ``word``
-    log2_size: 2    # log2 of the element size in ``word``, bytes (3 for an immediate operand)
-    sign:      1    # sign-extend an element that is narrower than its packed width
-    count:     4    # elements, 0..8 (0: no element, only the ``flush``)
-    pack:      2    # packed element width = 8 >> pack bytes
-    flush:     1    # after the last element: flush the partial token (no JOIN, or end of firing)
+    ``1 << log2_size`` bytes, the first at byte ``offset`` of ``line``, each to be packed as an
+    element of ``8 >> pack`` bytes.
+
+    ``line`` is ``8 * line_bytes`` bits: the aligned line a load returned, or an immediate
+    operand in its low 64 bits. ``count`` goes up to ``max(line_bytes, 8)`` (a line of bytes, or
+    eight zero elements of masked lanes)."""
+    return data.StructLayout({
+        "line":      8 * line_bytes,                    # the loaded line or the operand
+        "offset":    max(1, (line_bytes - 1).bit_length()),  # byte of the first element
+        "log2_size": 2,     # log2 of the element size in ``line``, bytes (3: an immediate)
+        "sign":      1,     # sign-extend an element narrower than its packed width
+        "count":     max(line_bytes, 8).bit_length(),   # elements (0: no element, only ``flush``)
+        "pack":      2,     # packed element width = 8 >> pack bytes
+        "flush":     1,     # after the last element: close the partial token
+    })
 
 
 class Packer(wiring.Component):
-    """The data-queue packer of ``docs/isa.md`` §7.5: one partial 64-bit token and a byte
-    offset ``o``.
+    """The data-queue packer of ``docs/isa.md`` §7.5, ``tokens`` tokens wide.
 
-    For each element of ``w = 8 >> pack`` bytes: ``o' = round_up(o, w)``; if ``o' + w > 8`` the
-    partial token is emitted first; the element's low ``w`` bytes go to bytes ``[o', o' + w)``;
-    a full token is emitted. After the entry's last element, ``flush`` emits a partial token
-    (bytes ``[o, 8)`` zero). Elements whose size in memory equals their packed width are moved
-    several per cycle (as many as fit the token: a 64-bit word of a BLOCK row becomes one token);
-    others one per cycle, zero-/sign-extended to 64 bits and truncated to ``w`` bytes. So a
-    version-0 operand (``pack`` 0, ``flush``) is one token in one cycle, as before the packer.
+    The golden model's packer keeps one partial 64-bit token and a byte offset ``o``: for each
+    element of ``w = 8 >> pack`` bytes, ``o' = round_up(o, w)``; if ``o' + w > 8`` the partial
+    token is emitted first; the element's low ``w`` bytes go to bytes ``[o', o' + w)``; a full
+    token is emitted; ``flush`` emits a partial token (bytes ``[o, 8)`` zero). Since ``w``
+    divides 8, that is the same as appending elements, each aligned to its width, to a byte
+    string cut into tokens every 8 bytes, with ``flush`` padding to the next token boundary.
+    This packer keeps ``tokens`` tokens of that string (``buffer``, ``filled`` bytes) and emits
+    them as one beat (``docs/rtl.md`` §2.5) when
+
+    * the buffer is full (``filled = 8 tokens``), or the next element does not fit after it
+      (its last token then keeps its zero padding, as the golden model's does);
+    * no entry is waiting and the buffer holds a whole token (so a slow memory does not hold
+      back tokens that are complete; a partial token of a ``JOIN`` stays).
+
+    Elements whose size in memory equals their packed width move as many per cycle as fit the
+    buffer (a 64-byte line of a BLOCK row is one beat of eight tokens in one cycle); others move
+    one per cycle, zero-/sign-extended to 64 bits and truncated to ``w`` bytes. The token
+    sequence (the concatenation of the beats' ``tokens[:count]``) is the golden model's.
+
+    Parameters
+    ----------
+    line_bytes : int
+        Width of an entry's ``line``, bytes (``TmuConfig.line_bytes``).
+    tokens : int
+        Tokens per beat, 1..8 (``TmuConfig.output_tokens``).
 
     Members
     -------
-    i : In(stream.Signature(ChunkLayout))
+    i : In(stream.Signature(chunk_layout(line_bytes)))
         Entries from the reorder buffer, in program order. An entry is taken (``ready``) in the
-        cycle its last element is placed (and its token, if any, accepted by ``o``).
-    o : Out(stream.Signature(64))
-        Data tokens. At most one per cycle; ``valid`` does not depend on ``ready``.
+        cycle its last element is placed.
+    o : Out(DataBeatSignature(tokens))
+        Beats. At most one per cycle; ``valid`` does not depend on ``ready``.
     clear : In(1)
-        Drop the partial token (start of a run).
+        Drop the partial beat (start of a run).
+    holds_token : Out(1)
+        The buffer holds a whole token not yet delivered (the unit is not done before it is).
     """
 
-    i: In(stream.Signature(ChunkLayout))
-    o: Out(stream.Signature(64))
-    clear: In(1)
+    def __init__(self, line_bytes=8, tokens=1):
+        if line_bytes not in (8, 16, 32, 64):
+            raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {line_bytes!r}")
+        if tokens not in (1, 2, 4, 8):
+            raise ValueError(f"tokens must be 1, 2, 4 or 8, not {tokens!r}")
+        self._line_bytes = line_bytes
+        self._tokens = tokens
+        super().__init__({
+            "i": In(stream.Signature(chunk_layout(line_bytes))),
+            "o": Out(DataBeatSignature(tokens)),
+            "clear": In(1),
+            "holds_token": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
         e = self.i.payload
+        beat_bytes = 8 * self._tokens
+        buffer_bytes = 2 * beat_bytes                   # a beat being filled and the next one
+        line_bytes = self._line_bytes
+        max_count = max(line_bytes, 8)
 
-        tok  = Signal(64)
-        off  = Signal(4)        # bytes used in ``tok``, 0..7
-        used = Signal(4)        # elements of the head entry already placed
+        buffer = Signal(8 * buffer_bytes)
+        filled = Signal(range(buffer_bytes + 1))        # bytes of ``buffer`` in use (<= a beat
+                                                        # at the start of a cycle)
+        used = Signal(range(max_count + 1))             # elements of the head entry placed
 
-        log2w = Signal(2)
-        m.d.comb += log2w.eq(3 - e.pack)
-        w = Signal(4)
-        m.d.comb += w.eq(Const(1, 4) << log2w)
-        at = Signal(5)          # round_up(off, w)
-        m.d.comb += at.eq(((off + w - 1) >> log2w) << log2w)
-        space = Signal(4)       # elements of width w that fit from ``at``
-        m.d.comb += space.eq(Mux(at >= 8, 0, (8 - at) >> log2w))
-        rem = Signal(4)
-        m.d.comb += rem.eq(e.count - used)
-        same = e.log2_size == log2w
-        k = Signal(4)           # elements placed this cycle
-        m.d.comb += k.eq(Mux(same, Mux(rem < space, rem, space), Mux(space != 0, 1, 0)))
-        pos = Signal(3)         # byte of the next element in ``word``
-        m.d.comb += pos.eq(e.offset + (used << e.log2_size))
-        src = Signal(64)
-        m.d.comb += src.eq(Mux(same, e.word >> Cat(Const(0, 3), pos),
-                               extract(e.word, pos, e.log2_size, e.sign)))
-        nbytes = Signal(4)
-        m.d.comb += nbytes.eq(k << log2w)
-        mask = Signal(64)
-        with m.Switch(nbytes):
-            for n in range(9):
+        log2_width = Signal(2)
+        m.d.comb += log2_width.eq(3 - e.pack)
+        width = Signal(4)
+        m.d.comb += width.eq(Const(1, 4) << log2_width)
+        at = Signal(range(buffer_bytes + 8))            # round_up(filled, width)
+        m.d.comb += at.eq(((filled + width - 1) >> log2_width) << log2_width)
+        space = Signal(range(buffer_bytes + 1))         # elements of ``width`` that fit from ``at``
+        m.d.comb += space.eq(Mux(at >= buffer_bytes, 0, (buffer_bytes - at) >> log2_width))
+        remaining = Signal(range(max_count + 1))
+        m.d.comb += remaining.eq(e.count - used)
+        same = e.log2_size == log2_width
+        placed = Signal(range(max_count + 1))           # elements placed this cycle
+        m.d.comb += placed.eq(Mux(same, Mux(remaining < space, remaining, space),
+                                  Mux((space != 0) & (remaining != 0), 1, 0)))
+        position = Signal(range(2 * line_bytes + 64))   # byte of the next element in ``line``
+        m.d.comb += position.eq(e.offset + (used << e.log2_size))
+        source = Signal(8 * buffer_bytes)
+        m.d.comb += source.eq(Mux(same, e.line >> Cat(Const(0, 3), position),
+                                  extract(e.line, position, e.log2_size, e.sign)))
+        moved = Signal(range(buffer_bytes + 1))         # bytes placed this cycle
+        m.d.comb += moved.eq(placed << log2_width)
+        mask = Signal(8 * buffer_bytes)
+        with m.Switch(moved):
+            for n in range(min(buffer_bytes, 8 * max_count) + 1):
                 with m.Case(n):
                     m.d.comb += mask.eq((1 << (8 * n)) - 1)
-        new_tok = Signal(64)
-        m.d.comb += new_tok.eq(tok | ((src & mask) << Cat(Const(0, 3), at))[:64])
-        new_off = Signal(5)
-        m.d.comb += new_off.eq(at + nbytes)
+        placed_buffer = Signal(8 * buffer_bytes)
+        m.d.comb += placed_buffer.eq(
+            buffer | ((source & mask) << Cat(Const(0, 3), at))[:8 * buffer_bytes])
         last = Signal()
-        m.d.comb += last.eq(rem == k)
+        m.d.comb += last.eq(remaining == placed)
+        end = Signal(range(buffer_bytes + 8))           # bytes in use after this cycle's elements
+        m.d.comb += end.eq(Mux(placed != 0, at + moved, filled))
+        closed_end = Signal(range(buffer_bytes + 8))    # ... padded to a token boundary (flush)
+        m.d.comb += closed_end.eq(Mux(last & e.flush, Cat(Const(0, 3), (end + 7)[3:]), end))
+
+        def emit(contents, nbytes):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.tokens.eq(contents[:64 * self._tokens]),
+                         self.o.payload.count.eq((nbytes + 7) >> 3)]
 
         with m.If(self.i.valid):
-            with m.If((rem == 0)):
-                # No element (an empty BLOCK row): only the flush.
-                with m.If(e.flush & (off != 0)):
-                    m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(tok),
-                                 self.i.ready.eq(self.o.ready)]
-                    with m.If(self.o.ready):
-                        m.d.sync += [tok.eq(0), off.eq(0)]
-                with m.Else():
-                    m.d.comb += self.i.ready.eq(1)
-                m.d.sync += used.eq(Mux(self.i.ready, 0, used))
-            with m.Elif(k == 0):
-                # The element does not fit: emit the partial token first.
-                m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(tok)]
-                with m.If(self.o.ready):
-                    m.d.sync += [tok.eq(0), off.eq(0)]
-            with m.Else():
-                emit = (new_off == 8) | (last & e.flush)
-                with m.If(emit):
-                    m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(new_tok)]
-                with m.If(~emit | self.o.ready):
-                    m.d.comb += self.i.ready.eq(last)
-                    m.d.sync += [
-                        tok.eq(Mux(emit, 0, new_tok)),
-                        off.eq(Mux(emit, 0, new_off)),
-                        used.eq(Mux(last, 0, used + k)),
-                    ]
+            # Place what fits (all of a line's elements unless the buffer is short of room);
+            # the first beat leaves as soon as it is whole, the rest moves down.
+            full = closed_end >= beat_bytes
+            with m.If(full):
+                emit(placed_buffer, beat_bytes)
+            with m.If(~full | self.o.ready):
+                m.d.comb += self.i.ready.eq(last)
+                m.d.sync += [
+                    buffer.eq(Mux(full, placed_buffer >> (8 * beat_bytes), placed_buffer)),
+                    filled.eq(Mux(full, closed_end - beat_bytes, closed_end)),
+                    used.eq(Mux(last, 0, used + placed)),
+                ]
+        with m.Elif(filled >= 8):
+            # Nothing waiting: deliver the whole tokens now; a partial one (JOIN) moves to the
+            # front of the buffer.
+            whole = filled[3:]
+            emit(buffer, Cat(Const(0, 3), whole))
+            with m.If(self.o.ready):
+                m.d.sync += [buffer.eq(buffer >> Cat(Const(0, 6), whole)),
+                             filled.eq(filled[:3])]
 
+        m.d.comb += self.holds_token.eq(filled >= 8)
         with m.If(self.clear):
-            m.d.sync += [tok.eq(0), off.eq(0), used.eq(0)]
+            m.d.sync += [buffer.eq(0), filled.eq(0), used.eq(0)]
         return m

@@ -1,7 +1,7 @@
 """Run-ahead engine for a blocking memory stream whose address is affine in its layer's index."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from .datapath import extract
@@ -28,10 +28,17 @@ class Prefetcher(wiring.Component):
     past ``ub`` (speculatively: loads have no side effects, and an address that fails a check is
     not issued), so the next range's first values are already on their way.
 
+    Each load is a request for the memory line holding the element; the response's line is
+    reduced to the element's 64-bit word as it arrives (one block RAM of ``depth`` words).
+
     Parameters
     ----------
     depth : int
         Entries, a power of two.
+    line_bytes : int
+        Width of a memory line, bytes (``TmuConfig.line_bytes``).
+    ports : int
+        Response ports (``TmuConfig.memory_ports``): up to one response per port per cycle.
 
     Members
     -------
@@ -46,8 +53,8 @@ class Prefetcher(wiring.Component):
         A load to issue; ``req_valid`` never depends on ``req_grant``.
     req_grant : In(1)
         The request is accepted by the memory this cycle.
-    resp_valid, resp_slot, resp_data : In
-        A response for one of this engine's slots.
+    resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
+        Per response port: a line for one of this engine's slots.
     head_valid, head_data : Out
         The oldest value has arrived (extracted element, zero/sign-extended).
     busy : Out(1)
@@ -58,10 +65,16 @@ class Prefetcher(wiring.Component):
         Element size of the issued loads, bytes.
     """
 
-    def __init__(self, depth):
+    def __init__(self, depth, line_bytes=8, ports=1):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
+        if line_bytes not in (8, 16, 32, 64):
+            raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {line_bytes!r}")
+        if not isinstance(ports, int) or not 1 <= ports <= 8:
+            raise ValueError(f"ports must be an integer in 1..8, not {ports!r}")
         self._depth = depth
+        self._line_bytes = line_bytes
+        self._ports = ports
         self._bits = (depth - 1).bit_length()
         super().__init__({
             "clear":      In(1),
@@ -81,9 +94,9 @@ class Prefetcher(wiring.Component):
             "req_addr":   Out(64),
             "req_slot":   Out(self._bits),
             "req_grant":  In(1),
-            "resp_valid": In(1),
-            "resp_slot":  In(self._bits),
-            "resp_data":  In(64),
+            "resp_valid": In(ports),
+            "resp_slot":  In(data.ArrayLayout(self._bits, ports)),
+            "resp_data":  In(data.ArrayLayout(8 * line_bytes, ports)),
             "head_valid": Out(1),
             "head_data":  Out(64),
             "busy":       Out(1),
@@ -117,18 +130,24 @@ class Prefetcher(wiring.Component):
         count   = Signal(range(depth + 1))      # issued and not popped
         pending = Signal(range(depth + 1))      # issued and not answered
         arrived = Signal(depth)
-        offset  = Array(Signal(3, name=f"offset_{i}") for i in range(depth))
+        line_bits = max(1, (self._line_bytes - 1).bit_length())
+        offset  = Array(Signal(line_bits, name=f"offset_{i}") for i in range(depth))
 
-        m.submodules.data = data = memory.Memory(shape=64, depth=depth, init=[])
-        data_w = data.write_port()
-        data_r = data.read_port(domain="comb")
-        m.d.comb += [
-            data_w.addr.eq(self.resp_slot), data_w.data.eq(self.resp_data),
-            data_w.en.eq(self.resp_valid),
-            data_r.addr.eq(head),
-        ]
+        # The response's line, reduced to the element's word as it is written.
+        m.submodules.words = words = memory.Memory(shape=64, depth=depth, init=[])
+        for k in range(self._ports):
+            word_w = words.write_port()
+            slot_offset = Signal(line_bits, name=f"response_offset_{k}")
+            m.d.comb += [
+                slot_offset.eq(offset[self.resp_slot[k]]),
+                word_w.addr.eq(self.resp_slot[k]),
+                word_w.data.eq(self.resp_data[k] >> Cat(Const(0, 6), slot_offset[3:])),
+                word_w.en.eq(self.resp_valid[k]),
+            ]
+        data_r = words.read_port(domain="comb")
+        m.d.comb += data_r.addr.eq(head)
         head_offset = Signal(3)
-        m.d.comb += head_offset.eq(offset[head])
+        m.d.comb += head_offset.eq(offset[head][:3])
         match = Signal()
         m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_base == base)
                              & (self.p_stride == stride) & (self.p_c == cc)
@@ -162,19 +181,21 @@ class Prefetcher(wiring.Component):
             m.d.sync += active.eq(0)          # an address that would fault: stop
         with m.If(issue):
             m.d.sync += [
-                offset[tail].eq(addr[0:3]),
+                offset[tail].eq(addr[0:line_bits]),
                 tail.eq(tail + 1),
                 cur_i.eq(cur_i + step),
                 addr.eq(addr + delta),
             ]
 
         # Arrivals and pops.
-        set_mask = Mux(self.resp_valid, Const(1, depth) << self.resp_slot, 0)
+        set_mask = 0
+        for k in range(self._ports):
+            set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
         clr_mask = Mux(self.pop, Const(1, depth) << head, 0)
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
             count.eq(count + issue - self.pop),
-            pending.eq(pending + issue - self.resp_valid),
+            pending.eq(pending + issue - sum(self.resp_valid[k] for k in range(self._ports))),
             head.eq(head + self.pop),
         ]
         with m.If(self.pop):

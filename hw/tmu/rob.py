@@ -1,188 +1,254 @@
-"""Reorder buffer: marshaled data tokens in program order, loads completing out of order."""
+"""Reorder buffer: marshaled data operands in program order, line loads completing out of order."""
 
-from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .packer import ChunkLayout
+from .packer import chunk_layout
 
 
-__all__ = ["AllocLayout", "ReorderBuffer"]
+__all__ = ["alloc_layout", "ReorderBuffer"]
 
 
-class AllocLayout(data.Struct):
+def alloc_layout(line_bytes):
     """One marshaled entry (elements of one operand) entering the reorder buffer."""
-    load:      1       # 1: ``value`` is not used, the entry waits for the load tagged with its slot
-    value:     64      # the operand
-    offset:    3       # byte offset of the first element in its 64-bit word (bytes)
-    log2_size: 2       # log2 of the element size (bytes); 3 for an immediate operand
-    sign:      1       # sign-extend the elements
-    count:     4       # elements in the entry (0: a flush only; ISA v1 BLOCK rows, docs/isa.md §7.4)
-    pack:      2       # ISA v1 packed element width 8 >> pack bytes (docs/isa.md §7.5)
-    flush:     1       # the packer flushes after the entry's last element
+    return data.StructLayout({
+        "load":      1,     # 1: ``value`` is not used, the entry waits for the line tagged with its slot
+        "value":     64,    # the operand (an immediate entry)
+        "offset":    max(1, (line_bytes - 1).bit_length()),  # byte of the first element in the line
+        "log2_size": 2,     # log2 of the element size, bytes; 3 for an immediate operand
+        "sign":      1,     # sign-extend the elements
+        "count":     max(line_bytes, 8).bit_length(),   # elements (0: a flush only, docs/isa.md §7.4)
+        "pack":      2,     # ISA v1 packed element width 8 >> pack bytes (docs/isa.md §7.5)
+        "flush":     1,     # the packer closes its partial token after the entry's last element
+    })
 
 
 class ReorderBuffer(wiring.Component):
     """Data operands enter in marshaling order and leave in the same order (to the packer).
 
-    An entry is allocated for every marshaled operand. Immediate operands (values the traversal
-    already has) are ready at once; a load's entry becomes ready when the response tagged with
-    its slot number arrives. The head drains one ready entry per cycle into ``data``; a stalled
-    output holds the head (nothing is dropped). Responses are always accepted, since a load is
-    issued only with its slot already allocated. (Control tokens are always immediate and do not
-    need reordering: they go to the control queue directly.)
+    An entry is allocated for every marshaled operand: an immediate (a value the traversal
+    already has) is ready at once; a load's entry (one memory line, the elements of the operand
+    that lie in it) becomes ready when the response tagged with its slot number arrives, on any
+    response port. The lines of a BLOCK row or contiguous vector are *reserved* as a range of
+    consecutive entries in one cycle; their descriptions arrive later, one per line as the row
+    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). The head drains one ready entry per cycle into ``data``; a stalled output
+    holds the head (nothing is dropped). Responses are always accepted, since a load is issued
+    only with its slot already allocated. Control tokens are always immediate and need no
+    reordering: they go to the control queue directly.
+
+    Storage is block RAM (``amaranth.lib.memory``): the lines (``depth`` x ``8 line_bytes``
+    bytes, one write port per response port), the immediates and the entries' descriptions
+    (two banks each, even and odd slots, so that two entries can be allocated per cycle), all
+    read one cycle ahead at the next head.
 
     Parameters
     ----------
     depth : int
-        Entries, a power of two >= 2.
+        Entries, a power of two >= 2 (``TmuConfig.max_inflight``).
+    line_bytes : int
+        Width of a memory line, bytes (``TmuConfig.line_bytes``).
+    ports : int
+        Response ports (``TmuConfig.memory_ports``).
+    reserve_max : int
+        Most entries one reservation takes (``TmuConfig.row_chunk_lines``).
+    row_writes : int
+        Descriptions of reserved entries written per cycle, 1 or 2.
 
     Members
     -------
     clear : In(1)
         Empty the buffer (start of a run).
     alloc_en : In(1)
-        Allocate the entry ``alloc_slot`` with ``alloc`` at this clock edge. Only while ``alloc_ready``.
-    alloc : In(AllocLayout)
+        Allocate the entry ``alloc_slot`` with ``alloc`` at this clock edge, or, with
+        ``alloc_reserve``, reserve ``alloc_count`` entries from ``alloc_slot``. Only while
+        ``alloc_ready`` (reservation: ``free >= alloc_count``).
+    alloc : In(alloc_layout(line_bytes))
+    alloc_reserve : In(1)
+    alloc_count : In(range(reserve_max + 1))
+        Entries a reservation takes (1..``reserve_max``); 1 without ``alloc_reserve``.
     alloc_ready : Out(1)
         An entry is free.
     alloc2_en : In(1)
-        With ``alloc_en``: also allocate the entry after it with ``alloc2`` (an immediate token;
-        ``alloc2.load`` must be 0). Only while ``alloc2_ready``.
-    alloc2 : In(AllocLayout)
+        With ``alloc_en``: also allocate the entry after the first allocation's with ``alloc2``
+        (an immediate token; ``alloc2.load`` must be 0). Only while ``alloc2_ready`` (after a
+        reservation: ``free > alloc_count``).
+    alloc2 : In(alloc_layout(line_bytes))
     alloc2_ready : Out(1)
         Two entries are free.
     alloc_slot : Out(range(depth))
         Slot the next allocation gets; it is the tag of a load issued with it.
-    resp_valid, resp_slot, resp_data : In
-        A load response for ``resp_slot``: the aligned 64-bit word.
-    data : Out(stream.Signature(ChunkLayout))
-        Entries, in order, for the packer (``hw/tmu/packer.py``): the operand or the loaded
-        word with its elements' position, size, count and packing.
+    free : Out(range(depth + 1))
+        Entries not allocated.
+    entry_en, entry_slot, entry : In(ArrayLayout(..., row_writes))
+        Write the description of the reserved entry ``entry_slot[k]`` (the slots of one cycle
+        are consecutive, hence in different banks).
+    resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
+        Per response port: a line for ``resp_slot``. The slots of one cycle are distinct.
+    data : Out(stream.Signature(chunk_layout(line_bytes)))
+        Entries, in order, for the packer (``hw/tmu/packer.py``).
     count : Out(range(depth + 1))
         Allocated entries.
     head_stall : Out(1)
         The head is ready but its output stream is not.
     """
 
-    def __init__(self, depth):
+    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1, row_writes=1):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
+        if line_bytes not in (8, 16, 32, 64):
+            raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {line_bytes!r}")
+        if not isinstance(ports, int) or not 1 <= ports <= 8:
+            raise ValueError(f"ports must be an integer in 1..8, not {ports!r}")
         self._depth = depth
         self._bits = (depth - 1).bit_length()
+        self._line_bytes = line_bytes
+        self._ports = ports
+        if not isinstance(reserve_max, int) or not 1 <= reserve_max <= depth // 2:
+            raise ValueError(f"reserve_max must be an integer in 1..depth/2, not {reserve_max!r}")
+        self._reserve_max = reserve_max
+        if row_writes not in (1, 2):
+            raise ValueError(f"row_writes must be 1 or 2, not {row_writes!r}")
+        self._row_writes = row_writes
+        layout = alloc_layout(line_bytes)
         super().__init__({
             "clear":       In(1),
             "alloc_en":    In(1),
-            "alloc":       In(AllocLayout),
+            "alloc":       In(layout),
             "alloc_ready": Out(1),
             "alloc_slot":  Out(self._bits),
+            "alloc_reserve": In(1),
+            "alloc_count": In(range(reserve_max + 1)),
+            "free":        Out(range(depth + 1)),
+            "entry_en":    In(row_writes),
+            "entry_slot":  In(data.ArrayLayout(self._bits, row_writes)),
+            "entry":       In(data.ArrayLayout(layout, row_writes)),
             "alloc2_en":    In(1),
-            "alloc2":       In(AllocLayout),
+            "alloc2":       In(layout),
             "alloc2_ready": Out(1),
-            "resp_valid":  In(1),
-            "resp_slot":   In(self._bits),
-            "resp_data":   In(64),
-            "data":        Out(stream.Signature(ChunkLayout)),
+            "resp_valid":  In(ports),
+            "resp_slot":   In(data.ArrayLayout(self._bits, ports)),
+            "resp_data":   In(data.ArrayLayout(8 * line_bytes, ports)),
+            "data":        Out(stream.Signature(chunk_layout(line_bytes))),
             "count":       Out(range(depth + 1)),
             "head_stall":  Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        depth = self._depth
+        depth, half = self._depth, self._depth // 2
+        layout = alloc_layout(self._line_bytes)
 
         head  = Signal(self._bits)
         tail  = Signal(self._bits)
         count = Signal(range(depth + 1))
-        meta  = Array(Signal(AllocLayout, name=f"meta_{i}") for i in range(depth))
         ready = Signal(depth)
 
-        # Values known at marshaling time: two banks (even and odd slots), so that two entries
-        # can be allocated in a cycle with one write port per bank. Load responses: one memory.
-        half = depth // 2
-        m.submodules.values0 = values0 = memory.Memory(shape=64, depth=half, init=[])
-        m.submodules.values1 = values1 = memory.Memory(shape=64, depth=half, init=[])
-        m.submodules.loads  = loads  = memory.Memory(shape=64, depth=depth, init=[])
-        banks_w = [values0.write_port(), values1.write_port()]
-        banks_r = [values0.read_port(transparent_for=(banks_w[0],)),
-                   values1.read_port(transparent_for=(banks_w[1],))]
-        loads_w  = loads.write_port()
-        loads_r  = loads.read_port(transparent_for=(loads_w,))
+        # Immediates and descriptions: even and odd banks. Lines: one memory, a write port per
+        # response port.
+        banks_w, banks_r = [], []
+        for b in range(2):
+            for kind, shape in (("value", 64), ("entry", layout)):
+                mem = memory.Memory(shape=shape, depth=half, init=[])
+                m.submodules[f"{kind}s{b}"] = mem
+                w = mem.write_port()
+                banks_w.append((b, kind, w))
+                writes = (w,)
+                if kind == "entry":      # the row issue block's descriptions
+                    row_w = mem.write_port()
+                    for k in reversed(range(self._row_writes)):
+                        with m.If(self.entry_en[k] & (self.entry_slot[k][0] == b)):
+                            m.d.comb += [row_w.addr.eq(self.entry_slot[k][1:]),
+                                         row_w.data.eq(self.entry[k]), row_w.en.eq(1)]
+                    writes = (w, row_w)
+                banks_r.append((b, kind, mem.read_port(transparent_for=writes)))
+        m.submodules.lines = lines = memory.Memory(shape=8 * self._line_bytes, depth=depth,
+                                                   init=[])
+        lines_w = [lines.write_port() for _ in range(self._ports)]
+        lines_r = lines.read_port(transparent_for=lines_w)
 
-        # Allocation.
+        # Allocation: an entry (or a reserved range) at ``tail``, an immediate after it.
+        first_count = Signal(range(self._reserve_max + 1))
+        m.d.comb += first_count.eq(Mux(self.alloc_reserve, self.alloc_count, 1))
         tail_second = Signal(self._bits)
         m.d.comb += [
-            tail_second.eq(tail + 1),
+            tail_second.eq(tail + first_count),
             self.alloc_ready.eq(count != depth),
             self.alloc2_ready.eq(count < depth - 1),
             self.alloc_slot.eq(tail),
+            self.free.eq(depth - count),
         ]
-        for b, port in enumerate(banks_w):
-            with m.If(self.alloc_en & (tail[0] == b)):
-                m.d.comb += [port.addr.eq(tail[1:]), port.data.eq(self.alloc.value),
-                             port.en.eq(1)]
+        for b, kind, port in banks_w:
+            with m.If(self.alloc_en & ~self.alloc_reserve & (tail[0] == b)):
+                m.d.comb += [port.addr.eq(tail[1:]), port.en.eq(1),
+                             port.data.eq(self.alloc.value if kind == "value" else self.alloc)]
             with m.Elif(self.alloc2_en & (tail_second[0] == b)):
-                m.d.comb += [port.addr.eq(tail_second[1:]), port.data.eq(self.alloc2.value),
-                             port.en.eq(1)]
-        # Load responses.
-        m.d.comb += [
-            loads_w.addr.eq(self.resp_slot),
-            loads_w.data.eq(self.resp_data),
-            loads_w.en.eq(self.resp_valid),
-        ]
+                m.d.comb += [port.addr.eq(tail_second[1:]), port.en.eq(1),
+                             port.data.eq(self.alloc2.value if kind == "value" else self.alloc2)]
+        for k, port in enumerate(lines_w):
+            m.d.comb += [port.addr.eq(self.resp_slot[k]), port.data.eq(self.resp_data[k]),
+                         port.en.eq(self.resp_valid[k])]
 
         # Head. The read ports are addressed with the next head, so their data is the head's.
-        head_meta = Signal(AllocLayout)
-        m.d.comb += head_meta.eq(meta[head])
+        head_next = Signal(self._bits)
+        read = {(b, kind): port for b, kind, port in banks_r}
+        head_entry = Signal(layout)
+        head_value = Signal(64)
+        m.d.comb += [
+            head_entry.eq(Mux(head[0], read[1, "entry"].data, read[0, "entry"].data)),
+            head_value.eq(Mux(head[0], read[1, "value"].data, read[0, "value"].data)),
+        ]
         head_ok = Signal()
-        word = Signal(64)
         m.d.comb += [
             head_ok.eq((count != 0) & ready.bit_select(head, 1)),
-            word.eq(Mux(head_meta.load, loads_r.data,
-                        Mux(head[0], banks_r[1].data, banks_r[0].data))),
             self.data.valid.eq(head_ok),
-            self.data.payload.word.eq(word),
-            self.data.payload.offset.eq(head_meta.offset),
-            self.data.payload.log2_size.eq(head_meta.log2_size),
-            self.data.payload.sign.eq(head_meta.sign),
-            self.data.payload.count.eq(head_meta.count),
-            self.data.payload.pack.eq(head_meta.pack),
-            self.data.payload.flush.eq(head_meta.flush),
+            self.data.payload.line.eq(Mux(head_entry.load, lines_r.data, head_value)),
+            self.data.payload.offset.eq(head_entry.offset),
+            self.data.payload.log2_size.eq(head_entry.log2_size),
+            self.data.payload.sign.eq(head_entry.sign),
+            self.data.payload.count.eq(head_entry.count),
+            self.data.payload.pack.eq(head_entry.pack),
+            self.data.payload.flush.eq(head_entry.flush),
         ]
         pop = Signal()
         m.d.comb += [
             pop.eq(self.data.valid & self.data.ready),
             self.head_stall.eq(head_ok & ~pop),
+            head_next.eq(Mux(self.clear, 0, head + pop)),
+            lines_r.addr.eq(head_next),
         ]
-        head_next = Signal(self._bits)
-        m.d.comb += head_next.eq(Mux(self.clear, 0, head + pop))
-        m.d.comb += [banks_r[0].addr.eq(head_next[1:]), banks_r[1].addr.eq(head_next[1:]),
-                     loads_r.addr.eq(head_next)]
+        for (b, kind), port in read.items():
+            m.d.comb += port.addr.eq(head_next[1:])
 
         # Ready bits: set by an immediate allocation or a response, cleared by a load allocation
         # and by the pop. The slots involved are always distinct within a cycle.
-        ready_next = Signal(depth)
         set_mask = Signal(depth)
         clr_mask = Signal(depth)
+        one = Const(1, depth)
+        responses = [Mux(self.resp_valid[k], one << self.resp_slot[k], 0)
+                     for k in range(self._ports)]
         m.d.comb += [
-            set_mask.eq(Mux(self.alloc_en & ~self.alloc.load, 1 << tail, 0)
-                        | Mux(self.alloc2_en, 1 << tail_second, 0)
-                        | Mux(self.resp_valid, 1 << self.resp_slot, 0)),
-            clr_mask.eq(Mux(self.alloc_en & self.alloc.load, 1 << tail, 0)
-                        | Mux(pop, 1 << head, 0)),
-            ready_next.eq((ready & ~clr_mask) | set_mask),
+            set_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & ~self.alloc.load, one << tail, 0)
+                        | Mux(self.alloc2_en, one << tail_second, 0)
+                        | _or_all(responses)),
+            clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
+                        | Mux(pop, one << head, 0)),
         ]
-        with m.If(self.alloc_en):
-            m.d.sync += meta[tail].eq(self.alloc)
-        with m.If(self.alloc2_en):
-            m.d.sync += meta[tail_second].eq(self.alloc2)
         m.d.sync += [
-            ready.eq(ready_next),
+            ready.eq((ready & ~clr_mask) | set_mask),
             head.eq(head_next),
-            tail.eq(tail + self.alloc_en + self.alloc2_en),
-            count.eq(count + self.alloc_en + self.alloc2_en - pop),
+            tail.eq(tail + Mux(self.alloc_en, first_count, 0) + self.alloc2_en),
+            count.eq(count + Mux(self.alloc_en, first_count, 0) + self.alloc2_en - pop),
         ]
         with m.If(self.clear):
             m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]
         m.d.comb += self.count.eq(count)
         return m
+
+
+def _or_all(values):
+    """The bitwise OR of ``values``."""
+    result = values[0]
+    for v in values[1:]:
+        result = result | v
+    return result

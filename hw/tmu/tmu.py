@@ -1,11 +1,11 @@
 """The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..core_if.signatures import (MemRequestSignature, MemResponseSignature,
-                                  ProgramWriteSignature)
+from ..core_if.signatures import (DataBeatSignature, MemRequestSignature,
+                                  MemResponseSignature, ProgramWriteSignature)
 from .config import TmuConfig
 from .decoder import Decoder
 from .isa import FaultCode
@@ -13,6 +13,7 @@ from .layouts import ActionCfg, StreamCfg, Uop
 from .packer import Packer
 from .prefetch import Prefetcher
 from .rob import ReorderBuffer
+from .row_issue import RowIssue
 from .traversal import Traversal
 
 
@@ -22,16 +23,16 @@ __all__ = ["COUNTERS", "CountersLayout", "TmuControlSignature", "Tmu"]
 #: Per-run counters, in CSR order (``docs/rtl.md``). All 64-bit, cleared at start.
 COUNTERS = (
     "cycles",            # cycles from start to done
-    "loads",             # load requests issued (operand + blocking)
-    "bytes_loaded",      # bytes, sum of the element sizes of those loads
+    "loads",             # line requests issued (operand + blocking)
+    "bytes_loaded",      # useful bytes: sum of the sizes of the elements those lines were loaded for
     "blocking_loads",    # of which blocking (the traversal waited for them)
-    "data_tokens",       # tokens pushed into the data queue
+    "data_tokens",       # tokens pushed into the data queue (a beat carries up to output_tokens)
     "control_tokens",    # tokens pushed into the control queue (DONE included)
     "out_stall_cycles",  # cycles the head token waited for a full output queue
     "rob_full_cycles",   # cycles an action waited for a free reorder-buffer entry
     "block_wait_cycles", # cycles the traversal waited for a blocking load
-    "peak_inflight",     # most loads in flight at once
-    "inflight_sum",      # sum over cycles of loads in flight (average = inflight_sum / cycles)
+    "peak_inflight",     # most line requests in flight at once
+    "inflight_sum",      # sum over cycles of line requests in flight (mean = inflight_sum / cycles)
     "decode_cycles",     # cycles spent decoding (and building the microcode)
     "vector_iterations", # vector iterations of the ISA v1 LOCKSTEP layer
     "lane_eval_uops",    # STREAM/LANE uops of the LOCKSTEP layer completed (1 cycle each + waits)
@@ -85,7 +86,7 @@ class TmuControlSignature(wiring.Signature):
 
 
 class Tmu(wiring.Component):
-    """The access unit (ISA version 0: one TU per layer, one lane).
+    """The access unit (``docs/rtl.md`` §2).
 
     Parameters
     ----------
@@ -95,14 +96,18 @@ class Tmu(wiring.Component):
     -------
     ctl : In(TmuControlSignature(config))
         Control, status, program load, arguments, counters.
-    req : Out(MemRequestSignature(config.tag_bits))
-        Load requests. Tag ``{kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the
-        traversal's blocking load (at most one in flight); kind 2, a run-ahead engine's slot
-        (``engine * prefetch_depth + slot``).
-    resp : In(MemResponseSignature(config.tag_bits))
-        Load responses, in any order; always accepted (``resp.ready`` is 1).
-    data : Out(stream.Signature(64))
-        Data tokens, in program order.
+    req : Out(MemRequestSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
+        Line requests, up to one per port per cycle: the traversal's first, then the row issue
+        block's, then the run-ahead engines' in engine order, on the lowest-numbered ports. Tag
+        ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
+        blocking load (at most one in flight); kind 2, a run-ahead engine's slot (``engine *
+        prefetch_depth + slot``); ``epoch`` flips at every start, and a response whose epoch is
+        not the current run's (a load left in flight by a run that faulted or was aborted) is
+        dropped.
+    resp : In(MemResponseSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
+        Line responses, in any order on any port; always accepted (``ready`` is 1).
+    data : Out(DataBeatSignature(config.output_tokens))
+        Data tokens in program order, up to ``output_tokens`` per beat.
     ctrl : Out(stream.Signature(16))
         Control tokens, in program order; ``0xFFFF`` (DONE) last after a normal completion.
     """
@@ -114,9 +119,11 @@ class Tmu(wiring.Component):
         self._cfg = config
         super().__init__({
             "ctl":  In(TmuControlSignature(config)),
-            "req":  Out(MemRequestSignature(config.tag_bits)),
-            "resp": In(MemResponseSignature(config.tag_bits)),
-            "data": Out(stream.Signature(64)),
+            "req":  Out(MemRequestSignature(config.tag_bits, config.line_bytes)
+                        ).array(config.memory_ports),
+            "resp": In(MemResponseSignature(config.tag_bits, config.line_bytes)
+                       ).array(config.memory_ports),
+            "data": Out(DataBeatSignature(config.output_tokens)),
             "ctrl": Out(stream.Signature(16)),
         })
 
@@ -130,7 +137,11 @@ class Tmu(wiring.Component):
 
         m.submodules.decoder   = dec = Decoder(c)
         m.submodules.traversal = trv = Traversal(c)
-        m.submodules.rob       = rob = ReorderBuffer(c.max_inflight)
+        row_lines = min(2, c.memory_ports)       # line requests of a row per cycle
+        m.submodules.rob       = rob = ReorderBuffer(c.max_inflight, c.line_bytes,
+                                                  c.memory_ports, c.row_chunk_lines, row_lines)
+        m.submodules.row_issue = row_issue = RowIssue(c, row_lines)
+        m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens)
 
         # Program memory (block RAM): written by the core interface, read by the decoder.
         m.submodules.program = program = memory.Memory(
@@ -189,7 +200,7 @@ class Tmu(wiring.Component):
         # Run-ahead engines.
         engines = []
         for e in range(c.prefetchers):
-            eng = Prefetcher(c.prefetch_depth)
+            eng = Prefetcher(c.prefetch_depth, c.line_bytes, c.memory_ports)
             m.submodules[f"prefetch_{e}"] = eng
             engines.append(eng)
             m.d.comb += [
@@ -210,51 +221,90 @@ class Tmu(wiring.Component):
             ]
 
         # Memory requests: the traversal first, then the engines in index order (deepest layer
-        # first, as the decoder assigns them). Tags: {kind, index}, kind 0 ROB slot, 1 blocking,
-        # 2 prefetch slot.
+        # first, as the decoder assigns them), on the lowest free ports: requester ``r`` gets
+        # port ``k`` when ``k`` requesters before it are valid. Tags: {kind, index}, kind 0 ROB
+        # slot, 1 blocking, 2 prefetch slot. ``valid`` never depends on ``ready``.
         kind_lo = c.rob_bits
         pbits = (c.prefetch_depth - 1).bit_length()
-        issue_bytes = Signal(4)
-        issue_blocking = Signal()
-        m.d.comb += [
-            self.req.valid.eq(trv.req.valid),
-            self.req.payload.eq(trv.req.payload),
-            trv.req.ready.eq(self.req.ready),
-            issue_bytes.eq(trv.stat_issue_bytes),
-            issue_blocking.eq(trv.stat_blocking),
-        ]
-        taken = trv.req.valid
+        epoch = Signal()            # parity of the run: flips at every start
+        P = c.memory_ports
+        requesters = [(trv.req.valid, trv.req.payload.addr, trv.req.payload.tag,
+                       trv.stat_issue_bytes, trv.stat_blocking)]
+        for k in range(row_lines):
+            requesters.append((row_issue.req_valid[k], row_issue.req_addr[k],
+                               row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
         for e, eng in enumerate(engines):
-            grant = Signal(name=f"grant_{e}")
-            m.d.comb += grant.eq(eng.req_valid & ~taken)
-            with m.If(grant):
-                m.d.comb += [
-                    self.req.valid.eq(1),
-                    self.req.payload.addr.eq(eng.req_addr),
-                    self.req.payload.tag.eq((2 << kind_lo) | (e << pbits) | eng.req_slot),
-                    issue_bytes.eq(eng.esize),
-                    issue_blocking.eq(1),
-                ]
-            m.d.comb += eng.req_grant.eq(grant & self.req.ready)
-            taken = taken | eng.req_valid
+            requesters.append((eng.req_valid, eng.req_addr,
+                               (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.esize, 1))
+        issue_count = Signal(range(P + 1))
+        issue_bytes = Signal(range(64 * P + 1))
+        issue_blocking = Signal(range(P + 1))
+        before = Const(0, range(len(requesters) + 1))    # valid requesters so far
+        grants = []
+        port_bytes = [Signal(8, name=f"issue_bytes_{k}") for k in range(P)]
+        port_blocking = [Signal(name=f"issue_blocking_{k}") for k in range(P)]
+        for r, (valid, addr, tag, nbytes, blocking) in enumerate(requesters):
+            grant = Signal(name=f"grant_{r}")
+            tag_bits = Signal(kind_lo + 2, name=f"tag_{r}")     # {kind, index}
+            m.d.comb += tag_bits.eq(tag)
+            for k in range(P):
+                with m.If(valid & (before == k)):
+                    m.d.comb += [
+                        self.req[k].valid.eq(1),
+                        self.req[k].payload.addr.eq(addr),
+                        self.req[k].payload.tag.eq(Cat(tag_bits, epoch)),
+                        port_bytes[k].eq(nbytes),
+                        port_blocking[k].eq(blocking),
+                        grant.eq(self.req[k].ready),
+                    ]
+            grants.append(grant)
+            counted = Signal(range(len(requesters) + 1), name=f"valid_before_{r + 1}")
+            m.d.comb += counted.eq(before + valid)
+            before = counted
+        m.d.comb += trv.req.ready.eq(grants[0])
+        for k in range(row_lines):
+            m.d.comb += row_issue.req_grant[k].eq(grants[1 + k])
+        for eng, grant in zip(engines, grants[1 + row_lines:]):
+            m.d.comb += eng.req_grant.eq(grant)
+        fired = [self.req[k].valid & self.req[k].ready for k in range(P)]
+        m.d.comb += [
+            issue_count.eq(sum(fired)),
+            issue_bytes.eq(sum(Mux(fired[k], port_bytes[k], 0) for k in range(P))),
+            issue_blocking.eq(sum(fired[k] & port_blocking[k] for k in range(P))),
+        ]
 
-        resp_kind = self.resp.payload.tag[kind_lo:kind_lo + 2]
-        resp_index = self.resp.payload.tag[:kind_lo]
-        m.d.comb += [
-            self.resp.ready.eq(1),
-            trv.blocking_resp_valid.eq(self.resp.valid & (resp_kind == 1)),
-            trv.blocking_resp_data.eq(self.resp.payload.data),
-            rob.resp_valid.eq(self.resp.valid & (resp_kind == 0)),
-            rob.resp_slot.eq(resp_index),
-            rob.resp_data.eq(self.resp.payload.data),
-        ]
-        for e, eng in enumerate(engines):
+        # Responses: routed by kind, any kind on any port.
+        blocking_data = Const(0, 8 * c.line_bytes)
+        blocking_valid = Const(0)
+        response_count = Signal(range(P + 1))
+        current = [Signal(name=f"response_current_{k}") for k in range(P)]
+        for k in range(P):
+            m.d.comb += current[k].eq(self.resp[k].valid
+                                      & (self.resp[k].payload.tag[kind_lo + 2] == epoch))
+        m.d.comb += response_count.eq(sum(current))
+        for k in range(P):
+            resp = self.resp[k]
+            resp_kind = resp.payload.tag[kind_lo:kind_lo + 2]
+            resp_index = resp.payload.tag[:kind_lo]
             m.d.comb += [
-                eng.resp_valid.eq(self.resp.valid & (resp_kind == 2)
-                                  & (resp_index[pbits:] == e)),
-                eng.resp_slot.eq(resp_index[:pbits]),
-                eng.resp_data.eq(self.resp.payload.data),
+                resp.ready.eq(1),
+                rob.resp_valid[k].eq(current[k] & (resp_kind == 0)),
+                rob.resp_slot[k].eq(resp_index),
+                rob.resp_data[k].eq(resp.payload.data),
             ]
+            is_blocking = current[k] & (resp_kind == 1)
+            blocking_valid = blocking_valid | is_blocking
+            blocking_data = blocking_data | Mux(is_blocking, resp.payload.data, 0)
+            for e, eng in enumerate(engines):
+                m.d.comb += [
+                    eng.resp_valid[k].eq(current[k] & (resp_kind == 2)
+                                         & (resp_index[pbits:] == e)),
+                    eng.resp_slot[k].eq(resp_index[:pbits]),
+                    eng.resp_data[k].eq(resp.payload.data),
+                ]
+        # At most one blocking load is in flight: at most one port carries it.
+        m.d.comb += [trv.blocking_resp_valid.eq(blocking_valid),
+                     trv.blocking_resp_data.eq(blocking_data)]
 
         # Marshaling into the reorder buffer, and out.
         m.d.comb += [
@@ -265,12 +315,19 @@ class Tmu(wiring.Component):
             rob.alloc2.eq(trv.rob_alloc2),
             trv.rob_alloc2_ready.eq(rob.alloc2_ready),
             trv.rob_alloc_slot.eq(rob.alloc_slot),
-            trv.rob_empty.eq(rob.count == 0),
+            rob.alloc_reserve.eq(trv.rob_alloc_reserve),
+            rob.alloc_count.eq(trv.rob_alloc_count),
+            trv.rob_free.eq(rob.free),
+            rob.entry_en.eq(row_issue.entry_en),
+            rob.entry_slot.eq(row_issue.entry_slot),
+            rob.entry.eq(row_issue.entry),
+            row_issue.clear.eq(rob.clear),
+            trv.rob_empty.eq((rob.count == 0) & ~packer.holds_token),
         ]
         # ISA v1 operand packer between the reorder buffer and the data queue.
-        m.submodules.packer = packer = Packer()
         m.d.comb += packer.clear.eq(rob.clear)
         wiring.connect(m, rob.data, packer.i)
+        wiring.connect(m, trv.row_job, row_issue.job)
         wiring.connect(m, packer.o, wiring.flipped(self.data))
         # Control tokens need no reordering (the queues are independent): a small FIFO.
         m.submodules.ctrl_fifo = ctrl_fifo = fifo.SyncFIFO(width=16, depth=4)
@@ -297,7 +354,7 @@ class Tmu(wiring.Component):
         for eng in engines:
             m.d.comb += eng.clear.eq(start)
         with m.If(start):
-            m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0),
+            m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0), epoch.eq(~epoch),
                          fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
         m.d.comb += dec.start.eq(start)
         with m.If(dec.done):
@@ -311,7 +368,7 @@ class Tmu(wiring.Component):
 
         # Watchdog: cycles of the traversal without a token pushed or a load completed.
         pushed = (self.data.valid & self.data.ready) | (self.ctrl.valid & self.ctrl.ready)
-        progress = pushed | self.resp.valid
+        progress = pushed | (response_count != 0)
         wd = Signal(32)
         with m.If(start | progress | ~trv.busy):
             m.d.sync += wd.eq(0)
@@ -323,19 +380,19 @@ class Tmu(wiring.Component):
         cnt = Signal(CountersLayout)
         m.d.comb += self.ctl.counters.eq(cnt)
         inflight = Signal(range(c.max_inflight + 2))
-        issue = self.req.valid & self.req.ready
         inflight_next = Signal.like(inflight)
-        m.d.comb += inflight_next.eq(inflight + issue - self.resp.valid)
+        m.d.comb += inflight_next.eq(inflight + issue_count - response_count)
         with m.If(start):
             m.d.sync += [cnt.eq(0), inflight.eq(0)]
         with m.Elif(busy):
             m.d.sync += [
                 inflight.eq(inflight_next),
                 cnt.cycles.eq(cnt.cycles + 1),
-                cnt.loads.eq(cnt.loads + issue),
-                cnt.bytes_loaded.eq(cnt.bytes_loaded + Mux(issue, issue_bytes, 0)),
-                cnt.blocking_loads.eq(cnt.blocking_loads + (issue & issue_blocking)),
-                cnt.data_tokens.eq(cnt.data_tokens + (self.data.valid & self.data.ready)),
+                cnt.loads.eq(cnt.loads + issue_count),
+                cnt.bytes_loaded.eq(cnt.bytes_loaded + issue_bytes),
+                cnt.blocking_loads.eq(cnt.blocking_loads + issue_blocking),
+                cnt.data_tokens.eq(cnt.data_tokens + Mux(self.data.valid & self.data.ready,
+                                                         self.data.payload.count, 0)),
                 cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
                 cnt.out_stall_cycles.eq(cnt.out_stall_cycles
                                         + ((self.data.valid & ~self.data.ready)

@@ -1,7 +1,7 @@
 """Traversal: executes the microcode the decoder built — layers, streams, marshaling actions."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
@@ -10,7 +10,8 @@ from .datapath import alu, extract, outside_int64
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
-from .rob import AllocLayout
+from .rob import alloc_layout
+from .row_issue import row_job_layout
 
 
 __all__ = ["Traversal"]
@@ -111,16 +112,20 @@ class Traversal(wiring.Component):
             "acfg_data":  In(ActionCfg),
             "acfg2_addr": Out(self._abits),
             "acfg2_data": In(ActionCfg),
-            "req":        Out(MemRequestSignature(c.tag_bits)),
+            "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
             "blocking_resp_valid": In(1),
-            "blocking_resp_data":  In(64),
+            "blocking_resp_data":  In(8 * c.line_bytes),   # the line
             "rob_alloc_en":    Out(1),
-            "rob_alloc":       Out(AllocLayout),
+            "rob_alloc":       Out(alloc_layout(c.line_bytes)),
             "rob_alloc_ready": In(1),
             "rob_alloc2_en":    Out(1),
-            "rob_alloc2":       Out(AllocLayout),
+            "rob_alloc2":       Out(alloc_layout(c.line_bytes)),
             "rob_alloc2_ready": In(1),
             "rob_alloc_slot":  In(c.rob_bits),
+            "rob_alloc_reserve": Out(1),      # the first allocation reserves a row's lines
+            "rob_alloc_count":   Out(range(c.row_chunk_lines + 1)),
+            "rob_free":          In(range(c.max_inflight + 1)),
+            "row_job":           Out(stream.Signature(row_job_layout(c))),
             "rob_empty":       In(1),
             "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
             "ctrl_w_data": Out(16),
@@ -129,7 +134,7 @@ class Traversal(wiring.Component):
             "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
             "stat_block_wait":  Out(1),   # waiting for a blocking load
             "stat_issue":       Out(1),   # a load request is accepted this cycle
-            "stat_issue_bytes": Out(4),   # its element size, bytes
+            "stat_issue_bytes": Out(8),   # the bytes of its elements (useful bytes)
             "stat_blocking":    Out(1),   # that load is a blocking one
             # Run-ahead engines (hw/tmu/prefetch.py).
             "prefetch_stream":        In(data.ArrayLayout(8, E)),
@@ -473,20 +478,24 @@ class Traversal(wiring.Component):
                             & (operand_cfg.kind == StreamKind.MEM)
                             & ~self.blocking.bit_select(ac.src.value[:self._sbits], 1))
 
-        # An OPERAND action of a BLOCK stream pushes its row: one reorder-buffer entry and one
-        # aligned 64-bit load per word of the row, one word per cycle (an empty row: one entry
-        # that only flushes the packer). The action's uop stays until the last word.
+        # An OPERAND action of a BLOCK stream pushes its row: it reserves one reorder-buffer
+        # entry per memory line the row touches and hands the run to the row issue block, which
+        # sends the line requests (hw/tmu/row_issue.py), up to ``row_chunk_lines`` lines per
+        # cycle (an empty row: one entry that only flushes the packer). The action's uop stays
+        # until the last chunk.
         row_active = Signal()
         row_addr = Signal(64)          # bytes: next element
         row_left = Signal(nbits)       # elements still to load
         o_block = Signal()
         row_cur_addr = Signal(64)
         row_cur_left = Signal(nbits)
-        row_cnt = Signal(4)
+        line_bits = c.line_offset_bits
+        row_cnt = Signal(range(c.row_chunk_elements + 1))   # elements in this chunk
+        row_lines = Signal(range(c.row_chunk_lines + 1))    # memory lines they touch
         row_last = Signal()
         # A vector operand of a contiguous vector MEM stream (vector mode) is a row of the
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
-        # word, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
+        # line, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
         # (immediate entries of up to 8 elements, ``pad_*``).
         o_vector_load = Signal()
         pad_active = Signal()
@@ -505,9 +514,12 @@ class Traversal(wiring.Component):
                 need_pad.eq(count <= lockstep_cfg.lanes_m1),
             ]
         if has_block or has_lockstep:
-            in_word = Signal(4)
-            row_n = (_pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n") if has_block
-                     else 0)
+            # elements from the address to the end of the chunk's last line
+            in_chunk = Signal(range(c.row_chunk_elements + 1))
+            # A row action fused into its own stream's STREAM uop sees the new count (bypass).
+            row_n = (Mux(fused & (ac.src.value[:8] == u.id), blk_n[:nbits],
+                         _pick(m, nvals, ac.src.value[:self._sbits], nbits, "row_n"))
+                     if has_block else 0)
             if has_block:
                 m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
                                      & (ac.src.kind == SourceKind.STREAM)
@@ -515,9 +527,12 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
                 row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
-                in_word.eq((8 - row_cur_addr[0:3]) >> operand_mode.log2_size),
-                row_cnt.eq(Mux(row_cur_left < in_word, row_cur_left, in_word)),
-                row_last.eq(row_cur_left <= in_word),
+                in_chunk.eq((c.row_chunk_elements - row_cur_addr[0:line_bits])
+                            >> operand_mode.log2_size),
+                row_cnt.eq(Mux(row_cur_left < in_chunk, row_cur_left, in_chunk)),
+                row_last.eq(row_cur_left <= in_chunk),
+                row_lines.eq((row_cur_addr[0:line_bits] + (row_cnt << operand_mode.log2_size)
+                              + c.line_bytes - 1) >> line_bits),
             ]
 
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
@@ -555,7 +570,8 @@ class Traversal(wiring.Component):
 
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
-        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused)
+        # ... fired with the last chunk of a row the first action pushes.
+        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused) & ~(o_block & ~row_last)
         m.d.comb += self.acfg2_addr.eq(u.act2_id[:self._abits])
         ac2 = self.acfg2_data
         op2_v = source(ac2.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
@@ -579,7 +595,7 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 self.rob_alloc.load.eq(lazy),
                 self.rob_alloc.value.eq(op_v),
-                self.rob_alloc.offset.eq(Mux(lazy, op_v[0:3], 0)),
+                self.rob_alloc.offset.eq(Mux(lazy, op_v[0:line_bits], 0)),
                 self.rob_alloc.log2_size.eq(Mux(lazy, operand_mode.log2_size, 3)),
                 self.rob_alloc.sign.eq(lazy & operand_mode.sign),
                 self.rob_alloc.count.eq(1),
@@ -591,7 +607,7 @@ class Traversal(wiring.Component):
                 m.d.comb += [
                     self.rob_alloc.load.eq(lazy & v_active),
                     self.rob_alloc.value.eq(v_val),
-                    self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:3], 0)),
+                    self.rob_alloc.offset.eq(Mux(lazy & v_active, v_val[0:line_bits], 0)),
                     self.rob_alloc.log2_size.eq(Mux(lazy & v_active, operand_mode.log2_size, 3)),
                     self.rob_alloc.sign.eq(lazy & v_active & operand_mode.sign),
                     self.rob_alloc.flush.eq(flush1 & v_last),
@@ -599,7 +615,7 @@ class Traversal(wiring.Component):
             with m.If(o_block | o_vector_load):
                 m.d.comb += [
                     self.rob_alloc.load.eq(row_cur_left != 0),
-                    self.rob_alloc.offset.eq(row_cur_addr[0:3]),
+                    self.rob_alloc.offset.eq(row_cur_addr[0:line_bits]),
                     self.rob_alloc.log2_size.eq(operand_mode.log2_size),
                     self.rob_alloc.sign.eq(operand_mode.sign),
                     self.rob_alloc.count.eq(row_cnt),
@@ -618,35 +634,51 @@ class Traversal(wiring.Component):
         immediate(self.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
         m.d.comb += n_ops.eq(~is_ctl + is_op2)
-        room = Mux(n_ops == 2, self.rob_alloc2_ready,
-                   Mux(n_ops == 1, self.rob_alloc_ready, 1))
+        # A chunk of a row (BLOCK, or the active lanes of a contiguous vector) reserves its
+        # lines' entries and goes to the row issue block; the traversal issues no request.
+        reserving = Signal()
+        m.d.comb += reserving.eq(~is_ctl & (o_block | (o_vector_load & ~pad_active))
+                                 & (row_cur_left != 0))
+        room = Mux(reserving, self.rob_free >= row_lines + (n_ops == 2),
+                   Mux(n_ops == 2, self.rob_alloc2_ready,
+                       Mux(n_ops == 1, self.rob_alloc_ready, 1)))
         need_ctrl = is_ctl | is_ctl2
+        m.d.comb += [
+            self.row_job.payload.addr.eq(row_cur_addr),
+            self.row_job.payload.count.eq(row_cnt),
+            self.row_job.payload.log2_size.eq(operand_mode.log2_size),
+            self.row_job.payload.sign.eq(operand_mode.sign),
+            self.row_job.payload.pack.eq(ac.pack),
+            self.row_job.payload.flush.eq(flush1 & row_last & ~(o_vector_load & need_pad)),
+            self.row_job.payload.first_slot.eq(self.rob_alloc_slot),
+            self.rob_alloc_reserve.eq(reserving),
+            self.rob_alloc_count.eq(Mux(reserving, row_lines, 1)),
+        ]
 
         ld = Signal()
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
-                              Mux(o_vector_load, ~pad_active,
-                                  Mux(o_block, row_cur_left != 0, lazy))))
+                              Mux(o_vector_load | o_block, 0, lazy)))
 
         def try_action(on_fire):
-            """Fire the action(s) if entries are free, the control FIFO has room and (for a load)
-            the request is accepted. ``req.valid`` never depends on ``req.ready``. A row fires
-            ``on_fire`` with its last word."""
+            """Fire the action(s) if entries are free, the control FIFO has room, (for a load)
+            the request is accepted and (for a row chunk) the row issue block takes it.
+            ``req.valid`` and ``row_job.valid`` never depend on the ``ready``s. A row fires
+            ``on_fire`` with its last chunk."""
             with m.If(room & (~need_ctrl | self.ctrl_w_rdy)):
                 m.d.comb += [
                     self.req.valid.eq(ld),
-                    self.req.payload.addr.eq(Mux(o_block | o_vector_load, row_cur_addr,
-                                                 Mux(o_vector, v_val, op_v))),
+                    self.req.payload.addr.eq(Mux(o_vector, v_val, op_v)),
                     self.req.payload.tag.eq(self.rob_alloc_slot),
-                    self.stat_issue_bytes.eq(Mux(o_block | o_vector_load,
-                                                 row_cnt << operand_mode.log2_size,
-                                                 Const(1, 4) << operand_mode.log2_size)),
+                    self.stat_issue_bytes.eq(Const(1, 8) << operand_mode.log2_size),
+                    self.row_job.valid.eq(reserving),
                 ]
-                with m.If(~ld | self.req.ready):
+                with m.If((~ld | self.req.ready) & (~reserving | self.row_job.ready)):
                     m.d.comb += [self.rob_alloc_en.eq(n_ops != 0), self.rob_alloc2_en.eq(n_ops == 2),
                                  self.ctrl_w_en.eq(need_ctrl)]
                     with m.If((o_block | (o_vector_load & ~pad_active)) & ~row_last):
                         m.d.sync += [row_active.eq(1),
-                                     row_addr.eq(Cat(Const(0, 3), row_cur_addr[3:] + 1)),
+                                     row_addr.eq(row_cur_addr
+                                                 + (row_cnt << operand_mode.log2_size)),
                                      row_left.eq(row_cur_left - row_cnt)]
                     with m.Elif(o_vector_load & ~pad_active & need_pad):
                         # The last active lane's word: the masked lanes' zeros follow.
@@ -743,7 +775,7 @@ class Traversal(wiring.Component):
 
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)
-        blocking_offset    = Signal(3)
+        blocking_offset    = Signal(c.line_offset_bits)   # byte of the element in its line
         blocking_log2_size = Signal(2)
         blocking_sign      = Signal()
         blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
@@ -823,7 +855,7 @@ class Traversal(wiring.Component):
                                 ]
                                 with m.If(self.req.ready):
                                     m.d.sync += [blocking_stream_id.eq(u.id),
-                                                 blocking_offset.eq(addr[0:3]),
+                                                 blocking_offset.eq(addr[0:c.line_offset_bits]),
                                                  blocking_log2_size.eq(log2),
                                                  blocking_sign.eq(s_mode.sign),
                                                  blocking_lockstep.eq(s_lockstep)]

@@ -80,14 +80,17 @@ def test_registers():
 
 
 def test_queues_keep_order_under_backpressure():
+    """Beats of 1..output_tokens tokens leave the data queue whole and in order."""
     dut = CoreInterface(CFG)
-    sent = list(range(100, 140))
+    width = CFG.output_tokens
+    sent = [[100 + 10 * b + t for t in range(1 + b % width)] for b in range(40)]
     got = []
 
     async def producer(ctx):
-        for v in sent:
+        for tokens in sent:
             ctx.set(dut.tmu_data.valid, 1)
-            ctx.set(dut.tmu_data.payload, v)
+            ctx.set(dut.tmu_data.payload, {"tokens": tokens + [0] * (width - len(tokens)),
+                                           "count": len(tokens)})
             await ctx.tick().until(dut.tmu_data.ready)
         ctx.set(dut.tmu_data.valid, 0)
 
@@ -97,7 +100,8 @@ def test_queues_keep_order_under_backpressure():
             ready = n % 3 != 0
             ctx.set(dut.data_out.ready, ready)
             if ready and ctx.get(dut.data_out.valid):
-                got.append(ctx.get(dut.data_out.payload))
+                beat = ctx.get(dut.data_out.payload)
+                got.append([beat.tokens[t] for t in range(beat.count)])
             await ctx.tick()
             n += 1
 

@@ -11,6 +11,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from hw.hbm_model import FixedLatencyMemory
+from hw.system import connect_memory_ports
 from hw.tmu import COUNTERS, Tmu, TmuConfig
 from tb.sim_helpers import run_sim
 
@@ -32,17 +33,21 @@ class _Bench(wiring.Elaboratable):
         self.tmu = Tmu(config)
         if memory is None:
             self.mem = FixedLatencyMemory(words=words, tag_bits=config.tag_bits,
-                                          latency=config.mem_latency)
+                                          latency=config.mem_latency,
+                                          line_bytes=config.line_bytes)
         else:                       # a memory preset (hw.hbm_model.memory_model)
             from hw.hbm_model import memory_model
-            self.mem = memory_model(memory, words=words, tag_bits=config.tag_bits)
+            from hw.hbm_model.presets import get_preset
+            preset = get_preset(memory) if isinstance(memory, str) else memory
+            ports = 1 if preset.fixed_latency is not None else config.memory_ports
+            self.mem = memory_model(preset, words=words, tag_bits=config.tag_bits,
+                                    ports=ports, line_bytes=config.line_bytes)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.tmu = self.tmu
         m.submodules.mem = self.mem
-        wiring.connect(m, self.tmu.req, self.mem.req)
-        wiring.connect(m, self.mem.resp, self.tmu.resp)
+        connect_memory_ports(m, self.tmu, self.mem)
         return m
 
 
@@ -50,7 +55,8 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
                     max_cycles=200_000, preset=None):
     config = config or TmuConfig.small()
     memory = bytes(memory) + bytes(-len(memory) % 8)
-    words = max(8, len(memory) // 8)
+    line_words = config.line_bytes // 8
+    words = max(8, -(-len(memory) // config.line_bytes) * line_words)
     bench = _Bench(config, words, preset)
     tmu, mem = bench.tmu, bench.mem
     result = AmaranthResult()
@@ -86,7 +92,8 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
             ctx.set(tmu.data.ready, ready)
             ctx.set(tmu.ctrl.ready, ready)
             if ready and ctx.get(tmu.data.valid):
-                result.data_tokens.append(ctx.get(tmu.data.payload))
+                beat = ctx.get(tmu.data.payload)
+                result.data_tokens.extend(beat.tokens[i] for i in range(beat.count))
             if ready and ctx.get(tmu.ctrl.valid):
                 result.control_tokens.append(ctx.get(tmu.ctrl.payload))
             if ctx.get(tmu.ctl.done):

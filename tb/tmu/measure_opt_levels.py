@@ -30,7 +30,7 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true",
                     help="also print where the cycles go: vector iterations of the LOCKSTEP "
                          "layer, its evaluation uops, vector-operand marshaling cycles, "
-                         "reorder-buffer-full and output-stall cycles (docs/rtl.md §2.6)")
+                         "reorder-buffer-full and output-stall cycles (docs/rtl.md §2.7)")
     a = ap.parse_args(argv)
     if a.dim < 1:
         ap.error(f"--dim must be >= 1, not {a.dim}")

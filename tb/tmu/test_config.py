@@ -8,9 +8,11 @@ from hw.tmu import TmuConfig
 def test_defaults():
     c = TmuConfig()
     assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
-    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (32, 64, 64)
-    assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 8)
-    assert c.tag_bits == 7 and c.program_words == 164
+    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (256, 64, 64)
+    assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 32)
+    assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
+    assert c.tag_bits == 11 and c.program_words == 164
+    assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3
 
@@ -18,14 +20,17 @@ def test_defaults():
 @pytest.mark.parametrize("kwargs, message", [
     ({"layers": 0}, "layers must be an integer in 1..255, not 0"),
     ({"args": 256}, "args must be an integer in 1..255, not 256"),
+    ({"line_bytes": 128}, "line_bytes must be 8, 16, 32 or 64, not 128"),
+    ({"memory_ports": 0}, "memory_ports must be an integer in 1..4, not 0"),
+    ({"output_tokens": 3}, "output_tokens must be 1, 2, 4 or 8, not 3"),
     ({"max_inflight": 24}, "max_inflight must be a power of two >= 2, not 24"),
     ({"data_queue_depth": 1}, "data_queue_depth must be an integer >= 2, not 1"),
     ({"watchdog_cycles": -1}, "watchdog_cycles must be an integer in 0..2**32-1, not -1"),
     ({"mem_latency": 0}, "mem_latency must be an integer in 1..1024, not 0"),
     ({"prefetchers": 17}, "prefetchers must be an integer in 0..16, not 17"),
     ({"prefetch_depth": 3}, "prefetch_depth must be a power of two >= 2, not 3"),
-    ({"prefetchers": 8, "prefetch_depth": 8},
-     "prefetchers * prefetch_depth must be at most max_inflight (32), not 64"),
+    ({"prefetchers": 8, "prefetch_depth": 64},
+     "prefetchers * prefetch_depth must be at most max_inflight (256), not 512"),
 ])
 def test_errors(kwargs, message):
     with pytest.raises(ValueError) as e:

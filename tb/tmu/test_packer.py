@@ -1,5 +1,6 @@
 """The operand packer (``hw/tmu/packer.py``) against the golden model's packer
-(``sw.runtime.golden._Packer``, docs/isa.md §7.5) in the Amaranth simulator."""
+(``sw.runtime.golden._Packer``, docs/isa.md §7.5) in the Amaranth simulator: the concatenation
+of the beats' tokens must be the golden token sequence, for every line and beat width."""
 
 import random
 
@@ -7,61 +8,158 @@ import pytest
 
 from hw.tmu.packer import Packer
 from sw.runtime.golden import _Packer
+from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
 
 MASK64 = (1 << 64) - 1
 
 
-def _element(word, pos, log2, sign):
+def _element(line, pos, log2, sign):
     bits = 8 << log2
-    v = (word >> (8 * pos)) & ((1 << bits) - 1)
+    v = (line >> (8 * pos)) & ((1 << bits) - 1)
     if sign and v >> (bits - 1):
         v -= 1 << bits
     return v & MASK64
 
 
-@pytest.mark.parametrize("backpressure", [0.0, 0.5])
-def test_random_chunks_match_the_golden_packer(backpressure):
-    """Random chunks (immediates, single loaded elements, runs of elements of a word, empty
-    flush-only entries) with random packing and flushes: the same tokens as the golden packer."""
-    rng = random.Random(3)
+def _random_chunks(rng, line_bytes, n):
+    """Random entries (immediates, single loaded elements, runs of elements of a line, masked
+    zero lanes, empty flush-only entries) with random packing and flushes, and the golden
+    model's tokens for them."""
     chunks, expected = [], []
     golden = _Packer(expected)
-    for _ in range(400):
+    for _ in range(n):
         pack = rng.randrange(4)
-        log2 = rng.choice([3, rng.randrange(4)])
-        size = 1 << log2
-        offset = rng.randrange(0, 8, size)
-        count = rng.choice([0, 1, 1, rng.randrange(1, (8 - offset) // size + 1)])
-        word, sign, flush = rng.getrandbits(64), rng.randrange(2), rng.random() < 0.4
-        chunks.append(dict(word=word, offset=offset, log2_size=log2, sign=sign, count=count,
+        kind = rng.randrange(4)
+        if kind == 0:                                   # an immediate operand
+            log2, offset, count, line = 3, 0, 1, rng.getrandbits(64)
+        elif kind == 1:                                 # zeros of masked lanes
+            log2 = rng.randrange(4)
+            offset, count, line = 0, rng.randrange(1, 9), 0
+        else:                                           # elements of a loaded line
+            log2 = rng.randrange(4)
+            size = 1 << log2
+            offset = rng.randrange(0, line_bytes, size)
+            room = (line_bytes - offset) // size
+            count = rng.choice([0, 1, room, rng.randrange(1, room + 1)])
+            line = rng.getrandbits(8 * line_bytes)
+        sign, flush = rng.randrange(2), rng.random() < 0.4
+        chunks.append(dict(line=line, offset=offset, log2_size=log2, sign=sign, count=count,
                            pack=pack, flush=flush))
         for e in range(count):
-            golden.put(_element(word, offset + e * size, log2, sign), 8 >> pack)
+            golden.put(_element(line, offset + e * (1 << log2), log2, sign), 8 >> pack)
         if flush:
             golden.flush()
     golden.flush()
-    chunks.append(dict(word=0, offset=0, log2_size=3, sign=0, count=0, pack=0, flush=1))
-    dut = Packer()
-    out = []
+    chunks.append(dict(line=0, offset=0, log2_size=3, sign=0, count=0, pack=0, flush=1))
+    return chunks, expected
+
+
+@pytest.mark.parametrize("line_bytes,tokens", [(8, 1), (16, 2), (64, 8), (64, 2)])
+@pytest.mark.parametrize("backpressure", [0.0, 0.5])
+def test_random_chunks_match_the_golden_packer(line_bytes, tokens, backpressure):
+    """The beats' tokens, in order, are the golden packer's; no beat is empty or over-full, and
+    a full line of same-size elements leaves as whole beats."""
+    seed = fresh_seed(f"packer {line_bytes} {tokens} {backpressure}")
+    rng = random.Random(seed)
+    chunks, expected = _random_chunks(rng, line_bytes, 300)
+    # Random gaps between entries: the packer delivers whole tokens while nothing waits.
+    gaps = [rng.choice([0, 0, 0, 3]) for _ in chunks]
+    dut = Packer(line_bytes, tokens)
+    out, counts = [], []
 
     async def producer(ctx):
-        for ch in chunks:
+        for ch, gap in zip(chunks, gaps):
+            ctx.set(dut.i.valid, 0)
+            for _ in range(gap):
+                await ctx.tick()
             ctx.set(dut.i.valid, 1)
             ctx.set(dut.i.payload, ch)
             await ctx.tick().until(dut.i.ready)
         ctx.set(dut.i.valid, 0)
 
     async def consumer(ctx):
-        crng = random.Random(5)
-        for _ in range(20000):
+        crng = random.Random(seed + 1)
+        for _ in range(40000):
             r = crng.random() >= backpressure
             ctx.set(dut.o.ready, r)
             if r and ctx.get(dut.o.valid):
-                out.append(ctx.get(dut.o.payload))
-            if len(out) == len(expected):
+                beat = ctx.get(dut.o.payload)
+                counts.append(beat.count)
+                out.extend(beat.tokens[i] for i in range(beat.count))
+            if len(out) >= len(expected) and not ctx.get(dut.o.valid):
                 break
             await ctx.tick()
 
     run_sim(dut, producer, consumer)
+    assert all(1 <= c <= tokens for c in counts), counts
     assert out == expected
+
+
+def test_a_row_of_lines_is_whole_beats():
+    """Four 64-byte lines of f32 elements packed 4 bytes wide: four beats of 8 tokens, one per
+    cycle (the rate the data queue is built for)."""
+    rng = random.Random(fresh_seed("packer row"))
+    lines = [rng.getrandbits(512) for _ in range(4)]
+    dut = Packer(64, 8)
+    beats, cycles = [], []
+
+    async def producer(ctx):
+        for k, line in enumerate(lines):
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, dict(line=line, offset=0, log2_size=2, sign=0, count=16,
+                                        pack=1, flush=k == 3))
+            await ctx.tick().until(dut.i.ready)
+        ctx.set(dut.i.valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for cycle in range(20):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                beats.append([beat.tokens[i] for i in range(beat.count)])
+                cycles.append(cycle)
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert beats == [[(line >> (64 * t)) & MASK64 for t in range(8)] for line in lines]
+    assert cycles == list(range(cycles[0], cycles[0] + 4))
+
+
+def test_lines_after_an_immediate_still_move_one_per_cycle():
+    """An 8-byte operand, then four 64-byte lines of f32 packed 4 bytes wide: every line is
+    placed in the cycle it arrives although it straddles two beats (the buffer holds two)."""
+    rng = random.Random(fresh_seed("packer straddle"))
+    lines = [rng.getrandbits(512) for _ in range(4)]
+    first = rng.getrandbits(64)
+    dut = Packer(64, 8)
+    tokens, taken = [], []
+
+    async def producer(ctx):
+        entries = [dict(line=first, offset=0, log2_size=3, sign=0, count=1, pack=0, flush=1)]
+        entries += [dict(line=line, offset=0, log2_size=2, sign=0, count=16, pack=1,
+                         flush=k == 3) for k, line in enumerate(lines)]
+        cycle = 0
+        for entry in entries:
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, entry)
+            while True:
+                ready = ctx.get(dut.i.ready)
+                await ctx.tick()
+                cycle += 1
+                if ready:
+                    break
+            taken.append(cycle)
+        ctx.set(dut.i.valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for _ in range(20):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                tokens.extend(beat.tokens[i] for i in range(beat.count))
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert tokens == [first] + [(line >> (64 * t)) & MASK64 for line in lines for t in range(8)]
+    assert taken == [1, 2, 3, 4, 5]

@@ -29,8 +29,8 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400):
                 p = rng.choice(due)
                 pending.remove(p)
                 ctx.set(dut.resp_valid, 1)
-                ctx.set(dut.resp_slot, p[1])
-                ctx.set(dut.resp_data, words.get(p[2] & ~7, 0))
+                ctx.set(dut.resp_slot[0], p[1])
+                ctx.set(dut.resp_data[0], words.get(p[2] & ~7, 0))
             else:
                 ctx.set(dut.resp_valid, 0)
             grant = rng.random() < grant_p
@@ -105,8 +105,8 @@ def test_contiguous_ranges_continue_the_sequence():
             if due:
                 pending.remove(due[0])
                 ctx.set(dut.resp_valid, 1)
-                ctx.set(dut.resp_slot, due[0][1])
-                ctx.set(dut.resp_data, words[due[0][2]])
+                ctx.set(dut.resp_slot[0], due[0][1])
+                ctx.set(dut.resp_data[0], words[due[0][2]])
             else:
                 ctx.set(dut.resp_valid, 0)
             ctx.set(dut.req_grant, 1)

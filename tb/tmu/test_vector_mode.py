@@ -15,14 +15,14 @@ from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 SMALL = TmuConfig.small()
 
 
-def _words(addr, count, size):
-    """Aligned 64-bit words touched by ``count`` elements of ``size`` bytes from ``addr``."""
-    return (addr + count * size - 1) // 8 - addr // 8 + 1
+def _lines(addr, count, size, line_bytes=SMALL.line_bytes):
+    """Aligned memory lines touched by ``count`` elements of ``size`` bytes from ``addr``."""
+    return (addr + count * size - 1) // line_bytes - addr // line_bytes + 1
 
 
-def test_contiguous_rows_one_load_per_word():
+def test_contiguous_rows_one_load_per_line():
     """The -O1 embedding-bag form (tail of 2 lanes, 4-byte elements, rows starting mid-word):
-    two uops per vector iteration (no lane loop), one load per 64-bit word of the active lanes
+    two uops per vector iteration (no lane loop), one load per memory line of the active lanes
     (the golden model counts one per element), masked lanes pushed as zeros."""
     lanes, dim, size = SMALL.lanes, SMALL.lanes + 2, 4
     indices = [1, 2, 0, 1, 3]
@@ -36,7 +36,7 @@ def test_contiguous_rows_one_load_per_word():
     # engines may load one offset/index past the end speculatively).
     scalar = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(SMALL)).loads \
         - sum(n for _, n in vec)
-    row_words = sum(_words(e * size, n, size) for e, n in vec)
+    row_words = sum(_lines(e * size, n, size) for e, n in vec)
     assert r.stats["vector_iterations"] == len(vec)
     assert r.stats["lane_eval_uops"] == 2 * len(vec)          # s5 (ALU) and s6 (MEM) once
     assert row_words + scalar <= r.stats["loads"] <= row_words + scalar + 2

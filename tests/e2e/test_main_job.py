@@ -43,4 +43,10 @@ def test_ceiling_line_puts_the_useful_bytes_against_the_memory_alone(capsys):
     out = capsys.readouterr().out
     bound = 100 * 64 / 132
     assert out == (f"memory's ceiling for this row trace: {bound:.1f} bytes/cycle (1 port, no cap); "
-                   f"the unit's useful bytes/cycle: 6.40 = {100 * 6.4 / bound:.1f} % of it\n")
+                   f"the unit's useful bytes/cycle: 6.40 = {100 * 6.4 / bound:.1f} % of it\n"
+                   f"min(memory's ceiling, the unit's output bound of 64 bytes/cycle) = "
+                   f"{bound:.1f} bytes/cycle; the unit reaches {100 * 6.4 / bound:.1f} % of it\n")
+    main_job.print_ceiling(np.arange(100), 16, "simple", 1000, output_bytes=16)
+    assert capsys.readouterr().out.endswith(
+        "min(memory's ceiling, the unit's output bound of 16 bytes/cycle) = 16.0 bytes/cycle; "
+        "the unit reaches 40.0 % of it\n")

@@ -1,0 +1,185 @@
+"""Row issue: the line requests of BLOCK rows and contiguous vectors, off the traversal's path."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .rob import alloc_layout
+
+
+__all__ = ["row_job_layout", "RowIssue"]
+
+
+def row_job_layout(config):
+    """A run of elements of one operand (a chunk of a BLOCK row, or the active lanes of a
+    contiguous vector) whose reorder-buffer entries the traversal has reserved."""
+    return data.StructLayout({
+        "addr":       64,                      # bytes: the first element
+        "count":      config.row_chunk_elements.bit_length(),   # elements, >= 1
+        "log2_size":  2,                       # log2 of the element size, bytes
+        "sign":       1,
+        "pack":       2,                       # packed width 8 >> pack bytes (docs/isa.md §7.5)
+        "flush":      1,                       # the packer closes its token after the last one
+        "first_slot": config.rob_bits,         # reorder-buffer slot of the first line
+    })
+
+
+class RowIssue(wiring.Component):
+    """Issues the line requests of the runs of elements the traversal hands over, up to
+    ``lines`` per cycle.
+
+    The traversal reserves the reorder-buffer entries of a run (one per memory line it
+    touches, consecutive slots from ``first_slot``) and pushes the run into a small job queue
+    in the same cycle, then goes on with its next microcode operation. This block takes the
+    runs in order and, for each line, issues the request tagged with the line's slot and writes
+    the slot's entry description (byte offset of the first element in the line, element count,
+    size, sign, packing, and ``flush`` on the run's last line) into the reorder buffer. A row
+    thus costs the traversal one cycle whatever its length, and its lines leave at the memory
+    port's rate (``docs/rtl.md`` §2.4). The runs were checked when their stream was evaluated,
+    so no request faults.
+
+    With ``lines = 2`` the next two lines of a run are offered at once (request 1 is the line
+    after request 0, in the same run); the memory ports grant them in order (request 1 only with
+    request 0: a refused port refuses the ports above it, ``docs/hbm_model.md`` §2), so a row
+    leaves at two lines per cycle.
+
+    Parameters
+    ----------
+    config : TmuConfig
+    lines : int
+        Requests offered per cycle, 1 or 2.
+
+    Members
+    -------
+    clear : In(1)
+        Forget every run (start of a run of the unit).
+    job : In(stream.Signature(row_job_layout(config)))
+        Runs, in program order.
+    req_valid, req_addr, req_slot : Out(ArrayLayout(..., lines))
+        Request ``k``: the run's next line ``k``; ``req_valid`` does not depend on ``req_grant``.
+    req_grant : In(lines)
+        Request ``k`` is accepted this cycle (1 only with 0).
+    issue_bytes : Out(ArrayLayout(8, lines))
+        Bytes of the elements served by request ``k`` (useful bytes).
+    entry_en, entry_slot, entry : Out(ArrayLayout(..., lines))
+        Write the description of the reorder-buffer entry ``entry_slot[k]`` (with grant ``k``).
+    idle : Out(1)
+        No run is queued or being issued.
+    """
+
+    def __init__(self, config, lines=1):
+        if lines not in (1, 2):
+            raise ValueError(f"lines must be 1 or 2, not {lines!r}")
+        self._cfg = config
+        self._lines = lines
+        super().__init__({
+            "clear":       In(1),
+            "job":         In(stream.Signature(row_job_layout(config))),
+            "req_valid":   Out(lines),
+            "req_addr":    Out(data.ArrayLayout(64, lines)),
+            "req_slot":    Out(data.ArrayLayout(config.rob_bits, lines)),
+            "req_grant":   In(lines),
+            "issue_bytes": Out(data.ArrayLayout(8, lines)),
+            "entry_en":    Out(lines),
+            "entry_slot":  Out(data.ArrayLayout(config.rob_bits, lines)),
+            "entry":       Out(data.ArrayLayout(alloc_layout(config.line_bytes), lines)),
+            "idle":        Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cfg
+        line_bits = c.line_offset_bits
+        layout = row_job_layout(c)
+
+        jobs = fifo.SyncFIFOBuffered(width=layout.size, depth=2)
+        m.submodules.jobs = ResetInserter(self.clear)(jobs)
+        m.d.comb += [
+            jobs.w_data.eq(self.job.payload), jobs.w_en.eq(self.job.valid),
+            self.job.ready.eq(jobs.w_rdy),
+        ]
+        head = Signal(layout)
+        m.d.comb += head.eq(jobs.r_data)
+
+        active = Signal()
+        addr = Signal(64)
+        left = Signal(c.row_chunk_elements.bit_length())
+        slot = Signal(c.rob_bits)
+        job = Signal(layout)               # the run being issued (size, sign, pack, flush)
+
+        # Take a run when idle, or as the current one's last line goes.
+        cur_addr = Mux(active, addr, head.addr)
+        cur_left = Mux(active, left, head.count)
+        cur_slot = Mux(active, slot, head.first_slot)
+        cur = Signal(layout)
+        m.d.comb += cur.eq(Mux(active, job, head))
+        have = active | jobs.r_rdy
+        per_line = Signal(range(c.line_bytes + 1))       # elements in a whole line
+        m.d.comb += per_line.eq(c.line_bytes >> cur.log2_size)
+
+        # Line k of the run from ``cur_addr``: line 0 from the first element, line 1 whole.
+        line_addr = [cur_addr, Cat(Const(0, line_bits), cur_addr[line_bits:] + 1)]
+        in_line = [Signal(range(c.line_bytes + 1), name=f"in_line_{k}") for k in range(2)]
+        left_at = [Signal.like(left, name=f"left_{k}") for k in range(2)]
+        count = [Signal(range(max(c.line_bytes, 8) + 1), name=f"count_{k}") for k in range(2)]
+        last = [Signal(name=f"last_{k}") for k in range(2)]
+        m.d.comb += [
+            in_line[0].eq((c.line_bytes - cur_addr[0:line_bits]) >> cur.log2_size),
+            in_line[1].eq(per_line),
+            left_at[0].eq(cur_left),
+            left_at[1].eq(cur_left - count[0]),
+        ]
+        for k in range(2):
+            m.d.comb += [
+                count[k].eq(Mux(left_at[k] < in_line[k], left_at[k], in_line[k])),
+                last[k].eq(left_at[k] <= in_line[k]),
+            ]
+        offered = [have, have & ~last[0]]
+        for k in range(self._lines):
+            m.d.comb += [
+                self.req_valid[k].eq(offered[k]),
+                self.req_addr[k].eq(line_addr[k]),
+                self.req_slot[k].eq(cur_slot + k),
+                self.issue_bytes[k].eq(count[k] << cur.log2_size),
+                self.entry_en[k].eq(offered[k] & self.req_grant[k]),
+                self.entry_slot[k].eq(cur_slot + k),
+                self.entry[k].load.eq(1),
+                self.entry[k].offset.eq(line_addr[k][0:line_bits]),
+                self.entry[k].log2_size.eq(cur.log2_size),
+                self.entry[k].sign.eq(cur.sign),
+                self.entry[k].count.eq(count[k]),
+                self.entry[k].pack.eq(cur.pack),
+                self.entry[k].flush.eq(cur.flush & last[k]),
+            ]
+        m.d.comb += self.idle.eq(~have)
+
+        two = (self._lines == 2) and (offered[1] & self.req_grant[1])
+        with m.If(have & self.req_grant[0]):
+            m.d.comb += jobs.r_en.eq(~active)
+            with m.If(~active):
+                m.d.sync += job.eq(head)
+            if self._lines == 2:
+                with m.If(two):
+                    m.d.sync += [
+                        active.eq(~last[1]),
+                        addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + 2)),
+                        left.eq(left_at[1] - count[1]),
+                        slot.eq(cur_slot + 2),
+                    ]
+                with m.Else():
+                    m.d.sync += [
+                        active.eq(~last[0]),
+                        addr.eq(line_addr[1]),
+                        left.eq(left_at[1]),
+                        slot.eq(cur_slot + 1),
+                    ]
+            else:
+                m.d.sync += [
+                    active.eq(~last[0]),
+                    addr.eq(line_addr[1]),
+                    left.eq(left_at[1]),
+                    slot.eq(cur_slot + 1),
+                ]
+        with m.If(self.clear):
+            m.d.sync += active.eq(0)
+        return m

@@ -2,24 +2,25 @@
 
 ``make synth`` (``scripts/synth.py``, ``docs/synthesis.md``) synthesises this top, not
 ``hw.system.System``: the memory model is a simulation model, not part of the hardware. The unit's
-memory port is 144 bits of request payload and 72 bits of response payload, more than a package
-has pins beside the core's register port and output queues, so it goes through a shim:
+memory ports (``config.memory_ports`` of them, each a request with a line of write data and a
+response with a line of read data) and its vector-wide data output are far more bits than a
+package has pins, so they go through a shim:
 
-* the **request payload** (address, tag, write, write data, byte enables) is registered and then
-  XOR-folded to ``REQUEST_FOLD_BITS`` output pins (every payload bit reaches a pin, so synthesis
-  keeps all the logic that computes it);
-* the **response payload** (tag, write, data) is a shift register loaded ``RESPONSE_SERIAL_BITS``
+* the **request payloads** of all ports are registered and XOR-folded to ``REQUEST_FOLD_BITS``
+  output pins, the **data beat** to ``DATA_FOLD_BITS`` (every payload bit reaches a pin, so
+  synthesis keeps all the logic that computes it);
+* the **response payloads** of all ports are one shift register loaded ``RESPONSE_SERIAL_BITS``
   bits per cycle from input pins (every bit is a free input, so nothing is constant-folded);
-* the **register port** and the **output queues** keep their real pins (the core's view);
+* the **register port**, the handshakes and the **control queue** keep their real pins;
 * **every pin goes through one flip-flop** (inputs and outputs), so the paths nextpnr reports
   are inside the unit, not from a pin through the address decode.
 
-This is not a functional wrapper (the folded request cannot be decoded, the response tag is
+This is not a functional wrapper (the folded values cannot be decoded, the response tags are
 whatever the pins shift in): it exists so that the synthesis result counts the unit's logic and
-its clock is the unit's. Pins: 78 register port + 66 data queue + 18 control queue + 2 status +
-10 request + 5 response + clock and reset = 181; nextpnr places them on the LFE5U-85F in the
-CABGA381 package (``tests/test_synth.py`` keeps the count at most 197, the user I/O of the smallest
-ECP5 in that package).
+its clock is the unit's. Pins: 78 register port + 66 data + 18 control + 2 status + 3 per memory
+port + 8 request fold + 4 response serial + clock and reset = 184 with the default two ports;
+``tests/test_synth.py`` keeps the count at most 197, the user I/O of the smallest ECP5 in the
+CABGA381 package.
 """
 
 from amaranth.hdl import Cat, Module, Signal, Value
@@ -30,11 +31,14 @@ from .core_if import CoreInterface, CsrSignature
 from .tmu import Tmu, TmuConfig
 
 
-__all__ = ["SynthTop", "REQUEST_FOLD_BITS", "RESPONSE_SERIAL_BITS", "xor_fold"]
+__all__ = ["SynthTop", "DATA_FOLD_BITS", "REQUEST_FOLD_BITS", "RESPONSE_SERIAL_BITS", "xor_fold"]
 
 
-#: Output pins the registered request payload is XOR-folded to.
+#: Output pins the registered request payloads (all memory ports) are XOR-folded to.
 REQUEST_FOLD_BITS = 8
+#: Output pins the registered data beat (``config.output_tokens`` 64-bit tokens and a count) is
+#: XOR-folded to.
+DATA_FOLD_BITS = 64
 #: Input pins that shift into the response payload register each cycle.
 RESPONSE_SERIAL_BITS = 4
 
@@ -66,18 +70,20 @@ class SynthTop(wiring.Component):
     csr : In(CsrSignature(12))
         Register port of the core interface (inputs and ``r_data`` registered once more, so a
         read returns two cycles later than on ``CoreInterface``).
-    data_out : Out(stream.Signature(64)), ctrl_out : Out(stream.Signature(16))
-        The output queues (``ready`` registered).
+    data_out : Out(stream.Signature(DATA_FOLD_BITS))
+        The data queue: ``valid``, ``ready`` registered, the registered beat XOR-folded.
+    ctrl_out : Out(stream.Signature(16))
+        The control queue (``ready`` registered).
     busy, done : Out(1)
         ``STATUS.BUSY`` / ``STATUS.DONE``, registered.
-    req_valid : Out(1), req_ready : In(1)
-        The memory request handshake, registered.
+    req_valid : Out(memory_ports), req_ready : In(memory_ports)
+        The memory request handshakes (bit ``k``: port ``k``), registered.
     req_fold : Out(REQUEST_FOLD_BITS)
-        XOR fold of the registered request payload.
-    resp_valid : In(1)
-        Response valid, registered.
+        XOR fold of the registered request payloads of all ports.
+    resp_valid : In(memory_ports)
+        Response valid per port, registered.
     resp_serial : In(RESPONSE_SERIAL_BITS)
-        Shifted into the response payload register each cycle (low bits first).
+        Shifted into the response payload register (all ports, port 0 lowest) each cycle.
     """
 
     def __init__(self, config=None):
@@ -85,16 +91,17 @@ class SynthTop(wiring.Component):
         if not isinstance(config, TmuConfig):
             raise TypeError(f"config must be a TmuConfig, not {config!r}")
         self._cfg = config
+        ports = config.memory_ports
         super().__init__({
             "csr":         In(CsrSignature(12)),
-            "data_out":    Out(stream.Signature(64)),
+            "data_out":    Out(stream.Signature(DATA_FOLD_BITS)),
             "ctrl_out":    Out(stream.Signature(16)),
             "busy":        Out(1),
             "done":        Out(1),
-            "req_valid":   Out(1),
-            "req_ready":   In(1),
+            "req_valid":   Out(ports),
+            "req_ready":   In(ports),
             "req_fold":    Out(REQUEST_FOLD_BITS),
-            "resp_valid":  In(1),
+            "resp_valid":  In(ports),
             "resp_serial": In(RESPONSE_SERIAL_BITS),
         })
 
@@ -111,13 +118,16 @@ class SynthTop(wiring.Component):
         wiring.connect(m, tmu.ctrl, cif.tmu_ctrl)
         m.d.comb += cif.mem_stats.eq(0)
 
-        # Register port and output queues: one flip-flop on every pin.
+        # Register port and output queues: one flip-flop on every pin; the data beat is
+        # registered and folded to DATA_FOLD_BITS.
+        beat = Signal(len(Value.cast(cif.data_out.payload)))
         m.d.sync += [
             cif.csr.addr.eq(self.csr.addr), cif.csr.w_en.eq(self.csr.w_en),
             cif.csr.w_data.eq(self.csr.w_data), cif.csr.r_en.eq(self.csr.r_en),
             self.csr.r_data.eq(cif.csr.r_data),
             self.data_out.valid.eq(cif.data_out.valid),
-            self.data_out.payload.eq(cif.data_out.payload),
+            beat.eq(cif.data_out.payload),
+            self.data_out.payload.eq(xor_fold(beat, DATA_FOLD_BITS)),
             cif.data_out.ready.eq(self.data_out.ready),
             self.ctrl_out.valid.eq(cif.ctrl_out.valid),
             self.ctrl_out.payload.eq(cif.ctrl_out.payload),
@@ -125,20 +135,22 @@ class SynthTop(wiring.Component):
             self.busy.eq(tmu.ctl.busy), self.done.eq(tmu.ctl.done),
         ]
 
-        # Memory request: handshake registered, payload registered and folded.
-        request = Signal.like(tmu.req.payload)
+        # Memory ports: handshakes registered; request payloads registered and folded together;
+        # response payloads one shift register loaded from the serial pins.
+        requests = Signal(sum(len(Value.cast(req.payload)) for req in tmu.req))
+        responses = Signal(sum(len(Value.cast(resp.payload)) for resp in tmu.resp))
         m.d.sync += [
-            self.req_valid.eq(tmu.req.valid), tmu.req.ready.eq(self.req_ready),
-            request.eq(tmu.req.payload),
-            self.req_fold.eq(xor_fold(request, REQUEST_FOLD_BITS)),
+            requests.eq(Cat(req.payload for req in tmu.req)),
+            self.req_fold.eq(xor_fold(requests, REQUEST_FOLD_BITS)),
+            responses.eq(Cat(self.resp_serial, responses)[:len(responses)]),
         ]
-
-        # Memory response: valid registered, payload shifted in from the serial pins.
-        response = Signal.like(tmu.resp.payload)
-        bits = Value.cast(response)
-        m.d.sync += [
-            tmu.resp.valid.eq(self.resp_valid),
-            bits.eq(Cat(self.resp_serial, bits)[:len(bits)]),
-        ]
-        m.d.comb += tmu.resp.payload.eq(response)
+        low = 0
+        for k, (req, resp) in enumerate(zip(tmu.req, tmu.resp)):
+            width = len(Value.cast(resp.payload))
+            m.d.sync += [
+                self.req_valid[k].eq(req.valid), req.ready.eq(self.req_ready[k]),
+                resp.valid.eq(self.resp_valid[k]),
+            ]
+            m.d.comb += resp.payload.eq(responses[low:low + width])
+            low += width
         return m

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.verilator import LINT_WAIVERS, TOPLEVEL
+from sim.verilator import LINT_WAIVERS, MIN_MEM_WORDS, TOPLEVEL
 
 pytestmark = pytest.mark.skipif(shutil.which("verilator") is None, reason="needs verilator")
 
@@ -30,9 +30,14 @@ def lint(directory: Path, waivers: Path | None = LINT_WAIVERS) -> tuple[list[tup
     """Run ``verilator --lint-only -Wall`` on the Verilog files of ``directory`` (top: the
     testbench wrapper) with the ``waivers`` file; returns ([(rule, file, line, message)], the
     whole output)."""
+    from hw.tmu import TmuConfig
     files = sorted(str(p) for p in directory.glob("*.v"))
+    # The wrapper's parameters as sim.verilator.build_model sets them (make verilog: default
+    # configuration, smallest memory).
+    parameters = [f"-GABITS={(MIN_MEM_WORDS - 1).bit_length()}",
+                  f"-GDATA_TOKENS={TmuConfig().output_tokens}"]
     cmd = ["verilator", "--lint-only", "-Wall", "-Wno-fatal", "--timing",
-           "--top-module", TOPLEVEL] + ([str(waivers)] if waivers else []) + files
+           "--top-module", TOPLEVEL, *parameters] + ([str(waivers)] if waivers else []) + files
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     warnings = []

@@ -4,7 +4,9 @@ Both follow ``docs/hbm_model.md``: §4 (storage: read or written when a request 
 §5 (statistics: names and definitions shared with the reference model ``reference.py``).
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
+from pathlib import Path
+
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +14,10 @@ from ..core_if.signatures import BackdoorSignature
 
 
 __all__ = ["Storage", "Statistics", "stat_names", "HIST_BINS", "HIST_WIDTH", "STAT_BITS",
-           "TIME_BITS"]
+           "TIME_BITS", "STATS_VERILOG"]
+
+#: ``stats.v``: :class:`Statistics` for Verilator builds (``Statistics(verilog=True)``).
+STATS_VERILOG = Path(__file__).with_name("stats.v")
 
 
 HIST_BINS = 64    # read-latency histogram: bins [i*W, (i+1)*W), the last one open
@@ -186,6 +191,11 @@ class Statistics(wiring.Component):
         Largest number of ACT/PRE/REF commands in one cycle (= ``channels``).
     ports : int
         Request and response ports (events per cycle of each kind below).
+    verilog : bool
+        Use ``stats.v`` (``ember_hbm_stats``, the same counters kept in the output vector itself)
+        instead of Amaranth logic: for Verilator builds, where assembling ``stats`` from ~100
+        separate counters every cycle costs more than the rest of the memory model. Its text is
+        :data:`STATS_VERILOG`; the design's Verilog must include it.
 
     Members
     -------
@@ -205,7 +215,9 @@ class Statistics(wiring.Component):
         The counters, in :func:`stat_names` order.
     """
 
-    def __init__(self, *, channels, queue_depth, access_bytes, burst, max_per_cycle, ports=1):
+    def __init__(self, *, channels, queue_depth, access_bytes, burst, max_per_cycle, ports=1,
+                 verilog=False):
+        self._verilog = verilog
         self._ports = ports
         self._ch = channels
         self._q = queue_depth
@@ -229,8 +241,23 @@ class Statistics(wiring.Component):
             "stats":           Out(data.ArrayLayout(STAT_BITS, len(self.names))),
         })
 
+    def _instance(self):
+        """The ``ember_hbm_stats`` instance (``stats.v``) with this component's members."""
+        ports = {}
+        for path, member, value in self.signature.flatten(self):
+            ports[("i_" if member.flow == In else "o_") + "__".join(map(str, path))] = value
+        return Instance(
+            "ember_hbm_stats", p_CHANNELS=self._ch, p_PORTS=self._ports,
+            p_OCC_BITS=len(self.occupancy[0]), p_COUNT_BITS=len(self.activates),
+            p_ACCESS_BYTES=self._bytes, p_BURST=self._burst, p_HIST_BINS=HIST_BINS,
+            p_HIST_SHIFT=(HIST_WIDTH - 1).bit_length(), p_TIME_BITS=TIME_BITS,
+            p_NSTATS=len(self.names), i_clk=ClockSignal(), i_rst=ResetSignal(), **ports)
+
     def elaborate(self, platform):
         m = Module()
+        if self._verilog:
+            m.submodules.counters = self._instance()
+            return m
         ones = (1 << STAT_BITS) - 1
         regs = {name: Signal(STAT_BITS, name=name.replace("[", "_").replace("]", ""),
                              init=ones if name == "read_latency_min" else 0)

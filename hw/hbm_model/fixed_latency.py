@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import BackdoorSignature
 from .ports import RequestSignature, ResponseSignature
-from .blocks import Statistics, Storage, TIME_BITS, stat_names
+from .blocks import STATS_VERILOG, Statistics, Storage, TIME_BITS, stat_names
 
 
 __all__ = ["FixedLatencyMemory", "STORAGE_VERILOG"]
@@ -82,7 +82,11 @@ class FixedLatencyMemory(wiring.Component):
         self._storage = Storage(words=words, storage=storage, init=init, line_bytes=line_bytes)
         self._addr_bits = self._storage.addr_bits
         self.stat_names = stat_names(1)
+        #: Extra Verilog modules (name -> text): ``stats.v`` with ``storage="verilog"``.
         self.verilog_modules = {}
+        self._stats_verilog = storage == "verilog"
+        if self._stats_verilog:
+            self.verilog_modules["ember_hbm_stats"] = STATS_VERILOG.read_text()
         super().__init__({
             "req":         In(RequestSignature(tag_bits, line_bytes)),
             "resp":        Out(ResponseSignature(tag_bits, line_bytes)),
@@ -169,7 +173,8 @@ class FixedLatencyMemory(wiring.Component):
         ]
 
         m.submodules.stats = stats = Statistics(channels=1, queue_depth=1, access_bytes=64,
-                                                burst=1, max_per_cycle=1)
+                                                burst=1, max_per_cycle=1,
+                                                verilog=self._stats_verilog)
         m.d.comb += [
             stats.clear.eq(self.stats_clear),
             stats.accept.eq(accept), stats.accept_write.eq(req.write),

@@ -13,6 +13,10 @@ checks the two against each other request by request). Structure (one concept pe
 * :class:`ResponseArbiter` — one response per cycle, round-robin over the channels;
 * ``blocks.Storage`` / ``blocks.Statistics`` — data (read/written at acceptance, §4) and §5.
 
+Verilator builds (``storage="verilog"``) instantiate ``channel.v`` instead of :class:`Channel` and
+``stats.v`` instead of ``blocks.Statistics``: behavioural Verilog with the same ports and cycle
+behaviour that simulates ~10x faster (``docs/hbm_model.md``, ``docs/performance.md``).
+
 Timing is kept as saturating **down-counters**: a constraint "``t >= X + d``" set by an event at
 cycle ``X`` loads ``d - 1`` at the end of ``X`` (keeping the larger of that and the running
 count), and the constraint holds in cycle ``t`` iff the counter is 0. This is exact for every
@@ -21,7 +25,7 @@ read-after-write turnaround only looks at the *last* write: ``tWTR_L`` if it was
 group, else ``tWTR_S`` (§2; the reference model reads it the same way).
 """
 
-import hashlib
+from pathlib import Path
 
 from amaranth.hdl import (Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal,
                           Signal)
@@ -30,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import BackdoorSignature
 from .ports import RequestSignature, ResponseSignature
-from .blocks import Statistics, Storage, TIME_BITS, stat_names
+from .blocks import STATS_VERILOG, Statistics, Storage, TIME_BITS, stat_names
 
 
 __all__ = ["HbmMemory", "AddressDecoder", "Channel", "BankTimer", "ChannelTimer", "RefreshTimer",
@@ -321,10 +325,16 @@ class Channel(wiring.Component):
         self._tag_bits = tag_bits
         self._row_bits = row_bits
         self._banks = preset.bank_groups * preset.banks_per_group
+        super().__init__(self.members(preset, tag_bits=tag_bits, row_bits=row_bits, lanes=lanes))
+
+    @staticmethod
+    def members(preset, *, tag_bits, row_bits, lanes=1):
+        """The members of a :class:`Channel` (also the ports of ``channel.v``)."""
         q = preset.queue_depth
-        super().__init__({
+        banks = preset.bank_groups * preset.banks_per_group
+        return {
             "enq": In(lanes),
-            "enq_bank": In(data.ArrayLayout(range(max(2, self._banks)), lanes)),
+            "enq_bank": In(data.ArrayLayout(range(max(2, banks)), lanes)),
             "enq_row": In(data.ArrayLayout(row_bits, lanes)),
             "enq_tag": In(data.ArrayLayout(tag_bits, lanes)), "enq_write": In(lanes),
             "full": Out(1), "occupancy": Out(range(q + 1)),
@@ -333,7 +343,7 @@ class Channel(wiring.Component):
             "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
             "resp_take": In(1),
             "act": Out(1), "pre": Out(1), "ref": Out(1), "col": Out(1),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -562,22 +572,29 @@ class ResponseArbiter(wiring.Component):
         return m
 
 
-_channel_cache = {}
+CHANNEL_VERILOG = Path(__file__).with_name("channel.v")
 
 
-def _channel_verilog(preset, timing, tag_bits, row_bits, lanes):
-    """(module name, Verilog text) of one :class:`Channel`, converted once per parameter set."""
-    from amaranth.back import verilog
-    key = repr((preset.replace(name="x"), tag_bits, row_bits, lanes))
-    if key not in _channel_cache:
-        name = "ember_hbm_channel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
-        ch = Channel(preset, timing, tag_bits=tag_bits, row_bits=row_bits, lanes=lanes)
-        text = verilog.convert(ch, name=name, emit_src=False)
-        # Keep it one module (compiled once) rather than inlined into every instance.
-        header = text.index(";", text.index(f"module {name}(")) + 1
-        text = text[:header] + "\n  /*verilator no_inline_module*/" + text[header:]
-        _channel_cache[key] = name, text, ch.signature
-    return _channel_cache[key]
+def _channel_parameters(preset, timing, tag_bits, row_bits, lanes):
+    """Parameters of the ``ember_hbm_channel`` module (``channel.v``): the behavioural Verilog
+    twin of :class:`Channel` that Verilator builds use, for one preset."""
+    t, p = timing, preset
+    banks = p.bank_groups * p.banks_per_group
+    if banks > 64:
+        raise ValueError(f"preset {p.name!r}: at most 64 banks per channel in channel.v, "
+                         f"not {banks}")
+    params = {
+        "QUEUE_DEPTH": p.queue_depth, "BANKS": banks, "BANKS_PER_GROUP": p.banks_per_group,
+        "BANK_GROUPS": p.bank_groups, "BANK_BITS": _bits(max(2, banks) - 1),
+        "ROW_BITS": row_bits, "TAG_BITS": tag_bits, "LANES": lanes,
+        "OCC_BITS": _bits(p.queue_depth), "TIME_BITS": TIME_BITS,
+        "RESPONSE_DEPTH": p.response_depth, "CLOSED_PAGE": int(p.page_policy == "closed"),
+        "REFRESH": int(bool(p.refresh)), "REFI": t.refi,
+    }
+    for name in ("rl", "wl", "rcd", "rc", "rp", "ras", "rtp", "wtp", "rrd_s", "rrd_l", "faw",
+                 "rfc", "ccd_s", "ccd_l", "wtr_s", "wtr_l", "rtw"):
+        params[name.upper()] = getattr(t, name)
+    return params
 
 
 class HbmMemory(wiring.Component):
@@ -648,16 +665,19 @@ class HbmMemory(wiring.Component):
         self._decoders = [AddressDecoder(preset) for _ in range(ports)]
         self.stat_names = stat_names(preset.channels)
         self.words = words
-        self._channel_module = None
+        self._channel_params = None
         #: Verilog modules this model instantiates (name -> text); with ``storage="verilog"`` the
-        #: channel is converted once and instantiated ``channels`` times (Verilator then compiles
-        #: one channel instead of one per channel). The system's Verilog must include them.
+        #: channels are ``channel.v`` (``ember_hbm_channel``, the behavioural twin of
+        #: :class:`Channel`, much faster under Verilator). The system's Verilog must include them.
         self.verilog_modules = {}
         row_bits = self._decoders[0].row_bits
         if storage == "verilog":
-            self._channel_module, text, self._channel_signature = _channel_verilog(
-                preset, self.timing, tag_bits, row_bits, ports)
-            self.verilog_modules[self._channel_module] = text
+            self._channel_params = _channel_parameters(preset, self.timing, tag_bits, row_bits,
+                                                       ports)
+            self._channel_signature = wiring.Signature(Channel.members(
+                preset, tag_bits=tag_bits, row_bits=row_bits, lanes=ports))
+            self.verilog_modules["ember_hbm_channel"] = CHANNEL_VERILOG.read_text()
+            self.verilog_modules["ember_hbm_stats"] = STATS_VERILOG.read_text()
         req = In(RequestSignature(tag_bits, line_bytes))
         resp = Out(ResponseSignature(tag_bits, line_bytes))
         super().__init__({
@@ -698,20 +718,21 @@ class HbmMemory(wiring.Component):
         m.submodules.arbiter = arb = ResponseArbiter(C, P)
         m.submodules.stats = stats = Statistics(
             channels=C, queue_depth=Q, access_bytes=p.access_bytes, burst=t.burst,
-            max_per_cycle=C, ports=P)
+            max_per_cycle=C, ports=P, verilog=self._channel_params is not None)
         channels = []
         for c in range(C):
-            if self._channel_module is None:
+            if self._channel_params is None:
                 ch = Channel(p, t, tag_bits=self._tag_bits, row_bits=decs[0].row_bits, lanes=P)
                 m.submodules[f"channel_{c}"] = ch
             else:
-                # One Verilog module for all channels: its ports are the Channel's members.
+                # channel.v: its ports are the Channel's members.
                 ch = self._channel_signature.create(path=(f"channel_{c}",))
                 ports = {}
                 for path, member, value in self._channel_signature.flatten(ch):
                     ports[("i_" if member.flow == In else "o_") + "__".join(map(str, path))] = value
-                m.submodules[f"channel_{c}"] = Instance(self._channel_module, i_clk=ClockSignal(),
-                                                        i_rst=ResetSignal(), **ports)
+                params = {f"p_{name}": value for name, value in self._channel_params.items()}
+                m.submodules[f"channel_{c}"] = Instance("ember_hbm_channel", i_clk=ClockSignal(),
+                                                        i_rst=ResetSignal(), **params, **ports)
             channels.append(ch)
 
         now = Signal(TIME_BITS)

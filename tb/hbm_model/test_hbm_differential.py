@@ -423,6 +423,23 @@ def test_traces_full_presets(name):
     assert ref.stats["refreshes"] > 0
 
 
+@pytest.mark.rtl
+def test_traces_ports_fast():
+    """The fast-suite check of the Verilator model's channels (``channel.v``, ``stats.v``) with
+    several line ports: a reduced HBM2 with closed pages and frequent refresh (PREA, REF, idle
+    PRE), 3 line ports, against ``reference.run_requests`` (fresh seed, printed). The Amaranth
+    ``Channel`` is checked by the lockstep tests above; this one covers its Verilog twin."""
+    p = refresh_heavy(small("HBM2", page_policy="closed"))
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    for k, pat in enumerate(["random", "write_bursts", "mixed"]):
+        reqs = _wide(_jitter(pattern(pat, 300, p, seed + k), rng), rng, 64)
+        _compare_trace(p, reqs, ports=3, line_bytes=64)
+        _compare_trace(p, reqs, ports=3, line_bytes=64, max_outstanding=2 + 3 * k,
+                       resp_backpressure=0.3, seed=k)
+
+
 PORT_TRACE_CASES = [("small-HBM2", 2), ("small-HBM2", 4), ("HBM2", 4)]
 
 

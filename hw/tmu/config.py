@@ -76,7 +76,7 @@ class TmuConfig:
     memory_ports : int
         Request and response ports to the memory, 1..4: up to this many line requests leave and
         this many responses arrive per cycle (the traversal's and the run-ahead engines', in
-        that priority). Default 2 (a row's lines on one, the index loads beside them).
+        that priority). Default 2 (two lines of a row per cycle, or a line and an index load).
     output_tokens : int
         Width of the data output, 64-bit tokens per cycle: the packer and the data queue move a
         beat of up to this many tokens per cycle (the token sequence is the one of

@@ -153,33 +153,19 @@ class RowIssue(wiring.Component):
             ]
         m.d.comb += self.idle.eq(~have)
 
-        two = (self._lines == 2) and (offered[1] & self.req_grant[1])
+        two = Signal()              # both requests go this cycle
+        if self._lines == 2:
+            m.d.comb += two.eq(offered[1] & self.req_grant[1])
         with m.If(have & self.req_grant[0]):
             m.d.comb += jobs.r_en.eq(~active)
             with m.If(~active):
                 m.d.sync += job.eq(head)
-            if self._lines == 2:
-                with m.If(two):
-                    m.d.sync += [
-                        active.eq(~last[1]),
-                        addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + 2)),
-                        left.eq(left_at[1] - count[1]),
-                        slot.eq(cur_slot + 2),
-                    ]
-                with m.Else():
-                    m.d.sync += [
-                        active.eq(~last[0]),
-                        addr.eq(line_addr[1]),
-                        left.eq(left_at[1]),
-                        slot.eq(cur_slot + 1),
-                    ]
-            else:
-                m.d.sync += [
-                    active.eq(~last[0]),
-                    addr.eq(line_addr[1]),
-                    left.eq(left_at[1]),
-                    slot.eq(cur_slot + 1),
-                ]
+            m.d.sync += [
+                active.eq(~Mux(two, last[1], last[0])),
+                addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + 1 + two)),
+                left.eq(Mux(two, left_at[1] - count[1], left_at[1])),
+                slot.eq(cur_slot + 1 + two),
+            ]
         with m.If(self.clear):
             m.d.sync += active.eq(0)
         return m

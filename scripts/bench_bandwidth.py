@@ -10,13 +10,15 @@ Cases (``--cases``; inputs drawn with ``numpy.random.default_rng(--seed)``):
                    dlrm_trace`` (Meta's per-row reuse histogram, ``data/dlrm/``)
 ``cora_d16/64``    SpMM, the GCN-normalised Cora graph (2,708 nodes, 10,556 edges) x a dense
                    (2,708, dim) float32 matrix (``examples/spmm_csr.mlir``)
-``grqc_d16/64``    the same on SNAP's ca-GrQc collaboration graph (5,242 nodes, 28,980 edges
-                   symmetrised; ``--grqc``, default ``/work/shared/data/graphs/ca-GrQc.txt``)
+``grqc_d16/64``    the same on SNAP's ca-GrQc collaboration graph (5,242 nodes, 28,968
+                   directed edges, no self-loops; ``--grqc``, default
+                   ``/work/shared/data/graphs/ca-GrQc.txt``)
 =================  ===========================================================================
 
-Each case runs compiled at ``-O3`` and, where ``sw.runtime.handwritten.suite`` has one, as the
-hand-written program, on the RTL system (Verilator, ``sw.runtime.drivers.run_kernel(...,
-"rtl")``) with each memory preset (``--presets``, default HBM2 and HBM3). Every run's results
+Each case runs compiled at ``-O3`` and (``--programs hand``), where
+``sw.runtime.handwritten.suite`` has one, as the hand-written program, on the RTL system
+(Verilator, ``sw.runtime.drivers.run_kernel(..., "rtl")``) with each memory preset
+(``--presets``, default HBM2; HBM3). Every run's results
 are checked: EmbeddingBag bit for bit against ``torch.nn.functional.embedding_bag``, SpMM bit for
 bit against the kernel-order NumPy reference and within ``rtol = 1e-5`` of PyTorch's sparse
 ``@`` (``sw.workloads.Workload.check``); a mismatch raises.
@@ -40,15 +42,18 @@ Sweeps (one Verilator build per hardware point, cached in ``$EMBER_BUILD_DIR/rtl
 depth ``min(32, max_inflight / 4)``), ``--ports`` (``memory_ports``, 1..4: the RTL has 1-4 ports;
 the row issue block uses at most 2 of them, the traversal and run-ahead engines the others),
 ``--output-tokens`` (1, 2, 4, 8), ``--prefetch-depth`` (loads each run-ahead engine keeps
-ahead, e.g. of the index stream; not swept by default). The defaults finish in about 30 minutes on the loaded 2-core
-machine; ``--full`` sweeps 16..1024 lines, 1-4 ports and 1-8 tokens.
+ahead, e.g. of the index stream). On the loaded 2-core machine the default — the six cases at
+``-O3`` on HBM2, no sweeps — takes about 25 minutes (a DLRM run is 5-7 minutes of wall time at a
+load average of 7: the 25.6 MB table image); ``--all`` adds HBM3, the hand-written programs and
+sweeps of 16..1024 lines, 1, 2 and 4 ports and 1..8 tokens (hours). ``TmuConfig`` accepts 1..4 ports (``ValueError`` otherwise).
 
 Writes ``build/bench_bandwidth.csv`` and ``build/bench_bandwidth.png`` (``--out``);
 ``--docs-figure`` also copies the plot to ``docs/figures/bench_bandwidth.png``.
 
 Usage: python scripts/bench_bandwidth.py [--cases ...] [--presets HBM2 HBM3] [--programs O3 hand]
-       [--inflight 64,256,512,1024] [--ports 1,2,4] [--output-tokens 2,4,8] [--no-sweeps]
-       [--full] [--ceiling-only] [--seed S] [--out build/bench_bandwidth] [--docs-figure]
+       [--inflight 64,256,1024] [--ports 1,2,4] [--output-tokens 2,4,8] [--prefetch-depth 64]
+       [--sweep-case C] [--sweep-preset P] [--no-sweeps] [--all] [--ceiling-only] [--seed S]
+       [--out build/bench_bandwidth] [--docs-figure] [--replot CSV ...]
 """
 
 from __future__ import annotations
@@ -179,6 +184,10 @@ def unit_run(case: str, program: str, preset_name: str, seed: int, config, grqc:
                 unit_peak_lines_in_flight=stats["peak_inflight"],
                 unit_mean_lines_in_flight=round(stats["inflight_sum"] / cycles, 1),
                 unit_rob_full_cycles=stats["rob_full_cycles"],
+                unit_block_wait_cycles=stats["block_wait_cycles"],
+                unit_blocking_loads=stats["blocking_loads"],
+                unit_out_stall_cycles=stats["out_stall_cycles"],
+                unit_data_tokens=stats["data_tokens"],
                 read_latency_mean=round(latency, 1), read_latency_max=mem["read_latency_max"],
                 littles_law_bound=round(LINE * config.max_inflight / latency, 1),
                 unit_wall_s=round(wall, 1))
@@ -280,18 +289,20 @@ def _ints(text: str, name: str) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
-    parser.add_argument("--presets", nargs="+", default=["HBM2", "HBM3"], choices=("HBM2", "HBM3"))
-    parser.add_argument("--programs", nargs="+", default=["O3", "hand"], choices=("O3", "hand"))
-    parser.add_argument("--inflight", default="64,256,512,1024", help="max_inflight values to sweep")
-    parser.add_argument("--ports", default="1,2,4", help="memory_ports values to sweep (1..4)")
-    parser.add_argument("--output-tokens", default="2,4,8", help="output_tokens values to sweep")
+    parser.add_argument("--presets", nargs="+", default=["HBM2"], choices=("HBM2", "HBM3"))
+    parser.add_argument("--programs", nargs="+", default=["O3"], choices=("O3", "hand"),
+                        help="O3: compiled at -O3; hand: the hand-written program (EmbeddingBag, SpMM)")
+    parser.add_argument("--inflight", default="", help="max_inflight values to sweep, e.g. 64,256,1024")
+    parser.add_argument("--ports", default="", help="memory_ports values to sweep (1..4), e.g. 1,2,4")
+    parser.add_argument("--output-tokens", default="", help="output_tokens values to sweep, e.g. 2,4,8")
     parser.add_argument("--prefetch-depth", default="",
                         help="prefetch_depth values to sweep (run-ahead loads per engine; default none)")
     parser.add_argument("--sweep-case", default="dlrm_uniform", choices=CASES)
     parser.add_argument("--sweep-preset", default="HBM2", choices=("HBM2", "HBM3"))
     parser.add_argument("--no-sweeps", action="store_true", help="only the table")
-    parser.add_argument("--full", action="store_true",
-                        help="sweep 16..1024 lines, 1..4 ports, 1..8 tokens (hours under load)")
+    parser.add_argument("--all", action="store_true",
+                        help="everything of issue 10: HBM2 and HBM3, -O3 and hand-written, sweeps of "
+                             "16..1024 lines, 1, 2, 4 ports, 1..8 tokens (hours under load)")
     parser.add_argument("--ceiling-only", action="store_true", help="no RTL runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--grqc", type=Path, default=GRQC, help="ca-GrQc edge list (SNAP)")
@@ -321,8 +332,9 @@ def main(argv=None) -> int:
         def tqdm(it, **_):
             return it
     say = getattr(tqdm, "write", print)
-    if ns.full:
-        ns.inflight, ns.ports, ns.output_tokens = "16,32,64,128,256,512,1024", "1,2,3,4", "1,2,4,8"
+    if ns.all:
+        ns.presets, ns.programs = ["HBM2", "HBM3"], ["O3", "hand"]
+        ns.inflight, ns.ports, ns.output_tokens = "16,32,64,128,256,512,1024", "1,2,4", "1,2,4,8"
     if not ns.grqc.exists():
         dropped = [c for c in ns.cases if c.startswith("grqc")]
         ns.cases = [c for c in ns.cases if not c.startswith("grqc")]

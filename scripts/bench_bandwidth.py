@@ -45,7 +45,8 @@ the row issue block uses at most 2 of them, the traversal and run-ahead engines 
 ahead, e.g. of the index stream). On the loaded 2-core machine the default — the six cases at
 ``-O3`` on HBM2, no sweeps — takes about 25 minutes (a DLRM run is 5-7 minutes of wall time at a
 load average of 7: the 25.6 MB table image); ``--all`` adds HBM3, the hand-written programs and
-sweeps of 16..1024 lines, 1, 2 and 4 ports and 1..8 tokens (hours). ``TmuConfig`` accepts 1..4 ports (``ValueError`` otherwise).
+sweeps of 16..1024 lines, 1, 2 and 4 ports and 1..8 tokens (hours). ``TmuConfig`` accepts 1..4
+ports (``ValueError`` otherwise).
 
 Writes ``build/bench_bandwidth.csv`` and ``build/bench_bandwidth.png`` (``--out``);
 ``--docs-figure`` also copies the plot to ``docs/figures/bench_bandwidth.png``.
@@ -202,15 +203,40 @@ def ratios(row: dict) -> dict:
                 over_peak=round(u / row["peak_bytes_per_cycle"], 4))
 
 
+SWEEPS = (("max_inflight", "lines in flight (reorder buffer)"), ("memory_ports", "memory ports"),
+          ("output_tokens", "output tokens per cycle (x 64 bits)"),
+          ("prefetch_depth", "run-ahead loads per engine"))
+
+
+def _sweep_points(rows: list, sweep: str) -> list:
+    """The rows of one sweep, with the default unit's table row of the same case, program and
+    memory as its default point; one row per swept value, in increasing order."""
+    swept = [r for r in rows if r["sweep"] == sweep and "unit_cycles" in r]
+    if not swept:
+        return []
+    first = swept[0]
+    same = [r for r in rows if r["sweep"] == "table" and "unit_cycles" in r
+            and (r["case"], r["program"], r["preset"]) == (first["case"], first["program"],
+                                                           first["preset"])]
+    from hw.tmu import TmuConfig
+    default = getattr(TmuConfig(), sweep)      # CSVs of earlier versions lack some columns
+    by_value = {r.setdefault(sweep, default): r for r in same + swept}
+    return [by_value[v] for v in sorted(by_value)]
+
+
 def plot(rows: list, path: Path) -> None:
-    """A 2 x 2 figure: the table's ratio to min(ceiling, output bound) per run, and the three
-    sweeps' useful bytes/cycle against the output bound."""
+    """The table's ratio to min(ceiling, output bound) per run, and each sweep's useful
+    bytes/cycle against min(output bound, ceiling), one panel each."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    sweeps = [(s, label, pts) for s, label in SWEEPS
+              if len(pts := _sweep_points(rows, s)) > 1]
+    nrows = (2 + len(sweeps)) // 2
+    fig, axes = plt.subplots(nrows, 2, figsize=(13, 4.5 * nrows), squeeze=False)
+    panels = [ax for line in axes for ax in line]
     table = [r for r in rows if r["sweep"] == "table" and "unit_cycles" in r]
-    ax = axes[0][0]
+    ax = panels[0]
     presets = sorted({r["preset"] for r in table})
     labels = sorted({(r["case"], r["program"]) for r in table},
                     key=lambda k: (CASES.index(k[0]), k[1] != "O3"))
@@ -221,35 +247,29 @@ def plot(rows: list, path: Path) -> None:
         ax.bar(np.arange(len(labels)) + j * width, ys, width, label=p)
     ax.axhline(95, color="k", ls="--", lw=0.8, label="issue 10 goal (95 %)")
     ax.set_xticks(np.arange(len(labels)) + width * (len(presets) - 1) / 2,
-                  [f"{c}\n{p}" for c, p in labels], fontsize=7)
+                  [f"{c}\n{'-O3' if p == 'O3' else 'hand'}" for c, p in labels], fontsize=7)
     ax.set_ylabel("% of min(memory ceiling, output bound)")
     ax.set_title("useful bytes/cycle, default unit")
     ax.legend(fontsize=8)
-    for ax, (sweep, xlabel) in zip([axes[0][1], axes[1][0], axes[1][1]],
-                                   [("max_inflight", "lines in flight (reorder buffer)"),
-                                    ("memory_ports", "memory ports"),
-                                    ("output_tokens", "output tokens per cycle (x 64 bits)")]):
-        pts = sorted((r for r in rows if r["sweep"] == sweep and "unit_cycles" in r),
-                     key=lambda r: r[sweep])
-        if not pts:
-            ax.set_axis_off()
-            ax.set_title(f"{sweep}: not swept")
-            continue
+    for ax, (sweep, xlabel, pts) in zip(panels[1:], sweeps):
         xs = [r[sweep] for r in pts]
         ax.plot(xs, [r["unit_useful_bytes_per_cycle"] for r in pts], "o-", label="unit (useful B/cycle)")
         ax.plot(xs, [min(r["output_bound"], r["ceiling_bytes_per_cycle"]) for r in pts], "k--",
                 label="min(output bound, memory ceiling)")
         if sweep == "max_inflight":
             ax.set_xscale("log", base=2)
-            ax.plot(xs, [min(r["littles_law_bound"], 1e9) for r in pts], ":", label="Little's law bound")
+            ax.plot(xs, [r["littles_law_bound"] for r in pts], ":", label="Little's-law bound")
             ax.set_ylim(0, 1.3 * max(min(r["output_bound"], r["ceiling_bytes_per_cycle"]) for r in pts))
         ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_ylim(bottom=0)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("bytes / cycle")
+        ax.set_ylabel("useful bytes / cycle")
         ax.set_title(f"{pts[0]['case']} -O3, {pts[0]['preset']}")
         ax.legend(fontsize=8)
+    for ax in panels[1 + len(sweeps):]:
+        ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 

@@ -10,9 +10,9 @@ model and checked against PyTorch (``Workload.check``). Per workload and level i
 * data and control tokens per lookup (a lookup is one gathered element, ``Workload.lookups``) and
   their reduction over -O0, ``tokens(-O0) / tokens(-On)`` (the execute side pops one 64-bit token
   per operand word and dispatches one callback per control token);
-* core cycles: ``sw.runtime.execute.CoreCostModel`` over the token stream, i.e.
-  ``callbacks * (dispatch + per_callback) + data tokens * per_operand`` (2 + 4 cycles per
-  callback, 1 per data token; a flat model: a vectorised callback costs what a scalar one does);
+* core cycles: ``sw.runtime.execute.CoreCostModel`` over the token stream, i.e. per callback
+  ``dispatch + per_callback + ceil(operands / tokens_per_cycle)`` (2 + 4 cycles, and one cycle
+  per 8 operands: a 512-bit vector of operands per cycle);
 * with ``--rtl``: access-unit cycles from START to done on the RTL under Verilator (all jobs in one
   simulator process, ``sim.system.run_many_on_rtl``; tokens compared one by one with the golden
   model, results with PyTorch), bytes loaded per cycle, and the decoupled access-execute estimate

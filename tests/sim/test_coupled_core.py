@@ -96,14 +96,15 @@ def batch(kernels, seed):
                               ("o0_slow", 0, SLOW), ("o3_free", 3, None), ("o3_fast", 3, FAST)):
         program, image, regs, gold, ex = _prepare(kernels[level], args, cost)
         runs[name] = dict(gold=gold, ex=ex, cost=cost)
-        jobs.append(RtlJob(program, image.data, regs, core=cost,
+        jobs.append(RtlJob(program, image.data, regs, core=cost, max_cycles=2_000_000,
                            core_schedule=None if cost is None else ex.pops_per_control))
     program, image, regs, gold, ex = _prepare(kernels[3], args)
     wrong = {"extra_control": ex.pops_per_control[:-1] + [0, 0],       # one more control token
              "extra_operand": [ex.pops_per_control[0] + 1] + ex.pops_per_control[1:]}
     for name, schedule in wrong.items():
         runs[name] = dict(gold=gold, ex=ex, cost=CoreCostModel())
-        jobs.append(RtlJob(program, image.data, regs, core=CoreCostModel(), core_schedule=schedule))
+        jobs.append(RtlJob(program, image.data, regs, core=CoreCostModel(), core_schedule=schedule,
+                           max_cycles=2_000_000))       # a deadlock fails in seconds
     for (name, run), result in zip(runs.items(), run_many_on_rtl(jobs, engine="cpp")):
         run["rtl"] = result
     return runs

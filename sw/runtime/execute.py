@@ -40,8 +40,8 @@ class CoreCostModel:
 
     :meth:`cycles` is the estimate with no waiting for the access unit; the coupled simulation
     gives the same count plus the waits (``docs/performance.md``, "The coupled core model").
-    Raises ``ValueError`` naming the field for a value below 1 (``dispatch``, ``per_callback``
-    below 0, or a sum below 1).
+    Raises ``ValueError`` naming the field: ``dispatch`` or ``per_callback`` not an int >= 0,
+    their sum below 1, ``tokens_per_cycle`` or ``buffer_beats`` not an int >= 1.
     """
     dispatch: int = 2
     per_callback: int = 4
@@ -111,7 +111,8 @@ def execute_tokens(kernel: Kernel, args: Sequence, data_tokens: Sequence[int],
     ------
     ExecuteError
         When a callback pops more operands than were pushed, operands are left over, the control
-        stream does not end with DONE, or names a callback the kernel does not have.
+        stream does not end with DONE, or names a callback the kernel does not have, or the loop
+        pops operands before the first control token.
     ValueError
         The execute side indexed an argument out of its bounds (an argument too small for the
         kernel that the host checks did not catch); the message quotes the generated line.

@@ -23,7 +23,7 @@ setup:
 	fi
 	verilator --version
 	$(PYTHON) -m pip install --quiet "torch==2.13.0"
-	$(PYTHON) -m pip install --quiet -e ".[test,tf]"
+	$(PYTHON) -m pip install --quiet -e ".[test,tf,bench]"
 
 test:
 	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)

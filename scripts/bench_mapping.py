@@ -19,7 +19,7 @@ poolings drawn from Meta's DLRM statistics as that function states) and each map
 Writes one CSV row per (set, mapper) and prints a table.
 
 Usage: python scripts/bench_mapping.py [--units 4] [--tables 16] [--bags 64] [--memory HBM2]
-       [--seed S] [--csv build/bench_mapping.csv]
+       [--median-rows 20000] [--max-rows 100000] [--seed S] [--csv build/bench_mapping.csv]
 """
 
 from __future__ import annotations
@@ -62,6 +62,10 @@ def main(argv=None) -> int:
     parser.add_argument("--bags", type=int, default=64, help="bags per table in the batch (default 64)")
     parser.add_argument("--sets", default="balanced,imbalanced,extreme",
                         help="comma-separated table sets (default: all three)")
+    parser.add_argument("--median-rows", type=int, default=20_000,
+                        help="median table rows (table_set; default 20,000)")
+    parser.add_argument("--max-rows", type=int, default=100_000,
+                        help="largest table rows (table_set; default 100,000)")
     parser.add_argument("--memory", default="HBM2", choices=("simple", "HBM2", "HBM3"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_mapping.csv"))
@@ -71,8 +75,8 @@ def main(argv=None) -> int:
     for s in sets:
         if s not in TABLE_SETS:
             parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
-    if ns.units < 1 or ns.tables < 1 or ns.bags < 1:
-        parser.error("--units, --tables and --bags must be >= 1")
+    if min(ns.units, ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
+        parser.error("--units, --tables, --bags, --median-rows and --max-rows must be >= 1")
 
     from tqdm import tqdm
     from sim.system import RtlJob, run_many_on_rtl
@@ -87,7 +91,8 @@ def main(argv=None) -> int:
     rows = []
     for set_no, kind in enumerate(sets):
         seed = ns.seed + set_no
-        tables = table_set(kind, ns.tables, bags=ns.bags, seed=seed)
+        tables = table_set(kind, ns.tables, bags=ns.bags, seed=seed, median_rows=ns.median_rows,
+                           max_rows=ns.max_rows)
         rng = np.random.default_rng(seed)
         data = []                 # per table: (table array, indices)
         for t in tables:

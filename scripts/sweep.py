@@ -77,7 +77,7 @@ def run_point(point: dict, workloads: Sequence[str], levels: Sequence[int], size
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.golden import AccessFault
     from sw.runtime.image import bind_arguments, build_image
-    from sw.workloads import WORKLOADS
+    from sw.workloads import BENCH_WORKLOADS as WORKLOADS
 
     def fresh(args):
         return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -177,7 +177,7 @@ def run_grid(points: list[dict], workloads, levels, size, *, jobs: int = 1,
 
 
 def main(argv=None) -> int:
-    from sw.workloads import WORKLOADS
+    from sw.workloads import BENCH_WORKLOADS as WORKLOADS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -53,7 +53,7 @@ from sw.runtime.execute import CoreCostModel  # noqa: E402
 from sw.runtime.golden import AccessFault  # noqa: E402
 from sw.runtime.image import bind_arguments, build_image  # noqa: E402
 from sw.runtime.isa import Limits  # noqa: E402
-from sw.workloads import WORKLOADS  # noqa: E402
+from sw.workloads import BENCH_WORKLOADS, WORKLOADS  # noqa: E402
 
 EMBER_FIG13 = "Ember Fig. 13: -O3 over -O0 = 6.5x..21x, geomean ~11x (cycles, simulated TMU + core)"
 MEMORIES = ("simple", "HBM2", "HBM3")
@@ -131,7 +131,7 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
     cost = cost or CoreCostModel()
     rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, job)
     for name in workloads:
-        w = WORKLOADS[name]
+        w = BENCH_WORKLOADS[name]
         text = w.path.read_text()
         args = w.make(size, 0)
         lookups = w.lookups(args)

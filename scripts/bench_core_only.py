@@ -88,13 +88,14 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
 
 
 def dae_rows(workloads, size: str, memory: str, level: int, config: str) -> dict[str, dict]:
-    """``bench_compiler.measure`` at one level on the RTL: workload -> its row."""
+    """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
+    ``dae_cycles`` is when the core model popped DONE): workload -> its row."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.isa import Limits
     limits = Limits.from_file(config)
     rtl_config_for(limits)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
-                                               memory=memory)}
+                                               memory=memory, coupled=True)}
 
 
 def geomean(values):

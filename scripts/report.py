@@ -60,14 +60,16 @@ class Step:
 
 
 STEPS = [
-    Step("bandwidth", "Issue 10: the access unit against the memory's own ceiling (DLRM shape)",
-         ["scripts/bench_bandwidth.py", "--rtl", "--preset", "HBM2"],
-         ["scripts/bench_bandwidth.py", "--preset", "HBM2"], "--csv",
-         ["case", "preset", "unit_max_inflight", "unit_cycles", "unit_useful_bytes_per_cycle",
-          "ceiling_bytes_per_cycle", "unit_output_bound", "unit_over_ceiling",
-          "unit_over_min_ceiling_output", "unit_mean_lines_in_flight", "unit_peak_lines_in_flight"],
-         ["case", "preset"], "unit_useful_bytes_per_cycle", "useful bytes / cycle",
-         "Goal: unit ÷ min(ceiling, output bound) >= 95 %. --quick computes the ceiling only."),
+    Step("bandwidth", "Issue 10: the access unit against the memory's own ceiling",
+         ["scripts/bench_bandwidth.py", "--no-sweeps"],
+         ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-sweeps", "--cases", "dlrm_uniform",
+          "cora_d16"], "--out",
+         ["case", "program", "preset", "max_inflight", "unit_cycles", "unit_useful_bytes_per_cycle",
+          "ceiling_bytes_per_cycle", "output_bound", "over_ceiling", "over_min_ceiling_output",
+          "unit_mean_lines_in_flight", "unit_peak_lines_in_flight", "littles_law_bound"],
+         ["case", "program", "preset"], "unit_useful_bytes_per_cycle", "useful bytes / cycle",
+         "Goal (DLRM shape): unit ÷ min(ceiling, output bound) >= 95 %. --quick computes the "
+         "ceilings only."),
     Step("core_only", "Issue 11, table 1: DAE against a core-only baseline on the same memory",
          ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2"],
          ["scripts/bench_core_only.py", "--size", "small", "--memory", "simple", "--mshrs", "8", "16"],

@@ -25,6 +25,7 @@ from sw.compiler import pipelines as P
 from sw.compiler.context import make_context
 from sw.compiler.conversion.scf_to_slc import ConvertScfToSlc
 from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
+from sw.compiler.transforms.affine_streams import AffineStreams
 from sw.compiler.frontends.mlir import check_supported, parse_mlir
 from sw.compiler.transforms.align_queues import AlignQueues
 from sw.compiler.transforms.bufferize import bufferize
@@ -102,6 +103,9 @@ CASES = {
     # (hashed_gather)
     "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum", "hashed_gather"],
                            lambda t: _slcv_before(t, ["move", "buf", "simp", "va", "vc"])),
+    # triples[3t + k] -> affine streams of t (transe_score); offsets[b + 1] is left alone
+    # (embedding_bag_sum: the unit serves INDEX + c ahead already)
+    "affine-streams": (AffineStreams(), ["transe_score", "embedding_bag_sum"], lambda t: _dlc(t, 3)),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
     # layer 0's index kept on the core: a new callback on layer 1's end (embedding_bag_sum),
     # the existing end callback increments last (embedding_bag_mean), the begin callback first

@@ -6,11 +6,13 @@
            canonicalise callbacks (merge, dedupe, sink ALU)       transforms/move_to_callback.py
     slcv   -O2: bufferise compound operands (one per loop)        transforms/bufferize.py
            -O3: sequential memory streams -> block loads of rows  transforms/simplify_streams.py
+           -O3: a loop over consecutive rows -> one block load    transforms/coalesce_rows.py
            -O1: vectorise the access code (SLC -> SLCV)           transforms/vectorize_access.py
            -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
     dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py
            -O3: affine indices -> stride and base offset          transforms/affine_streams.py
            -O3: hoist loop-invariant ALU streams                  transforms/hoist_streams.py
+           -O3: one callback per segment, not per lookup          transforms/segment_callbacks.py
            -O3: layer 0's index kept on the core (get_var)        transforms/replace_to_val_ops.py
            -O3: queue alignment (pack operands, drop redundant)   transforms/align_queues.py
     tmu    the program mapped onto one TMU configuration          (ISA/backend modules, when present)
@@ -55,10 +57,12 @@ from .frontends.mlir import check_supported, element_type_name, parse_mlir
 from .transforms.affine_streams import AffineStreams
 from .transforms.align_queues import AlignQueues
 from .transforms.bufferize import Bufferize
+from .transforms.coalesce_rows import CoalesceRows
 from .transforms.choose_decoupling import ChooseDecoupling
 from .transforms.hoist_streams import HoistStreams
 from .transforms.move_to_callback import MoveToCallback
 from .transforms.replace_to_val_ops import ReplaceToValOps
+from .transforms.segment_callbacks import SegmentCallbacks
 from .transforms.simplify_streams import SimplifyStreams
 from .transforms.vectorize_access import VectorizeAccess
 from .transforms.vectorize_callbacks import VectorizeCallbacks
@@ -69,8 +73,10 @@ __all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "DEFAULT_TMU_CONFIG", "PASSES
 STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 #: Every pass of the compiler by its name (``ember opt --passes``, ``PassPipeline.parse_spec``).
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (
-    ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, VectorizeAccess,
-    VectorizeCallbacks, ConvertSlcToDlc, AffineStreams, HoistStreams, ReplaceToValOps, AlignQueues)}
+    ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, CoalesceRows,
+    VectorizeAccess,
+    VectorizeCallbacks, ConvertSlcToDlc, AffineStreams, HoistStreams, SegmentCallbacks, ReplaceToValOps,
+    AlignQueues)}
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
@@ -152,6 +158,7 @@ def slcv_passes(opt_level: int, vlen: int) -> tuple[ModulePass, ...]:
         passes.append(Bufferize())               # one value per loop = one collected buffer
     if opt_level >= 3:
         passes.append(SimplifyStreams())         # rows -> block loads, element loop removed
+        passes.append(CoalesceRows())            # consecutive rows -> one block load
     if opt_level >= 1:
         passes.append(VectorizeAccess(vlen))     # innermost loop -> vector layer
         passes.append(VectorizeCallbacks())      # per-lane callback loops -> vector ops
@@ -164,6 +171,7 @@ def dlc_passes(opt_level: int) -> tuple[ModulePass, ...]:
     if opt_level >= 3:
         passes.append(AffineStreams())           # a*i + c indices -> affine MEM streams
         passes.append(HoistStreams())            # loop-invariant ALU streams to outer layers
+        passes.append(SegmentCallbacks())        # one callback per segment of the inner layer
         passes.append(ReplaceToValOps())         # layer 0's index counted on the core
         passes.append(AlignQueues())             # pack operands, drop redundant ones
     return tuple(passes)

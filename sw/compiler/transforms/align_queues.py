@@ -55,7 +55,7 @@ def align_queues(fn: func.FuncOp) -> None:
     for case in [c for c in compute.body.block.ops if isinstance(c, dlc.CaseOp)]:
         cid = case.id.value.data
         operands, reg_cb = regs[cid]
-        pops = [o for o in case.body.block.ops if isinstance(o, _POPS)]
+        pops = [o for o in case.walk() if isinstance(o, _POPS)]   # in program order
         if len(pops) != len(operands):
             continue     # not the shape slc_to_dlc emits: leave it
         pairs = list(zip(operands, pops))

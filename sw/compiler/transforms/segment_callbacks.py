@@ -1,0 +1,161 @@
+"""segment-callbacks: one callback per segment of the innermost layer instead of one per lookup.
+
+At ``-O3`` the innermost layer of an EmbeddingBag (the lookups ``j`` of bag ``b``), an SpMM or an
+SpMV (the nonzeros of row ``i``) fires its callback on every iteration: one control token per
+lookup, and the operands that do not change during the segment (the bag ``b``) pushed with every
+lookup. A hand-written program pushes the segment's length once and lets the core count
+(``sw/runtime/handwritten/suite.py``; Ember, arXiv 2504.09870, §6.3, hoisting loop-invariant
+operands and callbacks). This pass does the same on the DLC. For the innermost layer ``k >= 1``,
+a scalar layer of step 1 whose ``iter`` event has exactly one callback ``C`` (its operands
+registered right before it, all on ``k``'s ``iter``):
+
+1. ``%n = dlc.alu_stream layer k-1 sub %ub, %lb`` (the trip count of layer ``k``: ``ub - lb``,
+   non-positive for an empty segment) is registered on layer ``k``'s ``begin`` — which the unit
+   fires once per iteration of layer ``k - 1``, after its ``iter`` and before layer ``k``'s
+   traversal, also when the traversal is empty (docs/isa.md, "Execution order");
+2. ``C``'s operands that are invariant during layer ``k`` (registers, streams of layers ``< k``:
+   the bag ``b``) move to ``begin`` too (hoisted: pushed once per segment), the others stay on
+   ``iter`` (pushed per lookup, without a control token);
+3. ``C`` is registered on ``begin``; its ``dlc.case`` pops ``%n`` and the hoisted operands, then
+   runs its former body — the per-lookup pops and the work — in ``scf.for %_ = 0 to %n``.
+
+The core pops the same operands in the same order and does the same arithmetic in the same order,
+so results are unchanged bit for bit; the data queue carries one more token per segment (``n``)
+and the hoisted operands once per segment, the control queue one token per segment instead of one
+per lookup. ``replace-to-val-ops``, which runs next, then counts ``b`` on the core from this
+``begin`` callback (increment first), and ``align-queues`` packs the per-lookup operands as before.
+
+Left alone: a layer with another callback on its ``iter`` (or none), operands registered apart
+from their callback, a vector or broadcast layer, a step other than 1, a ``begin`` action of
+layer ``k`` registered after ``C`` (the core would run it after ``C``'s work instead of before),
+a ``dlc.case`` whose pops do not match the registrations one for one, and a kernel of one layer
+(TransE: one callback per triple already).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+
+from ..dialects import dlc
+from ._util import functions
+from .hoist_streams import _layer_of
+
+__all__ = ["SegmentCallbacks", "segment_callbacks"]
+
+_POPS = (dlc.PopOperandOp, dlc.PopBufferOp, dlc.PopPackedOp)
+
+
+def _key(op: Operation) -> tuple[int, str] | None:
+    if isinstance(op, dlc.RegisterOperandOp | dlc.RegisterCallbackOp):
+        return op.layer.value.data, op.event.data
+    return None
+
+
+def _defined_outside(value, case: dlc.CaseOp) -> bool:
+    owner = value.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if op is case:
+            return False
+        op = op.parent_op()
+    return True
+
+
+def segment_callbacks(fn: func.FuncOp) -> int | None:
+    """Apply the module docstring's rewrite to a DLC function in place; the callback id moved to
+    the segment, or None if the function was left alone."""
+    block = fn.body.block
+    access = next((o for o in block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
+    compute = next((o for o in block.ops if isinstance(o, dlc.ComputeLoopOp)), None)
+    if access is None or compute is None:
+        return None
+    ops = list(access.body.block.ops)
+    tus = {o.layer.value.data: o for o in ops if isinstance(o, dlc.TuOp)}
+    if len(tus) < 2:
+        return None
+    k = max(tus)
+    tu = tus[k]
+    if tu.lanes != 1 or tu.config_name != "scalar" or tu.step.value.data != 1:
+        return None
+    iter_cbs = [o for o in ops if isinstance(o, dlc.RegisterCallbackOp) and _key(o) == (k, "iter")]
+    if len(iter_cbs) != 1:
+        return None
+    reg_cb = iter_cbs[0]
+    at = ops.index(reg_cb)
+    start = at
+    while start > 0 and isinstance(ops[start - 1], dlc.RegisterOperandOp):
+        start -= 1
+    operands = ops[start:at]
+    if any(_key(r) != (k, "iter") for r in operands) or any(
+            r.packed is not None or r.join is not None for r in operands):
+        return None
+    if any(_key(o) == (k, "iter") for o in ops[:start] + ops[at + 1:]):
+        return None                      # an operand of layer k's iter apart from its callback
+    if any(_key(o) == (k, "begin") for o in ops[at + 1:]):
+        return None                      # a begin action after C: would run after C's work
+    cid = reg_cb.id.value.data
+    case = next((c for c in compute.body.block.ops
+                 if isinstance(c, dlc.CaseOp) and c.id.value.data == cid), None)
+    if case is None:
+        return None
+    top = [o for o in case.body.block.ops if not isinstance(o, dlc.YieldOp)]
+    pops = [o for o in case.walk() if isinstance(o, _POPS)]
+    if len(pops) != len(operands) or any(isinstance(p, dlc.PopPackedOp) for p in pops) \
+            or any(p not in top for p in pops) \
+            or any(not _defined_outside(v, case) for p in pops for v in p.operands):
+        return None
+
+    # access side: %n on layer k's begin, hoisted operands there too, the callback on begin
+    count = dlc.AluStreamOp(k - 1, "sub", tu.ub, tu.lb, dlc.stream_type(IndexType(), 1))
+    count.result.name_hint = "seg_len"
+    access.body.block.insert_op_before(count, tu)
+    hoisted = [(r, p) for r, p in zip(operands, pops) if _layer_of(r.value) < k]
+    per_lookup = [(r, p) for r, p in zip(operands, pops) if _layer_of(r.value) >= k]
+    for r in operands:
+        r.detach()
+    for r, _ in hoisted:
+        r.event = StringAttr("begin")
+    for r in [dlc.RegisterOperandOp(k, "begin", count.result)] + [r for r, _ in hoisted + per_lookup]:
+        access.body.block.insert_op_before(r, reg_cb)
+    reg_cb.event = StringAttr("begin")
+
+    # execute side: pop n and the hoisted operands, then the old body n times
+    body = case.body.block
+    n_pop = dlc.PopOperandOp(IndexType())
+    n_pop.result.name_hint = "seg_len"
+    c0 = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    c1 = arith.ConstantOp(IntegerAttr(1, IndexType()))
+    c0.result.name_hint, c1.result.name_hint = "c0", "c1"
+    loop_block = Block(arg_types=[IndexType()])
+    loop_block.args[0].name_hint = "lookup"
+    loop = scf.ForOp(c0.result, n_pop.result, c1.result, [], Region(loop_block))
+    for op in top:
+        op.detach()
+    term = body.last_op if isinstance(body.last_op, dlc.YieldOp) else None
+    for op in [n_pop] + [p for _, p in hoisted] + [c0, c1, loop]:
+        if term is not None:
+            body.insert_op_before(op, term)
+        else:
+            body.add_op(op)
+    for op in top:
+        if not any(op is p for _, p in hoisted):
+            loop_block.add_op(op)
+    loop_block.add_op(scf.YieldOp())
+    return cid
+
+
+@dataclass(frozen=True)
+class SegmentCallbacks(ModulePass):
+    """One callback per segment of the innermost layer, its invariant operands hoisted (-O3)."""
+
+    name = "segment-callbacks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in functions(op):
+            segment_callbacks(fn)

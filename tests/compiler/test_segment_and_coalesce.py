@@ -75,11 +75,12 @@ def test_o3_one_control_token_per_bag_for_the_lookups(seed, name, per_bag):
     assert len(got.access.control_tokens) == per_bag * nbags + 1
 
 
-def _spattn_args(rng, extra_value_columns=0):
-    nq, nk, bs, dim = int(rng.integers(1, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 5)), \
+def _spattn_args(rng, extra_value_columns=0, min_bs=1):
+    nq, nk, bs, dim = int(rng.integers(2, 5)), int(rng.integers(1, 6)), int(rng.integers(min_bs, 5)), \
         int(rng.integers(1, 9))
     counts = rng.integers(0, nk + 1, nq)
     counts[0] = 0                                                   # an empty query block
+    counts[-1] = max(counts[-1], 1)                                 # and a nonempty one
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     idx = np.concatenate([rng.choice(nk, c, replace=False) for c in counts]).astype(np.int64)
     key = rng.standard_normal((nk * bs, dim)).astype(np.float32)
@@ -109,7 +110,7 @@ def test_block_sparse_gather_with_a_wider_value_table(seed):
     block holds bs whole value rows and the core skips the rest (results equal the reference)."""
     w = WORKLOADS["spattn_gather"]
     rng = np.random.default_rng(seed)
-    args, _ = _spattn_args(rng, extra_value_columns=int(rng.integers(1, 4)))
+    args, _ = _spattn_args(rng, extra_value_columns=int(rng.integers(1, 4)), min_bs=2)
     assert args[3].shape[1] > args[2].shape[1]
     text = w.path.read_text()
     got = run_kernel(compile_mlir(text, filename=w.example, opt_level=3), _copy(args), "golden")

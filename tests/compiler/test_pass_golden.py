@@ -115,9 +115,11 @@ CASES = {
     # (embedding_bag_sum: the unit serves INDEX + c ahead already)
     "affine-streams": (AffineStreams(), ["transe_score", "embedding_bag_sum"], lambda t: _dlc(t, 3)),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
-    # one callback per bag / row, the index hoisted (embedding_bag_sum, spmv_csr); one layer
+    # one callback per bag / row, the index hoisted (embedding_bag_sum, spmv_csr); the end
+    # callback merged (embedding_bag_mean), the begin and end ones (embedding_bag_max); one layer
     # (transe_score) left alone
-    "segment-callbacks": (SegmentCallbacks(), ["embedding_bag_sum", "spmv_csr", "transe_score"],
+    "segment-callbacks": (SegmentCallbacks(), ["embedding_bag_sum", "spmv_csr", "embedding_bag_mean",
+                                               "embedding_bag_max", "transe_score"],
                           lambda t: _dlc(t, 3, hoisted=True, affine=True)),
     # layer 0's index kept on the core: a new callback on layer 1's end (embedding_bag_sum),
     # the existing end callback increments last (embedding_bag_mean), the begin callback first

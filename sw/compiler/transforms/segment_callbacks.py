@@ -19,6 +19,14 @@ registered right before it, all on ``k``'s ``iter``):
 3. ``C`` is registered on ``begin``; its ``dlc.case`` pops ``%n`` and the hoisted operands, then
    runs its former body — the per-lookup pops and the work — in ``scf.for %_ = 0 to %n``.
 
+4. a callback of layer ``k``'s ``begin`` registered right before ``C``'s operands (max's start of
+   the running maximum) runs at the top of ``C``'s case; a callback of layer ``k``'s ``end``
+   registered right after ``C`` whose operands are invariant during layer ``k`` (mean's division
+   by the bag length, max's zero for an empty bag) runs after the loop, its operands registered
+   on ``begin`` (the same values: streams of outer layers or registers) and popped before the
+   loop. One control token per segment instead of two or three; the registrations stay in the
+   order of the pops.
+
 The core pops the same operands in the same order and does the same arithmetic in the same order,
 so results are unchanged bit for bit; the data queue carries one more token per segment (``n``)
 and the hoisted operands once per segment, the control queue one token per segment instead of one
@@ -147,7 +155,98 @@ def segment_callbacks(fn: func.FuncOp) -> int | None:
         if not any(op is p for _, p in hoisted):
             loop_block.add_op(op)
     loop_block.add_op(scf.YieldOp())
+    _merge_begin(access, compute, k, reg_cb, case)
+    _merge_end(access, compute, k, reg_cb, case, loop)
     return cid
+
+
+def _group(access: dlc.ConfigureAccessOp, reg_cb: dlc.RegisterCallbackOp) -> list:
+    """The operand registrations right before ``reg_cb`` (its operands)."""
+    ops = list(access.body.block.ops)
+    at = ops.index(reg_cb)
+    start = at
+    while start > 0 and isinstance(ops[start - 1], dlc.RegisterOperandOp):
+        start -= 1
+    return ops[start:at]
+
+
+def _case_of(compute: dlc.ComputeLoopOp, cid: int) -> dlc.CaseOp | None:
+    return next((c for c in compute.body.block.ops
+                 if isinstance(c, dlc.CaseOp) and c.id.value.data == cid), None)
+
+
+def _simple(case: dlc.CaseOp, operands: list) -> list | None:
+    """``case``'s top-level pops if they match ``operands`` one for one and read nothing defined
+    in the case, else None."""
+    top = [o for o in case.body.block.ops if not isinstance(o, dlc.YieldOp)]
+    pops = [o for o in case.walk() if isinstance(o, _POPS)]
+    if len(pops) != len(operands) or any(isinstance(p, dlc.PopPackedOp) or p not in top for p in pops) \
+            or any(not _defined_outside(v, case) for p in pops for v in p.operands):
+        return None
+    return pops
+
+
+def _merge_begin(access, compute, k: int, reg_cb, case) -> None:
+    """A callback B on layer k's begin registered right before the segment's operands runs, with
+    its pops, at the top of the segment's case (its operands stay where they are, before the
+    segment's on begin): one control token per segment instead of two."""
+    ops = list(access.body.block.ops)
+    first = _group(access, reg_cb)
+    first = first[0] if first else reg_cb
+    at = ops.index(first)
+    if at == 0 or not isinstance(ops[at - 1], dlc.RegisterCallbackOp) or _key(ops[at - 1]) != (k, "begin"):
+        return
+    b_cb = ops[at - 1]
+    b_case = _case_of(compute, b_cb.id.value.data)
+    if b_case is None or b_case is case or _simple(b_case, _group(access, b_cb)) is None:
+        return
+    body = case.body.block
+    for op in reversed([o for o in b_case.body.block.ops if not isinstance(o, dlc.YieldOp)]):
+        op.detach()
+        body.insert_op_before(op, body.first_op)
+    b_cb.detach(); b_cb.erase()
+    b_case.detach(); b_case.erase()
+
+
+def _merge_end(access, compute, k: int, reg_cb, case, loop) -> None:
+    """A callback E on layer k's end registered right after the segment's callback, whose
+    operands are invariant during layer k, runs after the segment's loop: its operands move to
+    layer k's begin (the same values: streams of outer layers), its pops before the loop."""
+    ops = list(access.body.block.ops)
+    at = ops.index(reg_cb) + 1
+    nxt = at
+    while nxt < len(ops) and isinstance(ops[nxt], dlc.RegisterOperandOp):
+        nxt += 1
+    if nxt >= len(ops) or not isinstance(ops[nxt], dlc.RegisterCallbackOp) or _key(ops[nxt]) != (k, "end"):
+        return
+    e_cb, e_operands = ops[nxt], ops[at:nxt]
+    if any(_key(r) != (k, "end") or _layer_of(r.value) >= k for r in e_operands):
+        return
+    e_case = _case_of(compute, e_cb.id.value.data)
+    if e_case is None or e_case is case:
+        return
+    e_pops = _simple(e_case, e_operands)
+    if e_pops is None:
+        return
+    # registered before the per-lookup operands: registrations stay in the order of the pops
+    before = next((r for r in _group(access, reg_cb) if _key(r) == (k, "iter")), reg_cb)
+    for r in e_operands:
+        r.detach()
+        r.event = StringAttr("begin")
+        access.body.block.insert_op_before(r, before)
+    body = case.body.block
+    for p in e_pops:
+        p.detach()
+        body.insert_op_before(p, loop)
+    term = body.last_op if isinstance(body.last_op, dlc.YieldOp) else None
+    for op in [o for o in e_case.body.block.ops if not isinstance(o, dlc.YieldOp)]:
+        op.detach()
+        if term is not None:
+            body.insert_op_before(op, term)
+        else:
+            body.add_op(op)
+    e_cb.detach(); e_cb.erase()
+    e_case.detach(); e_case.erase()
 
 
 @dataclass(frozen=True)

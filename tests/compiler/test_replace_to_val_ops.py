@@ -73,7 +73,7 @@ def test_tokens_saved(rng, example):
     index b hoisted there (one token per bag, beside the segment length n; a row is 7 packed
     tokens at dim 13); replace-to-val-ops counts b on the core from that callback (-1 data token
     per bag, no control token added). mean: the end callback (the division) is merged into the
-    segment's, its bag length pushed on begin too; b, registered twice there, once."""
+    segment's, its max(n, 1) computed on the core from the segment length."""
     text = (REPO / "examples" / f"{example}.mlir").read_text()
     dim = 13
     table = rng.standard_normal((30, dim)).astype(np.float32)
@@ -86,9 +86,9 @@ def test_tokens_saved(rng, example):
         assert (len(data), len(control)) == (rows * 7 + 2 * nbags, nbags + 1)
         assert len(got.access.data_tokens) == rows * 7 + nbags
         assert len(got.access.control_tokens) == nbags + 1
-    else:   # the end callback merged into the segment's: n, b, count on begin (b once)
-        assert (len(data), len(control)) == (rows * 7 + 3 * nbags, nbags + 1)
-        assert len(got.access.data_tokens) == rows * 7 + 2 * nbags
+    else:   # the end callback merged into the segment's, its max(n, 1) computed on the core
+        assert (len(data), len(control)) == (rows * 7 + 2 * nbags, nbags + 1)
+        assert len(got.access.data_tokens) == rows * 7 + nbags
         assert len(got.access.control_tokens) == nbags + 1
     ref = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
                                             torch.from_numpy(offsets[:-1]), mode=example[14:])

@@ -24,7 +24,9 @@ registered right before it, all on ``k``'s ``iter``):
    registered right after ``C`` whose operands are invariant during layer ``k`` (mean's division
    by the bag length, max's zero for an empty bag) runs after the loop, its operands registered
    on ``begin`` (the same values: streams of outer layers or registers) and popped before the
-   loop. One control token per segment instead of two or three; the registrations stay in the
+   loop — or, for an ALU stream of the segment length and registers (mean's ``max(len, 1)``),
+   computed on the core from the popped length (``arith``), not pushed. The segment length is the
+   kernel's own ``ub - lb`` stream when it has one. One control token per segment instead of two or three; the registrations stay in the
    order of the pops.
 
 The core pops the same operands in the same order and does the same arithmetic in the same order,
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
@@ -120,9 +122,13 @@ def segment_callbacks(fn: func.FuncOp) -> int | None:
         return None
 
     # access side: %n on layer k's begin, hoisted operands there too, the callback on begin
-    count = dlc.AluStreamOp(k - 1, "sub", tu.ub, tu.lb, dlc.stream_type(IndexType(), 1))
-    count.result.name_hint = "seg_len"
-    access.body.block.insert_op_before(count, tu)
+    count = next((o for o in ops if isinstance(o, dlc.AluStreamOp) and o.op.data == "sub"
+                  and o.lhs is tu.ub and o.rhs is tu.lb and o.layer.value.data == k - 1
+                  and dlc.stream_lanes(o.result.type) == 1), None)   # the kernel's own ub - lb
+    if count is None:
+        count = dlc.AluStreamOp(k - 1, "sub", tu.ub, tu.lb, dlc.stream_type(IndexType(), 1))
+        count.result.name_hint = "seg_len"
+        access.body.block.insert_op_before(count, tu)
     hoisted = [(r, p) for r, p in zip(operands, pops) if _layer_of(r.value) < k]
     per_lookup = [(r, p) for r, p in zip(operands, pops) if _layer_of(r.value) >= k]
     for r in operands:
@@ -156,7 +162,7 @@ def segment_callbacks(fn: func.FuncOp) -> int | None:
             loop_block.add_op(op)
     loop_block.add_op(scf.YieldOp())
     _merge_begin(access, compute, k, reg_cb, case)
-    _merge_end(access, compute, k, reg_cb, case, loop)
+    _merge_end(access, compute, k, reg_cb, case, loop, count.result, n_pop.result)
     return cid
 
 
@@ -208,10 +214,17 @@ def _merge_begin(access, compute, k: int, reg_cb, case) -> None:
     b_case.detach(); b_case.erase()
 
 
-def _merge_end(access, compute, k: int, reg_cb, case, loop) -> None:
+#: ALU streams of the segment length and registers the core recomputes instead of receiving.
+_ON_CORE = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp,
+            "min": arith.MinSIOp}
+
+
+def _merge_end(access, compute, k: int, reg_cb, case, loop, count, n) -> None:
     """A callback E on layer k's end registered right after the segment's callback, whose
     operands are invariant during layer k, runs after the segment's loop: its operands move to
-    layer k's begin (the same values: streams of outer layers), its pops before the loop."""
+    layer k's begin (the same values: streams of outer layers), its pops before the loop. An
+    operand that is an ALU stream of the segment length and registers (mean's ``max(len, 1)``)
+    is computed on the core from the popped length instead of pushed."""
     ops = list(access.body.block.ops)
     at = ops.index(reg_cb) + 1
     nxt = at
@@ -235,7 +248,25 @@ def _merge_end(access, compute, k: int, reg_cb, case, loop) -> None:
         r.event = StringAttr("begin")
         access.body.block.insert_op_before(r, before)
     body = case.body.block
-    for p in e_pops:
+    for r, p in zip(e_operands, e_pops):
+        v = r.value.owner
+        if isinstance(v, dlc.AluStreamOp) and v.op.data in _ON_CORE and isinstance(p, dlc.PopOperandOp) \
+                and all(x is count or _layer_of(x) == -1 for x in (v.lhs, v.rhs)) \
+                and isinstance(p.result.type, IndexType | IntegerType):
+            new = _ON_CORE[v.op.data](*(n if x is count else x for x in (v.lhs, v.rhs)))
+            body.insert_op_before(new, loop)
+            value = new.result
+            if p.result.type != value.type:
+                cast = arith.IndexCastOp(value, p.result.type)
+                body.insert_op_before(cast, loop)
+                value = cast.result
+            value.name_hint = p.result.name_hint
+            p.result.replace_all_uses_with(value)
+            p.detach(); p.erase()
+            r.detach(); r.erase()
+            if not v.result.uses:
+                v.detach(); v.erase()
+            continue
         p.detach()
         body.insert_op_before(p, loop)
     term = body.last_op if isinstance(body.last_op, dlc.YieldOp) else None

@@ -10,28 +10,26 @@ builtin.module {
       %start = dlc.mem_stream layer 0 %offsets[%b] stride 8 : memref<?xindex>, !dlc.stream<index>
       %end = dlc.mem_stream layer 0 %offsets[%b1] stride 8 : memref<?xindex>, !dlc.stream<index>
       %len = dlc.alu_stream layer 0 sub %end, %start : !dlc.stream<index>, !dlc.stream<index> -> !dlc.stream<index>
-      %n = dlc.alu_stream layer 0 max %len, %c1 : !dlc.stream<index>, index -> !dlc.stream<index>
-      %seg_len = dlc.alu_stream layer 0 sub %end, %start : !dlc.stream<index>, !dlc.stream<index> -> !dlc.stream<index>
       %j = dlc.tu layer 1 %start to %end step 1 check_order : !dlc.stream<index>, !dlc.stream<index>
       %row = dlc.mem_stream layer 1 %indices[%j] stride 8 : memref<?xindex>, !dlc.stream<index>
       %0 = dlc.alu_stream layer 1 mul %row, %dim : !dlc.stream<index>, index -> !dlc.stream<index>
       %v_buf = dlc.buf_stream layer 1 %table[%0] len %dim stride 4 : memref<?x?xf32>, !dlc.stream<index>, index -> !dlc.buffer<f32>
-      dlc.register_operand layer 1 begin %seg_len : !dlc.stream<index>
+      dlc.register_operand layer 1 begin %len : !dlc.stream<index>
       dlc.register_operand layer 1 begin %b : !dlc.stream<index>
-      dlc.register_operand layer 1 begin %n : !dlc.stream<index>
       dlc.register_operand layer 1 begin %b : !dlc.stream<index>
       dlc.register_operand layer 1 iter %v_buf : !dlc.buffer<f32>
       dlc.register_callback layer 1 begin 0
     }
     dlc.compute_loop {
       dlc.case 0 {
-        %seg_len_1 = dlc.pop_operand : index
+        %seg_len = dlc.pop_operand : index
         %b_1 = dlc.pop_operand : index
         %c0_1 = arith.constant 0 : index
         %c1_1 = arith.constant 1 : index
-        %n_i64 = dlc.pop_operand : i64
+        %1 = arith.maxsi %seg_len, %c1 : index
+        %n_i64 = arith.index_cast %1 : index to i64
         %b_2 = dlc.pop_operand : index
-        scf.for %lookup = %c0_1 to %seg_len_1 step %c1_1 {
+        scf.for %lookup = %c0_1 to %seg_len step %c1_1 {
           %v_row = dlc.pop_buffer %dim : memref<?xf32>
           %c1_2 = arith.constant 1 : index
           scf.for %d = %c0 to %dim step %c1_2 {

@@ -10,6 +10,11 @@
 // statistics. So tokens, fault code/address, cycle counts and statistics are identical to the
 // cocotb engine's, with or without back-pressure.
 //
+// Only here (the cocotb engine refuses it): a job with a core schedule has its sinks driven by a
+// model of the execute side (CoreModel below) instead of the back-pressure generators, so a slow
+// core back-pressures the unit and a fast one waits for it in the same simulation; the tokens
+// captured are the same (capture does not depend on who drives `ready`).
+//
 // Usage: ember_harness <job dir> [+HBM_IMAGE=<job dir>/image.hex]
 //   <job dir>/jobs.txt    input (written by sim/fast.py; format documented there)
 //   <job dir>/results.txt output: one block per job (format documented in sim/fast.py);
@@ -20,6 +25,7 @@
 #include "Vember_system.h"
 #include "verilated.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +67,104 @@ struct Job {
     uint32_t bp_threshold = 0;
     uint32_t seed = 0;
     uint64_t max_cycles = 0;
+    bool core = false;                 // a core schedule: the sinks are the core model
+    uint32_t cycles_per_control = 0, tokens_per_cycle = 0, buffer_beats = 0;
+    std::vector<uint32_t> schedule;
+};
+
+// The execute side as a consumer of the output queues (a job with a core schedule; docs/
+// performance.md "The coupled core model"; sw.runtime.execute.CoreCostModel is the same rate
+// model without waiting). Per control token the core pops it (ready on ctrl), is busy
+// cycles_per_control cycles (the pop cycle included), then takes that callback's operands from
+// its operand buffer at tokens_per_cycle per cycle (waiting when the buffer is empty); the buffer
+// (buffer_tokens) accepts a data beat (ready on data) when a whole beat fits after this cycle's
+// take. schedule[i] is the number of operands the callback of control token i pops (DONE last,
+// with 0). Two calls per cycle: ready() before the clock edge, commit() after it with what fired.
+// If the stream and the schedule disagree (more or fewer tokens, DONE elsewhere, or no token
+// moving for long while the core waits) the model gives up: `mismatch`, and from then on both
+// queues are always ready (a free-running sink), so a wrong schedule never deadlocks the run.
+struct CoreModel {
+    static const uint64_t STUCK_LIMIT = 1u << 14;   // waiting cycles, the unit refused on the other queue
+    static const uint64_t DRAINED_LIMIT = 4;        // waiting cycles for an empty queue of a done unit
+    bool active = false;
+    uint32_t cycles_per_control = 6, tokens_per_cycle = 8, buffer_tokens = 2 * DATA_TOKENS;
+    std::vector<uint32_t> schedule;
+    // state
+    size_t next = 0;            // index of the next control token in the schedule
+    uint32_t busy = 0;          // cycles of the current control token's dispatch + body left
+    uint32_t need = 0;          // operands the current callback still has to take
+    uint64_t buffered = 0;      // tokens in the operand buffer
+    uint32_t take = 0;          // operands taken in this cycle (set by ready())
+    bool finished = false, mismatch = false;
+    uint64_t cycle = 0, first_cycle = 0, finish_cycle = 0, starved = 0, stuck = 0, drained = 0;
+
+    void start() {   // before the START write
+        next = 0;
+        busy = need = take = 0;
+        buffered = cycle = first_cycle = finish_cycle = starved = stuck = drained = 0;
+        finished = mismatch = false;
+    }
+    bool free_running() const { return !active || finished || mismatch; }
+    // Still consuming: the run is not over before this is false.
+    bool holding() const { return !free_running(); }
+    bool waiting_for_ctrl() const { return busy == 0 && need == 0; }
+
+    // Before the edge: the ready bits of (data, ctrl) for this cycle.
+    void ready(bool& data_ready, bool& ctrl_ready) {
+        take = 0;
+        if (free_running()) {
+            data_ready = ctrl_ready = true;
+            return;
+        }
+        if (busy == 0 && need > 0)
+            take = uint32_t(std::min<uint64_t>({tokens_per_cycle, need, buffered}));
+        ctrl_ready = waiting_for_ctrl();
+        data_ready = buffer_tokens - (buffered - take) >= DATA_TOKENS;
+    }
+
+    // After the edge: what fired (a data beat of `count` tokens, control token `token`), the
+    // valid bits of both queues, whether `ready` was refused on one of them, and whether the
+    // unit is done (every token it will push is in the queues: docs/rtl.md §2.6).
+    void commit(bool data_fire, unsigned count, bool ctrl_fire, uint16_t token, bool data_valid,
+                bool ctrl_valid, bool refused, bool unit_done) {
+        if (!active) return;
+        if (free_running()) {
+            if (finished && !mismatch && (data_fire || ctrl_fire)) mismatch = true;   // tokens after DONE
+            return;
+        }
+        cycle += 1;
+        bool want_data = busy == 0 && need > 0 && take == 0;
+        bool want_ctrl = busy == 0 && need == 0 && !ctrl_fire;
+        // starved: the core had fewer tokens than it could consume in this cycle
+        bool short_take = busy == 0 && need > 0 && take < std::min(tokens_per_cycle, need);
+        if (short_take || want_ctrl) starved += 1;
+        // nothing more can come: the unit is done and the queue the core waits for is empty
+        bool hopeless = unit_done && ((want_data && !data_valid) || (want_ctrl && !ctrl_valid));
+        bool idle = (want_data || want_ctrl) && !data_fire;
+        stuck = idle ? stuck + 1 : 0;
+        drained = hopeless ? drained + 1 : 0;
+        buffered -= take;
+        need -= take;
+        if (busy > 0) busy -= 1;
+        if (data_fire) buffered += count;
+        if (ctrl_fire) {
+            if (next == 0) first_cycle = cycle;
+            bool done_token = token == 0xFFFF;
+            bool last = next + 1 == schedule.size();
+            if (next >= schedule.size() || done_token != last) {
+                mismatch = true;
+            } else if (done_token) {
+                finished = true;
+                finish_cycle = cycle;
+                if (buffered > 0) mismatch = true;   // operands nobody popped
+            } else {
+                busy = cycles_per_control - 1;
+                need = schedule[next];
+            }
+            next += 1;
+        }
+        if (drained >= DRAINED_LIMIT || (refused && stuck >= STUCK_LIMIT)) mismatch = true;
+    }
 };
 
 // The DUT plus the state of sim/system_top.v's sinks, capture and finished detector.
@@ -78,8 +182,15 @@ class Harness {
     // FallingEdge).
     void cycle() {
         bool sink_on = capture && !cap_full && !dump;
-        bool data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
-        bool ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        bool data_ready, ctrl_ready;
+        if (core.active) {
+            core.ready(data_ready, ctrl_ready);
+            data_ready = data_ready && sink_on;
+            ctrl_ready = ctrl_ready && sink_on;
+        } else {
+            data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
+            ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        }
         top_->data_out___05Fready = data_ready;
         top_->ctrl_out___05Fready = ctrl_ready;
         top_->clk = 0;
@@ -96,6 +207,9 @@ class Harness {
         top_->eval();
         // the wrapper's registers, updated with the values before the edge
         bool data_fire = dv && data_ready, ctrl_fire = cv && ctrl_ready;
+        if (core.active && core_clock)
+            core.commit(data_fire, data_fire ? beat_count : 0, ctrl_fire, ctrl_payload, dv, cv,
+                        (dv && !data_ready) || (cv && !ctrl_ready), !busy && done);
         if (seed_load) {
             lfsr_d = seed | 1u;
             lfsr_c = (seed ^ 0x9E3779B9u) | 1u;
@@ -117,7 +231,7 @@ class Harness {
             cap_full = false;
         }
         bool was_finished = finished;
-        if (!capture || busy || !done || dv || cv) {
+        if (!capture || busy || !done || dv || cv || core.holding()) {
             quiet = 0;
             finished = false;
         } else if (quiet != 7) {
@@ -189,6 +303,8 @@ class Harness {
     }
 
     std::unique_ptr<Vember_system> top_;
+    CoreModel core;
+    bool core_clock = false;   // the core model counts cycles from the START write
     bool capture = false, dump = false, seed_load = false;
     uint32_t seed = 1, bp_threshold = 0;
     uint32_t lfsr_d = 0x12345679u, lfsr_c = 0x9E3779B9u;
@@ -232,6 +348,13 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
         in >> word >> std::hex >> job.mem_limit >> std::dec;
         in >> word >> job.watchdog >> word >> job.bp_threshold >> word >> job.seed >> word >>
             job.max_cycles;
+        in >> word >> count;              // "core"
+        if (count > 0) {
+            job.core = true;
+            in >> job.cycles_per_control >> job.tokens_per_cycle >> job.buffer_beats;
+            job.schedule.resize(count);
+            for (auto& k : job.schedule) in >> k;
+        }
         jobs.push_back(std::move(job));
     }
     return bool(in) && jobs.size() == njobs;
@@ -280,9 +403,18 @@ int main(int argc, char** argv) {
         if (job.watchdog >= 0) h.write(csr.watchdog, uint32_t(job.watchdog));
         h.bp_threshold = job.bp_threshold;
         h.seed = job.seed;
+        h.core.active = job.core;
+        if (job.core) {
+            h.core.cycles_per_control = job.cycles_per_control;
+            h.core.tokens_per_cycle = job.tokens_per_cycle;
+            h.core.buffer_tokens = job.buffer_beats * DATA_TOKENS;
+            h.core.schedule = job.schedule;
+            h.core.start();
+        }
         h.seed_load = true;
         h.write(csr.ctrl, 1);
         h.seed_load = false;
+        h.core_clock = true;              // the cycles the unit's `cycles` counter counts
         h.cycle();                        // the start has cleared DONE
         h.capture = true;
         h.data.clear();
@@ -306,6 +438,7 @@ int main(int argc, char** argv) {
             break;
         }
         h.capture = false;
+        h.core_clock = false;
         h.cycle();
         h.do_dump();
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -323,6 +456,9 @@ int main(int argc, char** argv) {
         write_binary(dir + "/ctrl_" + std::to_string(n) + ".bin", h.ctrl);
         out << "result " << n << " timeout " << timeout << " status " << status << " fault_addr "
             << fault_addr << " drain_cycles " << drain_cycles << " drain_wall " << wall << "\n";
+        out << "core " << h.core.active << " " << h.core.mismatch << " " << h.core.finished << " "
+            << h.core.finish_cycle << " " << h.core.starved << " " << h.core.first_cycle << "\n";
+        h.core.active = false;
         out << "counters " << counters.size();
         for (uint64_t c : counters) out << " " << c;
         out << "\nmem_stats " << mem_stats.size();

@@ -29,7 +29,7 @@ def test_render_shows_command_date_load_table_and_figure(tmp_path):
     assert "python scripts/bench_mapping.py --units 4" in text
     assert "2026-11-25 01:00 UTC to 2026-11-25 01:10 UTC" in text and "`abc1234`" in text
     assert "load average 1.00 2.00 3.00 before, 4.00 5.00 6.00 after" in text
-    assert "| extreme | stats_guided | 4 | 19 | 7974 | 1.0 | 1.07 |" in text
+    assert "| extreme | stats_guided | 4 | 19 | 7974 | 1 | 1.07 |" in text
     assert "extra" not in text                      # only the step's columns
     assert (out / "mapping.png").stat().st_size > 1000 and "![" in text
 
@@ -52,3 +52,17 @@ def test_unknown_step_exits_2():
                        capture_output=True, text=True)
     assert p.returncode == 2 and "--steps: 'speed' is not one of" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_runs_of_the_other_size_are_not_shown(tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "mapping.csv").write_text("set,mapper,makespan_cycles\nbalanced,round_robin,99\n")
+    (build / "mapping.json").write_text(json.dumps(dict(
+        command="c", quick=True, commit="x", load_before="0", load_after="0", start="s", end="e",
+        wall_s=1.0, returncode=0)))
+    step = [s for s in report.STEPS if s.name == "mapping"]
+    full = report.render(step, tmp_path / "full", build).read_text()
+    assert "Not run on the full inputs yet" in full and "round_robin" not in full
+    quick = report.render(step, tmp_path / "quick", build, quick=True).read_text()
+    assert "| balanced | round_robin | 99 |" in quick

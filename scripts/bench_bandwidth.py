@@ -1,34 +1,68 @@
 #!/usr/bin/env python3
-"""Bandwidth of the access unit against the memory's own ceiling (issue 10's benchmark; skeleton).
+"""Bandwidth of the access unit against the memory's own ceiling (issue 10's benchmark).
 
-One case today, the DLRM shape of issue 10: EmbeddingBag sum over a 100,000 x 64 float32 table
-(256-byte rows), 256 bags x pooling 32, indices uniform over the rows
-(``numpy.random.default_rng(seed)``), the kernel ``examples/embedding_bag_sum.mlir``.
+Cases (``--cases``; inputs drawn with ``numpy.random.default_rng(--seed)``):
 
-* **Memory ceiling** of the row trace: every gathered row as its 64-byte lines (a 256-byte row is
-  4 line reads), in program order, all issued at cycle 0, through the reference HBM model
-  (``hw.hbm_model.reference.run_requests``) with enough ports for the preset's peak
-  (``ceil(peak / 64 B)``: HBM2 4) and no outstanding limit — what ``ember hbm-trace --ports 4``
-  reports for that trace. Reported as table bytes per cycle (= 64 x lines / cycles).
-* **Unit** (``--rtl``): the kernel compiled at ``-O3`` and run on the RTL system with that memory
-  preset (``sw.runtime.drivers.run_kernel(..., "rtl", memory=PRESET)``, results checked against
-  ``torch.nn.functional.embedding_bag`` bit for bit); *useful bytes/cycle* = the unit's
-  ``bytes_loaded`` counter (table elements, indices, offsets) / its cycles from start to done,
-  and *table bytes/cycle* = rows x 256 / cycles.
+=================  ===========================================================================
+``dlrm_uniform``   EmbeddingBag sum over a 100,000 x 64 float32 table (256-byte rows), 256 bags x
+                   pooling 32, indices uniform over the rows (``examples/embedding_bag_sum.mlir``)
+``dlrm_reuse``     the same table and lookups, indices and bag lengths from ``sw.workloads.
+                   dlrm_trace`` (Meta's per-row reuse histogram, ``data/dlrm/``)
+``cora_d16/64``    SpMM, the GCN-normalised Cora graph (2,708 nodes, 10,556 edges) x a dense
+                   (2,708, dim) float32 matrix (``examples/spmm_csr.mlir``)
+``grqc_d16/64``    the same on SNAP's ca-GrQc collaboration graph (5,242 nodes, 28,968
+                   directed edges, no self-loops; ``--grqc``, default
+                   ``/work/shared/data/graphs/ca-GrQc.txt``)
+=================  ===========================================================================
 
-Printed and written as one CSV row per (case, preset): both numbers, the unit's line requests
-and lines in flight (mean and peak), and the ratios unit / ceiling and unit / min(ceiling, the
-unit's output bound = ``8 * TmuConfig().output_tokens`` bytes per cycle), issue 10's goal
-(>= 95 %).
+Each case runs compiled at ``-O3`` and (``--programs hand``), where
+``sw.runtime.handwritten.suite`` has one, as the hand-written program, on the RTL system
+(Verilator, ``sw.runtime.drivers.run_kernel(..., "rtl")``) with each memory preset
+(``--presets``, default HBM2; HBM3). Every run's results
+are checked: EmbeddingBag bit for bit against ``torch.nn.functional.embedding_bag``, SpMM bit for
+bit against the kernel-order NumPy reference and within ``rtol = 1e-5`` of PyTorch's sparse
+``@`` (``sw.workloads.Workload.check``); a mismatch raises.
 
-Usage: python scripts/bench_bandwidth.py [--preset HBM2] [--rtl] [--max-inflight 64,128,256]
-       [--seed S] [--csv build/bench_bandwidth.csv]
+Per run (one CSV row):
+
+* *useful bytes/cycle*: the unit's ``bytes_loaded`` counter (gathered elements, indices,
+  offsets, values) / its cycles from start to done;
+* ÷ *memory ceiling*: the reference HBM model's bytes/cycle on the case's line trace — every
+  gathered row as its 64-byte lines in program order, then the lines of the index/offset/value
+  arrays — all issued at cycle 0, with ``ceil(peak / 64 B)`` ports and no cap on requests in
+  flight (``hw.hbm_model.traces.ceiling``; what ``ember hbm-trace`` reports for that trace);
+* ÷ *output bound*: ``8 * output_tokens`` bytes per cycle (the data output's width);
+* ÷ *raw peak*: the preset's peak bytes per cycle;
+* line requests, peak and mean lines in flight, read latency (mean, max) from the memory model,
+  and the **Little's-law bound** ``64 B * max_inflight / mean read latency``: the bytes/cycle a
+  reorder buffer of that many lines can sustain at the measured mean latency.
+
+Sweeps (one Verilator build per hardware point, cached in ``$EMBER_BUILD_DIR/rtl``) on
+``--sweep-case`` (-O3, ``--sweep-preset``): ``--inflight`` (``TmuConfig.max_inflight``, run-ahead
+depth ``min(32, max_inflight / 4)``), ``--ports`` (``memory_ports``, 1..4: the RTL has 1-4 ports;
+the row issue block uses at most 2 of them, the traversal and run-ahead engines the others),
+``--output-tokens`` (1, 2, 4, 8), ``--prefetch-depth`` (loads each run-ahead engine keeps
+ahead, e.g. of the index stream). On the loaded 2-core machine the default — the six cases at
+``-O3`` on HBM2, no sweeps — takes about 25 minutes (a DLRM run is 5-7 minutes of wall time at a
+load average of 7: the 25.6 MB table image); ``--all`` adds HBM3, the hand-written programs and
+sweeps of 16..1024 lines, 1, 2 and 4 ports and 1..8 tokens (hours). ``TmuConfig`` accepts 1..4
+ports (``ValueError`` otherwise).
+
+Writes ``build/bench_bandwidth.csv`` and ``build/bench_bandwidth.png`` (``--out``);
+``--docs-figure`` also copies the plot to ``docs/figures/bench_bandwidth.png``.
+
+Usage: python scripts/bench_bandwidth.py [--cases ...] [--presets HBM2 HBM3] [--programs O3 hand]
+       [--inflight 64,256,1024] [--ports 1,2,4] [--output-tokens 2,4,8] [--prefetch-depth 64]
+       [--sweep-case C] [--sweep-preset P] [--no-sweeps] [--all] [--ceiling-only] [--seed S]
+       [--out build/bench_bandwidth] [--docs-figure] [--replot CSV ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,114 +74,351 @@ sys.path.insert(0, str(REPO))
 
 ROWS, DIM, BAGS, POOLING = 100_000, 64, 256, 32
 LINE = 64
+GRQC = Path("/work/shared/data/graphs/ca-GrQc.txt")
+CASES = ("dlrm_uniform", "dlrm_reuse", "cora_d16", "cora_d64", "grqc_d16", "grqc_d64")
+#: case family -> (example kernel, workload whose references check it, hand-written name)
+FAMILY = {"dlrm": ("embedding_bag_sum.mlir", "eb_sum"), "spmm": ("spmm_csr.mlir", "spmm_cora")}
 
 
-def dlrm_args(seed: int) -> list:
-    """The kernel's arguments: table (ROWS x DIM f32), indices (BAGS x POOLING, int64, uniform),
-    offsets (BAGS + 1, int64), output (BAGS x DIM f32, zeros)."""
+def dlrm_args(seed: int, reuse: bool = False) -> list:
+    """EmbeddingBag arguments: table (ROWS x DIM f32), indices (int64; uniform, or with Meta's reuse
+    distribution and variable bag lengths), offsets (BAGS + 1, int64), output (BAGS x DIM f32)."""
     rng = np.random.default_rng(seed)
     table = rng.standard_normal((ROWS, DIM)).astype(np.float32)
-    indices = rng.integers(0, ROWS, BAGS * POOLING, dtype=np.int64)
-    offsets = np.arange(0, BAGS * POOLING + 1, POOLING, dtype=np.int64)
+    if reuse:
+        from sw.workloads import dlrm_trace
+        indices, offsets = dlrm_trace(ROWS, BAGS, POOLING, seed=seed)
+    else:
+        indices = rng.integers(0, ROWS, BAGS * POOLING, dtype=np.int64)
+        offsets = np.arange(0, BAGS * POOLING + 1, POOLING, dtype=np.int64)
     return [table, indices, offsets, np.zeros((BAGS, DIM), np.float32)]
 
 
-def memory_ceiling(preset, indices: np.ndarray, *, table_base: int = 0) -> dict:
-    """The reference model's bytes per cycle on the row trace of ``indices`` (see module doc)."""
-    from hw.hbm_model.traces import ceiling, embedding_gather
-    reqs = embedding_gather(DIM, indices=indices, base=table_base)
+def spmm_args(graph_name: str, dim: int, seed: int, grqc: Path = GRQC) -> list:
+    """SpMM arguments (``spmm_csr.mlir``): rowptr, col (int64), GCN-normalised values (f32), a
+    dense (nodes, dim) f32 matrix, nrows, output (nodes, dim) zeros."""
+    from sw.runtime.datasets import load_cora, load_edge_list
+    from sw.workloads import gcn_normalised
+    if graph_name == "cora":
+        g = load_cora()
+    else:       # SNAP's file starts with its URL: keep the comment and edge lines
+        clean = REPO / "build" / "graphs" / "ca-GrQc.txt"
+        clean.parent.mkdir(parents=True, exist_ok=True)
+        clean.write_text("".join(line for line in Path(grqc).read_text().splitlines(True)
+                                 if line.startswith("#") or line[:1].isdigit()))
+        g = load_edge_list(clean, name="ca-GrQc")
+    x = np.random.default_rng(seed).standard_normal((g.num_nodes, dim)).astype(np.float32)
+    n = g.num_nodes
+    return [g.offsets.copy(), g.indices.copy(), gcn_normalised(g), x, np.array([n], np.int64),
+            np.zeros((n, dim), np.float32)]
+
+
+def case_args(case: str, seed: int, grqc: Path = GRQC) -> list:
+    if case.startswith("dlrm"):
+        return dlrm_args(seed, reuse=case == "dlrm_reuse")
+    graph, dim = case.split("_d")
+    return spmm_args(graph, int(dim), seed, grqc)
+
+
+def family(case: str) -> str:
+    return "dlrm" if case.startswith("dlrm") else "spmm"
+
+
+def kernel_for(case: str, program: str):
+    """The compiled ``-O3`` kernel or the hand-written one (``program`` "O3" / "hand")."""
+    example, workload = FAMILY[family(case)]
+    if program == "hand":
+        from sw.runtime.handwritten.suite import handwritten_kernel
+        return handwritten_kernel(workload)
+    from sw.compiler import compile_mlir
+    path = REPO / "examples" / example
+    return compile_mlir(path.read_text(), filename=path.name, opt_level=3)
+
+
+def line_trace(case: str, args: list) -> list:
+    """The case's 64-byte line reads at the addresses ``build_image`` gives the arrays: every
+    gathered row's lines in program order, then each index/offset/value array's lines."""
+    from hw.hbm_model.traces import embedding_gather, sequential
+    from sw.runtime.image import build_image
+    kernel = kernel_for(case, "O3")
+    image = build_image(kernel, args)
+    table_arg, index_arg = (0, 1) if family(case) == "dlrm" else (3, 1)
+    table = image.placements[table_arg]
+    reqs = embedding_gather(table.shape[1], indices=args[index_arg], base=table.base)
+    for n, p in image.placements.items():
+        if n != table_arg and p.nbytes:
+            first = p.base // LINE
+            reqs += sequential((p.base + p.nbytes - 1) // LINE - first + 1, start=first * LINE)
+    return reqs
+
+
+def memory_ceiling(preset, case: str, args: list) -> dict:
+    """The reference model's bytes per cycle on :func:`line_trace` (see the module doc)."""
+    from hw.hbm_model.traces import ceiling
+    reqs = line_trace(case, args)
     bound, ports, cycles = ceiling(preset, reqs)
     return dict(ceiling_ports=ports, ceiling_lines=len(reqs), ceiling_cycles=cycles,
                 ceiling_bytes_per_cycle=round(bound, 2))
 
 
-def unit_run(preset_name: str, args: list, config=None) -> dict:
-    """Compile ``embedding_bag_sum.mlir`` at -O3, run it on the RTL system built with ``config``
-    (a ``TmuConfig``; default the default unit), check the results."""
-    import torch
-    from sw.compiler import compile_mlir
+def check(case: str, args: list, results) -> None:
+    """Raise AssertionError unless ``results`` equal the references (module doc)."""
+    from sw.workloads import WORKLOADS
+    WORKLOADS[FAMILY[family(case)][1]].check(args, results)
+
+
+def unit_run(case: str, program: str, preset_name: str, seed: int, config, grqc: Path) -> dict:
+    """Run ``case`` as ``program`` on the RTL system with ``config`` (a ``TmuConfig``) and the
+    memory preset; check the results; the unit's and the memory's counters."""
     from sw.runtime.drivers import run_kernel
-    path = REPO / "examples" / "embedding_bag_sum.mlir"
-    kernel = compile_mlir(path.read_text(), filename=path.name, opt_level=3)
+    args = case_args(case, seed, grqc)
+    kernel = kernel_for(case, program)
     t0 = time.perf_counter()
-    res = run_kernel(kernel, args, "rtl", memory=preset_name, config=config)
+    res = run_kernel(kernel, [a.copy() for a in args], "rtl", memory=preset_name, config=config)
     wall = time.perf_counter() - t0
-    table, indices, offsets = args[:3]
-    want = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
-                                             torch.from_numpy(offsets[:-1]), mode="sum").numpy()
-    got = np.asarray(res.results[0])
-    if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
-        raise AssertionError("the RTL run's results differ from torch.nn.functional.embedding_bag")
-    from hw.tmu import TmuConfig
-    cycles = res.access.cycles
-    stats = res.access.stats
-    loaded = stats["bytes_loaded"]
-    return dict(unit_cycles=cycles, unit_bytes_loaded=loaded,
-                unit_useful_bytes_per_cycle=round(loaded / cycles, 2),
-                unit_table_bytes_per_cycle=round(len(indices) * DIM * 4 / cycles, 2),
-                unit_max_inflight=(config or TmuConfig()).max_inflight,
-                unit_output_bound=8 * (config or TmuConfig()).output_tokens,
+    check(case, args, res.results)
+    cycles, stats, mem = res.access.cycles, res.access.stats, res.access.memory_stats
+    latency = mem["read_latency_sum"] / max(1, mem["reads"])
+    return dict(unit_cycles=cycles, unit_bytes_loaded=stats["bytes_loaded"],
+                unit_useful_bytes_per_cycle=round(stats["bytes_loaded"] / cycles, 2),
                 unit_line_requests=stats["loads"],
                 unit_peak_lines_in_flight=stats["peak_inflight"],
                 unit_mean_lines_in_flight=round(stats["inflight_sum"] / cycles, 1),
                 unit_rob_full_cycles=stats["rob_full_cycles"],
+                unit_block_wait_cycles=stats["block_wait_cycles"],
+                unit_blocking_loads=stats["blocking_loads"],
+                unit_out_stall_cycles=stats["out_stall_cycles"],
+                unit_data_tokens=stats["data_tokens"],
+                read_latency_mean=round(latency, 1), read_latency_max=mem["read_latency_max"],
+                littles_law_bound=round(LINE * config.max_inflight / latency, 1),
                 unit_wall_s=round(wall, 1))
+
+
+def ratios(row: dict) -> dict:
+    u = row["unit_useful_bytes_per_cycle"]
+    return dict(over_ceiling=round(u / row["ceiling_bytes_per_cycle"], 4),
+                over_output_bound=round(u / row["output_bound"], 4),
+                over_min_ceiling_output=round(u / min(row["ceiling_bytes_per_cycle"],
+                                                      row["output_bound"]), 4),
+                over_peak=round(u / row["peak_bytes_per_cycle"], 4))
+
+
+SWEEPS = (("max_inflight", "lines in flight (reorder buffer)"), ("memory_ports", "memory ports"),
+          ("output_tokens", "output tokens per cycle (x 64 bits)"),
+          ("prefetch_depth", "run-ahead loads per engine"))
+
+
+def _sweep_points(rows: list, sweep: str) -> list:
+    """The rows of one sweep, with the default unit's table row of the same case, program and
+    memory as its default point; one row per swept value, in increasing order."""
+    swept = [r for r in rows if r["sweep"] == sweep and "unit_cycles" in r]
+    if not swept:
+        return []
+    first = swept[0]
+    same = [r for r in rows if r["sweep"] == "table" and "unit_cycles" in r
+            and (r["case"], r["program"], r["preset"]) == (first["case"], first["program"],
+                                                           first["preset"])]
+    from hw.tmu import TmuConfig
+    default = getattr(TmuConfig(), sweep)      # CSVs of earlier versions lack some columns
+    by_value = {r.setdefault(sweep, default): r for r in same + swept}
+    return [by_value[v] for v in sorted(by_value)]
+
+
+def plot(rows: list, path: Path) -> None:
+    """The table's ratio to min(ceiling, output bound) per run, and each sweep's useful
+    bytes/cycle against min(output bound, ceiling), one panel each."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sweeps = [(s, label, pts) for s, label in SWEEPS
+              if len(pts := _sweep_points(rows, s)) > 1]
+    nrows = (2 + len(sweeps)) // 2
+    fig, axes = plt.subplots(nrows, 2, figsize=(13, 4.5 * nrows), squeeze=False)
+    panels = [ax for line in axes for ax in line]
+    table = [r for r in rows if r["sweep"] == "table" and "unit_cycles" in r]
+    ax = panels[0]
+    presets = sorted({r["preset"] for r in table})
+    labels = sorted({(r["case"], r["program"]) for r in table},
+                    key=lambda k: (CASES.index(k[0]), k[1] != "O3"))
+    width = 0.8 / max(1, len(presets))
+    for j, p in enumerate(presets):
+        by = {(r["case"], r["program"]): r for r in table if r["preset"] == p}
+        ys = [100 * by[k]["over_min_ceiling_output"] if k in by else 0 for k in labels]
+        ax.bar(np.arange(len(labels)) + j * width, ys, width, label=p)
+    ax.axhline(95, color="k", ls="--", lw=0.8, label="issue 10 goal (95 %)")
+    ax.set_xticks(np.arange(len(labels)) + width * (len(presets) - 1) / 2,
+                  [f"{c}\n{'-O3' if p == 'O3' else 'hand'}" for c, p in labels], fontsize=7)
+    ax.set_ylabel("% of min(memory ceiling, output bound)")
+    ax.set_title("useful bytes/cycle, default unit")
+    ax.legend(fontsize=8)
+    for ax, (sweep, xlabel, pts) in zip(panels[1:], sweeps):
+        xs = [r[sweep] for r in pts]
+        ax.plot(xs, [r["unit_useful_bytes_per_cycle"] for r in pts], "o-", label="unit (useful B/cycle)")
+        ax.plot(xs, [min(r["output_bound"], r["ceiling_bytes_per_cycle"]) for r in pts], "k--",
+                label="min(output bound, memory ceiling)")
+        if sweep == "max_inflight":
+            ax.set_xscale("log", base=2)
+            ax.plot(xs, [r["littles_law_bound"] for r in pts], ":", label="Little's-law bound")
+            ax.set_ylim(0, 1.3 * max(min(r["output_bound"], r["ceiling_bytes_per_cycle"]) for r in pts))
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("useful bytes / cycle")
+        ax.set_title(f"{pts[0]['case']} -O3, {pts[0]['preset']}")
+        ax.legend(fontsize=8)
+    for ax in panels[1 + len(sweeps):]:
+        ax.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_csv(rows: list, path: Path) -> None:
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def read_csv(paths: list) -> list:
+    """Rows of earlier runs' CSVs, numbers as numbers (for ``--replot``)."""
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                for k, v in r.items():
+                    try:
+                        r[k] = int(v)
+                    except ValueError:
+                        try:
+                            r[k] = float(v)
+                        except ValueError:
+                            pass
+                rows.append({k: v for k, v in r.items() if v != ""})
+    return rows
+
+
+def _ints(text: str, name: str) -> list:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be comma-separated integers, not {text!r}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="HBM2", choices=("HBM2", "HBM3"))
-    parser.add_argument("--rtl", action="store_true", help="also run the unit on the RTL")
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--presets", nargs="+", default=["HBM2"], choices=("HBM2", "HBM3"))
+    parser.add_argument("--programs", nargs="+", default=["O3"], choices=("O3", "hand"),
+                        help="O3: compiled at -O3; hand: the hand-written program (EmbeddingBag, SpMM)")
+    parser.add_argument("--inflight", default="", help="max_inflight values to sweep, e.g. 64,256,1024")
+    parser.add_argument("--ports", default="", help="memory_ports values to sweep (1..4), e.g. 1,2,4")
+    parser.add_argument("--output-tokens", default="", help="output_tokens values to sweep, e.g. 2,4,8")
+    parser.add_argument("--prefetch-depth", default="",
+                        help="prefetch_depth values to sweep (run-ahead loads per engine; default none)")
+    parser.add_argument("--sweep-case", default="dlrm_uniform", choices=CASES)
+    parser.add_argument("--sweep-preset", default="HBM2", choices=("HBM2", "HBM3"))
+    parser.add_argument("--no-sweeps", action="store_true", help="only the table")
+    parser.add_argument("--all", action="store_true",
+                        help="everything of issue 10: HBM2 and HBM3, -O3 and hand-written, sweeps of "
+                             "16..1024 lines, 1, 2, 4 ports, 1..8 tokens (hours under load)")
+    parser.add_argument("--ceiling-only", action="store_true", help="no RTL runs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--csv", default=str(REPO / "build" / "bench_bandwidth.csv"))
-    parser.add_argument("--max-inflight", default="",
-                        help="comma-separated reorder-buffer sizes (lines in flight) to sweep, "
-                             "e.g. 64,128,256,512 (one Verilator build each; implies --rtl); "
-                             "default: the default unit only")
+    parser.add_argument("--grqc", type=Path, default=GRQC, help="ca-GrQc edge list (SNAP)")
+    parser.add_argument("--out", default=str(REPO / "build" / "bench_bandwidth"),
+                        help="path without suffix of the .csv and .png")
+    parser.add_argument("--docs-figure", action="store_true",
+                        help="copy the plot to docs/figures/bench_bandwidth.png")
+    parser.add_argument("--replot", nargs="+", type=Path, metavar="CSV",
+                        help="no runs: plot the rows of these CSVs (earlier runs of this script)")
     ns = parser.parse_args(argv)
-    try:
-        sweep = [int(v) for v in ns.max_inflight.split(",") if v.strip()]
-        from hw.tmu import TmuConfig
-        configs = [TmuConfig(max_inflight=v, prefetch_depth=min(32, v // 4)) for v in sweep]
-    except ValueError as e:
-        parser.error(f"--max-inflight {ns.max_inflight!r}: {e}")
-    ns.rtl = ns.rtl or bool(configs)
-
+    if ns.replot:
+        out = Path(ns.out).with_suffix(".png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        plot(read_csv(ns.replot), out)
+        print(f"wrote {out}")
+        if ns.docs_figure:
+            dest = REPO / "docs" / "figures" / "bench_bandwidth.png"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(out, dest)
+            print(f"wrote {dest}")
+        return 0
     from hw.hbm_model.presets import get_preset
-    preset = get_preset(ns.preset)
-    args = dlrm_args(ns.seed)
-    row = dict(case="dlrm_uniform", preset=ns.preset, rows=ROWS, dim=DIM, bags=BAGS,
-               pooling=POOLING, seed=ns.seed)
-    row.update(memory_ceiling(preset, args[1]))
-    print(f"memory ceiling ({ns.preset}, {row['ceiling_ports']} ports, no cap): "
-          f"{row['ceiling_bytes_per_cycle']} bytes/cycle ({row['ceiling_lines']} lines in "
-          f"{row['ceiling_cycles']} cycles)", flush=True)
-    rows = []
-    for config in (configs or [None]) if ns.rtl else []:
-        row = dict(row)
-        # Fresh arguments each run: the kernel accumulates into its output argument.
-        row.update(unit_run(ns.preset, dlrm_args(ns.seed), config))
-        rows.append(row)
-        row["unit_over_ceiling"] = round(row["unit_useful_bytes_per_cycle"]
-                                         / row["ceiling_bytes_per_cycle"], 4)
-        limit = min(row["ceiling_bytes_per_cycle"], row["unit_output_bound"])
-        row["unit_over_min_ceiling_output"] = round(row["unit_useful_bytes_per_cycle"] / limit, 4)
-        print(f"unit (-O3, RTL): {row['unit_useful_bytes_per_cycle']} useful bytes/cycle "
-              f"({row['unit_table_bytes_per_cycle']} table bytes/cycle, {row['unit_cycles']} "
-              f"cycles, {row['unit_line_requests']} line requests, lines in flight "
-              f"{row['unit_mean_lines_in_flight']} mean / {row['unit_peak_lines_in_flight']} peak); "
-              f"unit / ceiling = {100 * row['unit_over_ceiling']:.1f} %, unit / min(ceiling, "
-              f"output bound {row['unit_output_bound']}) = "
-              f"{100 * row['unit_over_min_ceiling_output']:.1f} % "
-              f"({row['unit_max_inflight']} lines of reorder buffer)", flush=True)
-    rows = rows or [row]
-    out = Path(ns.csv)
+    from hw.tmu import TmuConfig
+    try:
+        tqdm = __import__("tqdm").tqdm
+    except ImportError:                       # progress bars only
+        def tqdm(it, **_):
+            return it
+    say = getattr(tqdm, "write", print)
+    if ns.all:
+        ns.presets, ns.programs = ["HBM2", "HBM3"], ["O3", "hand"]
+        ns.inflight, ns.ports, ns.output_tokens = "16,32,64,128,256,512,1024", "1,2,4", "1,2,4,8"
+    if not ns.grqc.exists():
+        dropped = [c for c in ns.cases if c.startswith("grqc")]
+        ns.cases = [c for c in ns.cases if not c.startswith("grqc")]
+        if dropped:
+            print(f"{ns.grqc} does not exist: skipping {', '.join(dropped)}", file=sys.stderr)
+    base = TmuConfig()
+    try:
+        sweeps = [] if ns.no_sweeps else (
+            [("max_inflight", dataclasses.replace(base, max_inflight=v, prefetch_depth=min(32, v // 4)))
+             for v in _ints(ns.inflight, "--inflight")]
+            + [("memory_ports", dataclasses.replace(base, memory_ports=v)) for v in _ints(ns.ports, "--ports")]
+            + [("output_tokens", dataclasses.replace(base, output_tokens=v))
+               for v in _ints(ns.output_tokens, "--output-tokens")]
+            + [("prefetch_depth", dataclasses.replace(base, prefetch_depth=v))
+               for v in _ints(ns.prefetch_depth, "--prefetch-depth")])
+    except (ValueError, argparse.ArgumentTypeError) as e:
+        parser.error(str(e))
+
+    ceilings = {}
+    for case in tqdm(ns.cases, desc="memory ceilings", unit="case"):
+        args = case_args(case, ns.seed, ns.grqc)
+        for p in ns.presets:
+            ceilings[case, p] = memory_ceiling(get_preset(p), case, args)
+    if not ns.no_sweeps and (ns.sweep_case, ns.sweep_preset) not in ceilings:
+        ceilings[ns.sweep_case, ns.sweep_preset] = memory_ceiling(
+            get_preset(ns.sweep_preset), ns.sweep_case, case_args(ns.sweep_case, ns.seed, ns.grqc))
+    # Runs grouped by hardware point (one Verilator build each): (sweep, case, program, preset, config)
+    plan = [("table", c, prog, p, base) for p in ns.presets for c in ns.cases for prog in ns.programs]
+    plan += [(s, ns.sweep_case, "O3", ns.sweep_preset, cfg) for s, cfg in sweeps]
+    done, rows = {}, []
+    out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[-1]))
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {out}")
+    for sweep, case, program, preset, config in tqdm(plan, desc="RTL runs", unit="run"):
+        row = dict(sweep=sweep, case=case, program=program, preset=preset, seed=ns.seed,
+                   max_inflight=config.max_inflight, prefetch_depth=config.prefetch_depth,
+                   memory_ports=config.memory_ports,
+                   output_tokens=config.output_tokens, output_bound=8 * config.output_tokens,
+                   peak_bytes_per_cycle=get_preset(preset).peak_bytes_per_cycle)
+        row.update(ceilings[case, preset])
+        if not ns.ceiling_only:
+            key = (case, program, preset, config)
+            if key not in done:
+                done[key] = unit_run(case, program, preset, ns.seed, config, ns.grqc)
+            row.update(done[key])
+            row.update(ratios(row))
+            say(f"{sweep:>13} {case:>12} {program:>4} {preset} ROB {config.max_inflight:>4} "
+                       f"run-ahead {config.prefetch_depth} ports {config.memory_ports} out {config.output_tokens}: "
+                       f"{row['unit_useful_bytes_per_cycle']:6.2f} B/cycle = "
+                       f"{100 * row['over_min_ceiling_output']:5.1f} % of min(ceiling "
+                       f"{row['ceiling_bytes_per_cycle']}, output {row['output_bound']}); in flight "
+                       f"{row['unit_mean_lines_in_flight']} mean / {row['unit_peak_lines_in_flight']} "
+                       f"peak; latency {row['read_latency_mean']} mean / {row['read_latency_max']} max"
+                       )
+        rows.append(row)
+        write_csv(rows, out.with_suffix(".csv"))      # after every run: a stopped sweep keeps its rows
+    print(f"wrote {out.with_suffix('.csv')}")
+    if not ns.ceiling_only:
+        plot(rows, out.with_suffix(".png"))
+        print(f"wrote {out.with_suffix('.png')}")
+        if ns.docs_figure:
+            dest = REPO / "docs" / "figures" / "bench_bandwidth.png"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(out.with_suffix(".png"), dest)
+            print(f"wrote {dest}")
     return 0
 
 

@@ -24,11 +24,14 @@ Files in the job directory:
     watchdog <cycles, -1: leave the register alone>
     bp_threshold <0..65536: a sink is ready when its xorshift32 state's low 16 bits are >= this>
     seed <32-bit seed>
-    max_cycles <cycles>
+    core <n> [<cycles per control> <tokens per cycle> <buffer beats> <n operand counts>]
+                                              (n = 0: no core schedule, the back-pressure sinks)
+    max_cycles <cycles>                        (after the unit blocks)
 
 ``results.txt`` (written by the harness), per job and unit::
 
     result <n> unit <u> timeout <0|1> status <STATUS> fault_addr <addr> drain_cycles <c> drain_wall <s>
+    core <active 0|1> <schedule mismatch 0|1> <finished 0|1> <finish cycle> <starved cycles> <first cycle>
     counters <count> <values in hw.tmu.COUNTERS order>
     mem_stats <count> <values in hw.hbm_model.stat_names order>
 
@@ -120,7 +123,16 @@ def _unit_lines(job: dict) -> list[str]:
             f"mem_limit {job['mem_limit']:x}",
             f"watchdog {-1 if job['watchdog'] is None else int(job['watchdog'])}",
             f"bp_threshold {job['bp_threshold']}",
-            f"seed {job['seed'] & 0xFFFF_FFFF}"]
+            f"seed {job['seed'] & 0xFFFF_FFFF}",
+            _core_line(job.get("core"))]
+
+
+def _core_line(core: dict | None) -> str:
+    if core is None:
+        return "core 0"
+    pops = core["pops_per_control"]
+    return (f"core {len(pops)} {core['cycles_per_control']} {core['tokens_per_cycle']} "
+            f"{core['buffer_beats']} " + " ".join(str(int(k)) for k in pops))
 
 
 def _write_jobs(path: Path, spec: list[dict]) -> None:
@@ -151,9 +163,10 @@ def _read_results(job_dir: Path) -> list[dict]:
     has ``job`` and ``unit``."""
     results = []
     lines = (job_dir / "results.txt").read_text().splitlines()
-    for head, counters, stats in zip(lines[0::3], lines[1::3], lines[2::3]):
+    for head, core, counters, stats in zip(lines[0::4], lines[1::4], lines[2::4], lines[3::4]):
         f = head.split()
         fields = dict(zip(f[0::2], f[1::2]))
+        active, mismatch, finished, finish, starved, first = (int(v) for v in core.split()[1:])
         n, u = int(fields["result"]), int(fields["unit"])
         counter_values = [int(v) for v in counters.split()[2:]]
         results.append({
@@ -165,6 +178,9 @@ def _read_results(job_dir: Path) -> list[dict]:
             "mem_stats": [int(v) for v in stats.split()[2:]],
             "timeout": fields["timeout"] == "1",
             "drain_cycles": int(fields["drain_cycles"]), "drain_wall": float(fields["drain_wall"]),
+            "core": ({"schedule_mismatch": bool(mismatch), "finished": bool(finished),
+                      "finish_cycles": finish, "starved_cycles": starved,
+                      "first_control_cycle": first} if active else None),
         })
     return results
 
@@ -172,11 +188,12 @@ def _read_results(job_dir: Path) -> list[dict]:
 def run_jobs(executable: Path, spec: list[dict], job_dir: Path) -> list[dict]:
     """Run the jobs of ``spec`` (the entries ``sim.system`` builds: program words, image path or
     back-door words, arguments, memory limit, watchdog, back-pressure threshold, seed, max
-    cycles) in one harness process in ``job_dir``; returns per job what the cocotb module
+    cycles, optional core schedule) in one harness process in ``job_dir``; returns per job what the cocotb module
     ``sim.system_top`` returns (tokens, status, fault address, counters, memory statistics,
-    timeout, drain cycles and wall time); a multi-unit job (an entry with ``units``: a list of
-    per-unit entries, for a harness built with ``units``) gives one result per unit, in order.
-    Raises ``RuntimeError`` (with the log's tail) if the harness fails."""
+    timeout, drain cycles and wall time), and ``core`` (None, or the core model's finish cycle,
+    starved cycles, finished and schedule-mismatch flags); a multi-unit job (an entry with
+    ``units``: a list of per-unit entries, for a harness built with ``units``) gives one result
+    per unit, in order. Raises ``RuntimeError`` (with the log's tail) if the harness fails."""
     _write_jobs(job_dir / "jobs.txt", spec)
     log = job_dir / "sim.log"
     with open(log, "w") as f:

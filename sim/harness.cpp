@@ -10,6 +10,11 @@
 // statistics. So tokens, fault code/address, cycle counts and statistics are identical to the
 // cocotb engine's, with or without back-pressure.
 //
+// Only here (the cocotb engine refuses it): a job with a core schedule has its sinks driven by a
+// model of the execute side (CoreModel below) instead of the back-pressure generators, so a slow
+// core back-pressures the unit and a fast one waits for it in the same simulation; the tokens
+// captured are the same (capture does not depend on who drives `ready`).
+//
 // Usage: ember_harness <job dir> [+HBM_IMAGE=<job dir>/image.hex]
 //   <job dir>/jobs.txt    input (written by sim/fast.py; format documented there)
 //   <job dir>/results.txt output: one block per job (format documented in sim/fast.py);
@@ -27,6 +32,7 @@
 #include "Vember_system.h"
 #include "verilated.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -72,6 +78,101 @@ struct Csr {   // register byte offsets (hw.core_if.CSR), given by the job file
         fault_addr_lo, counters, config3, mem_stats;
 };
 
+// The execute side as a consumer of the output queues (a job with a core schedule; docs/
+// performance.md "The coupled core model"; sw.runtime.execute.CoreCostModel is the same rate
+// model without waiting). Per control token the core pops it (ready on ctrl), is busy
+// cycles_per_control cycles (the pop cycle included), then takes that callback's operands from
+// its operand buffer at tokens_per_cycle per cycle (waiting when the buffer is empty); the buffer
+// (buffer_tokens) accepts a data beat (ready on data) when a whole beat fits after this cycle's
+// take. schedule[i] is the number of operands the callback of control token i pops (DONE last,
+// with 0). Two calls per cycle: ready() before the clock edge, commit() after it with what fired.
+// If the stream and the schedule disagree (more or fewer tokens, DONE elsewhere, or no token
+// moving for long while the core waits) the model gives up: `mismatch`, and from then on both
+// queues are always ready (a free-running sink), so a wrong schedule never deadlocks the run.
+struct CoreModel {
+    static const uint64_t STUCK_LIMIT = 1u << 14;   // waiting cycles, the unit refused on the other queue
+    static const uint64_t DRAINED_LIMIT = 4;        // waiting cycles for an empty queue of a done unit
+    bool active = false;
+    uint32_t cycles_per_control = 6, tokens_per_cycle = 8, buffer_tokens = 2 * DATA_TOKENS;
+    std::vector<uint32_t> schedule;
+    // state
+    size_t next = 0;            // index of the next control token in the schedule
+    uint32_t busy = 0;          // cycles of the current control token's dispatch + body left
+    uint32_t need = 0;          // operands the current callback still has to take
+    uint64_t buffered = 0;      // tokens in the operand buffer
+    uint32_t take = 0;          // operands taken in this cycle (set by ready())
+    bool finished = false, mismatch = false;
+    uint64_t cycle = 0, first_cycle = 0, finish_cycle = 0, starved = 0, stuck = 0, drained = 0;
+
+    void start() {   // before the START write
+        next = 0;
+        busy = need = take = 0;
+        buffered = cycle = first_cycle = finish_cycle = starved = stuck = drained = 0;
+        finished = mismatch = false;
+    }
+    bool free_running() const { return !active || finished || mismatch; }
+    // Still consuming: the run is not over before this is false.
+    bool holding() const { return !free_running(); }
+    bool waiting_for_ctrl() const { return busy == 0 && need == 0; }
+
+    // Before the edge: the ready bits of (data, ctrl) for this cycle.
+    void ready(bool& data_ready, bool& ctrl_ready) {
+        take = 0;
+        if (free_running()) {
+            data_ready = ctrl_ready = true;
+            return;
+        }
+        if (busy == 0 && need > 0)
+            take = uint32_t(std::min<uint64_t>({tokens_per_cycle, need, buffered}));
+        ctrl_ready = waiting_for_ctrl();
+        data_ready = buffer_tokens - (buffered - take) >= DATA_TOKENS;
+    }
+
+    // After the edge: what fired (a data beat of `count` tokens, control token `token`), the
+    // valid bits of both queues, whether `ready` was refused on one of them, and whether the
+    // unit is done (every token it will push is in the queues: docs/rtl.md §2.6).
+    void commit(bool data_fire, unsigned count, bool ctrl_fire, uint16_t token, bool data_valid,
+                bool ctrl_valid, bool refused, bool unit_done) {
+        if (!active) return;
+        if (free_running()) {
+            if (finished && !mismatch && (data_fire || ctrl_fire)) mismatch = true;   // tokens after DONE
+            return;
+        }
+        cycle += 1;
+        bool want_data = busy == 0 && need > 0 && take == 0;
+        bool want_ctrl = busy == 0 && need == 0 && !ctrl_fire;
+        // starved: the core had fewer tokens than it could consume in this cycle
+        bool short_take = busy == 0 && need > 0 && take < std::min(tokens_per_cycle, need);
+        if (short_take || want_ctrl) starved += 1;
+        // nothing more can come: the unit is done and the queue the core waits for is empty
+        bool hopeless = unit_done && ((want_data && !data_valid) || (want_ctrl && !ctrl_valid));
+        bool idle = (want_data || want_ctrl) && !data_fire;
+        stuck = idle ? stuck + 1 : 0;
+        drained = hopeless ? drained + 1 : 0;
+        buffered -= take;
+        need -= take;
+        if (busy > 0) busy -= 1;
+        if (data_fire) buffered += count;
+        if (ctrl_fire) {
+            if (next == 0) first_cycle = cycle;
+            bool done_token = token == 0xFFFF;
+            bool last = next + 1 == schedule.size();
+            if (next >= schedule.size() || done_token != last) {
+                mismatch = true;
+            } else if (done_token) {
+                finished = true;
+                finish_cycle = cycle;
+                if (buffered > 0) mismatch = true;   // operands nobody popped
+            } else {
+                busy = cycles_per_control - 1;
+                need = schedule[next];
+            }
+            next += 1;
+        }
+        if (drained >= DRAINED_LIMIT || (refused && stuck >= STUCK_LIMIT)) mismatch = true;
+    }
+};
+
 // What one unit runs in a job.
 struct UnitJob {
     std::vector<uint32_t> program_words;
@@ -81,6 +182,9 @@ struct UnitJob {
     long long watchdog = -1;   // -1: leave the register alone
     uint32_t bp_threshold = 0;
     uint32_t seed = 0;
+    bool core = false;                 // a core schedule: the sinks are the core model
+    uint32_t cycles_per_control = 0, tokens_per_cycle = 0, buffer_beats = 0;
+    std::vector<uint32_t> schedule;
 };
 
 struct Job {
@@ -108,6 +212,7 @@ struct Unit {
     PORT_POINTER(UNIT_WIRE(0, busy)) busy_port;
     PORT_POINTER(UNIT_WIRE(0, done)) done_port;
 
+    CoreModel core;
     bool capture = false, dump = false, seed_load = false;
     uint32_t seed = 1, bp_threshold = 0;
     uint32_t lfsr_d = 0x12345679u, lfsr_c = 0x9E3779B9u;
@@ -127,8 +232,14 @@ struct Unit {
 
     void drive() {
         bool sink_on = capture && !cap_full && !dump;
-        data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
-        ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        if (core.active) {
+            core.ready(data_ready, ctrl_ready);
+            data_ready = data_ready && sink_on;
+            ctrl_ready = ctrl_ready && sink_on;
+        } else {
+            data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
+            ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        }
         *data_ready_port = data_ready;
         *ctrl_ready_port = ctrl_ready;
     }
@@ -143,9 +254,13 @@ struct Unit {
         beat_count = payload[2 * DATA_TOKENS] & 0xF;
         ctrl_payload = *ctrl_payload_port;
     }
-    // the wrapper's registers, updated with the values before the edge
-    void update() {
+    // the wrapper's registers, updated with the values before the edge; `core_clock`: the core
+    // model counts this cycle (from the START write, like the unit's `cycles` counter)
+    void update(bool core_clock) {
         bool data_fire = dv && data_ready, ctrl_fire = cv && ctrl_ready;
+        if (core.active && core_clock)
+            core.commit(data_fire, data_fire ? beat_count : 0, ctrl_fire, ctrl_payload, dv, cv,
+                        (dv && !data_ready) || (cv && !ctrl_ready), !busy && done);
         if (seed_load) {
             lfsr_d = seed | 1u;
             lfsr_c = (seed ^ 0x9E3779B9u) | 1u;
@@ -167,7 +282,7 @@ struct Unit {
             cap_full = false;
         }
         bool was_finished = finished;
-        if (!capture || busy || !done || dv || cv) {
+        if (!capture || busy || !done || dv || cv || core.holding()) {
             quiet = 0;
             finished = false;
         } else if (quiet != 7) {
@@ -232,7 +347,7 @@ class Harness {
         for (Unit& u : units) u.sample();
         top_->clk = 1;
         top_->eval();
-        for (Unit& u : units) u.update();
+        for (Unit& u : units) u.update(core_clock);
         cycles += 1;
     }
 
@@ -317,6 +432,7 @@ class Harness {
 
     std::unique_ptr<Vember_system> top_;
     Unit units[UNITS];
+    bool core_clock = false;   // the core models count cycles from the START write
     uint64_t cycles = 0;
 };
 
@@ -358,6 +474,13 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
             for (auto& a : unit.args) in >> std::hex >> a >> std::dec;
             in >> word >> std::hex >> unit.mem_limit >> std::dec;
             in >> word >> unit.watchdog >> word >> unit.bp_threshold >> word >> unit.seed;
+            in >> word >> count;          // "core"
+            if (count > 0) {
+                unit.core = true;
+                in >> unit.cycles_per_control >> unit.tokens_per_cycle >> unit.buffer_beats;
+                unit.schedule.resize(count);
+                for (auto& k : unit.schedule) in >> k;
+            }
         }
         in >> word >> job.max_cycles;
         jobs.push_back(std::move(job));
@@ -409,12 +532,22 @@ int main(int argc, char** argv) {
                 h.write64(u, csr.args + 8 * i, unit.args[i]);
             h.write64(u, csr.mem_limit_lo, unit.mem_limit);
             if (unit.watchdog >= 0) h.write(u, csr.watchdog, uint32_t(unit.watchdog));
-            h.units[u].bp_threshold = unit.bp_threshold;
-            h.units[u].seed = unit.seed;
-            h.units[u].seed_load = true;
+            Unit& hu = h.units[u];
+            hu.bp_threshold = unit.bp_threshold;
+            hu.seed = unit.seed;
+            hu.core.active = unit.core;
+            if (unit.core) {
+                hu.core.cycles_per_control = unit.cycles_per_control;
+                hu.core.tokens_per_cycle = unit.tokens_per_cycle;
+                hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
+                hu.core.schedule = unit.schedule;
+                hu.core.start();
+            }
+            hu.seed_load = true;
         }
         h.write_all(csr.ctrl, 1);         // every unit starts in the same cycle
         for (Unit& unit : h.units) unit.seed_load = false;
+        h.core_clock = true;              // the cycles the units' `cycles` counters count
         h.cycle();                        // the start has cleared DONE
         for (Unit& unit : h.units) {
             unit.capture = true;
@@ -442,6 +575,7 @@ int main(int argc, char** argv) {
             break;
         }
         for (Unit& unit : h.units) unit.capture = false;
+        h.core_clock = false;
         h.cycle();
         bool all[UNITS];
         for (bool& a : all) a = true;
@@ -466,6 +600,10 @@ int main(int argc, char** argv) {
             out << "result " << n << " unit " << u << " timeout " << timeout << " status "
                 << status << " fault_addr " << fault_addr << " drain_cycles " << drain_cycles
                 << " drain_wall " << wall << "\n";
+            const CoreModel& core = h.units[u].core;
+            out << "core " << core.active << " " << core.mismatch << " " << core.finished << " "
+                << core.finish_cycle << " " << core.starved << " " << core.first_cycle << "\n";
+            h.units[u].core.active = false;
             out << "counters " << counters.size();
             for (uint64_t c : counters) out << " " << c;
             out << "\nmem_stats " << mem_stats.size();

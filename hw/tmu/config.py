@@ -33,8 +33,9 @@ class TmuConfig:
     max_inflight : int
         Reorder-buffer entries, i.e. marshaled tokens (loads in flight or waiting to drain) the
         unit keeps between marshaling and the output queues; a load's entry holds one memory line.
-        Default 256 (16 KiB of lines: Little's law for one line per cycle at HBM2's loaded
-        latency), a power of two >= 2.
+        Default 512 (32 KiB of lines: Little's law for one line per cycle at HBM2's loaded
+        latency, plus room for the latency tail that holds the in-order drain;
+        ``docs/performance.md``, issue 10), a power of two >= 2.
     data_queue_depth : int
         Depth of the 64-bit data output queue, entries. Default 64, >= 2.
     ctrl_queue_depth : int
@@ -87,7 +88,7 @@ class TmuConfig:
     actions: int = 16
     regions: int = 4
     args: int = 16
-    max_inflight: int = 256
+    max_inflight: int = 512
     data_queue_depth: int = 64
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20

@@ -8,10 +8,10 @@ from hw.tmu import TmuConfig
 def test_defaults():
     c = TmuConfig()
     assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
-    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (256, 64, 64)
+    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (512, 64, 64)
     assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 32)
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
-    assert c.tag_bits == 11 and c.program_words == 164
+    assert c.tag_bits == 12 and c.rob_bits == 9 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3
@@ -29,8 +29,8 @@ def test_defaults():
     ({"mem_latency": 0}, "mem_latency must be an integer in 1..1024, not 0"),
     ({"prefetchers": 17}, "prefetchers must be an integer in 0..16, not 17"),
     ({"prefetch_depth": 3}, "prefetch_depth must be a power of two >= 2, not 3"),
-    ({"prefetchers": 8, "prefetch_depth": 64},
-     "prefetchers * prefetch_depth must be at most max_inflight (256), not 512"),
+    ({"prefetchers": 16, "prefetch_depth": 64},
+     "prefetchers * prefetch_depth must be at most max_inflight (512), not 1024"),
 ])
 def test_errors(kwargs, message):
     with pytest.raises(ValueError) as e:

@@ -57,7 +57,8 @@ def run_point(units: int, preset_name: str, seed: int) -> dict:
     from hw.multi_system import default_memory_ports
     from hw.tmu import TmuConfig
     from sw.compiler import compile_mlir
-    from sw.runtime.partition import run_partitioned, split_embedding_bag
+    from sw.runtime.multi_unit import run_partitioned
+    from sw.runtime.partition import split_embedding_bag
 
     path = REPO / "examples" / "embedding_bag_sum.mlir"
     kernel = compile_mlir(path.read_text(), filename=path.name, opt_level=3)

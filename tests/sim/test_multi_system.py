@@ -18,7 +18,8 @@ from sim.system import UnitJob, run_multi_on_rtl, run_on_rtl
 from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
 from sw.runtime.isa import Fault
-from sw.runtime.partition import run_partitioned, shared_image, split_embedding_bag
+from sw.runtime.multi_unit import run_partitioned
+from sw.runtime.partition import shared_image, split_embedding_bag
 from tb.programs import embedding_bag_case, random_case
 from tb.seeds import fresh_seed, seed_range
 

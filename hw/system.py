@@ -11,7 +11,41 @@ from .hbm_model.presets import get_preset
 from .tmu import Tmu, TmuConfig
 
 
-__all__ = ["System", "connect_memory_ports"]
+__all__ = ["System", "connect_memory_ports", "system_preset", "system_memory", "connect_unit"]
+
+
+def system_preset(config, memory):
+    """The memory preset of a system: ``memory`` (a preset or its name), the ``simple``
+    (fixed-latency) preset with the unit's ``config.mem_latency``."""
+    preset = get_preset(memory) if isinstance(memory, str) else memory
+    if preset.fixed_latency is not None:
+        preset = preset.replace(fixed_latency=config.mem_latency)
+    return preset
+
+
+def system_memory(config, memory, *, mem_words, storage, ports=None, tag_bits=None):
+    """The memory model of a system: ``(preset, model)``.
+
+    ``memory`` is a preset or its name; the ``simple`` (fixed-latency) preset takes the unit's
+    ``config.mem_latency`` and has one port (a unit with more uses its first, ``docs/rtl.md``);
+    a DRAM preset has ``ports`` ports (default ``config.memory_ports``). Tags are ``tag_bits``
+    wide (default ``config.tag_bits``)."""
+    preset = system_preset(config, memory)
+    if preset.fixed_latency is not None:
+        ports = 1
+    elif ports is None:
+        ports = config.memory_ports
+    mem = memory_model(preset, words=mem_words,
+                       tag_bits=config.tag_bits if tag_bits is None else tag_bits,
+                       storage=storage, ports=ports, line_bytes=config.line_bytes)
+    return preset, mem
+
+
+def connect_unit(m, core_if, tmu):
+    """Connect a core interface to its access unit (control, data and control-token queues)."""
+    wiring.connect(m, core_if.tmu, tmu.ctl)
+    wiring.connect(m, tmu.data, core_if.tmu_data)
+    wiring.connect(m, tmu.ctrl, core_if.tmu_ctrl)
 
 
 def connect_memory_ports(m, tmu, mem):
@@ -59,15 +93,9 @@ class System(wiring.Component):
     def __init__(self, config=None, *, memory="simple", mem_words=1 << 16, storage="verilog"):
         config = TmuConfig() if config is None else config
         self._cfg = config
-        preset = get_preset(memory) if isinstance(memory, str) else memory
-        if preset.fixed_latency is not None:      # simple: the unit's configured latency
-            preset = preset.replace(fixed_latency=config.mem_latency)
-        self.preset = preset
+        self.preset, self.mem = system_memory(config, memory, mem_words=mem_words,
+                                              storage=storage)
         self.tmu = Tmu(config)
-        # The fixed-latency memory has one port: a unit with more uses its first (``docs/rtl.md``).
-        ports = 1 if preset.fixed_latency is not None else config.memory_ports
-        self.mem = memory_model(preset, words=mem_words, tag_bits=config.tag_bits,
-                                storage=storage, ports=ports, line_bytes=config.line_bytes)
         self.core_if = CoreInterface(config, mem_stats=len(self.mem.stat_names))
         super().__init__({
             "csr":         In(CsrSignature(12)),
@@ -91,9 +119,7 @@ class System(wiring.Component):
         m.submodules.tmu = tmu = self.tmu
         m.submodules.mem = mem = self.mem
         wiring.connect(m, wiring.flipped(self.csr), cif.csr)
-        wiring.connect(m, cif.tmu, tmu.ctl)
-        wiring.connect(m, tmu.data, cif.tmu_data)
-        wiring.connect(m, tmu.ctrl, cif.tmu_ctrl)
+        connect_unit(m, cif, tmu)
         wiring.connect(m, cif.data_out, wiring.flipped(self.data_out))
         wiring.connect(m, cif.ctrl_out, wiring.flipped(self.ctrl_out))
         connect_memory_ports(m, tmu, mem)

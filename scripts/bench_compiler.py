@@ -10,9 +10,9 @@ model and checked against PyTorch (``Workload.check``). Per workload and level i
 * data and control tokens per lookup (a lookup is one gathered element, ``Workload.lookups``) and
   their reduction over -O0, ``tokens(-O0) / tokens(-On)`` (the execute side pops one 64-bit token
   per operand word and dispatches one callback per control token);
-* core cycles: ``sw.runtime.execute.CoreCostModel`` over the token stream, i.e.
-  ``callbacks * (dispatch + per_callback) + data tokens * per_operand`` (2 + 4 cycles per
-  callback, 1 per data token; a flat model: a vectorised callback costs what a scalar one does);
+* core cycles: ``sw.runtime.execute.CoreCostModel`` over the token stream, i.e. per callback
+  ``dispatch + per_callback + ceil(operands / tokens_per_cycle)`` (2 + 4 cycles, and one cycle
+  per 8 operands: a 512-bit vector of operands per cycle);
 * with ``--rtl``: access-unit cycles from START to done on the RTL under Verilator (all jobs in one
   simulator process, ``sim.system.run_many_on_rtl``; tokens compared one by one with the golden
   model, results with PyTorch), bytes loaded per cycle, and the decoupled access-execute estimate
@@ -53,7 +53,7 @@ from sw.runtime.execute import CoreCostModel  # noqa: E402
 from sw.runtime.golden import AccessFault  # noqa: E402
 from sw.runtime.image import bind_arguments, build_image  # noqa: E402
 from sw.runtime.isa import Limits  # noqa: E402
-from sw.workloads import WORKLOADS  # noqa: E402
+from sw.workloads import BENCH_WORKLOADS, WORKLOADS  # noqa: E402
 
 EMBER_FIG13 = "Ember Fig. 13: -O3 over -O0 = 6.5x..21x, geomean ~11x (cycles, simulated TMU + core)"
 MEMORIES = ("simple", "HBM2", "HBM3")
@@ -68,8 +68,8 @@ FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actio
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
           "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
-          "rtl_rob_full_cycles", "dae_cycles", "dae_speedup", "memory", "config", "compile_ms",
-          "error"]
+          "rtl_rob_full_cycles", "dae_cycles", "dae_speedup", "dae_estimate", "core_starved_cycles",
+          "rtl_out_stall_cycles", "memory", "config", "compile_ms", "error"]
 
 
 def _copy(args):
@@ -121,17 +121,23 @@ def geomean(values: Sequence[float]) -> float:
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
             rtl: bool = False, memory: str = "simple", cost: CoreCostModel | None = None,
-            ) -> list[dict]:
+            coupled: bool = False) -> list[dict]:
     """Compile, run and measure ``workloads`` × ``levels``; one dict per row, keys ``FIELDS``.
 
     Every run's results are checked against PyTorch (``AssertionError`` on a mismatch); RTL
     tokens must equal the golden model's (``AssertionError``). A ``CompileError``, an RTL fault
     or a golden-model fault becomes the row's ``error`` instead.
+
+    With ``coupled`` the RTL runs drive a simulated core (``sim/harness.cpp`` ``CoreModel`` at
+    ``cost``'s rate, fed the execute side's schedule): ``dae_cycles`` is when that core popped
+    DONE, ``dae_estimate`` the cross-check ``max(access, core)`` with the free-running access
+    cycles unknown (the run is coupled: ``rtl_cycles`` then includes the core's back-pressure).
+    Without it ``dae_cycles`` is ``max(rtl_cycles, core_cycles)``.
     """
     cost = cost or CoreCostModel()
     rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, job)
     for name in workloads:
-        w = WORKLOADS[name]
+        w = BENCH_WORKLOADS[name]
         text = w.path.read_text()
         args = w.make(size, 0)
         lookups = w.lookups(args)
@@ -164,12 +170,13 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                 run_args = _copy(args)
                 image = build_image(kernel, run_args)
                 regs = bind_arguments(kernel, run_args, image)
+                core = dict(core=cost, core_schedule=r.execute.pops_per_control) if coupled else {}
                 pending.append((row, w, kernel, args, r.access,
-                                RtlJob(p.encode(), image.data, regs)))
+                                RtlJob(p.encode(), image.data, regs, **core)))
     if pending:
         from sim.system import run_many_on_rtl
         results = run_many_on_rtl([job for *_, job in pending], config=rtl_config_for(limits),
-                                  memory=memory)
+                                  memory=memory, engine="cpp")
         for (row, w, kernel, args, gold, _), rr in zip(pending, results):
             if rr.fault_code:
                 row["error"] = f"RTL fault {rr.fault_code} at {rr.fault_addr:#x}"
@@ -185,6 +192,13 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                        rtl_loads=rr.stats["loads"], rtl_block_wait_cycles=rr.stats["block_wait_cycles"],
                        rtl_rob_full_cycles=rr.stats["rob_full_cycles"],
                        dae_cycles=max(rr.cycles, res.execute.core_cycles))
+            if coupled:
+                if rr.core is None or rr.core.schedule_mismatch or not rr.core.finished:
+                    raise AssertionError(f"{row['workload']} -O{row['level']}: the simulated core "
+                                         f"did not follow the execute side's schedule ({rr.core})")
+                row.update(dae_estimate=row["dae_cycles"], dae_cycles=rr.core.finish_cycles,
+                           core_starved_cycles=rr.core.starved_cycles,
+                           rtl_out_stall_cycles=rr.stats["out_stall_cycles"])
     base = {r["workload"]: r for r in rows if r["level"] == 0 and not r["error"]}
     for r in rows:
         b = base.get(r["workload"])
@@ -230,6 +244,9 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=str(REPO / "configs" / "tmu_rtl.json"),
                     help="TMU configuration to compile for (and build the RTL of); "
                          "default configs/tmu_rtl.json")
+    ap.add_argument("--coupled", action="store_true",
+                    help="with --rtl: the RTL runs drive the simulated core (DAE cycles simulated, "
+                         "not max(access, core))")
     ap.add_argument("--rtl", action="store_true",
                     help="also run every workload x level on the RTL (Verilator) for cycles")
     ap.add_argument("--memory", choices=MEMORIES, default="simple",
@@ -254,7 +271,8 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         ap.error(f"--config: {e}")
     warnings.simplefilter("ignore", UserWarning)
-    rows = measure(a.workloads, levels, a.size, limits, rtl=a.rtl, memory=a.memory)
+    rows = measure(a.workloads, levels, a.size, limits, rtl=a.rtl, memory=a.memory,
+                   coupled=a.coupled)
 
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

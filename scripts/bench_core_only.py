@@ -44,7 +44,7 @@ from hw.hbm_model.presets import get_preset  # noqa: E402
 from sim.core_only import CoreConfig, run_core  # noqa: E402
 from sim.core_trace import trace_kernel  # noqa: E402
 from sw.compiler.frontends.mlir import parse_mlir  # noqa: E402
-from sw.workloads import WORKLOADS  # noqa: E402
+from sw.workloads import BENCH_WORKLOADS, WORKLOADS  # noqa: E402
 
 MEMORIES = ("HBM2", "HBM3", "simple")
 CACHES = {"caches": {}, "none": dict(l1_bytes=0, l2_bytes=0)}
@@ -65,7 +65,7 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     preset = get_preset(memory)
     rows = []
     for name in workloads:
-        w = WORKLOADS[name]
+        w = BENCH_WORKLOADS[name]
         args = w.make(size, 0)                 # the same inputs as bench_compiler's measure
         tr = trace_kernel(parse_mlir(w.path.read_text(), w.example), args, vector_bytes=vector_bytes)
         w.check(w.make(size, 0), list(tr.results))
@@ -88,13 +88,14 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
 
 
 def dae_rows(workloads, size: str, memory: str, level: int, config: str) -> dict[str, dict]:
-    """``bench_compiler.measure`` at one level on the RTL: workload -> its row."""
+    """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
+    ``dae_cycles`` is when the core model popped DONE): workload -> its row."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.isa import Limits
     limits = Limits.from_file(config)
     rtl_config_for(limits)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
-                                               memory=memory)}
+                                               memory=memory, coupled=True)}
 
 
 def geomean(values):
@@ -117,9 +118,9 @@ def main(argv=None) -> int:
     ap.add_argument("--clock-ratio", type=int, default=1, help="core cycles per memory cycle")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_core_only.csv"))
     a = ap.parse_args(argv)
-    unknown = [n for n in a.workloads if n not in WORKLOADS]
+    unknown = [n for n in a.workloads if n not in BENCH_WORKLOADS]
     if unknown:
-        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(WORKLOADS)}), "
+        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(BENCH_WORKLOADS)}), "
                  f"not {unknown[0]!r}")
     if min(a.mshrs) < 1:
         ap.error(f"--mshrs must be positive, not {min(a.mshrs)}")

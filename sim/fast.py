@@ -16,6 +16,7 @@ Files in the job directory:
     jobs <n>
     job
     image <path of the $readmemh file>        (or: backdoor <count> <hex words...>)
+    units <K>                                  (then K unit blocks, unit 0 first:)
     program <count> <hex 32-bit words...>
     prog_len <bytes>
     args <count> <hex 64-bit values...>
@@ -23,15 +24,22 @@ Files in the job directory:
     watchdog <cycles, -1: leave the register alone>
     bp_threshold <0..65536: a sink is ready when its xorshift32 state's low 16 bits are >= this>
     seed <32-bit seed>
-    max_cycles <cycles>
+    core <n> [<cycles per control> <tokens per cycle> <buffer beats> <n operand counts>]
+                                              (n = 0: no core schedule, the back-pressure sinks)
+    max_cycles <cycles>                        (after the unit blocks)
 
-``results.txt`` (written by the harness), per job::
+``results.txt`` (written by the harness), per job and unit::
 
-    result <n> timeout <0|1> status <STATUS> fault_addr <addr> drain_cycles <c> drain_wall <s>
+    result <n> unit <u> timeout <0|1> status <STATUS> fault_addr <addr> drain_cycles <c> drain_wall <s>
+    core <active 0|1> <schedule mismatch 0|1> <finished 0|1> <finish cycle> <starved cycles> <first cycle>
     counters <count> <values in hw.tmu.COUNTERS order>
     mem_stats <count> <values in hw.hbm_model.stat_names order>
 
-and the tokens in ``data_<n>.bin`` (uint64 little-endian) and ``ctrl_<n>.bin`` (uint16).
+and the tokens in ``data_<n>_<u>.bin`` (uint64 little-endian) and ``ctrl_<n>_<u>.bin`` (uint16).
+
+With ``units`` (:func:`build_harness`), the harness drives ``hw.multi_system.MultiSystem`` (K
+units on one memory; compiled with ``-DMULTI_TOP -DUNITS=K``): one shared image per job, one
+unit block per unit, all units started in the same cycle, the job ending when all have finished.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from hw.tmu import COUNTERS, TmuConfig
 from sim.verilator import REPO, SYSTEM, VERILATOR_ARGS, _preset, _storage_verilog, cached_build, \
     generate_verilog
 
-__all__ = ["HARNESS", "build_harness", "run_jobs"]
+__all__ = ["HARNESS", "build_harness", "run_jobs", "generate_multi_verilog"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.cpp"
 EXECUTABLE = "ember_harness"
@@ -56,26 +64,48 @@ EXECUTABLE = "ember_harness"
 HARNESS_ARGS = [a for a in VERILATOR_ARGS if a != "--timing"]
 
 
+def generate_multi_verilog(config: TmuConfig, mem_words: int, memory, units: int) -> str:
+    """Verilog of ``hw.multi_system.MultiSystem`` (module ``ember_system``) with ``units`` units,
+    followed by the extra modules it instantiates."""
+    from amaranth.back import verilog
+    from hw.multi_system import MultiSystem
+    top = MultiSystem(config, units=units, memory=memory, mem_words=mem_words, storage="verilog")
+    text = verilog.convert(top, name=SYSTEM, emit_src=False)
+    return text + "".join(top.verilog_modules.values())
+
+
 def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
-                  memory="simple") -> Path:
+                  memory="simple", units: int | None = None) -> Path:
     """Build (once, cached in ``build/rtl/``) the harness executable for a configuration, memory
-    preset (name or ``HbmPreset``) and memory size (64-bit words); returns its path.
-    Raises ``RuntimeError`` with the tail of ``build.log`` if Verilator fails."""
+    preset (name or ``HbmPreset``) and memory size (64-bit words); returns its path. ``units``
+    None: the single-unit ``hw.system.System``; K (1, 2, 4, 8): ``hw.multi_system.MultiSystem``
+    with K units (one build per K). Raises ``RuntimeError`` with the tail of ``build.log`` if
+    Verilator fails, ``ValueError`` naming ``units`` for another count."""
+    from hw.multi_system import UNITS
+    if units is not None and (units not in UNITS or isinstance(units, bool)):
+        raise ValueError(f"units must be one of {UNITS} or None, not {units!r}")
     config = config or TmuConfig()
     preset = _preset(memory)
-    key = json.dumps({"engine": "cpp", "config": config.as_dict(), "mem_words": mem_words,
-                      "memory": repr(preset), "verilator_args": HARNESS_ARGS}, sort_keys=True)
+    key = {"engine": "cpp", "config": config.as_dict(), "mem_words": mem_words,
+           "memory": repr(preset), "verilator_args": HARNESS_ARGS}
+    if units is not None:
+        key["units"] = units
+    key = json.dumps(key, sort_keys=True)
     inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + [HARNESS]
 
     def generate():
-        return {f"{SYSTEM}.v": generate_verilog(config, mem_words, preset),
+        text = (generate_verilog(config, mem_words, preset) if units is None
+                else generate_multi_verilog(config, mem_words, preset, units))
+        return {f"{SYSTEM}.v": text,
                 "ember_hbm_storage.v": _storage_verilog().read_text(),
                 "harness.cpp": HARNESS.read_text()}
+
+    defines = [] if units is None else ["-DMULTI_TOP", f"-DUNITS={units}"]
 
     def build(build_dir, paths):
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", SYSTEM, "-Mdir", str(build_dir / "obj"), "-o", EXECUTABLE,
-               "-CFLAGS", f"-DDATA_TOKENS={config.output_tokens}",
+               "-CFLAGS", " ".join([f"-DDATA_TOKENS={config.output_tokens}"] + defines),
                *HARNESS_ARGS, *[str(p) for p in paths]]
         with open(build_dir / "build.log", "w") as log:
             log.write(" ".join(cmd) + "\n")
@@ -83,6 +113,26 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
             subprocess.run(cmd, cwd=build_dir, stdout=log, stderr=subprocess.STDOUT, check=True)
 
     return cached_build(key, inputs, generate, build) / "obj" / EXECUTABLE
+
+
+def _unit_lines(job: dict) -> list[str]:
+    words = job["program_words"]
+    return [f"program {len(words)} " + " ".join(f"{w:x}" for w in words),
+            f"prog_len {job['prog_len']}",
+            f"args {len(job['args'])} " + " ".join(f"{a:x}" for a in job["args"]),
+            f"mem_limit {job['mem_limit']:x}",
+            f"watchdog {-1 if job['watchdog'] is None else int(job['watchdog'])}",
+            f"bp_threshold {job['bp_threshold']}",
+            f"seed {job['seed'] & 0xFFFF_FFFF}",
+            _core_line(job.get("core"))]
+
+
+def _core_line(core: dict | None) -> str:
+    if core is None:
+        return "core 0"
+    pops = core["pops_per_control"]
+    return (f"core {len(pops)} {core['cycles_per_control']} {core['tokens_per_cycle']} "
+            f"{core['buffer_beats']} " + " ".join(str(int(k)) for k in pops))
 
 
 def _write_jobs(path: Path, spec: list[dict]) -> None:
@@ -100,34 +150,37 @@ def _write_jobs(path: Path, spec: list[dict]) -> None:
             lines.append(f"backdoor {len(words)} " + " ".join(f"{w:x}" for w in words))
         else:
             lines.append(f"image {job['image']}")
-        words = job["program_words"]
-        lines.append(f"program {len(words)} " + " ".join(f"{w:x}" for w in words))
-        lines.append(f"prog_len {job['prog_len']}")
-        lines.append(f"args {len(job['args'])} " + " ".join(f"{a:x}" for a in job["args"]))
-        lines.append(f"mem_limit {job['mem_limit']:x}")
-        lines.append(f"watchdog {-1 if job['watchdog'] is None else int(job['watchdog'])}")
-        lines.append(f"bp_threshold {job['bp_threshold']}")
-        lines.append(f"seed {job['seed'] & 0xFFFF_FFFF}")
+        units = job.get("units") or [job]     # a multi-unit job lists its units' entries
+        lines.append(f"units {len(units)}")
+        for unit in units:
+            lines += _unit_lines(unit)
         lines.append(f"max_cycles {job['max_cycles']}")
     path.write_text("\n".join(lines) + "\n")
 
 
 def _read_results(job_dir: Path) -> list[dict]:
+    """Per job and unit (jobs in order, a job's units in order), the raw results; each entry
+    has ``job`` and ``unit``."""
     results = []
     lines = (job_dir / "results.txt").read_text().splitlines()
-    for head, counters, stats in zip(lines[0::3], lines[1::3], lines[2::3]):
+    for head, core, counters, stats in zip(lines[0::4], lines[1::4], lines[2::4], lines[3::4]):
         f = head.split()
         fields = dict(zip(f[0::2], f[1::2]))
-        n = int(fields["result"])
+        active, mismatch, finished, finish, starved, first = (int(v) for v in core.split()[1:])
+        n, u = int(fields["result"]), int(fields["unit"])
         counter_values = [int(v) for v in counters.split()[2:]]
         results.append({
-            "data": np.fromfile(job_dir / f"data_{n}.bin", dtype="<u8").tolist(),
-            "ctrl": np.fromfile(job_dir / f"ctrl_{n}.bin", dtype="<u2").tolist(),
+            "job": n, "unit": u,
+            "data": np.fromfile(job_dir / f"data_{n}_{u}.bin", dtype="<u8").tolist(),
+            "ctrl": np.fromfile(job_dir / f"ctrl_{n}_{u}.bin", dtype="<u2").tolist(),
             "status": int(fields["status"]), "fault_addr": int(fields["fault_addr"]),
             "counters": dict(zip(COUNTERS, counter_values)),
             "mem_stats": [int(v) for v in stats.split()[2:]],
             "timeout": fields["timeout"] == "1",
             "drain_cycles": int(fields["drain_cycles"]), "drain_wall": float(fields["drain_wall"]),
+            "core": ({"schedule_mismatch": bool(mismatch), "finished": bool(finished),
+                      "finish_cycles": finish, "starved_cycles": starved,
+                      "first_control_cycle": first} if active else None),
         })
     return results
 
@@ -135,10 +188,12 @@ def _read_results(job_dir: Path) -> list[dict]:
 def run_jobs(executable: Path, spec: list[dict], job_dir: Path) -> list[dict]:
     """Run the jobs of ``spec`` (the entries ``sim.system`` builds: program words, image path or
     back-door words, arguments, memory limit, watchdog, back-pressure threshold, seed, max
-    cycles) in one harness process in ``job_dir``; returns per job what the cocotb module
+    cycles, optional core schedule) in one harness process in ``job_dir``; returns per job what the cocotb module
     ``sim.system_top`` returns (tokens, status, fault address, counters, memory statistics,
-    timeout, drain cycles and wall time). Raises ``RuntimeError`` (with the log's tail) if the
-    harness fails."""
+    timeout, drain cycles and wall time), and ``core`` (None, or the core model's finish cycle,
+    starved cycles, finished and schedule-mismatch flags); a multi-unit job (an entry with
+    ``units``: a list of per-unit entries, for a harness built with ``units``) gives one result
+    per unit, in order. Raises ``RuntimeError`` (with the log's tail) if the harness fails."""
     _write_jobs(job_dir / "jobs.txt", spec)
     log = job_dir / "sim.log"
     with open(log, "w") as f:

@@ -10,6 +10,11 @@
 // statistics. So tokens, fault code/address, cycle counts and statistics are identical to the
 // cocotb engine's, with or without back-pressure.
 //
+// Only here (the cocotb engine refuses it): a job with a core schedule has its sinks driven by a
+// model of the execute side (CoreModel below) instead of the back-pressure generators, so a slow
+// core back-pressures the unit and a fast one waits for it in the same simulation; the tokens
+// captured are the same (capture does not depend on who drives `ready`).
+//
 // Usage: ember_harness <job dir> [+HBM_IMAGE=<job dir>/image.hex]
 //   <job dir>/jobs.txt    input (written by sim/fast.py; format documented there)
 //   <job dir>/results.txt output: one block per job (format documented in sim/fast.py);
@@ -17,9 +22,17 @@
 // Verilator spells the double underscore of Amaranth's port names (csr__addr) as ___05F.
 // DATA_TOKENS (compiler -D, TmuConfig.output_tokens) is the width of a data beat in tokens: the
 // payload is tokens[0..DATA_TOKENS) (64 bits each) then the count of valid tokens.
+//
+// Several units (hw.multi_system.MultiSystem, compiled with -DMULTI_TOP -DUNITS=K): unit u's ports
+// are csr__<u>__addr, data_out__<u>__valid, busy__<u>, ...; each unit has its own sink state
+// (back-pressure generators, capture buffers, finished detector), program, arguments and results;
+// the memory image is shared. All units are started in the same cycle (one CTRL write on every
+// register port at once) and a job ends when every unit has finished (done or faulted, queues
+// drained). With one unit (UNITS=1), MULTI_TOP or not, the sequence of cycles is the one above.
 #include "Vember_system.h"
 #include "verilated.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -29,9 +42,25 @@
 #include <string>
 #include <vector>
 
+#include <type_traits>
+#include <utility>
+
 #ifndef DATA_TOKENS
 #define DATA_TOKENS 1
 #endif
+#ifndef UNITS
+#define UNITS 1
+#endif
+
+// The name of unit u's port a__b (unit_port) or a (unit_wire) in the Verilated model.
+#ifdef MULTI_TOP
+#define UNIT_PORT(u, a, b) a##___05F##u##___05F##b
+#define UNIT_WIRE(u, a) a##___05F##u
+#else
+#define UNIT_PORT(u, a, b) a##___05F##b
+#define UNIT_WIRE(u, a) a
+#endif
+#define PORT_POINTER(name) std::remove_reference_t<decltype(std::declval<Vember_system&>().name)>*
 
 namespace {
 
@@ -49,10 +78,103 @@ struct Csr {   // register byte offsets (hw.core_if.CSR), given by the job file
         fault_addr_lo, counters, config3, mem_stats;
 };
 
-struct Job {
-    bool backdoor = false;
-    std::string image;
-    std::vector<uint64_t> backdoor_words;
+// The execute side as a consumer of the output queues (a job with a core schedule; docs/
+// performance.md "The coupled core model"; sw.runtime.execute.CoreCostModel is the same rate
+// model without waiting). Per control token the core pops it (ready on ctrl), is busy
+// cycles_per_control cycles (the pop cycle included), then takes that callback's operands from
+// its operand buffer at tokens_per_cycle per cycle (waiting when the buffer is empty); the buffer
+// (buffer_tokens) accepts a data beat (ready on data) when a whole beat fits after this cycle's
+// take. schedule[i] is the number of operands the callback of control token i pops (DONE last,
+// with 0). Two calls per cycle: ready() before the clock edge, commit() after it with what fired.
+// If the stream and the schedule disagree (more or fewer tokens, DONE elsewhere, or no token
+// moving for long while the core waits) the model gives up: `mismatch`, and from then on both
+// queues are always ready (a free-running sink), so a wrong schedule never deadlocks the run.
+struct CoreModel {
+    static const uint64_t STUCK_LIMIT = 1u << 14;   // waiting cycles, the unit refused on the other queue
+    static const uint64_t DRAINED_LIMIT = 4;        // waiting cycles for an empty queue of a done unit
+    bool active = false;
+    uint32_t cycles_per_control = 6, tokens_per_cycle = 8, buffer_tokens = 2 * DATA_TOKENS;
+    std::vector<uint32_t> schedule;
+    // state
+    size_t next = 0;            // index of the next control token in the schedule
+    uint32_t busy = 0;          // cycles of the current control token's dispatch + body left
+    uint32_t need = 0;          // operands the current callback still has to take
+    uint64_t buffered = 0;      // tokens in the operand buffer
+    uint32_t take = 0;          // operands taken in this cycle (set by ready())
+    bool finished = false, mismatch = false;
+    uint64_t cycle = 0, first_cycle = 0, finish_cycle = 0, starved = 0, stuck = 0, drained = 0;
+
+    void start() {   // before the START write
+        next = 0;
+        busy = need = take = 0;
+        buffered = cycle = first_cycle = finish_cycle = starved = stuck = drained = 0;
+        finished = mismatch = false;
+    }
+    bool free_running() const { return !active || finished || mismatch; }
+    // Still consuming: the run is not over before this is false.
+    bool holding() const { return !free_running(); }
+    bool waiting_for_ctrl() const { return busy == 0 && need == 0; }
+
+    // Before the edge: the ready bits of (data, ctrl) for this cycle.
+    void ready(bool& data_ready, bool& ctrl_ready) {
+        take = 0;
+        if (free_running()) {
+            data_ready = ctrl_ready = true;
+            return;
+        }
+        if (busy == 0 && need > 0)
+            take = uint32_t(std::min<uint64_t>({tokens_per_cycle, need, buffered}));
+        ctrl_ready = waiting_for_ctrl();
+        data_ready = buffer_tokens - (buffered - take) >= DATA_TOKENS;
+    }
+
+    // After the edge: what fired (a data beat of `count` tokens, control token `token`), the
+    // valid bits of both queues, whether `ready` was refused on one of them, and whether the
+    // unit is done (every token it will push is in the queues: docs/rtl.md §2.6).
+    void commit(bool data_fire, unsigned count, bool ctrl_fire, uint16_t token, bool data_valid,
+                bool ctrl_valid, bool refused, bool unit_done) {
+        if (!active) return;
+        if (free_running()) {
+            if (finished && !mismatch && (data_fire || ctrl_fire)) mismatch = true;   // tokens after DONE
+            return;
+        }
+        cycle += 1;
+        bool want_data = busy == 0 && need > 0 && take == 0;
+        bool want_ctrl = busy == 0 && need == 0 && !ctrl_fire;
+        // starved: the core had fewer tokens than it could consume in this cycle
+        bool short_take = busy == 0 && need > 0 && take < std::min(tokens_per_cycle, need);
+        if (short_take || want_ctrl) starved += 1;
+        // nothing more can come: the unit is done and the queue the core waits for is empty
+        bool hopeless = unit_done && ((want_data && !data_valid) || (want_ctrl && !ctrl_valid));
+        bool idle = (want_data || want_ctrl) && !data_fire;
+        stuck = idle ? stuck + 1 : 0;
+        drained = hopeless ? drained + 1 : 0;
+        buffered -= take;
+        need -= take;
+        if (busy > 0) busy -= 1;
+        if (data_fire) buffered += count;
+        if (ctrl_fire) {
+            if (next == 0) first_cycle = cycle;
+            bool done_token = token == 0xFFFF;
+            bool last = next + 1 == schedule.size();
+            if (next >= schedule.size() || done_token != last) {
+                mismatch = true;
+            } else if (done_token) {
+                finished = true;
+                finish_cycle = cycle;
+                if (buffered > 0) mismatch = true;   // operands nobody popped
+            } else {
+                busy = cycles_per_control - 1;
+                need = schedule[next];
+            }
+            next += 1;
+        }
+        if (drained >= DRAINED_LIMIT || (refused && stuck >= STUCK_LIMIT)) mismatch = true;
+    }
+};
+
+// What one unit runs in a job.
+struct UnitJob {
     std::vector<uint32_t> program_words;
     uint32_t prog_len = 0;
     std::vector<uint64_t> args;
@@ -60,42 +182,85 @@ struct Job {
     long long watchdog = -1;   // -1: leave the register alone
     uint32_t bp_threshold = 0;
     uint32_t seed = 0;
+    bool core = false;                 // a core schedule: the sinks are the core model
+    uint32_t cycles_per_control = 0, tokens_per_cycle = 0, buffer_beats = 0;
+    std::vector<uint32_t> schedule;
+};
+
+struct Job {
+    bool backdoor = false;
+    std::string image;
+    std::vector<uint64_t> backdoor_words;
+    UnitJob unit[UNITS];
     uint64_t max_cycles = 0;
 };
 
-// The DUT plus the state of sim/system_top.v's sinks, capture and finished detector.
-class Harness {
-  public:
-    explicit Harness(VerilatedContext* ctx) : top_(new Vember_system{ctx}) {
-        top_->clk = 0;
-        top_->rst = 1;
-        top_->eval();
-    }
-    ~Harness() { top_->final(); }
+// One unit's ports in the model and the state of sim/system_top.v's sinks, capture and finished
+// detector for it.
+struct Unit {
+    PORT_POINTER(UNIT_PORT(0, csr, addr)) csr_addr;
+    PORT_POINTER(UNIT_PORT(0, csr, w_en)) csr_w_en;
+    PORT_POINTER(UNIT_PORT(0, csr, w_data)) csr_w_data;
+    PORT_POINTER(UNIT_PORT(0, csr, r_en)) csr_r_en;
+    PORT_POINTER(UNIT_PORT(0, csr, r_data)) csr_r_data;
+    PORT_POINTER(UNIT_PORT(0, data_out, ready)) data_ready_port;
+    PORT_POINTER(UNIT_PORT(0, data_out, valid)) data_valid_port;
+    PORT_POINTER(UNIT_PORT(0, data_out, payload)) data_payload_port;
+    PORT_POINTER(UNIT_PORT(0, ctrl_out, ready)) ctrl_ready_port;
+    PORT_POINTER(UNIT_PORT(0, ctrl_out, valid)) ctrl_valid_port;
+    PORT_POINTER(UNIT_PORT(0, ctrl_out, payload)) ctrl_payload_port;
+    PORT_POINTER(UNIT_WIRE(0, busy)) busy_port;
+    PORT_POINTER(UNIT_WIRE(0, done)) done_port;
 
-    // One clock cycle from a falling edge to the next: the inputs set since the last call are
-    // seen by the rising edge; outputs are read after it (cocotb: drive at and sample after
-    // FallingEdge).
-    void cycle() {
+    CoreModel core;
+    bool capture = false, dump = false, seed_load = false;
+    uint32_t seed = 1, bp_threshold = 0;
+    uint32_t lfsr_d = 0x12345679u, lfsr_c = 0x9E3779B9u;
+    uint64_t data_n = 0, ctrl_n = 0;
+    bool cap_full = false, finished = false, finished_rose = false, cap_full_rose = false,
+         cap_rose_prev = false;
+    int quiet = 0;
+    std::vector<uint64_t> data;
+    std::vector<uint16_t> ctrl;
+
+    // sampled between the falling and the rising edge
+    bool data_ready = false, ctrl_ready = false, dv = false, cv = false, busy = false,
+         done = false;
+    uint64_t beat[DATA_TOKENS];
+    unsigned beat_count = 0;
+    uint16_t ctrl_payload = 0;
+
+    void drive() {
         bool sink_on = capture && !cap_full && !dump;
-        bool data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
-        bool ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
-        top_->data_out___05Fready = data_ready;
-        top_->ctrl_out___05Fready = ctrl_ready;
-        top_->clk = 0;
-        top_->eval();
-        bool dv = top_->data_out___05Fvalid, cv = top_->ctrl_out___05Fvalid;
-        bool busy = top_->busy, done = top_->done;
-        uint64_t beat[DATA_TOKENS];
-        const auto& payload = top_->data_out___05Fpayload;   // VlWide: 32-bit words
+        if (core.active) {
+            core.ready(data_ready, ctrl_ready);
+            data_ready = data_ready && sink_on;
+            ctrl_ready = ctrl_ready && sink_on;
+        } else {
+            data_ready = sink_on && (lfsr_d & 0xFFFF) >= bp_threshold;
+            ctrl_ready = sink_on && (lfsr_c & 0xFFFF) >= bp_threshold;
+        }
+        *data_ready_port = data_ready;
+        *ctrl_ready_port = ctrl_ready;
+    }
+    void sample() {
+        dv = *data_valid_port;
+        cv = *ctrl_valid_port;
+        busy = *busy_port;
+        done = *done_port;
+        const auto& payload = *data_payload_port;   // VlWide: 32-bit words
         for (int i = 0; i < DATA_TOKENS; i++)
             beat[i] = uint64_t(payload[2 * i]) | (uint64_t(payload[2 * i + 1]) << 32);
-        unsigned beat_count = payload[2 * DATA_TOKENS] & 0xF;
-        uint16_t ctrl_payload = top_->ctrl_out___05Fpayload;
-        top_->clk = 1;
-        top_->eval();
-        // the wrapper's registers, updated with the values before the edge
+        beat_count = payload[2 * DATA_TOKENS] & 0xF;
+        ctrl_payload = *ctrl_payload_port;
+    }
+    // the wrapper's registers, updated with the values before the edge; `core_clock`: the core
+    // model counts this cycle (from the START write, like the unit's `cycles` counter)
+    void update(bool core_clock) {
         bool data_fire = dv && data_ready, ctrl_fire = cv && ctrl_ready;
+        if (core.active && core_clock)
+            core.commit(data_fire, data_fire ? beat_count : 0, ctrl_fire, ctrl_payload, dv, cv,
+                        (dv && !data_ready) || (cv && !ctrl_ready), !busy && done);
         if (seed_load) {
             lfsr_d = seed | 1u;
             lfsr_c = (seed ^ 0x9E3779B9u) | 1u;
@@ -117,7 +282,7 @@ class Harness {
             cap_full = false;
         }
         bool was_finished = finished;
-        if (!capture || busy || !done || dv || cv) {
+        if (!capture || busy || !done || dv || cv || core.holding()) {
             quiet = 0;
             finished = false;
         } else if (quiet != 7) {
@@ -127,6 +292,62 @@ class Harness {
         finished_rose = !was_finished && finished;
         cap_full_rose = !cap_rose_prev && cap_full;
         cap_rose_prev = cap_full;
+    }
+};
+
+// The DUT and its units.
+class Harness {
+  public:
+    explicit Harness(VerilatedContext* ctx) : top_(new Vember_system{ctx}) {
+#define BIND_UNIT(u)                                                          \
+    units[u].csr_addr = &top_->UNIT_PORT(u, csr, addr);                       \
+    units[u].csr_w_en = &top_->UNIT_PORT(u, csr, w_en);                       \
+    units[u].csr_w_data = &top_->UNIT_PORT(u, csr, w_data);                   \
+    units[u].csr_r_en = &top_->UNIT_PORT(u, csr, r_en);                       \
+    units[u].csr_r_data = &top_->UNIT_PORT(u, csr, r_data);                   \
+    units[u].data_ready_port = &top_->UNIT_PORT(u, data_out, ready);          \
+    units[u].data_valid_port = &top_->UNIT_PORT(u, data_out, valid);          \
+    units[u].data_payload_port = &top_->UNIT_PORT(u, data_out, payload);      \
+    units[u].ctrl_ready_port = &top_->UNIT_PORT(u, ctrl_out, ready);          \
+    units[u].ctrl_valid_port = &top_->UNIT_PORT(u, ctrl_out, valid);          \
+    units[u].ctrl_payload_port = &top_->UNIT_PORT(u, ctrl_out, payload);      \
+    units[u].busy_port = &top_->UNIT_WIRE(u, busy);                           \
+    units[u].done_port = &top_->UNIT_WIRE(u, done);
+        BIND_UNIT(0)
+#if UNITS > 1
+        BIND_UNIT(1)
+#endif
+#if UNITS > 2
+        BIND_UNIT(2)
+        BIND_UNIT(3)
+#endif
+#if UNITS > 4
+        BIND_UNIT(4)
+        BIND_UNIT(5)
+        BIND_UNIT(6)
+        BIND_UNIT(7)
+#endif
+#if UNITS != 1 && UNITS != 2 && UNITS != 4 && UNITS != 8
+#error "UNITS must be 1, 2, 4 or 8"
+#endif
+#undef BIND_UNIT
+        top_->clk = 0;
+        top_->rst = 1;
+        top_->eval();
+    }
+    ~Harness() { top_->final(); }
+
+    // One clock cycle from a falling edge to the next: the inputs set since the last call are
+    // seen by the rising edge; outputs are read after it (cocotb: drive at and sample after
+    // FallingEdge).
+    void cycle() {
+        for (Unit& u : units) u.drive();
+        top_->clk = 0;
+        top_->eval();
+        for (Unit& u : units) u.sample();
+        top_->clk = 1;
+        top_->eval();
+        for (Unit& u : units) u.update(core_clock);
         cycles += 1;
     }
 
@@ -137,27 +358,36 @@ class Harness {
         cycle();
     }
 
-    void write(uint32_t addr, uint32_t value) {
-        top_->csr___05Faddr = addr;
-        top_->csr___05Fw_data = value;
-        top_->csr___05Fw_en = 1;
+    void write(int u, uint32_t addr, uint32_t value) {
+        *units[u].csr_addr = addr;
+        *units[u].csr_w_data = value;
+        *units[u].csr_w_en = 1;
         cycle();
-        top_->csr___05Fw_en = 0;
+        *units[u].csr_w_en = 0;
     }
-    void write64(uint32_t addr, uint64_t value) {
-        write(addr, uint32_t(value));
-        write(addr + 4, uint32_t(value >> 32));
+    void write64(int u, uint32_t addr, uint64_t value) {
+        write(u, addr, uint32_t(value));
+        write(u, addr + 4, uint32_t(value >> 32));
     }
-    uint32_t read(uint32_t addr) {
-        top_->csr___05Faddr = addr;
-        top_->csr___05Fr_en = 1;
+    void write_all(uint32_t addr, uint32_t value) {   // every unit's register, in one cycle
+        for (Unit& unit : units) {
+            *unit.csr_addr = addr;
+            *unit.csr_w_data = value;
+            *unit.csr_w_en = 1;
+        }
         cycle();
-        top_->csr___05Fr_en = 0;
-        return top_->csr___05Fr_data;
+        for (Unit& unit : units) *unit.csr_w_en = 0;
     }
-    uint64_t read64(uint32_t addr) {
-        uint64_t lo = read(addr);
-        return lo | uint64_t(read(addr + 4)) << 32;
+    uint32_t read(int u, uint32_t addr) {
+        *units[u].csr_addr = addr;
+        *units[u].csr_r_en = 1;
+        cycle();
+        *units[u].csr_r_en = 0;
+        return *units[u].csr_r_data;
+    }
+    uint64_t read64(int u, uint32_t addr) {
+        uint64_t lo = read(u, addr);
+        return lo | uint64_t(read(u, addr + 4)) << 32;
     }
 
     bool load_image_file(const std::string& path, const std::string& target) {
@@ -181,24 +411,29 @@ class Harness {
         }
         top_->backdoor___05Fen = 0;
     }
-    void do_dump() {   // the dump pulse and the cycle after it (sim/system_top.py TB.dump)
-        dump = true;
+    // The dump pulse of the units with `which` set and the cycle after it (sim/system_top.py
+    // TB.dump).
+    void do_dump(const bool* which) {
+        for (int u = 0; u < UNITS; u++) units[u].dump = which[u];
         cycle();
-        dump = false;
+        for (Unit& unit : units) unit.dump = false;
         cycle();
+    }
+    bool all_finished() const {
+        for (const Unit& u : units)
+            if (!u.finished) return false;
+        return true;
+    }
+    bool any_cap_full_rose() const {
+        for (const Unit& u : units)
+            if (u.cap_full_rose) return true;
+        return false;
     }
 
     std::unique_ptr<Vember_system> top_;
-    bool capture = false, dump = false, seed_load = false;
-    uint32_t seed = 1, bp_threshold = 0;
-    uint32_t lfsr_d = 0x12345679u, lfsr_c = 0x9E3779B9u;
-    uint64_t data_n = 0, ctrl_n = 0;
-    bool cap_full = false, finished = false, finished_rose = false, cap_full_rose = false,
-         cap_rose_prev = false;
-    int quiet = 0;
+    Unit units[UNITS];
+    bool core_clock = false;   // the core models count cycles from the START write
     uint64_t cycles = 0;
-    std::vector<uint64_t> data;
-    std::vector<uint16_t> ctrl;
 };
 
 bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<Job>& jobs) {
@@ -223,15 +458,31 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
             job.backdoor_words.resize(count);
             for (auto& w : job.backdoor_words) in >> std::hex >> w >> std::dec;
         }
-        in >> word >> count;              // "program"
-        job.program_words.resize(count);
-        for (auto& w : job.program_words) in >> std::hex >> w >> std::dec;
-        in >> word >> job.prog_len >> word >> count;   // "prog_len", "args"
-        job.args.resize(count);
-        for (auto& a : job.args) in >> std::hex >> a >> std::dec;
-        in >> word >> std::hex >> job.mem_limit >> std::dec;
-        in >> word >> job.watchdog >> word >> job.bp_threshold >> word >> job.seed >> word >>
-            job.max_cycles;
+        size_t nunits = 0;
+        in >> word >> nunits;             // "units"
+        if (nunits != UNITS) {
+            std::fprintf(stderr, "job %zu has %zu units; this harness was built for %d\n", n,
+                         nunits, UNITS);
+            return false;
+        }
+        for (UnitJob& unit : job.unit) {
+            in >> word >> count;          // "program"
+            unit.program_words.resize(count);
+            for (auto& w : unit.program_words) in >> std::hex >> w >> std::dec;
+            in >> word >> unit.prog_len >> word >> count;   // "prog_len", "args"
+            unit.args.resize(count);
+            for (auto& a : unit.args) in >> std::hex >> a >> std::dec;
+            in >> word >> std::hex >> unit.mem_limit >> std::dec;
+            in >> word >> unit.watchdog >> word >> unit.bp_threshold >> word >> unit.seed;
+            in >> word >> count;          // "core"
+            if (count > 0) {
+                unit.core = true;
+                in >> unit.cycles_per_control >> unit.tokens_per_cycle >> unit.buffer_beats;
+                unit.schedule.resize(count);
+                for (auto& k : unit.schedule) in >> k;
+            }
+        }
+        in >> word >> job.max_cycles;
         jobs.push_back(std::move(job));
     }
     return bool(in) && jobs.size() == njobs;
@@ -272,62 +523,93 @@ int main(int argc, char** argv) {
                          job.image.c_str(), dir.c_str());
             return 3;
         }
-        h.write(csr.prog_addr, 0);
-        for (uint32_t w : job.program_words) h.write(csr.prog_data, w);
-        h.write(csr.prog_len, job.prog_len);
-        for (size_t i = 0; i < job.args.size(); i++) h.write64(csr.args + 8 * i, job.args[i]);
-        h.write64(csr.mem_limit_lo, job.mem_limit);
-        if (job.watchdog >= 0) h.write(csr.watchdog, uint32_t(job.watchdog));
-        h.bp_threshold = job.bp_threshold;
-        h.seed = job.seed;
-        h.seed_load = true;
-        h.write(csr.ctrl, 1);
-        h.seed_load = false;
+        for (int u = 0; u < UNITS; u++) {
+            const UnitJob& unit = job.unit[u];
+            h.write(u, csr.prog_addr, 0);
+            for (uint32_t w : unit.program_words) h.write(u, csr.prog_data, w);
+            h.write(u, csr.prog_len, unit.prog_len);
+            for (size_t i = 0; i < unit.args.size(); i++)
+                h.write64(u, csr.args + 8 * i, unit.args[i]);
+            h.write64(u, csr.mem_limit_lo, unit.mem_limit);
+            if (unit.watchdog >= 0) h.write(u, csr.watchdog, uint32_t(unit.watchdog));
+            Unit& hu = h.units[u];
+            hu.bp_threshold = unit.bp_threshold;
+            hu.seed = unit.seed;
+            hu.core.active = unit.core;
+            if (unit.core) {
+                hu.core.cycles_per_control = unit.cycles_per_control;
+                hu.core.tokens_per_cycle = unit.tokens_per_cycle;
+                hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
+                hu.core.schedule = unit.schedule;
+                hu.core.start();
+            }
+            hu.seed_load = true;
+        }
+        h.write_all(csr.ctrl, 1);         // every unit starts in the same cycle
+        for (Unit& unit : h.units) unit.seed_load = false;
+        h.core_clock = true;              // the cycles the units' `cycles` counters count
         h.cycle();                        // the start has cleared DONE
-        h.capture = true;
-        h.data.clear();
-        h.ctrl.clear();
+        for (Unit& unit : h.units) {
+            unit.capture = true;
+            unit.data.clear();
+            unit.ctrl.clear();
+        }
 
         auto t0 = std::chrono::steady_clock::now();
         uint64_t c0 = h.cycles;
         bool timeout = false;
         for (;;) {
-            // First(RisingEdge(finished), RisingEdge(cap_full), Timer(max_cycles cycles)),
-            // then the falling edge after it
+            // First(every unit finished, RisingEdge(cap_full) of a unit, Timer(max_cycles
+            // cycles)), then the falling edge after it
             do {
                 h.cycle();
                 if (h.cycles - c0 >= job.max_cycles) timeout = true;
-            } while (!h.finished_rose && !h.cap_full_rose && !timeout);
+            } while (!h.all_finished() && !h.any_cap_full_rose() && !timeout);
             if (timeout) break;
-            if (h.cap_full) {
-                h.do_dump();
+            bool full[UNITS], any_full = false;
+            for (int u = 0; u < UNITS; u++) any_full |= full[u] = h.units[u].cap_full;
+            if (any_full) {
+                h.do_dump(full);
                 continue;
             }
             break;
         }
-        h.capture = false;
+        for (Unit& unit : h.units) unit.capture = false;
+        h.core_clock = false;
         h.cycle();
-        h.do_dump();
+        bool all[UNITS];
+        for (bool& a : all) a = true;
+        h.do_dump(all);
         double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         uint64_t drain_cycles = h.cycles - c0;
 
-        uint32_t status = h.read(csr.status);
-        uint64_t fault_addr = h.read64(csr.fault_addr_lo);
-        std::vector<uint64_t> counters;
-        for (size_t i = 0; i < ncounters; i++) counters.push_back(h.read64(csr.counters + 8 * i));
-        std::vector<uint64_t> mem_stats;
-        uint32_t nstats = h.read(csr.config3);
-        for (uint32_t i = 0; i < nstats; i++) mem_stats.push_back(h.read64(csr.mem_stats + 8 * i));
+        for (int u = 0; u < UNITS; u++) {
+            uint32_t status = h.read(u, csr.status);
+            uint64_t fault_addr = h.read64(u, csr.fault_addr_lo);
+            std::vector<uint64_t> counters;
+            for (size_t i = 0; i < ncounters; i++)
+                counters.push_back(h.read64(u, csr.counters + 8 * i));
+            std::vector<uint64_t> mem_stats;
+            uint32_t nstats = h.read(u, csr.config3);
+            for (uint32_t i = 0; i < nstats; i++)
+                mem_stats.push_back(h.read64(u, csr.mem_stats + 8 * i));
 
-        write_binary(dir + "/data_" + std::to_string(n) + ".bin", h.data);
-        write_binary(dir + "/ctrl_" + std::to_string(n) + ".bin", h.ctrl);
-        out << "result " << n << " timeout " << timeout << " status " << status << " fault_addr "
-            << fault_addr << " drain_cycles " << drain_cycles << " drain_wall " << wall << "\n";
-        out << "counters " << counters.size();
-        for (uint64_t c : counters) out << " " << c;
-        out << "\nmem_stats " << mem_stats.size();
-        for (uint64_t s : mem_stats) out << " " << s;
-        out << "\n";
+            std::string suffix = std::to_string(n) + "_" + std::to_string(u) + ".bin";
+            write_binary(dir + "/data_" + suffix, h.units[u].data);
+            write_binary(dir + "/ctrl_" + suffix, h.units[u].ctrl);
+            out << "result " << n << " unit " << u << " timeout " << timeout << " status "
+                << status << " fault_addr " << fault_addr << " drain_cycles " << drain_cycles
+                << " drain_wall " << wall << "\n";
+            const CoreModel& core = h.units[u].core;
+            out << "core " << core.active << " " << core.mismatch << " " << core.finished << " "
+                << core.finish_cycle << " " << core.starved << " " << core.first_cycle << "\n";
+            h.units[u].core.active = false;
+            out << "counters " << counters.size();
+            for (uint64_t c : counters) out << " " << c;
+            out << "\nmem_stats " << mem_stats.size();
+            for (uint64_t s : mem_stats) out << " " << s;
+            out << "\n";
+        }
         out.flush();
         if (timeout) break;
     }

@@ -33,11 +33,27 @@ from hw.tmu import COUNTERS, TmuConfig
 from sim.verilator import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
-__all__ = ["TmuConfig", "RtlResult", "RtlJob", "ENGINES", "run_on_rtl", "run_many_on_rtl",
-           "memory_stats_dict"]
+__all__ = ["TmuConfig", "RtlResult", "RtlJob", "CoreRun", "ENGINES", "run_on_rtl", "run_many_on_rtl",
+           "memory_stats_dict", "UnitJob", "MultiRtlResult", "run_multi_on_rtl"]
 
 
 MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class CoreRun:
+    """What the simulated core did in a coupled run (``RtlJob.core``; ``sim/harness.cpp``
+    ``CoreModel``). Cycles count from the START write like the unit's ``cycles`` counter."""
+    finish_cycles: int          # cycle in which the core popped DONE (0 if it never did)
+    #: cycles the core had fewer tokens than it could consume: waiting for a control token, or
+    #: taking fewer operands than min(tokens_per_cycle, operands its callback still pops)
+    starved_cycles: int
+    finished: bool              # it popped DONE at the end of its schedule
+    #: the token stream and the schedule disagreed (more or fewer tokens, DONE elsewhere, a
+    #: fault, or no progress); from then on the queues were drained free-running, so
+    #: ``finish_cycles`` and ``starved_cycles`` are not a coupled result
+    schedule_mismatch: bool
+    first_control_cycle: int = 0   # cycle in which the core popped its first control token
 
 
 @dataclass
@@ -52,6 +68,7 @@ class RtlResult:
     #: scalars, and lists for read_latency_hist (64 bins of 4 cycles), busy, queue_occupancy_*
     memory_stats: dict = field(default_factory=dict)
     memory: str = "simple"        # the memory preset's name
+    core: CoreRun | None = None   # the simulated core (jobs with a core schedule only)
 
     @property
     def faulted(self) -> bool:
@@ -70,6 +87,14 @@ class RtlJob:
     watchdog: int | None = None       # WATCHDOG register (cycles, 0 disables); None: the
                                       # configuration's default (TmuConfig.watchdog_cycles)
     backdoor: bool = False            # load memory through the per-word back door (slow)
+    #: the execute side's rate (any object with int attributes ``cycles_per_control``,
+    #: ``tokens_per_cycle``, ``buffer_beats``: ``sw.runtime.execute.CoreCostModel``); with
+    #: ``core_schedule`` the output queues are consumed by a model of the core instead of the
+    #: back-pressure sinks (``backpressure`` is then unused; C++ engine only)
+    core: object | None = None
+    #: operands the callback of each control token pops, in control-queue order, DONE included
+    #: (with 0): ``sw.runtime.execute.ExecuteResult.pops_per_control``
+    core_schedule: Sequence[int] | None = None
 
 
 def _hex_image(memory: bytes) -> bytes:
@@ -111,6 +136,17 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
         raise ValueError(f"backpressure must be in [0, 1), not {job.backpressure!r}")
     if job.watchdog is not None and not 0 <= job.watchdog < 1 << 32:
         raise ValueError(f"watchdog must be in 0..2**32-1 cycles or None, not {job.watchdog!r}")
+    if (job.core is None) != (job.core_schedule is None):
+        raise ValueError("core and core_schedule must be given together, not "
+                         f"core={job.core!r} with core_schedule={'None' if job.core_schedule is None else '...'}")
+    if job.core is not None:
+        for name in ("cycles_per_control", "tokens_per_cycle", "buffer_beats"):
+            value = getattr(job.core, name, None)
+            if not isinstance(value, int) or not 1 <= value < 1 << 32:
+                raise ValueError(f"core.{name} must be an int in 1..2**32-1, not {value!r}")
+        if not len(job.core_schedule) or any(not 0 <= int(k) < 1 << 32 for k in job.core_schedule):
+            raise ValueError("core_schedule must be a non-empty sequence of operand counts in "
+                             "0..2**32-1 (one per control token, DONE included)")
 
 
 ENGINES = ("cocotb", "cpp")
@@ -123,7 +159,9 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
 
     ``engine`` is ``"cocotb"`` (the cocotb module ``sim.system_top``) or ``"cpp"`` (the Verilator
     C++ harness ``sim/harness.cpp``, ``sim.fast``; no Python per cycle); both return identical
-    results. Raises ``ValueError`` for an unknown engine."""
+    results. A job with a core schedule (``RtlJob.core``) runs its output queues against a model
+    of the execute side (``RtlResult.core``) and needs ``engine="cpp"``. Raises ``ValueError``
+    for an unknown engine, or a core schedule with the cocotb engine."""
     from sim.verilator import _preset
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
@@ -131,6 +169,9 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
     preset = _preset(memory)
     for job in jobs:
         _check_job(job, config)
+    if engine != "cpp" and any(job.core is not None for job in jobs):
+        raise ValueError(f"a job with a core schedule (RtlJob.core) needs engine='cpp', not "
+                         f"engine={engine!r}: the cocotb engine has no core model")
     if mem_words is None:
         mem_words = mem_words_for(max((len(j.memory) for j in jobs), default=0))
     for job in jobs:
@@ -146,21 +187,10 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
         tmp = Path(tmp)
         spec = []
         for n, job in enumerate(jobs):
-            program = bytes(job.program)
-            nwords = -(-len(program) // 4)
-            padded = program + bytes(4 * nwords - len(program))
-            entry = {
-                "program_words": list(struct.unpack(f"<{nwords}I", padded)),
-                "prog_len": len(program),
-                "args": [int(a) & MASK64 for a in job.args] + [0] * (config.args - len(job.args)),
-                "mem_limit": len(job.memory),
-                "backpressure": float(job.backpressure),
-                "bp_threshold": min(65536, round(job.backpressure * 65536)),
-                "seed": int(job.seed),
-                "max_cycles": int(job.max_cycles),
-                # Written for every job: a batch must not leak one job's value into the next.
-                "watchdog": config.watchdog_cycles if job.watchdog is None else int(job.watchdog),
-            }
+            entry = _entry(job.program, job.args, len(job.memory), job, config)
+            entry["max_cycles"] = int(job.max_cycles)
+            if job.core is not None:
+                entry["core"] = _core_entry(job.core, job.core_schedule)
             if job.backdoor:
                 entry["backdoor_words"] = np.frombuffer(job.memory, dtype="<u8").tolist()
             else:
@@ -182,24 +212,54 @@ def run_many_on_rtl(jobs: Sequence[RtlJob], *, config: TmuConfig | None = None,
     for job, r in zip(jobs, raw):
         if r["timeout"]:
             raise TimeoutError(f"the unit did not finish within {job.max_cycles} cycles")
-        status = r["status"]
-        counters = r["counters"]
-        stats = dict(counters)
-        stats["loads_issued"] = counters["loads"]
-        stats["tokens"] = counters["data_tokens"] + counters["control_tokens"]
-        stats["stall_cycles"] = counters["out_stall_cycles"]
-        stats["avg_inflight_x1000"] = (1000 * counters["inflight_sum"] // counters["cycles"]
-                                       if counters["cycles"] else 0)
-        stats["sim_cycles_per_s"] = int(r["drain_cycles"] / r["drain_wall"]) if r["drain_wall"] else 0
-        stats["sim_wall_ms"] = int(1000 * wall)
-        results.append(RtlResult(
-            data_tokens=r["data"], control_tokens=r["ctrl"], cycles=counters["cycles"],
-            fault_code=(status >> 8) & 0xFF if status & 4 else 0,
-            fault_addr=r["fault_addr"], stats=stats,
-            memory_stats=memory_stats_dict(r["mem_stats"],
-                                           1 if preset.fixed_latency is not None else preset.channels),
-            memory=preset.name))
+        results.append(_result(r, preset, wall))
     return results
+
+
+def _entry(program: bytes, args, mem_limit: int, job, config: TmuConfig) -> dict:
+    """The harness/cocotb entry of one unit's run (program words, registers, back-pressure)."""
+    program = bytes(program)
+    nwords = -(-len(program) // 4)
+    padded = program + bytes(4 * nwords - len(program))
+    return {
+        "program_words": list(struct.unpack(f"<{nwords}I", padded)),
+        "prog_len": len(program),
+        "args": [int(a) & MASK64 for a in args] + [0] * (config.args - len(args)),
+        "mem_limit": mem_limit,
+        "backpressure": float(job.backpressure),
+        "bp_threshold": min(65536, round(job.backpressure * 65536)),
+        "seed": int(job.seed),
+        # Written for every job: a batch must not leak one job's value into the next.
+        "watchdog": config.watchdog_cycles if job.watchdog is None else int(job.watchdog),
+    }
+
+
+def _core_entry(core, schedule) -> dict:
+    return {"cycles_per_control": core.cycles_per_control,
+            "tokens_per_cycle": core.tokens_per_cycle, "buffer_beats": core.buffer_beats,
+            "pops_per_control": [int(k) for k in schedule]}
+
+
+def _result(r: dict, preset, wall: float) -> RtlResult:
+    """An :class:`RtlResult` from one unit's raw result."""
+    status = r["status"]
+    counters = r["counters"]
+    stats = dict(counters)
+    stats["loads_issued"] = counters["loads"]
+    stats["tokens"] = counters["data_tokens"] + counters["control_tokens"]
+    stats["stall_cycles"] = counters["out_stall_cycles"]
+    stats["avg_inflight_x1000"] = (1000 * counters["inflight_sum"] // counters["cycles"]
+                                   if counters["cycles"] else 0)
+    stats["sim_cycles_per_s"] = int(r["drain_cycles"] / r["drain_wall"]) if r["drain_wall"] else 0
+    stats["sim_wall_ms"] = int(1000 * wall)
+    return RtlResult(
+        data_tokens=r["data"], control_tokens=r["ctrl"], cycles=counters["cycles"],
+        fault_code=(status >> 8) & 0xFF if status & 4 else 0,
+        fault_addr=r["fault_addr"], stats=stats,
+        memory_stats=memory_stats_dict(r["mem_stats"],
+                                       1 if preset.fixed_latency is not None else preset.channels),
+        memory=preset.name,
+        core=CoreRun(**r["core"]) if r.get("core") else None)
 
 
 def _run_cocotb(build_dir: Path, spec: list[dict], tmp: Path) -> list[dict]:
@@ -222,7 +282,8 @@ def _run_cocotb(build_dir: Path, spec: list[dict], tmp: Path) -> list[dict]:
 
 def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
                config: "TmuConfig | None" = None, backpressure: float = 0.0, seed: int = 0,
-               max_cycles: int = 50_000_000, memory="simple", engine: str = "cocotb") -> RtlResult:
+               max_cycles: int = 50_000_000, memory="simple", engine: str = "cocotb",
+               core=None, core_schedule: Sequence[int] | None = None) -> RtlResult:
     """Run one access program on the RTL and return its output-queue tokens and status.
 
     Parameters
@@ -248,6 +309,10 @@ def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
     engine : str
         ``"cocotb"`` (default) or ``"cpp"`` (the C++ harness, ``sim.fast``: same results, no
         Python per cycle); see :func:`run_many_on_rtl`.
+    core, core_schedule
+        The execute side's rate and its consumption schedule (``RtlJob.core``,
+        ``RtlJob.core_schedule``): the queues are consumed by a model of the core
+        (``RtlResult.core``); needs ``engine="cpp"``.
 
     Raises
     ------
@@ -256,5 +321,111 @@ def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
         simulation failed (the message names its log).
     """
     job = RtlJob(program, image, args, backpressure=backpressure, seed=seed,
-                 max_cycles=max_cycles)
+                 max_cycles=max_cycles, core=core, core_schedule=core_schedule)
     return run_many_on_rtl([job], config=config, memory=memory, engine=engine)[0]
+
+
+@dataclass
+class UnitJob:
+    """What one unit of a multi-unit system runs (:func:`run_multi_on_rtl`); the memory image
+    is shared."""
+    program: bytes
+    args: Sequence[int]
+    backpressure: float = 0.0
+    seed: int = 0
+    watchdog: int | None = None
+    #: the unit's execute side (as ``RtlJob.core`` / ``RtlJob.core_schedule``): its output
+    #: queues are consumed by its own core model instead of the back-pressure sinks
+    core: object | None = None
+    core_schedule: Sequence[int] | None = None
+
+
+@dataclass
+class MultiRtlResult:
+    """A multi-unit run: one :class:`RtlResult` per unit (its tokens, status, counters; its
+    ``cycles`` from the common start to its own done) and the ``makespan`` (cycles from the
+    common start until the last unit was done = the largest ``cycles``)."""
+    units: list[RtlResult]
+    makespan: int
+
+    @property
+    def memory_stats(self) -> dict:
+        """The shared memory's statistics over the run (``docs/hbm_model.md`` §5)."""
+        return self.units[0].memory_stats
+
+
+def run_multi_on_rtl(jobs_per_unit: Sequence[UnitJob], image: bytes, *, units: int,
+                     memory="simple", config: TmuConfig | None = None,
+                     mem_words: int | None = None, max_cycles: int = 50_000_000,
+                     engine: str = "cpp") -> MultiRtlResult:
+    """Run one program per unit on ``hw.multi_system.MultiSystem``: ``units`` access units
+    sharing one memory model loaded with ``image``, all started in the same cycle (the C++
+    harness, ``sim.fast``; one Verilator build per configuration, preset, memory size and K).
+
+    Parameters
+    ----------
+    jobs_per_unit : sequence of UnitJob
+        ``units`` entries, unit 0 first: program, argument registers, back-pressure and seed of
+        that unit's output-queue sinks, watchdog, optional core model (each unit has its own;
+        ``RtlResult.core``).
+    image : bytes
+        The shared memory image from byte address 0 (length a multiple of 8); every unit's
+        memory limit is its length.
+    units : int
+        K, one of 1, 2, 4, 8.
+    memory, config, mem_words, max_cycles
+        As :func:`run_many_on_rtl` / :func:`run_on_rtl`.
+    engine : str
+        ``"cpp"`` only (the cocotb engine drives one unit).
+
+    Raises
+    ------
+    ValueError
+        ``units`` not in 1, 2, 4, 8; ``jobs_per_unit`` not of length ``units``; ``engine`` not
+        ``"cpp"``; a bad image length, argument count, back-pressure or watchdog.
+    TimeoutError
+        Not every unit finished within ``max_cycles`` cycles.
+    """
+    from hw.multi_system import UNITS
+    from sim.fast import build_harness, run_jobs
+    from sim.verilator import _preset
+    if isinstance(units, bool) or units not in UNITS:
+        raise ValueError(f"units must be one of {UNITS}, not {units!r}")
+    if engine != "cpp":
+        raise ValueError(f"engine must be 'cpp' for a multi-unit run (the cocotb engine drives "
+                         f"one unit), not {engine!r}")
+    if len(jobs_per_unit) != units:
+        raise ValueError(f"jobs_per_unit must have one entry per unit ({units}), not "
+                         f"{len(jobs_per_unit)}")
+    config = config or TmuConfig()
+    preset = _preset(memory)
+    for job in jobs_per_unit:
+        _check_job(RtlJob(job.program, image, job.args, backpressure=job.backpressure,
+                          watchdog=job.watchdog, core=job.core,
+                          core_schedule=job.core_schedule), config)
+    if mem_words is None:
+        mem_words = mem_words_for(len(image))
+    if len(image) > 8 * mem_words:
+        raise ValueError(f"memory image of {len(image)} bytes does not fit the model's "
+                         f"{8 * mem_words} bytes")
+    executable = build_harness(config, mem_words, memory=preset, units=units)
+    with tempfile.TemporaryDirectory(prefix="ember_rtl_") as tmp:
+        tmp = Path(tmp)
+        path = tmp / "image_0.hex"
+        path.write_bytes(_hex_image(bytes(image)))
+        units_spec = []
+        for j in jobs_per_unit:
+            unit = _entry(j.program, j.args, len(image), j, config)
+            if j.core is not None:
+                unit["core"] = _core_entry(j.core, j.core_schedule)
+            units_spec.append(unit)
+        entry = {"image": str(path), "max_cycles": int(max_cycles), "units": units_spec}
+        t0 = time.perf_counter()
+        raw = run_jobs(executable, [entry], tmp)
+        wall = time.perf_counter() - t0
+    if len(raw) != units:
+        raise RuntimeError(f"the simulation returned {len(raw)} results for {units} units")
+    if raw[0]["timeout"]:
+        raise TimeoutError(f"the units did not all finish within {max_cycles} cycles")
+    results = [_result(r, preset, wall) for r in raw]
+    return MultiRtlResult(results, max(r.cycles for r in results))

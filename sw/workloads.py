@@ -50,7 +50,7 @@ import torch
 
 from .runtime.datasets import DATA_DIR, Graph, load_cora
 
-__all__ = ["EXAMPLES", "Workload", "WORKLOADS", "dlrm_trace", "load_reuse_histogram",
+__all__ = ["EXAMPLES", "Workload", "WORKLOADS", "BENCH_WORKLOADS", "DLRM_SHAPE", "dlrm_trace", "load_reuse_histogram",
            "gcn_normalised", "transe_triples", "block_mask", "widen", "fma_f32", "csr_fma_sequential",
            "csr_summation_bound"]
 
@@ -469,3 +469,27 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("spattn_gather", "SpAttn", "block_sparse_gather.mlir", _spattn_make, _spattn_reference,
              _spattn_lookups),
 ]}
+
+
+# --- The DLRM shape of issues 10 and 11 (benchmarks only) ------------------------------------------
+
+DLRM_SHAPE = (100_000, 64, 256, 32)     # rows, dim (f32: 256-byte rows), bags, pooling
+
+
+def _dlrm_make(size: str, seed: int) -> list:
+    """``full``: EmbeddingBag sum over a 100,000 x 64 float32 table (25.6 MB, far beyond a core's
+    L2), 256 bags of exactly 32 indices uniform over the rows (``default_rng(seed)``), as
+    ``scripts/bench_bandwidth.py``; ``small``: ``eb_sum``'s small input."""
+    if size == "small":
+        return _eb_make(False)("small", seed)
+    rows, dim, nbags, pooling = DLRM_SHAPE
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((rows, dim)).astype(np.float32)
+    indices = rng.integers(0, rows, nbags * pooling, dtype=np.int64)
+    offsets = np.arange(0, nbags * pooling + 1, pooling, dtype=np.int64)
+    return [table, indices, offsets, np.zeros((nbags, dim), np.float32)]
+
+
+# WORKLOADS (what the tests cover, every class) plus the benchmark-only shapes the scripts accept.
+BENCH_WORKLOADS: dict[str, Workload] = {**WORKLOADS, "dlrm_sum": Workload(
+    "dlrm_sum", "EB", "embedding_bag_sum.mlir", _dlrm_make, _eb_reference("sum"), _eb_lookups)}

@@ -6,10 +6,13 @@
            canonicalise callbacks (merge, dedupe, sink ALU)       transforms/move_to_callback.py
     slcv   -O2: bufferise compound operands (one per loop)        transforms/bufferize.py
            -O3: sequential memory streams -> block loads of rows  transforms/simplify_streams.py
+           -O3: a loop over consecutive rows -> one block load    transforms/coalesce_rows.py
            -O1: vectorise the access code (SLC -> SLCV)           transforms/vectorize_access.py
            -O1: vectorise the callbacks                           transforms/vectorize_callbacks.py
     dlc    layers, addresses, marshaling, compute loop            conversion/slc_to_dlc.py
+           -O3: affine indices -> stride and base offset          transforms/affine_streams.py
            -O3: hoist loop-invariant ALU streams                  transforms/hoist_streams.py
+           -O3: one callback per segment, not per lookup          transforms/segment_callbacks.py
            -O3: layer 0's index kept on the core (get_var)        transforms/replace_to_val_ops.py
            -O3: queue alignment (pack operands, drop redundant)   transforms/align_queues.py
     tmu    the program mapped onto one TMU configuration          (ISA/backend modules, when present)
@@ -20,7 +23,7 @@
 
 Levels (Ember, arXiv 2504.09870, §7 evaluation): ``-O0`` decoupled scalar code; ``-O1`` +
 vectorisation; ``-O2`` + bufferisation (one collected buffer per loop); ``-O3`` + stream
-simplification (rows as block loads), hoisting, the outer index kept on the core and queue
+simplification (rows as block loads, affine indices folded into strides), hoisting, the outer index kept on the core and queue
 alignment. ``-O0`` output is the
 slice's output, byte for byte. simplify-streams runs before vectorize-access (the rows leave
 their loop before it would be vectorised); hoist-streams and align-queues work on the DLC.
@@ -51,12 +54,15 @@ from .conversion.slc_to_dlc import ConvertSlcToDlc
 from .dialects import dlc
 from .errors import CompileError, location_of
 from .frontends.mlir import check_supported, element_type_name, parse_mlir
+from .transforms.affine_streams import AffineStreams
 from .transforms.align_queues import AlignQueues
 from .transforms.bufferize import Bufferize
+from .transforms.coalesce_rows import CoalesceRows
 from .transforms.choose_decoupling import ChooseDecoupling
 from .transforms.hoist_streams import HoistStreams
 from .transforms.move_to_callback import MoveToCallback
 from .transforms.replace_to_val_ops import ReplaceToValOps
+from .transforms.segment_callbacks import SegmentCallbacks
 from .transforms.simplify_streams import SimplifyStreams
 from .transforms.vectorize_access import VectorizeAccess
 from .transforms.vectorize_callbacks import VectorizeCallbacks
@@ -67,8 +73,10 @@ __all__ = ["STAGES", "OPT_LEVELS", "DEFAULT_VLEN", "DEFAULT_TMU_CONFIG", "PASSES
 STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 #: Every pass of the compiler by its name (``ember opt --passes``, ``PassPipeline.parse_spec``).
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (
-    ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, VectorizeAccess,
-    VectorizeCallbacks, ConvertSlcToDlc, HoistStreams, ReplaceToValOps, AlignQueues)}
+    ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, CoalesceRows,
+    VectorizeAccess,
+    VectorizeCallbacks, ConvertSlcToDlc, AffineStreams, HoistStreams, SegmentCallbacks, ReplaceToValOps,
+    AlignQueues)}
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
@@ -150,6 +158,7 @@ def slcv_passes(opt_level: int, vlen: int) -> tuple[ModulePass, ...]:
         passes.append(Bufferize())               # one value per loop = one collected buffer
     if opt_level >= 3:
         passes.append(SimplifyStreams())         # rows -> block loads, element loop removed
+        passes.append(CoalesceRows())            # consecutive rows -> one block load
     if opt_level >= 1:
         passes.append(VectorizeAccess(vlen))     # innermost loop -> vector layer
         passes.append(VectorizeCallbacks())      # per-lane callback loops -> vector ops
@@ -160,7 +169,9 @@ def dlc_passes(opt_level: int) -> tuple[ModulePass, ...]:
     """SLC/SLCV -> DLC and the DLC optimisations of ``opt_level``."""
     passes: list[ModulePass] = [ConvertSlcToDlc()]   # layers, addresses, marshaling, compute loop
     if opt_level >= 3:
+        passes.append(AffineStreams())           # a*i + c indices -> affine MEM streams
         passes.append(HoistStreams())            # loop-invariant ALU streams to outer layers
+        passes.append(SegmentCallbacks())        # one callback per segment of the inner layer
         passes.append(ReplaceToValOps())         # layer 0's index counted on the core
         passes.append(AlignQueues())             # pack operands, drop redundant ones
     return tuple(passes)

@@ -5,7 +5,9 @@ The same user-facing call (:func:`run_kernel`) runs on either transport:
 * ``golden`` — :func:`sw.runtime.golden.run_golden`, the functional model (no cycles);
 * ``rtl`` — the Amaranth access unit under Verilator (``sim.system.run_on_rtl``; the C++ harness
   by default, cocotb with ``engine="cocotb"``),
-  which also reports cycles and counters.
+  which also reports cycles and counters. With ``coupled=True`` the output queues are consumed
+  by a model of the core in the same simulation (``RunResult.dae_cycles``; the schedule comes
+  from executing the golden model's tokens first).
 
 Flow (one direction only): inputs → memory image + argument registers → access unit (tokens) →
 execute side (callbacks) → results.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from .execute import CoreCostModel, ExecuteResult, execute_tokens
+from .execute import CoreCostModel, ExecuteError, ExecuteResult, execute_tokens
 from .golden import AccessFault, run_golden
 from .image import MemoryImage, bind_arguments, build_image
 from .isa import Fault, Limits, SrcKind
@@ -39,12 +41,14 @@ class AccessRun:
     stats: dict[str, int] = field(default_factory=dict)
     # The memory model's statistics (docs/hbm_model.md §5; RTL only, empty otherwise).
     memory_stats: dict = field(default_factory=dict)
+    # The simulated core of a coupled run (sim.system.CoreRun; None otherwise).
+    core: object | None = None
 
     @classmethod
     def from_rtl(cls, r) -> "AccessRun":
         """The access run of a ``sim.system.RtlResult``."""
         return cls(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
-                   dict(r.stats), dict(r.memory_stats or {}))
+                   dict(r.stats), dict(r.memory_stats or {}), getattr(r, "core", None))
 
 
 class Transport(Protocol):
@@ -78,11 +82,16 @@ class RtlTransport:
         self.config, self.backpressure, self.seed, self.memory = config, backpressure, seed, memory
         self.engine = engine
 
-    def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
+    def run(self, program: bytes, memory: bytes, args: Sequence[int], *, core=None,
+            core_schedule: Sequence[int] | None = None) -> AccessRun:
+        """Run the program; with ``core`` (a :class:`CoreCostModel`) and ``core_schedule``
+        (``ExecuteResult.pops_per_control``) the queues are consumed by the simulated core
+        (``sim.system.RtlJob.core``; ``engine="cpp"`` only)."""
         from sim.system import run_on_rtl   # imported lazily: only the RTL target needs cocotb
         return AccessRun.from_rtl(run_on_rtl(program, memory, args, config=self.config,
                                              backpressure=self.backpressure, seed=self.seed,
-                                             memory=self.memory, engine=self.engine))
+                                             memory=self.memory, engine=self.engine, core=core,
+                                             core_schedule=core_schedule))
 
 
 class ReplayTransport:
@@ -110,6 +119,21 @@ class RunResult:
     @property
     def cycles(self) -> int | None:
         return self.access.cycles
+
+    @property
+    def dae_cycles_estimate(self) -> int | None:
+        """``max(access, core)``: the access unit's cycles (START to done) against the core's
+        :class:`CoreCostModel` estimate, as if neither ever waited for the other (RTL only)."""
+        return None if self.access.cycles is None else max(self.access.cycles, self.execute.core_cycles)
+
+    @property
+    def dae_cycles(self) -> int | None:
+        """Cycles from START until the simulated core popped DONE, with the unit and the core
+        coupled through the queues (``coupled=True``); None for an uncoupled run."""
+        core = self.access.core
+        if core is None or not core.finished or core.schedule_mismatch:
+            return None
+        return core.finish_cycles
 
 
 def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
@@ -218,9 +242,16 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         The function's arguments: NumPy arrays for memrefs (dtype as declared; ``index`` → int64),
         Python ints or 0-d arrays for scalars. Arrays the kernel writes are written in place.
     target : {'golden', 'rtl'} or Transport
+    cost : CoreCostModel, optional
+        The core's rate: the estimate ``ExecuteResult.core_cycles`` and, coupled, the simulated core.
     options
         ``limits`` (golden; default ``kernel.limits``, the configuration it was compiled for),
-        ``config``, ``backpressure``, ``seed``, ``memory``, ``engine`` (rtl; ``RtlTransport``).
+        ``config``, ``backpressure``, ``seed``, ``memory``, ``engine`` (rtl; ``RtlTransport``),
+        ``coupled`` (rtl, default False): first run the golden model and the execute side over
+        its tokens (the results and ``pops_per_control``), then the RTL with the output queues
+        consumed by a model of the core at ``cost``'s rate in the same simulation
+        (``RunResult.dae_cycles``; ``dae_cycles_estimate`` stays as the cross-check). Needs the
+        C++ engine.
 
     Raises
     ------
@@ -229,17 +260,52 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     AccessFault
         The access unit faulted (an index out of range, decreasing offsets, ...): the message says
         which input and address.
+    ExecuteError
+        Coupled: the RTL's tokens differ from the golden model's, or the simulated core could not
+        follow its schedule (``CoreRun.schedule_mismatch``).
     """
+    coupled = options.pop("coupled", False)
+    if coupled and not (target == "rtl" or isinstance(target, RtlTransport)):
+        raise ValueError(f"coupled=True needs target 'rtl' (an RtlTransport), not {target!r}")
     transport = _transport(target, kernel, **options)
     image = build_image(kernel, args)
     kernel.check_arguments(args)
     regs = bind_arguments(kernel, args, image)
     check_block_lengths(kernel, regs, options.get("limits") or kernel.limits)
     program = kernel.program.encode()
+    if coupled:
+        return _run_coupled(kernel, args, transport, program, image, regs, cost or CoreCostModel(),
+                            options.get("limits") or kernel.limits)
     access = transport.run(program, image.data, regs)
+    _raise_fault(kernel, image, access)
+    executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
+    return RunResult(executed.results, access, executed, image, transport.name)
+
+
+def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun) -> None:
     if access.fault_code != Fault.NONE:
         raise AccessFault(Fault(access.fault_code), access.fault_addr,
                           explain_fault(kernel, image, access.fault_code, access.fault_addr))
-    executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
+
+
+def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, program: bytes,
+                 image: MemoryImage, regs: Sequence[int], cost: CoreCostModel,
+                 limits: Limits | None) -> RunResult:
+    """The golden model's tokens, executed (results and schedule), then the RTL run with the core
+    model consuming the queues; its tokens must be the golden model's."""
+    golden = GoldenTransport(limits).run(program, image.data, regs)
+    _raise_fault(kernel, image, golden)
+    executed = execute_tokens(kernel, args, golden.data_tokens, golden.control_tokens, cost)
+    access = transport.run(program, image.data, regs, core=cost,
+                           core_schedule=executed.pops_per_control)
+    _raise_fault(kernel, image, access)
+    if (access.data_tokens, access.control_tokens) != (golden.data_tokens, golden.control_tokens):
+        raise ExecuteError(f"coupled run of {kernel.name!r}: the RTL pushed {len(access.data_tokens)} "
+                           f"data / {len(access.control_tokens)} control tokens, not the golden "
+                           f"model's {len(golden.data_tokens)} / {len(golden.control_tokens)} "
+                           f"(or other values)")
+    if access.core is None or access.core.schedule_mismatch or not access.core.finished:
+        raise ExecuteError(f"coupled run of {kernel.name!r}: the simulated core did not follow its "
+                           f"schedule ({access.core})")
     return RunResult(executed.results, access, executed, image, transport.name)
 

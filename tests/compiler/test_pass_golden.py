@@ -25,6 +25,9 @@ from sw.compiler import pipelines as P
 from sw.compiler.context import make_context
 from sw.compiler.conversion.scf_to_slc import ConvertScfToSlc
 from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
+from sw.compiler.transforms.affine_streams import AffineStreams, affine_streams
+from sw.compiler.transforms.coalesce_rows import CoalesceRows
+from sw.compiler.transforms.segment_callbacks import SegmentCallbacks
 from sw.compiler.frontends.mlir import check_supported, parse_mlir
 from sw.compiler.transforms.align_queues import AlignQueues
 from sw.compiler.transforms.bufferize import bufferize
@@ -70,8 +73,10 @@ def _slcv_before(text, passes):
     return m
 
 
-def _dlc(text, level, hoisted=False):
+def _dlc(text, level, hoisted=False, affine=False):
     m = P._dlc(P._slcv(_slc(text), level, 8), 0)
+    if affine:
+        affine_streams(_fn(m))
     if hoisted:
         hoist_streams(_fn(m))
     return m
@@ -94,6 +99,10 @@ CASES = {
     "simplify-streams": (SimplifyStreams(), ["embedding_bag_sum", "embedding_bag_mean",
                                              "transe_score", "block_sparse_gather", "hashed_gather"],
                          lambda t: _slcv_before(t, ["move", "buf"])),
+    # the bs consecutive key/value rows of a block -> one block each (block_sparse_gather); a
+    # loop over a gather's rows (embedding_bag_sum's lookups: rows through an index) is left alone
+    "coalesce-rows": (CoalesceRows(), ["block_sparse_gather", "embedding_bag_sum"],
+                      lambda t: _slcv_before(t, ["move", "buf", "simp"])),
     "vectorize-access": (VectorizeAccess(8), ["embedding_bag_sum", "spmv_csr"],
                          lambda t: _slcv_before(t, ["move"])),
     "vectorize-callbacks": (VectorizeCallbacks(), ["embedding_bag_sum", "transe_score"],
@@ -102,7 +111,16 @@ CASES = {
     # (hashed_gather)
     "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum", "hashed_gather"],
                            lambda t: _slcv_before(t, ["move", "buf", "simp", "va", "vc"])),
+    # triples[3t + k] -> affine streams of t (transe_score); offsets[b + 1] is left alone
+    # (embedding_bag_sum: the unit serves INDEX + c ahead already)
+    "affine-streams": (AffineStreams(), ["transe_score", "embedding_bag_sum"], lambda t: _dlc(t, 3)),
     "hoist-streams": (HoistStreams(), ["embedding_bag_sum"], lambda t: _dlc(t, 1)),
+    # one callback per bag / row, the index hoisted (embedding_bag_sum, spmv_csr); the end
+    # callback merged (embedding_bag_mean), the begin and end ones (embedding_bag_max); one layer
+    # (transe_score) left alone
+    "segment-callbacks": (SegmentCallbacks(), ["embedding_bag_sum", "spmv_csr", "embedding_bag_mean",
+                                               "embedding_bag_max", "transe_score"],
+                          lambda t: _dlc(t, 3, hoisted=True, affine=True)),
     # layer 0's index kept on the core: a new callback on layer 1's end (embedding_bag_sum),
     # the existing end callback increments last (embedding_bag_mean), the begin callback first
     # (embedding_bag_sum_bf16), layer 0's own iter callback first, one layer (transe_score), and

@@ -23,8 +23,10 @@ from sw.compiler import compile_mlir
 from sw.compiler.backend.python import run_access
 from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
 from sw.compiler.pipelines import _apply, _kernel_fn, run_pipeline
+from sw.compiler.transforms.affine_streams import AffineStreams
 from sw.compiler.transforms.align_queues import AlignQueues
 from sw.compiler.transforms.hoist_streams import HoistStreams
+from sw.compiler.transforms.segment_callbacks import SegmentCallbacks
 from sw.runtime.drivers import run_kernel
 from sw.workloads import WORKLOADS
 
@@ -50,25 +52,28 @@ def _bags(rng, rows=30, nbags=7, max_len=6):
 def _tokens_without_the_pass(text, args):
     """(data, control) tokens of the -O3 pipeline with replace-to-val-ops left out."""
     slcv = run_pipeline(text, until="slcv", opt_level=3)
-    dlc = _apply((ConvertSlcToDlc(), HoistStreams(), AlignQueues()), slcv.clone())
+    dlc = _apply((ConvertSlcToDlc(), AffineStreams(), HoistStreams(), SegmentCallbacks(), AlignQueues()),
+                 slcv.clone())
     return run_access(_kernel_fn(dlc), [a.copy() for a in args])
 
 
 def test_o3_dlc_counts_the_bag_on_the_core():
     text = (REPO / "examples" / "embedding_bag_sum.mlir").read_text()
     dlc = str(run_pipeline(text, until="dlc", opt_level=3))
-    assert "register_operand layer 1 iter %b" not in dlc
-    assert "dlc.set_var 0, %c0 : index" in dlc and "dlc.get_var 0 : index" in dlc
-    assert "dlc.register_callback layer 1 end 1" in dlc and "dlc.increment_var 0 by 1" in dlc
+    assert "register_operand layer 1 iter %b" not in dlc and "register_operand layer 1 begin %b" not in dlc
+    # the segment's callback (segment-callbacks) fires first in each bag: it increments first
+    assert "dlc.set_var 0, %cm1 : index" in dlc and "dlc.get_var 0 : index" in dlc
+    assert "dlc.register_callback layer 1 begin 0" in dlc and "dlc.increment_var 0 by 1" in dlc
     assert "dlc.get_var" not in str(run_pipeline(text, until="dlc", opt_level=2))
 
 
 @pytest.mark.parametrize("example", ["embedding_bag_sum", "embedding_bag_mean"])
 def test_tokens_saved(rng, example):
-    """sum: the bag index b leaves every row's firing (-1 data token per row: the row is 7 packed
-    tokens at dim 13, b was one more) and a control-only end callback per bag counts it (+1
-    control token per bag); mean: b also leaves the end callback, where it was joined with the
-    bag length n (2 tokens -> 1 per bag), and that callback counts, so no control token is added."""
+    """At -O3 segment-callbacks has put the bag's callback on layer 1's begin, with the bag
+    index b hoisted there (one token per bag, beside the segment length n; a row is 7 packed
+    tokens at dim 13); replace-to-val-ops counts b on the core from that callback (-1 data token
+    per bag, no control token added). mean: the end callback (the division) is merged into the
+    segment's, its max(n, 1) computed on the core from the segment length."""
     text = (REPO / "examples" / f"{example}.mlir").read_text()
     dim = 13
     table = rng.standard_normal((30, dim)).astype(np.float32)
@@ -78,13 +83,13 @@ def test_tokens_saved(rng, example):
     got = run_kernel(compile_mlir(text, opt_level=3), [a.copy() for a in args], "golden")
     data, control = _tokens_without_the_pass(text, args)
     if example == "embedding_bag_sum":
-        assert (len(data), len(control)) == (rows * 8, rows + 1)
-        assert len(got.access.data_tokens) == rows * 7
-        assert len(got.access.control_tokens) == rows + nbags + 1
-    else:
-        assert (len(data), len(control)) == (rows * 8 + 2 * nbags, rows + nbags + 1)
+        assert (len(data), len(control)) == (rows * 7 + 2 * nbags, nbags + 1)
         assert len(got.access.data_tokens) == rows * 7 + nbags
-        assert len(got.access.control_tokens) == rows + nbags + 1
+        assert len(got.access.control_tokens) == nbags + 1
+    else:   # the end callback merged into the segment's, its max(n, 1) computed on the core
+        assert (len(data), len(control)) == (rows * 7 + 2 * nbags, nbags + 1)
+        assert len(got.access.data_tokens) == rows * 7 + nbags
+        assert len(got.access.control_tokens) == nbags + 1
     ref = torch.nn.functional.embedding_bag(torch.from_numpy(indices), torch.from_numpy(table),
                                             torch.from_numpy(offsets[:-1]), mode=example[14:])
     assert torch.equal(torch.from_numpy(got.results[0]), ref)
@@ -162,13 +167,17 @@ def _strided_case(rng, fill):
     return text, [table, indices, offsets, np.zeros((9, 9), np.float32), lo], want
 
 
-@pytest.mark.parametrize("fill", [False, True], ids=["new-end-callback", "begin-callback-first"])
+@pytest.mark.parametrize("fill", [False, True], ids=["segment-callback-first", "fill-callback-first"])
 def test_register_lower_bound_and_step_two_on_golden(rng, fill):
+    """At -O3 layer 1's begin has a callback once per bag (the segment's, segment-callbacks; with
+    FILL, the fill loop's before it): the variable starts at lo - 2 and that callback increments
+    first. (A new end callback, the placement when there is none: golden/passes/replace-to-val-ops
+    embedding_bag_sum, the IR before segment-callbacks.)"""
     text, args, want = _strided_case(rng, fill)
     dlc = str(run_pipeline(text, until="dlc", opt_level=3))
     assert "dlc.increment_var 0 by 2" in dlc and "register_operand layer 1 iter %b" not in dlc
-    assert ("%var0_init = arith.subi %lo, %c2_1 : index" in dlc) == fill
-    assert ("dlc.register_callback layer 1 end" in dlc) != fill
+    assert "%var0_init = arith.subi %lo, %c2_1 : index" in dlc
+    assert "dlc.register_callback layer 1 end" not in dlc
     got = run_kernel(compile_mlir(text, opt_level=3), args, "golden").results[0]
     np.testing.assert_array_equal(got, want)
 

@@ -171,7 +171,7 @@ def test_a_dynamic_row_longer_than_max_block_is_refused_before_the_run():
     args = [table, np.array([0, 1, 2], np.int64), np.array([0, 3], np.int64), np.zeros((1, 1025), np.float32)]
     with pytest.raises(ValueError) as info:
         run_kernel(kernel, args, "golden")
-    assert str(info.value) == ("arg0 (table) dimension 1 is 1025: block stream 5 would load rows of "
+    assert str(info.value) == ("arg0 (table) dimension 1 is 1025: block stream 6 would load rows of "
                                "embedding_dim = 1025 elements, more than max_block = 1024 of the TMU "
                                "configuration tmu_rtl (Limits.max_block); compile at -O2 or lower, or "
                                "for a configuration with a larger max_block")

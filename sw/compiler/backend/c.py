@@ -32,7 +32,8 @@ naturally aligned byte offsets, little-endian, from 64-bit tokens whose unused b
 
 **Buffered operands** (``dlc.pop_buffer``, a runtime count ``n`` of elements) are popped into a
 caller-provided scratch area, bump-allocated per callback firing (every ``case`` starts with an
-empty scratch area), 8-byte aligned, ``8 * ceil(n * size / 8)`` bytes each.
+empty scratch area, every iteration of a loop that pops buffers — ``segment-callbacks`` — starts
+where the loop started), 8-byte aligned, ``8 * ceil(n * size / 8)`` bytes each.
 ``ember_<name>_scratch_bytes(max_len)`` is the size that suffices when no buffered operand is
 longer than ``max_len`` elements (0 for kernels without buffers: ``scratch`` may then be NULL).
 A scratch area rather than a fixed-size array, because ``n`` is a runtime length (an embedding
@@ -710,13 +711,18 @@ class _Gen:
             e(indent, f"free({n(op.memref)}.data);")
             return
         if isinstance(op, scf.ForOp):
-            if _has_pop_buffer(op.body.block):
-                raise CompileError("a dlc.pop_buffer inside a loop of a callback has no C form "
-                                   "(its scratch would grow with the trip count)", location_of(op))
+            pops = _has_pop_buffer(op.body.block)
+            if pops and op.iter_args:
+                raise CompileError("a dlc.pop_buffer inside a loop of a callback that carries "
+                                   "values has no C form", location_of(op))
             for res, init in zip(op.results, op.iter_args):
                 self.decl(indent, res, n(init))
             iv = n(op.body.block.args[0])
+            if pops:    # buffers popped in an iteration die with it: each iteration reuses the scratch
+                e(indent, f"const size_t ember_mark_{iv} = ember_used;")
             e(indent, f"for (int64_t {iv} = {n(op.lb)}; {iv} < {n(op.ub)}; {iv} += {n(op.step)}) {{")
+            if pops:
+                e(indent + 1, f"ember_used = ember_mark_{iv};")
             for arg, res in zip(op.body.block.args[1:], op.results):
                 self.decl(indent + 1, arg, n(res))
             self.block(op.body.block, indent + 1)

@@ -768,6 +768,14 @@ class _Access:
         return self.load_one(op, arr, int(index))
 
     def load_one(self, op, arr, i: int):
+        size = _elem_bytes(op.memref.type.element_type)
+        stride, offset = op.stride.value.data, op.byte_offset
+        if (stride, offset) != (size, 0):       # byte address base + offset + i * stride
+            byte = offset + i * stride
+            if byte % size:
+                raise AccessError(f"{op.name} at {location_of(op)} loads byte {byte} of a memref "
+                                  f"of {size}-byte elements (misaligned)")
+            i = byte // size
         if not 0 <= i < arr.size:
             raise AccessError(f"{op.name} at {location_of(op)} loads element {i} of a memref of "
                               f"{arr.size} elements")

@@ -141,6 +141,7 @@ class _Builder:
         self.ops_of_layer: list[Operation] = []           # the dlc.tu of each layer
         self.feature_op: dict[isa.Feature, Operation] = {}  # first op needing a v1 feature
         self.first_over: dict[str, Operation] = {}
+        self.offset_bases: dict[tuple, isa.Source] = {}   # (layer, base, offset) -> ALU stream
 
     def arg(self, spec: ArgSpec, op: Operation) -> isa.Source:
         if spec not in self.args:
@@ -244,6 +245,8 @@ class _Builder:
                 elem = op.memref.type.element_type
                 signed = isinstance(elem, IntegerType) and elem.width.data < 64
                 size_bytes = 8 if isinstance(elem, IndexType) else elem.bitwidth // 8
+                if op.byte_offset:
+                    base = self.offset_base(op, base, op.byte_offset)
                 self.add_stream(op, isa.Stream(op.layer.value.data, isa.StreamKind.MEM, base,
                                                self.source(op.index, op), size=size_bytes,
                                                signed=signed, stride=op.stride.value.data,
@@ -307,6 +310,22 @@ class _Builder:
             raise CompileError("internal error: the tmu.program does not encode the access program",
                                location_of(access))
         return AccessProgram(mapped, list(self.args), in_image, self.callbacks, tmu_module)
+
+    def offset_base(self, op: Operation, base: isa.Source, offset: int) -> isa.Source:
+        """``base + offset`` (bytes) as an ALU stream of ``op``'s layer, one per (layer, base,
+        offset): both operands are invariant, so the unit evaluates it once per layer entry and a
+        MEM stream on it stays affine in its index (run-ahead engines, docs/rtl.md)."""
+        layer = op.layer.value.data
+        key = (layer, base, offset)
+        if key not in self.offset_bases:
+            if not isa.IMM_MIN <= offset <= isa.IMM_MAX:
+                raise CompileError(f"a memory stream's offset must be in [{isa.IMM_MIN}, "
+                                   f"{isa.IMM_MAX}] bytes, not {offset}", location_of(op))
+            self.program.streams.append(isa.Stream(layer, isa.StreamKind.ALU, base,
+                                                   isa.Source.imm(offset), op=isa.AluOp.ADD))
+            self.count("streams", self.program.streams, op, self.limits.streams)
+            self.offset_bases[key] = isa.Source.stream(len(self.program.streams) - 1)
+        return self.offset_bases[key]
 
     def region_of(self, op: Operation, memref: SSAValue) -> tuple[int, isa.Source]:
         param = self.param_of(memref)

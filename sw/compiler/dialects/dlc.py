@@ -266,13 +266,18 @@ class TuOp(IRDLOperation):
 
 @irdl_op_definition
 class MemStreamOp(IRDLOperation):
-    """A memory stream of ``layer``: the element at byte address ``base(memref) + index * stride``.
+    """A memory stream of ``layer``: the element at byte address
+    ``base(memref) + offset + index * stride`` (``offset`` in bytes, 0 when absent).
 
     The memref's buffer is the stream's region; the element size is the memref's element size.
+    ``affine-streams`` (-O3) sets ``offset`` and a stride that is a multiple of the element size
+    (``triples[3t + 1]`` -> ``%triples[%t] stride 24 offset 8``); the backend adds ``offset`` to
+    the region's base with an ALU stream of invariant operands (docs/isa.md §1).
 
     Example::
 
         %s5 = dlc.mem_stream layer 2 %table[%s4] stride 4 : memref<?x?xf32>, !dlc.stream<index>
+        %s1 = dlc.mem_stream layer 0 %triples[%t] stride 24 offset 8 : memref<?xi64>, !dlc.stream<index>
     """
 
     name = "dlc.mem_stream"
@@ -281,16 +286,24 @@ class MemStreamOp(IRDLOperation):
     memref = operand_def(MemRefType)
     index = operand_def(AnyAttr())
     stride = prop_def(IntegerAttr)
+    offset = opt_prop_def(IntegerAttr)
     result = result_def(AnyAttr())
 
     traits = traits_def(HasParent(ConfigureAccessOp))
 
-    def __init__(self, layer: int, memref: SSAValue, index: SSAValue, stride: int):
+    def __init__(self, layer: int, memref: SSAValue, index: SSAValue, stride: int, offset: int = 0):
         assert isinstance(memref.type, MemRefType)
-        super().__init__(operands=[memref, index],
-                         properties={"layer": _layer_prop(layer), "stride": IntegerAttr(stride, i64)},
+        properties = {"layer": _layer_prop(layer), "stride": IntegerAttr(stride, i64)}
+        if offset:
+            properties["offset"] = IntegerAttr(offset, i64)
+        super().__init__(operands=[memref, index], properties=properties,
                          result_types=[stream_type(memref.type.element_type,
                                                    stream_lanes(index.type))])
+
+    @property
+    def byte_offset(self) -> int:
+        """``offset`` in bytes, 0 when absent."""
+        return self.offset.value.data if self.offset is not None else 0
 
     def verify_(self) -> None:
         _check_sources(self, (self.index,))
@@ -303,7 +316,10 @@ class MemStreamOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         print_layer(printer, self.layer)
         print_subscript(printer, self.memref, (self.index,))
-        printer.print_string(f" stride {self.stride.value.data} : ")
+        printer.print_string(f" stride {self.stride.value.data}")
+        if self.byte_offset:
+            printer.print_string(f" offset {self.byte_offset}")
+        printer.print_string(" : ")
         print_types(printer, (self.memref, self.index))
 
     @classmethod
@@ -315,9 +331,10 @@ class MemStreamOp(IRDLOperation):
         parser.parse_punctuation("]")
         parser.parse_keyword("stride")
         stride = parser.parse_integer()
+        offset = parser.parse_integer() if parser.parse_optional_keyword("offset") else 0
         parser.parse_punctuation(":")
         m, i = resolve(parser, (memref, index), parse_type_list(parser, 2))
-        return cls(layer, m, i, stride)
+        return cls(layer, m, i, stride, offset)
 
 
 @irdl_op_definition

@@ -5,7 +5,10 @@ Without it every operand element is one 64-bit data token (an f32 wastes half of
 1. **drops redundant operands**: an operand the callback never uses, and the second registration
    of a value already registered for the same firing (its pop reuses the first);
 2. **drops redundant control tokens**: a callback left with no work (no ops besides its pops) is
-   removed with its registrations;
+   removed with its registrations; two callbacks registered back to back on the same layer and
+   event (only the second one's operands between them: TransE's squared distance and square
+   root, both on layer 0's ``iter`` once ``simplify-streams`` removed the element layer) become
+   one, whose case runs the first body, then the second;
 3. **packs** the rest (ISA v1 §7.5): every ``dlc.register_operand`` gets ``packed`` (elements at
    their natural size: 4 bytes for f32/i32, 8 for index/i64/f64), and ``join`` when the next
    operand of the same firing is a scalar or vector too, so consecutive scalars/vectors share
@@ -47,15 +50,43 @@ def _registrations(access: dlc.ConfigureAccessOp) -> dict[int, tuple[list, Opera
     return out
 
 
+def _merge_adjacent_callbacks(access: dlc.ConfigureAccessOp, compute: dlc.ComputeLoopOp) -> None:
+    """Callback X and the next callback Y registered on the same (layer, event) with only Y's
+    operands between them fire back to back: one control token runs X's body, then Y's."""
+    cases = {c.id.value.data: c for c in compute.body.block.ops if isinstance(c, dlc.CaseOp)}
+    prev = None
+    for op in list(access.body.block.ops):
+        if isinstance(op, dlc.RegisterOperandOp):
+            if prev is not None and (op.layer, op.event) != (prev.layer, prev.event):
+                prev = None
+            continue
+        if not isinstance(op, dlc.RegisterCallbackOp):
+            prev = None
+            continue
+        if prev is not None and (op.layer, op.event) == (prev.layer, prev.event):
+            x, y = cases.get(prev.id.value.data), cases.get(op.id.value.data)
+            if x is not None and y is not None and x is not y:
+                body = y.body.block
+                first = body.first_op
+                for moved in [o for o in x.body.block.ops if not isinstance(o, dlc.YieldOp)]:
+                    moved.detach()
+                    body.insert_op_before(moved, first)
+                prev.detach(); prev.erase()
+                x.detach(); x.erase()
+                del cases[x.id.value.data]
+        prev = op
+
+
 def align_queues(fn: func.FuncOp) -> None:
     """Apply the rewrites of the module docstring to a DLC function in place."""
     access = next(o for o in fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp))
     compute = next(o for o in fn.body.block.ops if isinstance(o, dlc.ComputeLoopOp))
+    _merge_adjacent_callbacks(access, compute)
     regs = _registrations(access)
     for case in [c for c in compute.body.block.ops if isinstance(c, dlc.CaseOp)]:
         cid = case.id.value.data
         operands, reg_cb = regs[cid]
-        pops = [o for o in case.body.block.ops if isinstance(o, _POPS)]
+        pops = [o for o in case.walk() if isinstance(o, _POPS)]   # in program order
         if len(pops) != len(operands):
             continue     # not the shape slc_to_dlc emits: leave it
         pairs = list(zip(operands, pops))

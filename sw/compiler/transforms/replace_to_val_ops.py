@@ -84,7 +84,7 @@ def replace_to_val_ops(fn: func.FuncOp) -> list[int]:
         case = cases.get(cid)
         if case is None:
             return []
-        pops = [o for o in case.body.block.ops if isinstance(o, _POPS)]
+        pops = [o for o in case.walk() if isinstance(o, _POPS)]   # in program order
         for reg, pop in zip(operands, pops):
             if reg.value is not tu.index:
                 continue

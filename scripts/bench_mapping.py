@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Table-to-unit mapping on the RTL: makespan and imbalance of each mapper (issue 11, table 5).
+
+For each table set of ``sw.runtime.mapping.table_set`` (balanced, imbalanced, extreme; tables and
+poolings drawn from Meta's DLRM statistics as that function states) and each mapper of
+``sw.runtime.mapping.MAPPERS``, at K units:
+
+* every distinct *piece* (a table's bag range) the mappers produce runs once on the RTL: the
+  EmbeddingBag-sum kernel (``examples/embedding_bag_sum.mlir``, -O3) over the whole table with
+  that range's indices and offsets, on the HBM model (default HBM2), in one simulator process
+  (``sim.system.run_many_on_rtl``, C++ harness); its results are checked bit for bit against a
+  sequential float32 reference (rows added in index order from 0, as the kernel does);
+* a unit runs its pieces back to back, so its cycles are the sum of its pieces' RTL cycles and the
+  mapping's **makespan** the largest unit sum; **imbalance** = makespan ÷ mean unit cycles. The
+  units are measured one at a time on an idle memory: the contention of K units for one HBM is not
+  in these figures (the multi-unit system measures it);
+* beside it, the cost model's estimate (``UnitCostModel``) of the same makespan, and its error.
+
+Writes one CSV row per (set, mapper) and prints a table.
+
+Usage: python scripts/bench_mapping.py [--units 4] [--tables 16] [--bags 64] [--memory HBM2]
+       [--median-rows 20000] [--max-rows 100000] [--seed S] [--csv build/bench_mapping.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def reference_sum(table: np.ndarray, indices: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """EmbeddingBag sum, float32, each bag's rows added in index order starting from 0."""
+    bags = len(offsets) - 1
+    out = np.zeros((bags, table.shape[1]), np.float32)
+    lengths = np.diff(offsets)
+    for k in range(int(lengths.max(initial=0))):
+        live = np.flatnonzero(lengths > k)
+        out[live] += table[indices[offsets[live] + k]]
+    return out
+
+
+def piece_args(table: np.ndarray, indices: np.ndarray, offsets: np.ndarray, start: int, stop: int):
+    """The kernel's arguments for bags ``[start, stop)``: the whole table, that range's indices,
+    its offsets rebased to 0 (``stop - start + 1`` entries), a zero output."""
+    lo, hi = int(offsets[start]), int(offsets[stop])
+    return [table, indices[lo:hi].copy(), (offsets[start:stop + 1] - lo).astype(np.int64),
+            np.zeros((stop - start, table.shape[1]), np.float32)]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=4, help="access units K (default 4)")
+    parser.add_argument("--tables", type=int, default=16, help="tables per set (default 16)")
+    parser.add_argument("--bags", type=int, default=64, help="bags per table in the batch (default 64)")
+    parser.add_argument("--sets", default="balanced,imbalanced,extreme",
+                        help="comma-separated table sets (default: all three)")
+    parser.add_argument("--median-rows", type=int, default=20_000,
+                        help="median table rows (table_set; default 20,000)")
+    parser.add_argument("--max-rows", type=int, default=100_000,
+                        help="largest table rows (table_set; default 100,000)")
+    parser.add_argument("--memory", default="HBM2", choices=("simple", "HBM2", "HBM3"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--csv", default=str(REPO / "build" / "bench_mapping.csv"))
+    ns = parser.parse_args(argv)
+    from sw.runtime.mapping import MAPPERS, TABLE_SETS, UnitCostModel, map_tables, table_set
+    sets = [s.strip() for s in ns.sets.split(",") if s.strip()]
+    for s in sets:
+        if s not in TABLE_SETS:
+            parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
+    if min(ns.units, ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
+        parser.error("--units, --tables, --bags, --median-rows and --max-rows must be >= 1")
+
+    from tqdm import tqdm
+    from sim.system import RtlJob, run_many_on_rtl
+    from sw.compiler import compile_mlir
+    from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
+    from sw.runtime.image import bind_arguments, build_image
+
+    path = REPO / "examples" / "embedding_bag_sum.mlir"
+    kernel = compile_mlir(path.read_text(), filename=path.name, opt_level=3)
+    program = kernel.program.encode()
+    cost = UnitCostModel()
+    rows = []
+    for set_no, kind in enumerate(sets):
+        seed = ns.seed + set_no
+        tables = table_set(kind, ns.tables, bags=ns.bags, seed=seed, median_rows=ns.median_rows,
+                           max_rows=ns.max_rows)
+        rng = np.random.default_rng(seed)
+        data = []                 # per table: (table array, indices)
+        for t in tables:
+            data.append((rng.standard_normal((t.rows, t.dim)).astype(np.float32),
+                         rng.integers(0, t.rows, t.lookups, dtype=np.int64)))
+        mappings = {name: map_tables(tables, ns.units, name) for name in MAPPERS}
+        pieces = sorted({p for m in mappings.values() for u in m.units for p in u},
+                        key=lambda p: (p.table, p.bag_start))
+        jobs, argsets = [], []
+        for p in pieces:
+            table, indices = data[p.table]
+            args = piece_args(table, indices, tables[p.table].offsets, p.bag_start, p.bag_stop)
+            image = build_image(kernel, args)
+            jobs.append(RtlJob(program, image.data, bind_arguments(kernel, args, image)))
+            argsets.append(args)
+        print(f"{kind}: {len(tables)} tables, {sum(t.lookups for t in tables)} lookups, "
+              f"{len(pieces)} distinct pieces on the RTL ({ns.memory}) ...", flush=True)
+        t0 = time.perf_counter()
+        results = run_many_on_rtl(jobs, memory=ns.memory, engine="cpp")
+        wall = time.perf_counter() - t0
+        measured = {}
+        for p, job, args, r in tqdm(list(zip(pieces, jobs, argsets, results)), desc="check",
+                                    leave=False):
+            run = run_kernel(kernel, args, ReplayTransport(program, AccessRun.from_rtl(r)))
+            table, indices = data[p.table]
+            want = reference_sum(table, args[1], args[2])
+            if not np.array_equal(np.asarray(run.results[0]).view(np.uint32), want.view(np.uint32)):
+                raise AssertionError(f"{kind}: piece {p}: RTL results differ from the reference")
+            measured[p] = r.cycles
+        for name, m in mappings.items():
+            unit_rtl = m.unit_cycles(lambda p: measured[p])
+            est = m.makespan(lambda p: cost.piece_cycles(p, tables))
+            makespan = max(unit_rtl)
+            rows.append(dict(set=kind, mapper=name, units=ns.units, tables=ns.tables, bags=ns.bags,
+                             memory=ns.memory, seed=seed, pieces=sum(len(u) for u in m.units),
+                             makespan_cycles=makespan,
+                             imbalance=round(makespan / (sum(unit_rtl) / len(unit_rtl)), 3),
+                             total_unit_cycles=sum(unit_rtl),
+                             estimated_makespan=round(est),
+                             estimate_error=round(est / makespan - 1, 3),
+                             rtl_wall_s=round(wall, 1)))
+    best = {}
+    for r in rows:
+        best[r["set"]] = min(best.get(r["set"], 1 << 62), r["makespan_cycles"])
+    for r in rows:
+        r["makespan_over_best"] = round(r["makespan_cycles"] / best[r["set"]], 3)
+    print(f"{'set':<11} {'mapper':<13} {'pieces':>6} {'makespan':>9} {'÷ best':>7} "
+          f"{'imbalance':>9} {'estimate':>9} {'est. err':>8}")
+    for r in rows:
+        print(f"{r['set']:<11} {r['mapper']:<13} {r['pieces']:>6} {r['makespan_cycles']:>9,} "
+              f"{r['makespan_over_best']:>7.2f} {r['imbalance']:>9.2f} "
+              f"{r['estimated_makespan']:>9,} {100 * r['estimate_error']:>7.1f}%")
+    out = Path(ns.csv)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""The performance report: runs the benchmarks of issues 10 and 11 and writes ``docs/report/``.
+
+``make report`` (or ``python scripts/report.py``) runs each step's command — a benchmark script of
+``scripts/`` that checks every run it makes against the golden model or PyTorch and writes a CSV
+into ``build/report/`` — then renders ``docs/report/README.md``: per step, the command, when it
+ran (UTC start and end), the machine's load average before and after (the machine is shared:
+cycle counts do not depend on it, wall times do), the git commit, a table of the CSV's main
+columns and a matplotlib figure (``docs/report/<step>.png``).
+
+Steps (``--steps``, default all, in this order):
+
+=================  =========================================================================
+``bandwidth``      issue 10: the unit against the memory's ceiling, DLRM shape (``bench_bandwidth.py``)
+``core_only``      issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
+``compiler``       issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
+``handwritten``    issue 11 table 4: compiled ÷ hand-written (``bench_handwritten.py``)
+``mapping``        issue 11 table 5: makespan of the table-to-unit mappers (``bench_mapping.py``)
+``sweep``          a design-space sweep: lines in flight on the DLRM-like EmbeddingBag (``sweep.py``)
+=================  =========================================================================
+
+``--quick`` runs every step on small inputs (minutes; what the tests run), the default on the full
+inputs (hours on two cores). ``--render-only`` re-renders from the CSVs already in
+``build/report/`` (each step's metadata is kept beside its CSV, so dates stay those of the runs).
+
+Usage: python scripts/report.py [--steps bandwidth,mapping] [--quick] [--render-only]
+       [--out docs/report]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = REPO / "build" / "report"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One benchmark of the report: how to run it and what to show of its CSV."""
+    name: str
+    title: str
+    full: list[str]                   # script + arguments (the CSV path is appended)
+    quick: list[str]
+    csv_option: str                   # the script's option that names its CSV
+    columns: list[str]                # CSV columns of the table (those present are shown)
+    bar_label: list[str]              # columns that name a bar
+    bar_value: str                    # column plotted
+    bar_axis: str                     # its axis label
+    note: str = ""
+    keep_rows: dict = field(default_factory=dict)   # column -> value: rows shown
+
+
+STEPS = [
+    Step("bandwidth", "Issue 10: the access unit against the memory's own ceiling",
+         ["scripts/bench_bandwidth.py", "--no-sweeps"],
+         ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-sweeps", "--cases", "dlrm_uniform",
+          "cora_d16"], "--out",
+         ["case", "program", "preset", "max_inflight", "unit_cycles", "unit_useful_bytes_per_cycle",
+          "ceiling_bytes_per_cycle", "output_bound", "over_ceiling", "over_min_ceiling_output",
+          "unit_mean_lines_in_flight", "unit_peak_lines_in_flight", "littles_law_bound"],
+         ["case", "program", "preset"], "unit_useful_bytes_per_cycle", "useful bytes / cycle",
+         "Goal (DLRM shape): unit ÷ min(ceiling, output bound) >= 95 %. --quick computes the "
+         "ceilings only."),
+    Step("core_only", "Issue 11, table 1: DAE against a core-only baseline on the same memory",
+         ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2"],
+         ["scripts/bench_core_only.py", "--size", "small", "--memory", "simple", "--mshrs", "8", "16"],
+         "--out", ["workload", "mshrs", "caches", "core_only_cycles", "mshr_mean", "dae_access_cycles",
+                   "dae_core_cycles", "dae_cycles", "speedup", "error"],
+         ["workload", "mshrs", "caches"], "speedup", "speedup (core-only ÷ DAE cycles)",
+         "Speedup = core-only cycles ÷ DAE cycles (> 1: DAE faster). Goal >= 8x at 16 misses."),
+    Step("compiler", "Issue 11, table 3: -O3 ÷ -O0 per workload on the RTL",
+         ["scripts/bench_compiler.py", "--size", "full", "--rtl", "--coupled", "--memory", "HBM2"],
+         ["scripts/bench_compiler.py", "--size", "small", "--rtl", "--coupled", "--levels", "0", "3"],
+         "--out",
+         ["workload", "level", "rtl_cycles", "dae_cycles", "dae_estimate", "rtl_speedup",
+          "dae_speedup", "data_per_lookup", "control_per_lookup"],
+         ["workload"], "dae_speedup", "DAE speedup over -O0",
+         "DAE cycles: the simulated core (coupled) popped DONE. Ember Fig. 13: 6.5x-21x from -O0 to -O3.", keep_rows={"level": "3"}),
+    Step("handwritten", "Issue 11, table 4: compiled ÷ hand-written",
+         ["scripts/bench_handwritten.py", "--size", "full", "--memory", "HBM2"],
+         ["scripts/bench_handwritten.py", "--size", "small", "--levels", "3"], "--out",
+         ["workload", "level", "rtl_cycles", "dae_cycles", "rtl_pct", "dae_pct", "error"],
+         ["workload", "level"], "rtl_pct", "compiled ÷ hand-written, access cycles (%)",
+         "Ember Fig. 16: 95.2-100 %, mean 98.1 %; goal >= 99 % at -O3."),
+    Step("mapping", "Issue 11, table 5: table-to-unit mapping (makespan on the RTL)",
+         ["scripts/bench_mapping.py", "--units", "4", "--tables", "16", "--bags", "64",
+          "--memory", "HBM2"],
+         ["scripts/bench_mapping.py", "--units", "2", "--tables", "4", "--bags", "8",
+          "--memory", "simple", "--sets", "balanced,extreme", "--median-rows", "500", "--max-rows", "2000"], "--csv",
+         ["set", "mapper", "units", "pieces", "makespan_cycles", "makespan_over_best", "imbalance",
+          "estimated_makespan", "estimate_error"],
+         ["set", "mapper"], "makespan_cycles", "makespan (cycles)"),
+    Step("sweep", "Design-space sweep: lines in flight (EmbeddingBag sum, -O3, HBM2)",
+         ["scripts/sweep.py", "--workloads", "eb_sum,spmm_cora", "--size", "full", "--levels", "3",
+          "--memory", "HBM2", "--max-inflight", "64,128,256,512", "--jobs", "1"],
+         ["scripts/sweep.py", "--workloads", "eb_sum", "--levels", "3", "--memory", "simple",
+          "--jobs", "1"], "--out",
+         ["workload", "memory", "max_inflight", "access_cycles", "dae_cycles",
+          "useful_bytes_per_cycle", "mean_lines_in_flight", "peak_lines_in_flight", "error"],
+         ["workload", "max_inflight"], "useful_bytes_per_cycle", "useful bytes / cycle"),
+]
+STEP_NAMES = [s.name for s in STEPS]
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_step(step: Step, quick: bool, build: Path = BUILD) -> dict:
+    """Run a step's command; write its CSV and metadata (JSON) into ``build``. Raises
+    ``RuntimeError`` naming the step and its log when the command fails."""
+    build.mkdir(parents=True, exist_ok=True)
+    csv_path = build / f"{step.name}.csv"
+    cmd = [sys.executable, *(step.quick if quick else step.full), step.csv_option, str(csv_path)]
+    meta = dict(step=step.name, command=" ".join(["python", *cmd[1:]]).replace(str(REPO) + "/", ""),
+                quick=quick, commit=_git_commit(), load_before=_load(),
+                start=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    t0 = time.perf_counter()
+    log = build / f"{step.name}.log"
+    with log.open("w") as f:
+        proc = subprocess.run(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT)
+    meta.update(end=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load_after=_load(),
+                wall_s=round(time.perf_counter() - t0, 1), returncode=proc.returncode)
+    (build / f"{step.name}.json").write_text(json.dumps(meta, indent=1))
+    if proc.returncode != 0 or not csv_path.exists():
+        raise RuntimeError(f"report step {step.name!r} failed (exit {proc.returncode}); see {log}")
+    return meta
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _cell(text: str) -> str:
+    """A CSV value for a table: integers as they are, other numbers to 4 significant digits."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return text or ""
+    return text if value.is_integer() and "." not in text else f"{value:.4g}"
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    if not rows:
+        return "(no rows)\n"
+    cols = [c for c in columns if c in rows[0]] or list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(_cell(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def _figure(step: Step, rows: list[dict], path: Path) -> bool:
+    """A bar chart of ``step.bar_value`` per row (False when there is nothing to plot)."""
+    value = step.bar_value
+    points = []
+    for r in rows:
+        try:
+            points.append((" ".join(r.get(c, "") for c in step.bar_label), float(r[value])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not points:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.5 * len(points) + 2), 3.2))
+    ax.bar(range(len(points)), [v for _, v in points], color="#4477aa")
+    ax.set_xticks(range(len(points)), [k for k, _ in points], rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel(step.bar_axis)
+    ax.set_title(step.title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def render(steps: list[Step], out: Path, build: Path = BUILD, quick: bool = False) -> Path:
+    """Write ``out/README.md`` (and the figures) from the CSVs and metadata in ``build``; only
+    runs of the same size (``quick`` or full) are shown, the others are listed as not run."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = ["# Performance report (generated by `make report`)\n",
+             "Every table below is a CSV written by the command shown (all runs checked against the "
+             "golden model or PyTorch by that script); re-run with `make report` "
+             "(`python scripts/report.py`), or one step with `--steps NAME`. Cycle counts do not "
+             "depend on the machine's load; wall times do. See docs/performance.md for the "
+             "analysis.\n"]
+    for step in steps:
+        (out / f"{step.name}.png").unlink(missing_ok=True)      # never leave another run's figure
+        csv_path, meta_path = build / f"{step.name}.csv", build / f"{step.name}.json"
+        parts.append(f"## {step.title}\n")
+        if not csv_path.exists() or not meta_path.exists():
+            parts.append(f"Not run yet: `python scripts/report.py --steps {step.name}"
+                         f"{' --quick' if quick else ''}`.\n")
+            continue
+        meta = json.loads(meta_path.read_text())
+        if bool(meta.get("quick")) != quick:
+            parts.append(f"Not run {'--quick' if quick else 'on the full inputs'} yet: "
+                         f"`python scripts/report.py --steps {step.name}"
+                         f"{' --quick' if quick else ''}`.\n")
+            continue
+        rows = _rows(csv_path)
+        if step.keep_rows:
+            rows = [r for r in rows if all(r.get(k) == v for k, v in step.keep_rows.items())]
+        parts.append(f"```sh\n{meta['command']}\n```\n")
+        parts.append(f"Ran {meta['start']} to {meta['end']} ({meta['wall_s']} s) at commit "
+                     f"`{meta['commit']}`, load average {meta['load_before']} before, "
+                     f"{meta['load_after']} after{' (--quick: small inputs)' if meta['quick'] else ''}."
+                     + (f" {step.note}" if step.note else "") + "\n")
+        parts.append(_table(rows, step.columns))
+        if step.bar_value and _figure(step, rows, out / f"{step.name}.png"):
+            parts.append(f"![{step.title}]({step.name}.png)\n")
+    readme = out / "README.md"
+    readme.write_text("\n".join(parts))
+    return readme
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", default=",".join(STEP_NAMES),
+                        help=f"comma-separated steps (default all: {','.join(STEP_NAMES)})")
+    parser.add_argument("--quick", action="store_true", help="small inputs (minutes)")
+    parser.add_argument("--render-only", action="store_true",
+                        help="render from build/report/ without running anything")
+    parser.add_argument("--out", default=str(REPO / "docs" / "report"))
+    ns = parser.parse_args(argv)
+    names = [s.strip() for s in ns.steps.split(",") if s.strip()]
+    for n in names:
+        if n not in STEP_NAMES:
+            parser.error(f"--steps: {n!r} is not one of {', '.join(STEP_NAMES)}")
+    chosen = [s for s in STEPS if s.name in names]
+    if not ns.render_only:
+        for step in chosen:
+            print(f"[{time.strftime('%H:%M:%S')}] {step.name}: running ...", flush=True)
+            try:
+                meta = run_step(step, ns.quick)
+            except RuntimeError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
+            print(f"[{time.strftime('%H:%M:%S')}] {step.name}: done in {meta['wall_s']} s", flush=True)
+    readme = render(STEPS, Path(ns.out), quick=ns.quick)
+    print(f"wrote {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -247,7 +247,8 @@ def plot(rows: list, path: Path) -> None:
         ax.bar(np.arange(len(labels)) + j * width, ys, width, label=p)
     ax.axhline(95, color="k", ls="--", lw=0.8, label="issue 10 goal (95 %)")
     ax.set_xticks(np.arange(len(labels)) + width * (len(presets) - 1) / 2,
-                  [f"{c}\n{'-O3' if p == 'O3' else 'hand'}" for c, p in labels], fontsize=7)
+                  [f"{c}\n{'-O3' if p == 'O3' else 'hand'}" for c, p in labels], fontsize=7,
+                  rotation=60)
     ax.set_ylabel("% of min(memory ceiling, output bound)")
     ax.set_title("useful bytes/cycle, default unit")
     ax.legend(fontsize=8)

@@ -12,7 +12,7 @@ Cases (``--cases``; inputs drawn with ``numpy.random.default_rng(--seed)``):
                    (2,708, dim) float32 matrix (``examples/spmm_csr.mlir``)
 ``grqc_d16/64``    the same on SNAP's ca-GrQc collaboration graph (5,242 nodes, 28,968
                    directed edges, no self-loops; ``--grqc``, default
-                   ``/work/shared/data/graphs/ca-GrQc.txt``)
+                   ``data/graphs/ca-GrQc.txt``)
 =================  ===========================================================================
 
 Each case runs compiled at ``-O3`` and (``--programs hand``), where
@@ -74,7 +74,7 @@ sys.path.insert(0, str(REPO))
 
 ROWS, DIM, BAGS, POOLING = 100_000, 64, 256, 32
 LINE = 64
-GRQC = Path("/work/shared/data/graphs/ca-GrQc.txt")
+GRQC = REPO / "data" / "graphs" / "ca-GrQc.txt"
 CASES = ("dlrm_uniform", "dlrm_reuse", "cora_d16", "cora_d64", "grqc_d16", "grqc_d64")
 #: case family -> (example kernel, workload whose references check it, hand-written name)
 FAMILY = {"dlrm": ("embedding_bag_sum.mlir", "eb_sum"), "spmm": ("spmm_csr.mlir", "spmm_cora")}

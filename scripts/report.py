@@ -13,6 +13,7 @@ Steps (``--steps``, default all, in this order):
 =================  =========================================================================
 ``bandwidth``      issue 10: the unit against the memory's ceiling, DLRM shape (``bench_bandwidth.py``)
 ``core_only``      issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
+``multiunit``      issue 11 table 2: K = 1, 2, 4, 8 units sharing one HBM2 (``bench_multiunit.py``)
 ``compiler``       issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
 ``handwritten``    issue 11 table 4: compiled ÷ hand-written (``bench_handwritten.py``)
 ``mapping``        issue 11 table 5: makespan of the table-to-unit mappers (``bench_mapping.py``)
@@ -77,6 +78,14 @@ STEPS = [
                    "dae_core_cycles", "dae_cycles", "speedup", "error"],
          ["workload", "mshrs", "caches"], "speedup", "speedup (core-only ÷ DAE cycles)",
          "Speedup = core-only cycles ÷ DAE cycles (> 1: DAE faster). Goal >= 8x at 16 misses."),
+    Step("multiunit", "Issue 11, table 2: system bandwidth of K units on one HBM (DLRM shape)",
+         ["scripts/bench_multiunit.py", "--units", "1,2,4,8", "--preset", "HBM2"],
+         ["scripts/bench_multiunit.py", "--units", "1", "--preset", "HBM2"], "--csv",
+         ["units", "preset", "max_inflight", "memory_ports", "makespan", "unit_cycles",
+          "useful_bytes_per_cycle", "table_bytes_per_cycle", "ceiling_bytes_per_cycle",
+          "over_ceiling"],
+         ["units"], "table_bytes_per_cycle", "table bytes / cycle",
+         "Goal: >= 90 % of the ceiling at the K that saturates the memory."),
     Step("compiler", "Issue 11, table 3: -O3 ÷ -O0 per workload on the RTL",
          ["scripts/bench_compiler.py", "--size", "full", "--rtl", "--coupled", "--memory", "HBM2"],
          ["scripts/bench_compiler.py", "--size", "small", "--rtl", "--coupled", "--levels", "0", "3"],

@@ -21,7 +21,8 @@
 //                         tokens in data_<n>.bin (uint64 little-endian) and ctrl_<n>.bin (uint16)
 // Verilator spells the double underscore of Amaranth's port names (csr__addr) as ___05F.
 // DATA_TOKENS (compiler -D, TmuConfig.output_tokens) is the width of a data beat in tokens: the
-// payload is tokens[0..DATA_TOKENS) (64 bits each) then the count of valid tokens.
+// payload is tokens[0..DATA_TOKENS) (64 bits each) then the count of valid tokens
+// (bit_length(DATA_TOKENS) bits: 1..16 tokens, 64..1024 bits).
 //
 // Several units (hw.multi_system.MultiSystem, compiled with -DMULTI_TOP -DUNITS=K): unit u's ports
 // are csr__<u>__addr, data_out__<u>__valid, busy__<u>, ...; each unit has its own sink state
@@ -251,7 +252,7 @@ struct Unit {
         const auto& payload = *data_payload_port;   // VlWide: 32-bit words
         for (int i = 0; i < DATA_TOKENS; i++)
             beat[i] = uint64_t(payload[2 * i]) | (uint64_t(payload[2 * i + 1]) << 32);
-        beat_count = payload[2 * DATA_TOKENS] & 0xF;
+        beat_count = payload[2 * DATA_TOKENS] & ((2u * DATA_TOKENS) - 1);   // count: bit_length(DATA_TOKENS) bits
         ctrl_payload = *ctrl_payload_port;
     }
     // the wrapper's registers, updated with the values before the edge; `core_clock`: the core

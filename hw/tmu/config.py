@@ -75,13 +75,17 @@ class TmuConfig:
         in one line are served by one request (``docs/rtl.md`` §2.4). A power of two, 8..64.
         Default 64 (a cache line, the HBM model's access granularity).
     memory_ports : int
-        Request and response ports to the memory, 1..4: up to this many line requests leave and
-        this many responses arrive per cycle (the traversal's and the run-ahead engines', in
-        that priority). Default 2 (two lines of a row per cycle, or a line and an index load).
+        Request and response ports to the memory, 1..8: up to this many line requests leave and
+        this many responses arrive per cycle (the traversal's, the row issue block's and the
+        run-ahead engines', in that priority); the row issue block sends up to one line of a
+        BLOCK row or contiguous vector per port per cycle (``row_lines``). Default 2 (two lines
+        of a row per cycle, or a line and an index load).
     output_tokens : int
         Width of the data output, 64-bit tokens per cycle: the packer and the data queue move a
         beat of up to this many tokens per cycle (the token sequence is the one of
-        ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..8. Default 8 (512 bits).
+        ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..16. Default 8 (512 bits);
+        16 is a 1024-bit beat (two 512-bit vectors per cycle), drained from the reorder buffer
+        at ``drain_lines`` lines per cycle.
     """
     layers: int = 4
     streams: int = 16
@@ -147,10 +151,13 @@ class TmuConfig:
                              f"not {self.max_block!r}")
         if not isinstance(self.line_bytes, int) or self.line_bytes not in (8, 16, 32, 64):
             raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {self.line_bytes!r}")
-        if not isinstance(self.memory_ports, int) or not 1 <= self.memory_ports <= 4:
-            raise ValueError(f"memory_ports must be an integer in 1..4, not {self.memory_ports!r}")
-        if not isinstance(self.output_tokens, int) or self.output_tokens not in (1, 2, 4, 8):
-            raise ValueError(f"output_tokens must be 1, 2, 4 or 8, not {self.output_tokens!r}")
+        if not isinstance(self.memory_ports, int) or isinstance(self.memory_ports, bool) or \
+                not 1 <= self.memory_ports <= 8:
+            raise ValueError(f"memory_ports must be an integer in 1..8, not {self.memory_ports!r}")
+        if not isinstance(self.output_tokens, int) or isinstance(self.output_tokens, bool) or \
+                self.output_tokens not in (1, 2, 4, 8, 16):
+            raise ValueError(f"output_tokens must be 1, 2, 4, 8 or 16, "
+                             f"not {self.output_tokens!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
@@ -193,6 +200,19 @@ class TmuConfig:
     def row_chunk_elements(self):
         """Most elements of one such reservation (1-byte elements filling its lines)."""
         return self.row_chunk_lines * self.line_bytes
+
+    @property
+    def row_lines(self):
+        """Line requests of BLOCK rows and contiguous vectors the row issue block offers per
+        cycle: one per memory port, at most ``row_chunk_lines`` (a reservation's lines)."""
+        return max(1, min(self.memory_ports, self.row_chunk_lines))
+
+    @property
+    def drain_lines(self):
+        """Reorder-buffer entries (memory lines) drained into the packer per cycle, in order:
+        enough to fill a beat, ``output_tokens * 8 / line_bytes`` (1 for the default 512-bit
+        beat of 64-byte lines, 2 for a 1024-bit one), at least 1 and at most 4."""
+        return max(1, min(4, self.output_tokens * 8 // self.line_bytes))
 
     @property
     def tag_bits(self):

@@ -13,16 +13,31 @@ def test_defaults():
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
     assert c.tag_bits == 12 and c.rob_bits == 9 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
+    assert (c.row_lines, c.drain_lines) == (2, 1)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3
+
+
+@pytest.mark.parametrize("ports, tokens, line_bytes, row_lines, drain_lines", [
+    (8, 16, 64, 8, 2), (4, 16, 64, 4, 2), (5, 16, 32, 5, 4), (8, 16, 16, 8, 4), (1, 1, 64, 1, 1),
+])
+def test_wide_output_and_many_ports(ports, tokens, line_bytes, row_lines, drain_lines):
+    """A 1024-bit output and up to 8 memory ports build: the row issue block offers a line per
+    port per cycle, the reorder buffer drains the lines of a beat per cycle (at most 4)."""
+    c = TmuConfig(memory_ports=ports, output_tokens=tokens, line_bytes=line_bytes)
+    assert (c.row_lines, c.drain_lines) == (row_lines, drain_lines)
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"layers": 0}, "layers must be an integer in 1..255, not 0"),
     ({"args": 256}, "args must be an integer in 1..255, not 256"),
     ({"line_bytes": 128}, "line_bytes must be 8, 16, 32 or 64, not 128"),
-    ({"memory_ports": 0}, "memory_ports must be an integer in 1..4, not 0"),
-    ({"output_tokens": 3}, "output_tokens must be 1, 2, 4 or 8, not 3"),
+    ({"memory_ports": 0}, "memory_ports must be an integer in 1..8, not 0"),
+    ({"memory_ports": 9}, "memory_ports must be an integer in 1..8, not 9"),
+    ({"memory_ports": 2.0}, "memory_ports must be an integer in 1..8, not 2.0"),
+    ({"output_tokens": 3}, "output_tokens must be 1, 2, 4, 8 or 16, not 3"),
+    ({"output_tokens": 32}, "output_tokens must be 1, 2, 4, 8 or 16, not 32"),
+    ({"output_tokens": True}, "output_tokens must be 1, 2, 4, 8 or 16, not True"),
     ({"max_inflight": 24}, "max_inflight must be a power of two >= 2, not 24"),
     ({"data_queue_depth": 1}, "data_queue_depth must be an integer >= 2, not 1"),
     ({"watchdog_cycles": -1}, "watchdog_cycles must be an integer in 0..2**32-1, not -1"),

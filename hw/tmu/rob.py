@@ -32,15 +32,18 @@ class ReorderBuffer(wiring.Component):
     that lie in it) becomes ready when the response tagged with its slot number arrives, on any
     response port. The lines of a BLOCK row or contiguous vector are *reserved* as a range of
     consecutive entries in one cycle; their descriptions arrive later, one per line as the row
-    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). The head drains one ready entry per cycle into ``data``; a stalled output
-    holds the head (nothing is dropped). Responses are always accepted, since a load is issued
+    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). The head drains
+    up to ``drain`` ready entries per cycle, in order, into ``data`` (the head) and
+    ``data_more`` (the entries after it); a stalled output holds the head (nothing is dropped). Responses are always accepted, since a load is issued
     only with its slot already allocated. Control tokens are always immediate and need no
     reordering: they go to the control queue directly.
 
     Storage is block RAM (``amaranth.lib.memory``): the lines (``depth`` x ``8 line_bytes``
-    bytes, one write port per response port), the immediates and the entries' descriptions
-    (two banks each, even and odd slots, so that two entries can be allocated per cycle), all
-    read one cycle ahead at the next head.
+    bytes, one write port per response port, a read port per drained entry), the immediates
+    and the entries' descriptions (two banks each, even and odd slots, so that two entries can
+    be allocated per cycle; the descriptions of ``row_writes`` consecutive reserved entries are
+    written per cycle, ``ceil(row_writes / 2)`` write ports a bank), all read one cycle ahead at
+    the next head.
 
     Parameters
     ----------
@@ -53,7 +56,9 @@ class ReorderBuffer(wiring.Component):
     reserve_max : int
         Most entries one reservation takes (``TmuConfig.row_chunk_lines``).
     row_writes : int
-        Descriptions of reserved entries written per cycle, 1 or 2.
+        Descriptions of reserved entries written per cycle, 1..8 (``TmuConfig.row_lines``).
+    drain : int
+        Entries drained per cycle, 1..4 (``TmuConfig.drain_lines``).
 
     Members
     -------
@@ -86,14 +91,18 @@ class ReorderBuffer(wiring.Component):
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for ``resp_slot``. The slots of one cycle are distinct.
     data : Out(stream.Signature(chunk_layout(line_bytes)))
-        Entries, in order, for the packer (``hw/tmu/packer.py``).
+        Entries, in order, for the packer (``hw/tmu/packer.py``): the head.
+    data_more : Out(stream.Signature(chunk_layout(line_bytes))).array(drain - 1)
+        Only with ``drain`` > 1: the ``k + 1``-th entry after the head, valid only when the
+        entries before it are (``data.valid`` and ``data_more[:k]``); the consumer takes it
+        (``ready``) only in a cycle in which it takes all the entries before it.
     count : Out(range(depth + 1))
         Allocated entries.
     head_stall : Out(1)
         The head is ready but its output stream is not.
     """
 
-    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1, row_writes=1):
+    def __init__(self, depth, line_bytes=8, ports=1, reserve_max=1, row_writes=1, drain=1):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         if line_bytes not in (8, 16, 32, 64):
@@ -107,11 +116,14 @@ class ReorderBuffer(wiring.Component):
         if not isinstance(reserve_max, int) or not 1 <= reserve_max <= depth // 2:
             raise ValueError(f"reserve_max must be an integer in 1..depth/2, not {reserve_max!r}")
         self._reserve_max = reserve_max
-        if row_writes not in (1, 2):
-            raise ValueError(f"row_writes must be 1 or 2, not {row_writes!r}")
+        if not isinstance(row_writes, int) or not 1 <= row_writes <= 8:
+            raise ValueError(f"row_writes must be an integer in 1..8, not {row_writes!r}")
         self._row_writes = row_writes
+        if not isinstance(drain, int) or not 1 <= drain <= min(4, depth):
+            raise ValueError(f"drain must be an integer in 1..min(4, depth), not {drain!r}")
+        self._drain = drain
         layout = alloc_layout(line_bytes)
-        super().__init__({
+        members = {
             "clear":       In(1),
             "alloc_en":    In(1),
             "alloc":       In(layout),
@@ -132,7 +144,10 @@ class ReorderBuffer(wiring.Component):
             "data":        Out(stream.Signature(chunk_layout(line_bytes))),
             "count":       Out(range(depth + 1)),
             "head_stall":  Out(1),
-        })
+        }
+        if drain > 1:
+            members["data_more"] = Out(stream.Signature(chunk_layout(line_bytes))).array(drain - 1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -145,7 +160,9 @@ class ReorderBuffer(wiring.Component):
         ready = Signal(depth)
 
         # Immediates and descriptions: even and odd banks. Lines: one memory, a write port per
-        # response port.
+        # response port. Read ports: drained entry ``k`` (slot ``head + k``) is read from bank
+        # ``(head + k) % 2``, that bank's read port ``k // 2``.
+        D = self._drain
         banks_w, banks_r = [], []
         for b in range(2):
             for kind, shape in (("value", 64), ("entry", layout)):
@@ -153,19 +170,21 @@ class ReorderBuffer(wiring.Component):
                 m.submodules[f"{kind}s{b}"] = mem
                 w = mem.write_port()
                 banks_w.append((b, kind, w))
-                writes = (w,)
+                writes = [w]
                 if kind == "entry":      # the row issue block's descriptions
-                    row_w = mem.write_port()
-                    for k in reversed(range(self._row_writes)):
-                        with m.If(self.entry_en[k] & (self.entry_slot[k][0] == b)):
-                            m.d.comb += [row_w.addr.eq(self.entry_slot[k][1:]),
-                                         row_w.data.eq(self.entry[k]), row_w.en.eq(1)]
-                    writes = (w, row_w)
-                banks_r.append((b, kind, mem.read_port(transparent_for=writes)))
+                    for j in range((self._row_writes + 1) // 2):
+                        row_w = mem.write_port()
+                        for k in reversed(range(2 * j, min(2 * j + 2, self._row_writes))):
+                            with m.If(self.entry_en[k] & (self.entry_slot[k][0] == b)):
+                                m.d.comb += [row_w.addr.eq(self.entry_slot[k][1:]),
+                                             row_w.data.eq(self.entry[k]), row_w.en.eq(1)]
+                        writes.append(row_w)
+                for j in range((D + 1) // 2):
+                    banks_r.append((b, kind, j, mem.read_port(transparent_for=writes)))
         m.submodules.lines = lines = memory.Memory(shape=8 * self._line_bytes, depth=depth,
                                                    init=[])
         lines_w = [lines.write_port() for _ in range(self._ports)]
-        lines_r = lines.read_port(transparent_for=lines_w)
+        lines_r = [lines.read_port(transparent_for=lines_w) for _ in range(D)]
 
         # Allocation: an entry (or a reserved range) at ``tail``, an immediate after it.
         first_count = Signal(range(self._reserve_max + 1))
@@ -191,34 +210,49 @@ class ReorderBuffer(wiring.Component):
 
         # Head. The read ports are addressed with the next head, so their data is the head's.
         head_next = Signal(self._bits)
-        read = {(b, kind): port for b, kind, port in banks_r}
-        head_entry = Signal(layout)
-        head_value = Signal(64)
+        read = {(b, kind, j): port for b, kind, j, port in banks_r}
+        outputs = [self.data] + ([self.data_more[k] for k in range(D - 1)] if D > 1 else [])
+        pops = []
+        valid_prev = Const(1)
+        for k, out in enumerate(outputs):
+            j = k // 2
+            odd = head[0] ^ (k & 1)             # slot head + k is in the odd bank
+            entry = Signal(layout, name=f"head_entry_{k}")
+            value = Signal(64, name=f"head_value_{k}")
+            ok = Signal(name=f"head_ok_{k}")
+            slot = Signal(self._bits, name=f"head_slot_{k}")
+            m.d.comb += slot.eq(head + k)
+            m.d.comb += [
+                entry.eq(Mux(odd, read[1, "entry", j].data, read[0, "entry", j].data)),
+                value.eq(Mux(odd, read[1, "value", j].data, read[0, "value", j].data)),
+                ok.eq(valid_prev & (count > k) & ready.bit_select(slot, 1)),
+                out.valid.eq(ok),
+                out.payload.line.eq(Mux(entry.load, lines_r[k].data, value)),
+                out.payload.offset.eq(entry.offset),
+                out.payload.log2_size.eq(entry.log2_size),
+                out.payload.sign.eq(entry.sign),
+                out.payload.count.eq(entry.count),
+                out.payload.pack.eq(entry.pack),
+                out.payload.flush.eq(entry.flush),
+            ]
+            pop = Signal(name=f"pop_{k}")
+            m.d.comb += pop.eq(out.valid & out.ready & (pops[-1] if pops else 1))
+            pops.append(pop)
+            valid_prev = ok
+        popped = Signal(range(D + 1))           # entries drained this cycle
+        m.d.comb += popped.eq(sum(pops))
         m.d.comb += [
-            head_entry.eq(Mux(head[0], read[1, "entry"].data, read[0, "entry"].data)),
-            head_value.eq(Mux(head[0], read[1, "value"].data, read[0, "value"].data)),
+            self.head_stall.eq(self.data.valid & ~pops[0]),
+            head_next.eq(Mux(self.clear, 0, head + popped)),
         ]
-        head_ok = Signal()
-        m.d.comb += [
-            head_ok.eq((count != 0) & ready.bit_select(head, 1)),
-            self.data.valid.eq(head_ok),
-            self.data.payload.line.eq(Mux(head_entry.load, lines_r.data, head_value)),
-            self.data.payload.offset.eq(head_entry.offset),
-            self.data.payload.log2_size.eq(head_entry.log2_size),
-            self.data.payload.sign.eq(head_entry.sign),
-            self.data.payload.count.eq(head_entry.count),
-            self.data.payload.pack.eq(head_entry.pack),
-            self.data.payload.flush.eq(head_entry.flush),
-        ]
-        pop = Signal()
-        m.d.comb += [
-            pop.eq(self.data.valid & self.data.ready),
-            self.head_stall.eq(head_ok & ~pop),
-            head_next.eq(Mux(self.clear, 0, head + pop)),
-            lines_r.addr.eq(head_next),
-        ]
-        for (b, kind), port in read.items():
-            m.d.comb += port.addr.eq(head_next[1:])
+        for k in range(D):
+            slot_next = Signal(self._bits, name=f"slot_next_{k}")
+            m.d.comb += [slot_next.eq(head_next + k), lines_r[k].addr.eq(slot_next)]
+        for (b, kind, j), port in read.items():
+            # bank b's j-th read port: the j-th slot of parity b at or after the next head
+            slot = Signal(self._bits, name=f"read_{kind}{b}_{j}")
+            m.d.comb += [slot.eq(head_next + (head_next[0] ^ b) + 2 * j),
+                         port.addr.eq(slot[1:])]
 
         # Ready bits: set by an immediate allocation or a response, cleared by a load allocation
         # and by the pop. The slots involved are always distinct within a cycle.
@@ -232,13 +266,14 @@ class ReorderBuffer(wiring.Component):
                         | Mux(self.alloc2_en, one << tail_second, 0)
                         | _or_all(responses)),
             clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
-                        | Mux(pop, one << head, 0)),
+                        | _or_all([Mux(pops[k], one << (head + k)[:self._bits], 0)
+                                   for k in range(D)])),
         ]
         m.d.sync += [
             ready.eq((ready & ~clr_mask) | set_mask),
             head.eq(head_next),
             tail.eq(tail + Mux(self.alloc_en, first_count, 0) + self.alloc2_en),
-            count.eq(count + Mux(self.alloc_en, first_count, 0) + self.alloc2_en - pop),
+            count.eq(count + Mux(self.alloc_en, first_count, 0) + self.alloc2_en - popped),
         ]
         with m.If(self.clear):
             m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]

@@ -38,16 +38,17 @@ class RowIssue(wiring.Component):
     port's rate (``docs/rtl.md`` §2.4). The runs were checked when their stream was evaluated,
     so no request faults.
 
-    With ``lines = 2`` the next two lines of a run are offered at once (request 1 is the line
-    after request 0, in the same run); the memory ports grant them in order (request 1 only with
-    request 0: a refused port refuses the ports above it, ``docs/hbm_model.md`` §2), so a row
-    leaves at two lines per cycle.
+    With ``lines`` > 1 the next ``lines`` lines of a run are offered at once (request ``k`` is
+    the line after request ``k - 1``, in the same run); the memory ports grant them in order
+    (request ``k`` only with request ``k - 1``: a refused port refuses the ports above it,
+    ``docs/hbm_model.md`` §2), so a row leaves at up to ``lines`` lines per cycle (one per
+    memory port, ``TmuConfig.row_lines``).
 
     Parameters
     ----------
     config : TmuConfig
     lines : int
-        Requests offered per cycle, 1 or 2.
+        Requests offered per cycle, 1..8.
 
     Members
     -------
@@ -58,7 +59,7 @@ class RowIssue(wiring.Component):
     req_valid, req_addr, req_slot : Out(ArrayLayout(..., lines))
         Request ``k``: the run's next line ``k``; ``req_valid`` does not depend on ``req_grant``.
     req_grant : In(lines)
-        Request ``k`` is accepted this cycle (1 only with 0).
+        Request ``k`` is accepted this cycle (only with requests ``0 .. k - 1``).
     issue_bytes : Out(ArrayLayout(8, lines))
         Bytes of the elements served by request ``k`` (useful bytes).
     entry_en, entry_slot, entry : Out(ArrayLayout(..., lines))
@@ -68,8 +69,8 @@ class RowIssue(wiring.Component):
     """
 
     def __init__(self, config, lines=1):
-        if lines not in (1, 2):
-            raise ValueError(f"lines must be 1 or 2, not {lines!r}")
+        if not isinstance(lines, int) or not 1 <= lines <= 8:
+            raise ValueError(f"lines must be an integer in 1..8, not {lines!r}")
         self._cfg = config
         self._lines = lines
         super().__init__({
@@ -117,25 +118,29 @@ class RowIssue(wiring.Component):
         per_line = Signal(range(c.line_bytes + 1))       # elements in a whole line
         m.d.comb += per_line.eq(c.line_bytes >> cur.log2_size)
 
-        # Line k of the run from ``cur_addr``: line 0 from the first element, line 1 whole.
-        line_addr = [cur_addr, Cat(Const(0, line_bits), cur_addr[line_bits:] + 1)]
-        in_line = [Signal(range(c.line_bytes + 1), name=f"in_line_{k}") for k in range(2)]
-        left_at = [Signal.like(left, name=f"left_{k}") for k in range(2)]
-        count = [Signal(range(max(c.line_bytes, 8) + 1), name=f"count_{k}") for k in range(2)]
-        last = [Signal(name=f"last_{k}") for k in range(2)]
+        # Line k of the run from ``cur_addr``: line 0 from the first element, the others whole.
+        L = self._lines
+        line_addr = [cur_addr] + [Cat(Const(0, line_bits), cur_addr[line_bits:] + k)
+                                  for k in range(1, L)]
+        in_line = [Signal(range(c.line_bytes + 1), name=f"in_line_{k}") for k in range(L)]
+        left_at = [Signal.like(left, name=f"left_{k}") for k in range(L)]
+        count = [Signal(range(max(c.line_bytes, 8) + 1), name=f"count_{k}") for k in range(L)]
+        last = [Signal(name=f"last_{k}") for k in range(L)]
         m.d.comb += [
             in_line[0].eq((c.line_bytes - cur_addr[0:line_bits]) >> cur.log2_size),
-            in_line[1].eq(per_line),
             left_at[0].eq(cur_left),
-            left_at[1].eq(cur_left - count[0]),
         ]
-        for k in range(2):
+        for k in range(1, L):
+            m.d.comb += [in_line[k].eq(per_line), left_at[k].eq(left_at[k - 1] - count[k - 1])]
+        for k in range(L):
             m.d.comb += [
                 count[k].eq(Mux(left_at[k] < in_line[k], left_at[k], in_line[k])),
                 last[k].eq(left_at[k] <= in_line[k]),
             ]
-        offered = [have, have & ~last[0]]
-        for k in range(self._lines):
+        offered = [have]
+        for k in range(1, L):
+            offered.append(offered[k - 1] & ~last[k - 1])
+        for k in range(L):
             m.d.comb += [
                 self.req_valid[k].eq(offered[k]),
                 self.req_addr[k].eq(line_addr[k]),
@@ -153,18 +158,27 @@ class RowIssue(wiring.Component):
             ]
         m.d.comb += self.idle.eq(~have)
 
-        two = Signal()              # both requests go this cycle
-        if self._lines == 2:
-            m.d.comb += two.eq(offered[1] & self.req_grant[1])
+        # Requests granted this cycle (a prefix: ``granted`` of them) and where the run goes on.
+        fired = [offered[k] & self.req_grant[k] for k in range(L)]
+        for k in range(1, L):
+            fired[k] = fired[k] & fired[k - 1]
+        granted = Signal(range(L + 1))
+        m.d.comb += granted.eq(sum(fired))
+        final_last = Signal()          # the last granted request was the run's last line
+        final_left = Signal.like(left)
+        m.d.comb += [final_last.eq(last[0]), final_left.eq(left_at[0] - count[0])]
+        for k in range(1, L):
+            with m.If(fired[k]):
+                m.d.comb += [final_last.eq(last[k]), final_left.eq(left_at[k] - count[k])]
         with m.If(have & self.req_grant[0]):
             m.d.comb += jobs.r_en.eq(~active)
             with m.If(~active):
                 m.d.sync += job.eq(head)
             m.d.sync += [
-                active.eq(~Mux(two, last[1], last[0])),
-                addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + 1 + two)),
-                left.eq(Mux(two, left_at[1] - count[1], left_at[1])),
-                slot.eq(cur_slot + 1 + two),
+                active.eq(~final_last),
+                addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + granted)),
+                left.eq(final_left),
+                slot.eq(cur_slot + granted),
             ]
         with m.If(self.clear):
             m.d.sync += active.eq(0)

@@ -137,11 +137,12 @@ class Tmu(wiring.Component):
 
         m.submodules.decoder   = dec = Decoder(c)
         m.submodules.traversal = trv = Traversal(c)
-        row_lines = min(2, c.memory_ports)       # line requests of a row per cycle
+        row_lines = c.row_lines                  # line requests of a row per cycle
         m.submodules.rob       = rob = ReorderBuffer(c.max_inflight, c.line_bytes,
-                                                  c.memory_ports, c.row_chunk_lines, row_lines)
+                                                  c.memory_ports, c.row_chunk_lines, row_lines,
+                                                  c.drain_lines)
         m.submodules.row_issue = row_issue = RowIssue(c, row_lines)
-        m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens)
+        m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens, c.drain_lines)
 
         # Program memory (block RAM): written by the core interface, read by the decoder.
         m.submodules.program = program = memory.Memory(
@@ -327,6 +328,8 @@ class Tmu(wiring.Component):
         # ISA v1 operand packer between the reorder buffer and the data queue.
         m.d.comb += packer.clear.eq(rob.clear)
         wiring.connect(m, rob.data, packer.i)
+        if c.drain_lines > 1:
+            wiring.connect(m, rob.data_more, packer.i_more)
         wiring.connect(m, trv.row_job, row_issue.job)
         wiring.connect(m, packer.o, wiring.flipped(self.data))
         # Control tokens need no reordering (the queues are independent): a small FIFO.

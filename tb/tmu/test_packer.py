@@ -165,3 +165,91 @@ def test_lines_after_an_immediate_still_move_one_per_cycle():
     run_sim(dut, producer, consumer)
     assert tokens == [first] + [(line >> (64 * t)) & MASK64 for line in lines for t in range(8)]
     assert taken == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("line_bytes,tokens,lanes", [(64, 16, 2), (32, 16, 4), (16, 4, 2),
+                                                     (64, 16, 1)])
+@pytest.mark.parametrize("backpressure", [0.0, 0.5])
+def test_several_entries_per_cycle_match_the_golden_packer(line_bytes, tokens, lanes,
+                                                           backpressure):
+    """``lanes`` entries offered per cycle (``i``, ``i_more``; a random number of them valid
+    each cycle: the reorder buffer's heads stall at random) into a beat of up to 16 tokens,
+    with random stalls of the output: the beats' tokens, in order, are the golden packer's;
+    no beat is empty or over-full; an entry is taken only with the ones before it."""
+    seed = fresh_seed(f"packer lanes {line_bytes} {tokens} {lanes} {backpressure}")
+    rng = random.Random(seed)
+    chunks, expected = _random_chunks(rng, line_bytes, 300)
+    dut = Packer(line_bytes, tokens, lanes)
+    lane_ports = [dut.i] + ([dut.i_more[k] for k in range(lanes - 1)] if lanes > 1 else [])
+    out, counts, violations = [], [], []
+
+    async def producer(ctx):
+        prng = random.Random(seed + 2)
+        head = 0
+        for _ in range(40000):          # bounded: a packer that stops taking entries fails
+            if head >= len(chunks):
+                break
+            offered = min(len(chunks) - head, prng.choice([0, lanes, lanes, prng.randrange(1, lanes + 1)]))
+            for k, port in enumerate(lane_ports):
+                ctx.set(port.valid, k < offered)
+                if k < offered:
+                    ctx.set(port.payload, chunks[head + k])
+            await ctx.delay(1e-8)       # let the packer's ready settle on the payloads
+            taken = [ctx.get(p.ready) and k < offered for k, p in enumerate(lane_ports)]
+            if any(taken[k] and not all(taken[:k]) for k in range(lanes)):
+                violations.append(head)
+            await ctx.tick()
+            head += sum(taken)
+        for port in lane_ports:
+            ctx.set(port.valid, 0)
+
+    async def consumer(ctx):
+        crng = random.Random(seed + 1)
+        for _ in range(40000):
+            r = crng.random() >= backpressure
+            ctx.set(dut.o.ready, r)
+            if r and ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                counts.append(beat.count)
+                out.extend(beat.tokens[i] for i in range(beat.count))
+            if len(out) >= len(expected) and not ctx.get(dut.o.valid):
+                break
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert not violations
+    assert all(1 <= c <= tokens for c in counts), counts
+    assert out == expected
+
+
+def test_two_lines_per_cycle_fill_a_1024_bit_beat():
+    """Eight 64-byte lines of f32 packed 4 bytes wide, two offered per cycle: four beats of 16
+    tokens on consecutive cycles (128 bytes per cycle, the rate of a 1024-bit output)."""
+    rng = random.Random(fresh_seed("packer wide row"))
+    lines = [rng.getrandbits(512) for _ in range(8)]
+    dut = Packer(64, 16, 2)
+    beats, cycles = [], []
+
+    async def producer(ctx):
+        for k in range(0, 8, 2):
+            for lane, port in enumerate([dut.i, dut.i_more[0]]):
+                ctx.set(port.valid, 1)
+                ctx.set(port.payload, dict(line=lines[k + lane], offset=0, log2_size=2, sign=0,
+                                           count=16, pack=1, flush=k + lane == 7))
+            await ctx.tick().until(dut.i_more[0].ready)
+        ctx.set(dut.i.valid, 0)
+        ctx.set(dut.i_more[0].valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for cycle in range(20):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                beats.append([beat.tokens[i] for i in range(beat.count)])
+                cycles.append(cycle)
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert beats == [[(line >> (64 * t)) & MASK64 for line in lines[k:k + 2] for t in range(8)]
+                     for k in range(0, 8, 2)]
+    assert cycles == list(range(cycles[0], cycles[0] + 4))

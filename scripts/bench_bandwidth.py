@@ -39,20 +39,24 @@ Per run (one CSV row):
 
 Sweeps (one Verilator build per hardware point, cached in ``$EMBER_BUILD_DIR/rtl``) on
 ``--sweep-case`` (-O3, ``--sweep-preset``): ``--inflight`` (``TmuConfig.max_inflight``, run-ahead
-depth ``min(32, max_inflight / 4)``), ``--ports`` (``memory_ports``, 1..4: the RTL has 1-4 ports;
-the row issue block uses at most 2 of them, the traversal and run-ahead engines the others),
-``--output-tokens`` (1, 2, 4, 8), ``--prefetch-depth`` (loads each run-ahead engine keeps
-ahead, e.g. of the index stream). On the loaded 2-core machine the default — the six cases at
+depth ``min(32, max_inflight / 4)``), ``--ports`` (``memory_ports``, 1..8: the row issue block
+sends up to one line of a row per port per cycle, the traversal and run-ahead engines use the
+ports it leaves), ``--output-tokens`` (1, 2, 4, 8, 16: 16 is a 1024-bit beat),
+``--prefetch-depth`` (loads each run-ahead engine keeps ahead, e.g. of the index stream). The
+sweeps vary one parameter of the base configuration, ``TmuConfig()`` unless
+``--base-output-tokens`` / ``--base-ports`` change it (e.g. the port sweep at a 1024-bit output:
+``--base-output-tokens 16 --ports 2,4,8``); ``--no-table`` skips the table's runs. On the loaded 2-core machine the default — the six cases at
 ``-O3`` on HBM2, no sweeps — takes about 25 minutes (a DLRM run is 5-7 minutes of wall time at a
 load average of 7: the 25.6 MB table image); ``--all`` adds HBM3, the hand-written programs and
-sweeps of 16..1024 lines, 1, 2 and 4 ports and 1..8 tokens (hours). ``TmuConfig`` accepts 1..4
-ports (``ValueError`` otherwise).
+sweeps of 16..1024 lines, 1, 2, 4 and 8 ports and 1..16 tokens (hours). ``TmuConfig`` accepts
+1..8 ports and 1..16 tokens (``ValueError`` otherwise, reported as a usage error).
 
 Writes ``build/bench_bandwidth.csv`` and ``build/bench_bandwidth.png`` (``--out``);
 ``--docs-figure`` also copies the plot to ``docs/figures/bench_bandwidth.png``.
 
 Usage: python scripts/bench_bandwidth.py [--cases ...] [--presets HBM2 HBM3] [--programs O3 hand]
-       [--inflight 64,256,1024] [--ports 1,2,4] [--output-tokens 2,4,8] [--prefetch-depth 64]
+       [--inflight 64,256,1024] [--ports 1,2,4,8] [--output-tokens 2,4,8,16] [--prefetch-depth 64]
+       [--base-output-tokens 16] [--base-ports 4] [--no-table]
        [--sweep-case C] [--sweep-preset P] [--no-sweeps] [--all] [--ceiling-only] [--seed S]
        [--out build/bench_bandwidth] [--docs-figure] [--replot CSV ...]
 """
@@ -314,8 +318,16 @@ def main(argv=None) -> int:
     parser.add_argument("--programs", nargs="+", default=["O3"], choices=("O3", "hand"),
                         help="O3: compiled at -O3; hand: the hand-written program (EmbeddingBag, SpMM)")
     parser.add_argument("--inflight", default="", help="max_inflight values to sweep, e.g. 64,256,1024")
-    parser.add_argument("--ports", default="", help="memory_ports values to sweep (1..4), e.g. 1,2,4")
-    parser.add_argument("--output-tokens", default="", help="output_tokens values to sweep, e.g. 2,4,8")
+    parser.add_argument("--ports", default="", help="memory_ports values to sweep (1..8), e.g. 1,2,4,8")
+    parser.add_argument("--output-tokens", default="",
+                        help="output_tokens values to sweep (1..16), e.g. 2,4,8,16")
+    parser.add_argument("--base-output-tokens", type=int, default=None,
+                        help="output_tokens of the table and of the other sweeps' points "
+                             "(default TmuConfig's, 8)")
+    parser.add_argument("--base-ports", type=int, default=None,
+                        help="memory_ports of the table and of the other sweeps' points "
+                             "(default TmuConfig's, 2)")
+    parser.add_argument("--no-table", action="store_true", help="only the sweeps")
     parser.add_argument("--prefetch-depth", default="",
                         help="prefetch_depth values to sweep (run-ahead loads per engine; default none)")
     parser.add_argument("--sweep-case", default="dlrm_uniform", choices=CASES)
@@ -323,7 +335,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-sweeps", action="store_true", help="only the table")
     parser.add_argument("--all", action="store_true",
                         help="everything of issue 10: HBM2 and HBM3, -O3 and hand-written, sweeps of "
-                             "16..1024 lines, 1, 2, 4 ports, 1..8 tokens (hours under load)")
+                             "16..1024 lines, 1, 2, 4, 8 ports, 1..16 tokens (hours under load)")
     parser.add_argument("--ceiling-only", action="store_true", help="no RTL runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--grqc", type=Path, default=GRQC, help="ca-GrQc edge list (SNAP)")
@@ -355,14 +367,15 @@ def main(argv=None) -> int:
     say = getattr(tqdm, "write", print)
     if ns.all:
         ns.presets, ns.programs = ["HBM2", "HBM3"], ["O3", "hand"]
-        ns.inflight, ns.ports, ns.output_tokens = "16,32,64,128,256,512,1024", "1,2,4", "1,2,4,8"
+        ns.inflight, ns.ports, ns.output_tokens = "16,32,64,128,256,512,1024", "1,2,4,8", "1,2,4,8,16"
     if not ns.grqc.exists():
         dropped = [c for c in ns.cases if c.startswith("grqc")]
         ns.cases = [c for c in ns.cases if not c.startswith("grqc")]
         if dropped:
             print(f"{ns.grqc} does not exist: skipping {', '.join(dropped)}", file=sys.stderr)
-    base = TmuConfig()
     try:
+        base = TmuConfig(**{k: v for k, v in (("output_tokens", ns.base_output_tokens),
+                                              ("memory_ports", ns.base_ports)) if v is not None})
         sweeps = [] if ns.no_sweeps else (
             [("max_inflight", dataclasses.replace(base, max_inflight=v, prefetch_depth=min(32, v // 4)))
              for v in _ints(ns.inflight, "--inflight")]
@@ -383,7 +396,8 @@ def main(argv=None) -> int:
         ceilings[ns.sweep_case, ns.sweep_preset] = memory_ceiling(
             get_preset(ns.sweep_preset), ns.sweep_case, case_args(ns.sweep_case, ns.seed, ns.grqc))
     # Runs grouped by hardware point (one Verilator build each): (sweep, case, program, preset, config)
-    plan = [("table", c, prog, p, base) for p in ns.presets for c in ns.cases for prog in ns.programs]
+    plan = [] if ns.no_table else [("table", c, prog, p, base) for p in ns.presets
+                                   for c in ns.cases for prog in ns.programs]
     plan += [(s, ns.sweep_case, "O3", ns.sweep_preset, cfg) for s, cfg in sweeps]
     done, rows = {}, []
     out = Path(ns.out)

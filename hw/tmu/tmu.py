@@ -328,8 +328,8 @@ class Tmu(wiring.Component):
         # ISA v1 operand packer between the reorder buffer and the data queue.
         m.d.comb += packer.clear.eq(rob.clear)
         wiring.connect(m, rob.data, packer.i)
-        if c.drain_lines > 1:
-            wiring.connect(m, rob.data_more, packer.i_more)
+        for k in range(c.drain_lines - 1):
+            wiring.connect(m, rob.data_more[k], packer.i_more[k])
         wiring.connect(m, trv.row_job, row_issue.job)
         wiring.connect(m, packer.o, wiring.flipped(self.data))
         # Control tokens need no reordering (the queues are independent): a small FIFO.

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import sys
 import time
@@ -121,8 +122,11 @@ def geomean(values: Sequence[float]) -> float:
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
             rtl: bool = False, memory: str = "simple", cost: CoreCostModel | None = None,
-            coupled: bool = False) -> list[dict]:
+            coupled: bool = False, config_changes: dict | None = None) -> list[dict]:
     """Compile, run and measure ``workloads`` × ``levels``; one dict per row, keys ``FIELDS``.
+
+    ``config_changes`` (e.g. ``{"output_tokens": 16, "memory_ports": 8}``) replaces fields of the
+    RTL build ``rtl_config_for(limits)`` that the compiler does not see (widths, ports).
 
     Every run's results are checked against PyTorch (``AssertionError`` on a mismatch); RTL
     tokens must equal the golden model's (``AssertionError``). A ``CompileError``, an RTL fault
@@ -175,7 +179,8 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                                 RtlJob(p.encode(), image.data, regs, **core)))
     if pending:
         from sim.system import run_many_on_rtl
-        results = run_many_on_rtl([job for *_, job in pending], config=rtl_config_for(limits),
+        config = dataclasses.replace(rtl_config_for(limits), **(config_changes or {}))
+        results = run_many_on_rtl([job for *_, job in pending], config=config,
                                   memory=memory, engine="cpp")
         for (row, w, kernel, args, gold, _), rr in zip(pending, results):
             if rr.fault_code:

@@ -87,15 +87,27 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     return rows
 
 
-def dae_rows(workloads, size: str, memory: str, level: int, config: str) -> dict[str, dict]:
+def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
+             output_tokens: int | None = None, memory_ports: int | None = None,
+             tokens_per_cycle: int | None = None) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
-    ``dae_cycles`` is when the core model popped DONE): workload -> its row."""
+    ``dae_cycles`` is when the core model popped DONE): workload -> its row.
+
+    ``output_tokens`` / ``memory_ports`` change the RTL build (``TmuConfig``; default the
+    configuration's), ``tokens_per_cycle`` the core's rate (``CoreCostModel``; default 8, one
+    512-bit vector per cycle)."""
     from bench_compiler import measure, rtl_config_for
+    from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
     limits = Limits.from_file(config)
     rtl_config_for(limits)
+    changes = {k: v for k, v in (("output_tokens", output_tokens),
+                                 ("memory_ports", memory_ports)) if v is not None}
+    cost = CoreCostModel() if tokens_per_cycle is None else \
+        CoreCostModel(tokens_per_cycle=tokens_per_cycle)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
-                                               memory=memory, coupled=True)}
+                                               memory=memory, coupled=True, cost=cost,
+                                               config_changes=changes)}
 
 
 def geomean(values):
@@ -116,6 +128,14 @@ def main(argv=None) -> int:
     ap.add_argument("--vector-bytes", type=int, default=64,
                     help="vector register bytes of the core's innermost loops (64: AVX-512; 0: scalar)")
     ap.add_argument("--clock-ratio", type=int, default=1, help="core cycles per memory cycle")
+    ap.add_argument("--output-tokens", type=int, default=None,
+                    help="TmuConfig.output_tokens of the DAE run (1..16; default 8, a 512-bit beat)")
+    ap.add_argument("--memory-ports", type=int, default=None,
+                    help="TmuConfig.memory_ports of the DAE run (1..8; default 2)")
+    ap.add_argument("--tokens-per-cycle", type=int, default=None,
+                    help="64-bit tokens the DAE side's core pops per cycle (CoreCostModel; "
+                         "default 8 = one 512-bit vector; 16 = two 512-bit loads per cycle, "
+                         "as Golden Cove / Sapphire Rapids' L1D serves with AVX-512)")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_core_only.csv"))
     a = ap.parse_args(argv)
     unknown = [n for n in a.workloads if n not in BENCH_WORKLOADS]
@@ -130,11 +150,22 @@ def main(argv=None) -> int:
         ap.error(f"--vector-bytes must be >= 0, not {a.vector_bytes}")
     if a.clock_ratio < 1:
         ap.error(f"--clock-ratio must be >= 1, not {a.clock_ratio}")
+    try:
+        from hw.tmu import TmuConfig
+        from sw.runtime.execute import CoreCostModel
+        TmuConfig(**{k: v for k, v in (("output_tokens", a.output_tokens),
+                                       ("memory_ports", a.memory_ports)) if v is not None})
+        if a.tokens_per_cycle is not None:
+            CoreCostModel(tokens_per_cycle=a.tokens_per_cycle)
+    except ValueError as e:
+        ap.error(str(e))
     warnings.simplefilter("ignore", UserWarning)
     rows = core_only_rows(a.workloads, a.size, a.memory, a.mshrs, vector_bytes=a.vector_bytes,
                           clock_ratio=a.clock_ratio)
     if not a.no_rtl:
-        dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config)
+        dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
+                       output_tokens=a.output_tokens, memory_ports=a.memory_ports,
+                       tokens_per_cycle=a.tokens_per_cycle)
         for r in rows:
             d = dae[r["workload"]]
             r["dae_level"] = a.level
@@ -152,7 +183,9 @@ def main(argv=None) -> int:
             wr.writerow({k: r.get(k) for k in FIELDS})
 
     print(f"{a.size} inputs, memory {a.memory}, DAE at -O{a.level}"
-          + (" (not run)" if a.no_rtl else ""))
+          + (" (not run)" if a.no_rtl else
+             f" (output_tokens {a.output_tokens or 'default'}, memory_ports "
+             f"{a.memory_ports or 'default'}, core tokens/cycle {a.tokens_per_cycle or 8})"))
     print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
           + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)
           + " |")

@@ -33,7 +33,11 @@ class CoreCostModel:
     Per control token the core spends ``dispatch + per_callback`` cycles (popping the token,
     dispatching and the callback body: ``cycles_per_control``), then pops that callback's ``k``
     operands at ``tokens_per_cycle`` 64-bit tokens per cycle (the vector width: 8 = one 512-bit
-    vector, one data beat of ``TmuConfig.output_tokens`` tokens, per cycle), i.e.
+    vector, one data beat of ``TmuConfig.output_tokens`` tokens, per cycle; 16 = two 512-bit
+    loads per cycle, the core for a 1024-bit output, ``output_tokens = 16``: Intel's Golden Cove
+    core of Sapphire Rapids serves two 64-byte AVX-512 loads per cycle from its L1D, Chips and
+    Cheese, "Popping the Hood on Golden Cove", 2021; AMD's Zen 4 splits a 512-bit load into two
+    256-bit halves, one 512-bit vector per cycle, and Zen 5 has a full 512-bit datapath), i.e.
     ``ceil(k / tokens_per_cycle)`` cycles; ``DONE`` runs no callback. ``buffer_beats`` is the
     size of the core's operand buffer in data beats: the simulated core (``sim/harness.cpp``,
     ``RtlJob.core``) accepts a beat from the data queue only when a whole beat fits.

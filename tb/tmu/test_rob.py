@@ -11,6 +11,7 @@ from amaranth.lib import wiring
 from hw.tmu.packer import Packer
 from hw.tmu.rob import ReorderBuffer
 from tb.seeds import fresh_seed
+from sw.runtime.golden import _Packer
 from tb.tmu.test_packer import line_element
 from tb.sim_helpers import run_sim
 
@@ -20,9 +21,10 @@ class _RobPacker(wiring.Elaboratable):
     """The reorder buffer draining into the packer; ports are the buffer's, ``data`` the
     packer's output."""
 
-    def __init__(self, depth, line_bytes, ports, tokens):
-        self.rob = ReorderBuffer(depth, line_bytes, ports)
-        self.packer = Packer(line_bytes, tokens)
+    def __init__(self, depth, line_bytes, ports, tokens, reserve_max=1, row_writes=1, drain=1):
+        self.rob = ReorderBuffer(depth, line_bytes, ports, reserve_max, row_writes, drain)
+        self.packer = Packer(line_bytes, tokens, drain)
+        self.drain = drain
         self.data = self.packer.o
 
     def __getattr__(self, name):
@@ -33,6 +35,8 @@ class _RobPacker(wiring.Elaboratable):
         m.submodules.rob = self.rob
         m.submodules.packer = self.packer
         wiring.connect(m, self.rob.data, self.packer.i)
+        for k in range(self.drain - 1):
+            wiring.connect(m, self.rob.data_more[k], self.packer.i_more[k])
         return m
 
 
@@ -110,6 +114,140 @@ def test_in_order_drain_with_out_of_order_responses(depth, line_bytes, ports, to
             ctx.set(dut.data.ready, r)
             if r and ctx.get(dut.data.valid):
                 beat = ctx.get(dut.data.payload)
+                out.extend(beat.tokens[t] for t in range(beat.count))
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert out == expected
+
+
+
+@pytest.mark.parametrize("depth,line_bytes,ports,tokens,row_writes,drain,backpressure", [
+    (32, 64, 8, 16, 8, 2, 0.5), (32, 64, 4, 16, 4, 2, 0.0), (32, 32, 5, 16, 3, 4, 0.3),
+    (16, 64, 2, 8, 2, 1, 0.5)])
+def test_wide_drain_with_reserved_rows(depth, line_bytes, ports, tokens, row_writes, drain,
+                                       backpressure):
+    """Operands of random shapes (immediates, loads of runs of elements with random packing and
+    flushes, and reserved rows of several lines whose descriptions are written up to
+    ``row_writes`` per cycle, as the row issue block does), lines answered out of order on up
+    to ``ports`` response ports after random delays, random stalls of allocation, description
+    writes, responses and the output: the packer's tokens are the golden packer's for the
+    entries in allocation order, drained ``drain`` entries per cycle."""
+    reserve_max = min(8, depth // 2)
+    dut = _RobPacker(depth, line_bytes, ports, tokens, reserve_max, row_writes, drain)
+    seed = fresh_seed(f"rob wide {depth} {line_bytes} {ports} {drain} {backpressure}")
+    rng = random.Random(seed)
+    expected = []
+    golden = _Packer(expected)
+
+    def entry(load, log2, offset, count, pack, flush):
+        line = rng.getrandbits(8 * line_bytes) if load else rng.getrandbits(64)
+        sign = rng.randrange(2)
+        return dict(load=load, line=line, offset=offset, log2_size=log2, sign=sign,
+                    count=count, pack=pack, flush=flush)
+
+    groups = []                 # ("one", entry) or ("row", [entries of consecutive lines])
+    for _ in range(100):
+        kind = rng.randrange(3)
+        if kind == 0:
+            groups.append(("one", entry(0, 3, 0, 1, rng.randrange(4), rng.random() < 0.3)))
+        elif kind == 1:
+            log2 = rng.randrange(4)
+            offset = rng.randrange(0, line_bytes, 1 << log2)
+            count = rng.randrange(1, (line_bytes - offset) // (1 << log2) + 1)
+            groups.append(("one", entry(1, log2, offset, count, rng.randrange(4),
+                                        rng.random() < 0.3)))
+        else:
+            log2 = rng.choice([2, 3])
+            # Rows packed at their element size (a 64-byte line is one or two 8-token
+            # beats). Rows packed at another width are left out: with them this bench
+            # disagrees with the golden packer on the code before the wide drain too
+            # (EMBER_SEED=161686042, drain 1), not yet understood.
+            pack = 3 - log2
+            lines = rng.randrange(1, reserve_max + 1)
+            per = line_bytes >> log2
+            groups.append(("row", [entry(1, log2, 0, per, pack, k == lines - 1 and
+                                         rng.random() < 0.5) for k in range(lines)]))
+    for _, body in groups:
+        for e in (body if isinstance(body, list) else [body]):
+            for i in range(e["count"]):
+                v = (line_element(e["line"], e["offset"] + (i << e["log2_size"]), e["log2_size"],
+                                  e["sign"]) if e["load"] else e["line"])
+                golden.put(v, 8 >> e["pack"])
+            if e["flush"]:
+                golden.flush()
+    golden.flush()
+    groups.append(("one", dict(load=0, line=0, offset=0, log2_size=3, sign=0, count=0, pack=0,
+                               flush=1)))
+    out = []
+
+    def described(e):
+        return {k: e[k] for k in ("load", "offset", "log2_size", "sign", "count", "pack",
+                                  "flush")} | {"value": 0 if e["load"] else e["line"]}
+
+    async def producer(ctx):
+        pending = []            # (due cycle, slot, line): described loads awaiting a response
+        undescribed = []        # (slot, entry): reserved lines whose description is not written
+        g = cycle = 0
+        for _ in range(100000):
+            if g >= len(groups) and not pending and not undescribed:
+                break
+            due = [p for p in pending if p[0] <= cycle]
+            rng.shuffle(due)
+            for k in range(ports):
+                if k < len(due) and rng.random() < 0.7:
+                    pending.remove(due[k])
+                    ctx.set(dut.resp_valid[k], 1)
+                    ctx.set(dut.resp_slot[k], due[k][1])
+                    ctx.set(dut.resp_data[k], due[k][2])
+                else:
+                    ctx.set(dut.resp_valid[k], 0)
+            # Descriptions of reserved lines, in order, up to row_writes per cycle.
+            n = min(len(undescribed), row_writes) if rng.random() < 0.7 else 0
+            for k in range(row_writes):
+                ctx.set(dut.entry_en[k], k < n)
+            for k in range(n):
+                slot, e = undescribed.pop(0)
+                ctx.set(dut.entry_slot[k], slot)
+                ctx.set(dut.entry[k], described(e))
+                pending.append((cycle + rng.randrange(1, 12), slot, e["line"]))
+            ctx.set(dut.alloc_en, 0)
+            ctx.set(dut.alloc2_en, 0)
+            ctx.set(dut.alloc_reserve, 0)
+            ctx.set(dut.alloc_count, 1)
+            if g < len(groups) and rng.random() < 0.8:
+                kind, body = groups[g]
+                slot = ctx.get(dut.alloc_slot)
+                if kind == "one" and ctx.get(dut.alloc_ready):
+                    ctx.set(dut.alloc_en, 1)
+                    ctx.set(dut.alloc, described(body))
+                    if body["load"]:
+                        pending.append((cycle + rng.randrange(1, 12), slot, body["line"]))
+                    g += 1
+                elif kind == "row" and ctx.get(dut.free) >= len(body):
+                    ctx.set(dut.alloc_en, 1)
+                    ctx.set(dut.alloc_reserve, 1)
+                    ctx.set(dut.alloc_count, len(body))
+                    undescribed += [((slot + k) % depth, e) for k, e in enumerate(body)]
+                    g += 1
+            await ctx.tick()
+            cycle += 1
+        ctx.set(dut.alloc_en, 0)
+        for k in range(row_writes):
+            ctx.set(dut.entry_en[k], 0)
+        for k in range(ports):
+            ctx.set(dut.resp_valid[k], 0)
+
+    async def consumer(ctx):
+        crng = random.Random(seed + 1)
+        for _ in range(100000):
+            if len(out) >= len(expected):
+                break
+            r = crng.random() >= backpressure
+            ctx.set(dut.data.ready, r)
+            if r and ctx.get(dut.data.valid):
+                beat = ctx.get(dut.data.payload)
+                assert 1 <= beat.count <= tokens
                 out.extend(beat.tokens[t] for t in range(beat.count))
             await ctx.tick()
 

@@ -27,7 +27,7 @@ def _expected_lines(job, line_bytes):
     return out
 
 
-@pytest.mark.parametrize("lines", [1, 2])
+@pytest.mark.parametrize("lines", [1, 2, 4, 8])
 @pytest.mark.parametrize("config", [TmuConfig(), TmuConfig.small()], ids=["default", "small"])
 def test_runs_become_line_requests_in_order(config, lines):
     seed = fresh_seed(f"row issue {config.line_bytes}")
@@ -63,9 +63,10 @@ def test_runs_become_line_requests_in_order(config, lines):
     async def memory(ctx):
         grng = random.Random(seed + 1)
         for _ in range(5000):
-            # Ports grant in order: request 1 only with request 0.
+            # Ports grant in order: request k only with request k - 1.
             grants = [grng.random() < 0.6]
-            grants.append(grants[0] and grng.random() < 0.6)
+            for _ in range(1, lines):
+                grants.append(grants[-1] and grng.random() < 0.7)
             for k in range(lines):
                 ctx.set(dut.req_grant[k], grants[k])
             for k in range(lines):

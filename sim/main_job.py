@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the core-only baseline (sim.core_only: an out-of-order core doing "
                         "the same gathers itself, M L1 misses in flight, on the same memory model) and "
                         f"print DAE / core-only (default {DEFAULT_CORE_ONLY_MSHRS}; 0 skips it: tracing "
-                        "the kernel's sequential form takes ~20 s on Cora); rtl target only")
+                        "the kernel's sequential form takes ~8 s of CPU on Cora); rtl target only")
 
 
 def _graph(name: str, nodes: int):

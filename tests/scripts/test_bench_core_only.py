@@ -27,7 +27,13 @@ def test_core_only_rows_without_rtl(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,msg", [(["--mshrs", "0"], "--mshrs"),
                                       (["--workloads", "nope"], "--workloads"),
-                                      (["--clock-ratio", "0"], "--clock-ratio")])
+                                      (["--clock-ratio", "0"], "--clock-ratio"),
+                                      (["--output-tokens", "32"],
+                                       "output_tokens must be 1, 2, 4, 8 or 16, not 32"),
+                                      (["--memory-ports", "9"],
+                                       "memory_ports must be an integer in 1..8, not 9"),
+                                      (["--tokens-per-cycle", "0"],
+                                       "tokens_per_cycle must be an int >= 1, not 0")])
 def test_bad_arguments_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         bench_core_only.main(["--no-rtl", *argv])

@@ -278,6 +278,12 @@ class Decoder(wiring.Component):
         act_ctl      = Signal(c.actions)
         act_sid      = Array(Signal(8, name=f"act_sid_{i}") for i in range(c.actions))
         stream_mem   = Signal(c.streams)
+        # Streams an OPERAND action reads, and streams whose ``a`` is an IMM or ARG (constant
+        # during the whole run): a lazy affine load of such a stream may get a spare run-ahead
+        # engine (second pass of B_ASSIGN).
+        operand_read = Signal(c.streams)
+        global_base  = Signal(c.streams)
+        assign_pass  = Signal()
         # ISA v1.
         v1           = Signal()             # the program is version 1
         layer_mode   = Array(Signal(2, name=f"layer_mode_{i}") for i in range(c.layers))
@@ -424,6 +430,26 @@ class Decoder(wiring.Component):
                     pend_write(pend)
                     m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
                                  pend_valid.eq(1)]
+            elif kind == UopKind.STREAM and not hoisted:
+                # A body stream served by a run-ahead engine needs no evaluation: the next
+                # stream's uop pops it (``pop``, one bit per engine; docs/rtl.md §2.2). Not in
+                # a LOCKSTEP layer (lane values go to ``vreg``).
+                psid = pend.id[:self._sbits]
+                pop_absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                              & ~pend.fuse_act & ~pend.fuse_act2 & ~pend.fuse_next
+                              & ~pend.fuse_lane
+                              & self.stream_prefetched.bit_select(psid, 1)
+                              & ~(self.lockstep_valid & (layer_of(pend.id) == self.lockstep_layer)))
+                pend_engine = _pick(m, Array(self.stream_prefetch_engine[i]
+                                             for i in range(c.streams)),
+                                    psid, self._ebits, "pend_engine")
+                with m.If(pop_absorb):
+                    m.d.sync += [pend.id.eq(id_),
+                                 pend.pop.eq(pend.pop | (Const(1, 16) << pend_engine)[:16])]
+                with m.Else():
+                    pend_write(pend)
+                    m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                                 pend_valid.eq(1)]
             else:
                 pend_write(pend)
                 m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
@@ -446,7 +472,8 @@ class Decoder(wiring.Component):
                                  self.lockstep_vector_mode.eq(0), lane_ok.eq(0),
                                  self.lane_pos.eq(0), self.lane_neg.eq(0),
                                  self.contiguous_vector.eq(0), self.prefetch_valid.eq(0),
-                                 self.stream_prefetched.eq(0), e_next.eq(0)]
+                                 self.stream_prefetched.eq(0), e_next.eq(0),
+                                 operand_read.eq(0), assign_pass.eq(0)]
                     m.next = "HDR_FETCH"
 
             # ---------------------------------------------------------------- header
@@ -683,6 +710,9 @@ class Decoder(wiring.Component):
                                                              | stream_bit(w2)
                                                              | Mux(is_blk, stream_bit(w3), 0))
                                 m.d.sync += stream_mem.bit_select(d[:self._sbits], 1).eq(is_mem)
+                                m.d.sync += global_base.bit_select(d[:self._sbits], 1).eq(
+                                    (s_kind(w1) == SourceKind.IMM.value)
+                                    | (s_kind(w1) == SourceKind.ARG.value))
                                 self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
                                                     layer_of, idxplus, idxplus_c, cand, cand_c,
                                                     inv)
@@ -721,6 +751,8 @@ class Decoder(wiring.Component):
                                         with m.If((j_ < d) & (act_layer[j_] == ac_layer)
                                                   & (act_event[j_] == ac_event)):
                                             m.d.sync += act_last[j_].eq(0)
+                                m.d.sync += operand_read.eq(operand_read
+                                                            | Mux(is_op, stream_bit(w1), 0))
                                 m.d.sync += [act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
                                              act_reads.bit_select(d[:self._abits], 1).eq(
                                                  is_op & (s_kind(w1) == SourceKind.STREAM.value)),
@@ -756,13 +788,26 @@ class Decoder(wiring.Component):
                     m.next = "B_ASSIGN"
 
             # ---------------------------------------------------------------- run-ahead engines
-            # Blocking affine streams get engines, deepest layer first, then by stream id.
+            # Blocking affine streams get engines, deepest layer first, then by stream id. A
+            # second pass gives the engines left to lazy affine loads that an OPERAND action
+            # reads, whose base is constant for the run (SpMM's ``val[j]``): the engine
+            # fetches them ahead (its sequence continues across CSR rows), the stream becomes
+            # blocking (its value is the element) and its operand an immediate token, which a
+            # STREAM uop may pop with the next stream (``Uop.pop``) and an action may carry as
+            # a second action (``fuse_act2``). Not in a LOCKSTEP layer (lane values, vector mode).
+            jb = j[:self._sbits]
+            in_lockstep = self.lockstep_valid & (layer_of(j) == self.lockstep_layer)
+            spare = (assign_pass & ~self.blocking.bit_select(jb, 1) & ~stream_blk.bit_select(jb, 1)
+                     & operand_read.bit_select(jb, 1) & global_base.bit_select(jb, 1)
+                     & ~in_lockstep)
             with m.State("B_ASSIGN"):
                 with m.If(j < ns):
                     with m.If(cand.bit_select(j[:self._sbits], 1)
-                              & self.blocking.bit_select(j[:self._sbits], 1)
+                              & (self.blocking.bit_select(j[:self._sbits], 1) & ~assign_pass
+                                 | spare)
                               & (layer_of(j) == k) & (e_next < c.prefetchers)):
                         e = e_next[:self._ebits]
+                        m.d.sync += self.blocking.bit_select(jb, 1).eq(1)
                         m.d.sync += [
                             self.prefetch_valid.bit_select(e, 1).eq(1),
                             self.prefetch_stream[e].eq(j),
@@ -775,8 +820,10 @@ class Decoder(wiring.Component):
                     m.d.sync += j.eq(j + 1)
                 with m.Else():
                     m.d.sync += j.eq(0)
-                    with m.If(k == 0):
+                    with m.If((k == 0) & assign_pass):
                         m.next = "B_BEGIN"
+                    with m.Elif(k == 0):
+                        m.d.sync += [assign_pass.eq(1), k.eq(nl - 1)]
                     with m.Else():
                         m.d.sync += k.eq(k - 1)
 

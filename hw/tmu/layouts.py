@@ -31,6 +31,8 @@ class Uop(data.Struct):
     fuse_next:  1   # STREAM/ACT: perform ``NEXT next_layer`` in the same cycle
     next_layer: 8
     fuse_lane:  1   # STREAM (the last of a LOCKSTEP layer run lane by lane): perform ``LANE``
+    pop:        16  # STREAM: first pop these run-ahead engines (bit e: engine e) into their
+                    # streams (lower ids of the same layer, evaluated before ``id``)
 
 
 class LayerCfg(data.Struct):

@@ -28,8 +28,13 @@ class Prefetcher(wiring.Component):
     past ``ub`` (speculatively: loads have no side effects, and an address that fails a check is
     not issued), so the next range's first values are already on their way.
 
-    Each load is a request for the memory line holding the element; the response's line is
-    reduced to the element's 64-bit word as it arrives (one block RAM of ``depth`` words).
+    Each load is a request for the memory line holding the element. When the elements are
+    contiguous (``step = 1`` and ``stride`` = the element size: ``indices[j]``, ``col[j]``,
+    ``val[j]``, ``offsets[b]``) one request serves all the following elements in the same line
+    that are in range (or, once continued, all of them up to the line's end) and pass the checks:
+    an *entry* is one line request and up to ``line_bytes / size`` elements, so ``depth`` entries
+    run up to ``depth * line_bytes / size`` elements ahead. The responses' lines are kept (one
+    block RAM of ``depth`` lines) and the head's element extracted from its entry's line.
 
     Parameters
     ----------
@@ -63,6 +68,8 @@ class Prefetcher(wiring.Component):
         The traversal takes the head.
     esize : Out(4)
         Element size of the issued loads, bytes.
+    req_bytes : Out(8)
+        Useful bytes of the request being issued (its elements' bytes).
     """
 
     def __init__(self, depth, line_bytes=8, ports=1):
@@ -103,6 +110,7 @@ class Prefetcher(wiring.Component):
             "pop":        In(1),
             "idle":       Out(1),
             "esize":      Out(4),
+            "req_bytes":  Out(8),
         })
 
     def elaborate(self, platform):
@@ -132,22 +140,25 @@ class Prefetcher(wiring.Component):
         arrived = Signal(depth)
         line_bits = max(1, (self._line_bytes - 1).bit_length())
         offset  = Array(Signal(line_bits, name=f"offset_{i}") for i in range(depth))
+        max_elems = self._line_bytes          # elements of one byte in a line
+        elems   = Array(Signal(range(max_elems + 1), name=f"elements_{i}") for i in range(depth))
+        sub     = Signal(range(max_elems))    # element of the head entry the head is at
+        contiguous = Signal()                 # step 1, stride = element size: coalesce
 
-        # The response's line, reduced to the element's word as it is written.
-        m.submodules.words = words = memory.Memory(shape=64, depth=depth, init=[])
+        # The responses' lines.
+        m.submodules.words = words = memory.Memory(shape=8 * self._line_bytes, depth=depth,
+                                                   init=[])
         for k in range(self._ports):
             word_w = words.write_port()
-            slot_offset = Signal(line_bits, name=f"response_offset_{k}")
             m.d.comb += [
-                slot_offset.eq(offset[self.resp_slot[k]]),
                 word_w.addr.eq(self.resp_slot[k]),
-                word_w.data.eq(self.resp_data[k] >> Cat(Const(0, 6), slot_offset[3:])),
+                word_w.data.eq(self.resp_data[k]),
                 word_w.en.eq(self.resp_valid[k]),
             ]
         data_r = words.read_port(domain="comb")
         m.d.comb += data_r.addr.eq(head)
-        head_offset = Signal(3)
-        m.d.comb += head_offset.eq(offset[head][:3])
+        head_offset = Signal(line_bits)
+        m.d.comb += head_offset.eq(offset[head] + (sub << log2))
         match = Signal()
         m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_base == base)
                              & (self.p_stride == stride) & (self.p_c == cc)
@@ -170,10 +181,27 @@ class Prefetcher(wiring.Component):
         ok = (~misaligned & (addr >= region_base) & (end <= region_base + region_size)
               & (end <= self.mem_limit))
         want = active & (in_range | seq) & (count != depth)
+        # Elements of this request: contiguous ones up to the line's end, the range's end (until
+        # continued) and the region's or memory's end (each element passes the checks).
+        region_end = Signal(signed(66))
+        m.d.comb += region_end.eq(region_base + region_size)
+        limit = Signal(signed(66))
+        m.d.comb += limit.eq(Mux(region_end < self.mem_limit, region_end, self.mem_limit))
+        fit = Signal(signed(67))
+        m.d.comb += fit.eq((limit - addr) >> log2)
+        left = Signal(signed(67))
+        m.d.comb += left.eq(ub - cur_i)
+        n = Signal(range(max_elems + 1))
+        in_line = Signal(range(max_elems + 1))
+        m.d.comb += in_line.eq((self._line_bytes - addr[0:line_bits]) >> log2)
+        n_range = Signal(range(max_elems + 1))
+        m.d.comb += n_range.eq(Mux(~seq & (left < in_line), left, in_line))
+        m.d.comb += n.eq(Mux(~contiguous, 1, Mux(fit < n_range, fit, n_range)))
         m.d.comb += [
             self.req_valid.eq(want & ok),
             self.req_addr.eq(addr),
             self.req_slot.eq(tail),
+            self.req_bytes.eq(n << log2),
             self.busy.eq((count != 0) | (active & in_range & ok)),
         ]
         issue = self.req_valid & self.req_grant
@@ -182,24 +210,30 @@ class Prefetcher(wiring.Component):
         with m.If(issue):
             m.d.sync += [
                 offset[tail].eq(addr[0:line_bits]),
+                elems[tail].eq(n),
                 tail.eq(tail + 1),
-                cur_i.eq(cur_i + step),
-                addr.eq(addr + delta),
             ]
+            with m.If(contiguous):
+                m.d.sync += [cur_i.eq(cur_i + n), addr.eq(addr + (n << log2))]
+            with m.Else():
+                m.d.sync += [cur_i.eq(cur_i + step), addr.eq(addr + delta)]
 
         # Arrivals and pops.
         set_mask = 0
         for k in range(self._ports):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
-        clr_mask = Mux(self.pop, Const(1, depth) << head, 0)
+        # A pop takes one element; the entry's last one frees the entry.
+        entry_done = Signal()
+        m.d.comb += entry_done.eq(self.pop & (sub + 1 == elems[head]))
+        clr_mask = Mux(entry_done, Const(1, depth) << head, 0)
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
-            count.eq(count + issue - self.pop),
+            count.eq(count + issue - entry_done),
             pending.eq(pending + issue - sum(self.resp_valid[k] for k in range(self._ports))),
-            head.eq(head + self.pop),
+            head.eq(head + entry_done),
         ]
         with m.If(self.pop):
-            m.d.sync += head_i.eq(head_i + step)
+            m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1))]
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
@@ -222,9 +256,10 @@ class Prefetcher(wiring.Component):
                 sign.eq(self.p_sign),
                 region_base.eq(self.p_region_base),
                 region_size.eq(self.p_region_size),
-                head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
+                contiguous.eq((self.p_step == 1) & (self.p_stride == (Const(1, 4) << self.p_log2))),
+                head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0),
             ]
         with m.If(self.clear):
             m.d.sync += [active.eq(0), params.eq(0), seq.eq(0), head.eq(0), tail.eq(0),
-                         count.eq(0), pending.eq(0), arrived.eq(0)]
+                         count.eq(0), pending.eq(0), arrived.eq(0), sub.eq(0)]
         return m

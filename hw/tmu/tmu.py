@@ -236,7 +236,7 @@ class Tmu(wiring.Component):
                                row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
         for e, eng in enumerate(engines):
             requesters.append((eng.req_valid, eng.req_addr,
-                               (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.esize, 1))
+                               (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.req_bytes, 1))
         issue_count = Signal(range(P + 1))
         issue_bytes = Signal(range(64 * P + 1))
         issue_blocking = Signal(range(P + 1))

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..core_if.signatures import MemRequestSignature
 from .config import TmuConfig
 from .datapath import alu, extract, outside_int64
+from .engine_pop import EnginePops
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
@@ -222,7 +223,8 @@ class Traversal(wiring.Component):
                 with m.Case(SourceKind.ARG):
                     m.d.comb += out.eq(args[v[:self._argbits]])
                 with m.Case(SourceKind.STREAM):
-                    stored = _pick(m, vals, v[:self._sbits], signed(64), "stored")
+                    stored = pops.bypass(v[:8], _pick(m, vals, v[:self._sbits], signed(64),
+                                                      "stored"))
                     if bypass_en is None:
                         m.d.comb += out.eq(stored)
                     else:
@@ -238,7 +240,18 @@ class Traversal(wiring.Component):
                                            idx[v[:self._lbits]]))
             return out
 
-        u = self.ucode_data
+        # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
+        # execute (a fallback step replaces it with a plain STREAM of a popped stream).
+        pops = EnginePops(m, self.ucode_data, self._engines,
+                          [self.prefetch_stream[i] for i in range(self._engines)],
+                          self.prefetch_head_valid, self.prefetch_busy,
+                          [self.prefetch_head_data[i] for i in range(self._engines)])
+        u = pops.uop
+        pop_clear = Signal()                  # the uop completes: no pop of it is left
+        pop_mark = Signal(self._engines)      # a fallback step completes: its engine's pop
+        m.d.sync += pops.done.eq(Mux(pop_clear, 0, pops.done | pops.commit | pop_mark))
+        pops.write_values(vals, self._sbits)
+        m.d.comb += self.prefetch_pop.eq(pops.commit)   # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.ucode_addr.eq(pc)
         is_enter = u.kind == UopKind.ENTER
         lay = _pick(m, layers, u.id[:self._lbits], LayerCfg, "lay")
@@ -761,7 +774,15 @@ class Traversal(wiring.Component):
             with m.Else():
                 m.d.sync += [lane.eq(0), pc.eq(pc + 1)]
 
-        def advance(cur_fault=None):
+        def advance(cur_fault=None, fallback=pops.fallback, fallback_bit=pops.fallback_bit):
+            with m.If(fallback):
+                # A fallback step of the uop's pops: the uop stays.
+                m.d.comb += pop_mark.eq(fallback_bit)
+            with m.Else():
+                m.d.comb += pop_clear.eq(1)
+                advance_uop(cur_fault)
+
+        def advance_uop(cur_fault):
             m.d.comb += uop_done.eq(1)
             with m.If(u.fuse_lane):
                 lane_step(cur_fault)
@@ -779,6 +800,8 @@ class Traversal(wiring.Component):
         blocking_log2_size = Signal(2)
         blocking_sign      = Signal()
         blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
+        blocking_fallback  = Signal()     # ... for a fallback step of engine pops
+        blocking_fallback_bit = Signal(self._engines)
 
         def keep_stream_value():
             """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
@@ -810,7 +833,7 @@ class Traversal(wiring.Component):
                     m.d.sync += [row_active.eq(0), pad_active.eq(0), lane.eq(0),
                                  lf_valid.eq(0), first.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *nvals, *idx, *ubr)]
-                    m.d.sync += wrapped.eq(0)
+                    m.d.sync += [wrapped.eq(0), pops.done.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):
@@ -823,7 +846,11 @@ class Traversal(wiring.Component):
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(s_fault & s_lockstep & ~self.lockstep_vector_mode):
+                            with m.If(~pops.fallback):
+                                m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
+                            with m.If(~pops.fallback & pops.wait):
+                                m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
+                            with m.Elif(s_fault & s_lockstep & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
                                 # stream an address overflow (checked over all lanes first),
                                 # then the first faulting lane.
@@ -854,7 +881,9 @@ class Traversal(wiring.Component):
                                     self.stat_blocking.eq(1),
                                 ]
                                 with m.If(self.req.ready):
-                                    m.d.sync += [blocking_stream_id.eq(u.id),
+                                    m.d.sync += [blocking_fallback.eq(pops.fallback),
+                                                 blocking_fallback_bit.eq(pops.fallback_bit),
+                                                 blocking_stream_id.eq(u.id),
                                                  blocking_offset.eq(addr[0:c.line_offset_bits]),
                                                  blocking_log2_size.eq(log2),
                                                  blocking_sign.eq(s_mode.sign),
@@ -914,7 +943,7 @@ class Traversal(wiring.Component):
                                                             blocking_offset, blocking_log2_size,
                                                             blocking_sign)),
                                      vreg_w.en.eq(blocking_lockstep)]
-                    advance()
+                    advance(fallback=blocking_fallback, fallback_bit=blocking_fallback_bit)
                     m.next = "RUN"
 
             with m.State("FINISH"):

@@ -8,10 +8,13 @@ from tb.sim_helpers import run_sim
 MASK64 = (1 << 64) - 1
 
 
-def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400):
-    """Start the engine, answer its loads from ``words`` after ``latency`` cycles (out of order
-    among the due ones), pop ``take`` values; return (issued addresses, values popped)."""
-    dut = Prefetcher(4)
+def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, line_bytes=8,
+         depth=4):
+    """Start the engine, answer its loads from ``words`` (8-byte words) after ``latency``
+    cycles (out of order among the due ones), pop ``take`` values at random; return (issued
+    addresses, values popped)."""
+    dut = Prefetcher(depth, line_bytes)
+    lw = line_bytes // 8
     issued, popped = [], []
 
     async def testbench(ctx):
@@ -30,7 +33,9 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400):
                 pending.remove(p)
                 ctx.set(dut.resp_valid, 1)
                 ctx.set(dut.resp_slot[0], p[1])
-                ctx.set(dut.resp_data[0], words.get(p[2] & ~7, 0))
+                line = p[2] & -line_bytes
+                ctx.set(dut.resp_data[0], sum(words.get(line + 8 * w, 0) << (64 * w)
+                                              for w in range(lw)))
             else:
                 ctx.set(dut.resp_valid, 0)
             grant = rng.random() < grant_p
@@ -65,7 +70,7 @@ def test_extracts_sub_word_elements_with_sign():
     params = dict(base=0, lb=0, ub=4, step=1, c=0, stride=2, log2=1, sign=1,
                   region_base=0, region_size=8)
     issued, popped, _ = _run(params, words=words, take=4)
-    assert issued == [0, 2, 4, 6]
+    assert issued == [0]                    # contiguous: one request for the line's 4 elements
     assert popped == [0x0001, (-2) & MASK64, 0x7FFF, (-0x8000) & MASK64]
 
 
@@ -146,3 +151,28 @@ def test_contiguous_ranges_continue_the_sequence():
 
     run_sim(dut, testbench)
     assert popped == [500 + n for n in range(8)] + [502, 503]
+
+
+def test_contiguous_elements_share_line_requests():
+    """4-byte elements, 64-byte lines, a range starting mid-line inside a region that ends
+    mid-line: one request per line the range touches (counted independently from the
+    addresses), the values in order, sign-extended; random grants, latencies and pops."""
+    from tb.seeds import fresh_seed
+    seed = fresh_seed("prefetch coalescing")
+    rng = random.Random(seed)
+    lb, ub = rng.randrange(0, 16), rng.randrange(20, 60)
+    base = 0x40 * rng.randrange(1, 4)
+    elems = {i: rng.randrange(1 << 32) for i in range(64)}
+    words = {base + 8 * w: elems[2 * w] | (elems[2 * w + 1] << 32) for w in range(32)}
+    region_end = base + 4 * rng.randrange(ub - 3, 64)     # may cut the range short
+    params = dict(base=base, lb=lb, ub=ub, step=1, c=0, stride=4, log2=2, sign=1,
+                  region_base=base, region_size=region_end - base)
+    issued, popped, _ = _run(params, words=words, take=64, line_bytes=64, depth=4,
+                             latency=rng.randrange(1, 9), seed=seed, cycles=800)
+    last = min(ub, (region_end - base) // 4)              # elements that pass the checks
+    addrs = [base + 4 * i for i in range(lb, last)]
+    # A request carries the address of its first element: the first one in each line.
+    firsts = [a for k, a in enumerate(addrs) if k == 0 or a // 64 != addrs[k - 1] // 64]
+    assert issued == firsts, (seed, issued)
+    sx = [(v - (1 << 32)) & MASK64 if v >> 31 else v for v in (elems[i] for i in range(lb, last))]
+    assert popped == sx, seed

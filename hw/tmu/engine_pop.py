@@ -1,0 +1,111 @@
+"""Run-ahead engine pops carried by a traversal ``STREAM`` uop (``Uop.pop``, ``docs/rtl.md`` §2.2).
+
+A body stream served by a run-ahead engine needs no evaluation when the engine has its value:
+the decoder folds its ``STREAM`` uop into the next stream's (``pop`` bit ``e``: pop engine
+``e`` into its stream). The uop then pops all those engines and evaluates its own stream in one
+cycle, the popped values reaching its sources (and its fused actions') through a bypass.
+
+* Every popped engine has its head: the pops commit (values written, engines popped, their
+  bits marked in ``pop_done`` so a uop that stays — a blocking load, a full reorder buffer, a
+  row of several chunks — never pops twice), and the uop runs as usual.
+* An engine has no head but is busy (the load is on its way): the uop waits
+  (``block_wait_cycles``).
+* An engine has no head and is not busy: it stopped before an address that would fault
+  (``hw/tmu/prefetch.py``). The uop then falls back to evaluating its popped streams one per
+  cycle, lowest stream id first (the golden model's order), as plain ``STREAM`` uops: a live
+  engine's value is popped, the stopped one's address is computed and faults in program order
+  (or, if it does not fault, loaded as a blocking load). Each completed fallback step marks its
+  engine in ``pop_done``; the uop itself completes when no pop is left.
+"""
+
+from amaranth.hdl import Const, Mux, Signal
+
+from .layouts import Uop, UopKind
+
+
+__all__ = ["EnginePops"]
+
+
+class EnginePops:
+    """Combinational pop logic of the traversal (not a component: it shares the traversal's
+    value registers and microcode word).
+
+    Parameters
+    ----------
+    m : Module
+    uop : Uop
+        The microcode entry at ``pc``.
+    engines : int
+        Run-ahead engines (``max(1, TmuConfig.prefetchers)``).
+    stream_of : list of Value
+        Per engine, the stream it serves (8 bits).
+    head_valid, busy : Value
+        Per engine (``engines`` bits), ``Prefetcher.head_valid`` / ``busy``.
+    head_data : list of Value
+        Per engine, its head value (64 bits).
+
+    Attributes
+    ----------
+    uop : Signal(Uop)
+        The entry to execute: ``uop``, or in a fallback step a plain ``STREAM`` of the popped
+        stream with the lowest id (no fused action, ``NEXT`` or pop).
+    pending : Signal(engines)
+        Pops of this uop not done yet.
+    fallback : Signal
+        This cycle is a fallback step.
+    fallback_bit : Signal(engines)
+        One-hot: the engine of the fallback step.
+    wait : Signal
+        Some popped engine's value is on its way: the uop waits.
+    done : Signal(engines)
+        Register: pops of the current uop already done (cleared when the uop completes).
+    commit : Signal(engines)
+        Driven by the traversal: the pops done this cycle (``pending`` when it proceeds).
+    """
+
+    def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data):
+        E = engines
+        self._m = m
+        self._stream_of = stream_of
+        self._head_data = head_data
+        self.done = Signal(E, name="pop_done")
+        self.pending = Signal(E, name="pop_pending")
+        self.commit = Signal(E, name="pop_commit")
+        self.fallback = Signal(name="pop_fallback")
+        self.fallback_bit = Signal(E, name="pop_fallback_engine")
+        self.wait = Signal(name="pop_wait")
+        self.uop = Signal(Uop, name="uop")
+        m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
+        dead = self.pending & ~head_valid & ~busy
+        # The pending pop with the lowest stream id.
+        best_valid, best_id, best_bit = Const(0), Const(0, 8), Const(0, E)
+        for e in range(E):
+            better = self.pending[e] & (~best_valid | (stream_of[e] < best_id))
+            best_valid = best_valid | self.pending[e]
+            best_id = Mux(better, stream_of[e], best_id)
+            best_bit = Mux(better, Const(1 << e, E), best_bit)
+        m.d.comb += [
+            self.fallback.eq(dead != 0),
+            self.fallback_bit.eq(best_bit),
+            self.wait.eq((self.pending & ~head_valid) != 0),
+            self.uop.eq(uop),
+        ]
+        with m.If(self.fallback):
+            m.d.comb += [self.uop.id.eq(best_id), self.uop.fuse_act.eq(0),
+                         self.uop.fuse_act2.eq(0), self.uop.fuse_next.eq(0),
+                         self.uop.fuse_lane.eq(0), self.uop.pop.eq(0)]
+
+    def bypass(self, sid, stored):
+        """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid
+        whenever the uop proceeds), else ``stored``."""
+        out = stored
+        for e in range(len(self._stream_of)):
+            out = Mux(self.pending[e] & ~self.fallback & (self._stream_of[e] == sid),
+                      self._head_data[e], out)
+        return out
+
+    def write_values(self, vals, sbits):
+        """Sync: the committed pops' values into the traversal's value registers."""
+        for e in range(len(self._stream_of)):
+            with self._m.If(self.commit[e]):
+                self._m.d.sync += vals[self._stream_of[e][:sbits]].eq(self._head_data[e])

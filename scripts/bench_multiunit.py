@@ -95,7 +95,36 @@ def run_point(units: int, preset_name: str, seed: int, config=None) -> dict:
                ceiling_bytes_per_cycle=round(bound, 2),
                over_ceiling=round(table_bytes / makespan / bound, 4),
                wall_s=round(wall, 1))
+    row.update(diagnostics(run, preset))
     return row
+
+
+def diagnostics(run, preset) -> dict:
+    """Where the cycles go (the columns after ``wall_s``): per unit (means over the units) the
+    mean lines in flight (``inflight_sum / cycles``), the fraction of its cycles it waited for a
+    blocking load (index/offset lines: ``block_wait_cycles``), for a free reorder-buffer entry
+    (``rob_full_cycles``) and for a full output queue (``out_stall_cycles``); of the shared
+    memory (``docs/hbm_model.md`` §5) the reads' mean and largest latency, the activates per
+    read, the row hits/misses/conflicts as classified at acceptance, and per channel the mean
+    request-queue occupancy and the fraction of the makespan its data bus was busy."""
+    units = [u.access for u in run.units]
+    mean = lambda key: sum(u.stats[key] / max(1, u.cycles) for u in units) / len(units)
+    ms = run.system.memory_stats
+    makespan = run.makespan
+    reads = max(1, ms["reads"])
+    return dict(
+        unit_mean_inflight=round(mean("inflight_sum"), 1),
+        unit_block_wait=round(mean("block_wait_cycles"), 3),
+        unit_rob_full=round(mean("rob_full_cycles"), 3),
+        unit_out_stall=round(mean("out_stall_cycles"), 3),
+        mem_read_latency_mean=round(ms["read_latency_sum"] / reads, 1),
+        mem_read_latency_max=ms["read_latency_max"],
+        mem_activates_per_read=round(ms["activates"] / reads, 3),
+        mem_row_hits=ms["row_hits"], mem_row_misses=ms["row_misses"],
+        mem_row_conflicts=ms["row_conflicts"],
+        mem_queue_occupancy=" ".join(f"{v / makespan:.1f}" for v in ms["queue_occupancy_sum"]),
+        mem_queue_max=" ".join(str(v) for v in ms["queue_occupancy_max"]),
+        mem_busy=" ".join(f"{v / makespan:.2f}" for v in ms["busy"]))
 
 
 def main(argv=None) -> int:
@@ -133,6 +162,8 @@ def main(argv=None) -> int:
               f"{row['table_bytes_per_cycle']} table bytes/cycle; ceiling "
               f"{row['ceiling_bytes_per_cycle']} ({row['ceiling_ports']} ports) -> "
               f"{100 * row['over_ceiling']:.1f} %", flush=True)
+        print("   " + ", ".join(f"{key} {row[key]}" for key in list(row)[list(row).index("wall_s"):]),
+              flush=True)
         with out.open("w", newline="") as f:       # rewritten after every point
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()

@@ -119,9 +119,18 @@ _DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool", "
            "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64"}
 
 
+_TYPE_NAMES: dict = {}
+
+
 def element_type_name(t: Attribute) -> str | None:
     """NumPy dtype name of an MLIR scalar type (the frontend's mapping without bf16), else None."""
-    return _DTYPES.get(str(t))
+    try:
+        return _TYPE_NAMES[t]
+    except KeyError:
+        name = _TYPE_NAMES[t] = _DTYPES.get(str(t))
+        return name
+    except TypeError:                                   # an unhashable attribute
+        return _DTYPES.get(str(t))
 
 
 class _Mem:
@@ -141,6 +150,7 @@ class _Tracer:
         self.last_store: dict = {}   # byte address -> STORE instruction
         self.top = 0
         self.chunk: dict | None = None   # op -> instruction number while a vector chunk runs
+        self.decoded: dict = {}    # op -> _Decoded (xDSL accessors read once per op, not per run)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -208,13 +218,20 @@ class _Tracer:
                 return out
         return []
 
+    def decode(self, op: Operation) -> "_Decoded":
+        d = self.decoded.get(op)
+        if d is None:
+            d = self.decoded[op] = _Decoded(op)
+        return d
+
     def run_op(self, op: Operation):
         """Execute one operation; returns the yielded/returned (value, producer) pairs of a
         terminator, else None."""
-        name = op.name
+        d = self.decode(op)
+        name = d.name
         env, prod = self.env, self.prod
         if name in ("scf.yield", "func.return"):
-            return [(env[v], prod.get(v)) for v in op.operands]
+            return [(env[v], prod.get(v)) for v in d.operands]
         if name == "scf.for":
             return self.run_for(op)
         if name == "scf.if":
@@ -224,24 +241,24 @@ class _Tracer:
                 env[r], prod[r] = value, producer
             return None
         if name == "memref.load":
-            m = env[op.memref]
-            idx = tuple(int(env[v]) for v in op.indices)
+            m = env[d.memref]
+            idx = tuple(int(env[v]) for v in d.indices)
             addr = m.base + int(np.ravel_multi_index(idx, m.array.shape)) * m.itemsize if idx \
                 else m.base
             store = self.last_store.get(addr)
-            i = self.emit(op, LOAD, self.deps_of(op.indices) + [store], mem=m, addr=addr,
+            i = self.emit(op, LOAD, self.deps_of(d.indices) + [store], mem=m, addr=addr,
                           size=m.itemsize, store=store)
-            env[op.res] = m.array[idx] if idx else m.array[()]
-            prod[op.res] = i
+            env[d.result] = m.array[idx] if idx else m.array[()]
+            prod[d.result] = i
             return None
         if name == "memref.store":
-            m = env[op.memref]
-            idx = tuple(int(env[v]) for v in op.indices)
+            m = env[d.memref]
+            idx = tuple(int(env[v]) for v in d.indices)
             addr = m.base + int(np.ravel_multi_index(idx, m.array.shape)) * m.itemsize if idx \
                 else m.base
-            i = self.emit(op, STORE, self.deps_of([op.value, *op.indices]), mem=m, addr=addr,
+            i = self.emit(op, STORE, self.deps_of(d.operands_of_store), mem=m, addr=addr,
                           size=m.itemsize)
-            m.array[idx] = env[op.value]
+            m.array[idx] = env[d.value]
             self.last_store[addr] = i
             return None
         if name == "memref.alloc":
@@ -259,14 +276,14 @@ class _Tracer:
             prod[op.memref] = None
             return None
         # arithmetic: values and (unless free) one instruction
-        ins = [env[v] for v in op.operands]
-        value = _compute(op, ins)
-        r = op.results[0]
+        operands = d.operands
+        value = d.compute([env[v] for v in operands])
+        r = d.result
         env[r] = value
         if name in _FREE:
-            prod[r] = prod.get(op.operands[0]) if op.operands and name != "memref.dim" else None
+            prod[r] = prod.get(operands[0]) if operands and name != "memref.dim" else None
         else:
-            prod[r] = self.emit(op, ALU, self.deps_of(op.operands), latency=self.lat.of(name))
+            prod[r] = self.emit(op, ALU, self.deps_of(operands), latency=self.lat.of(name))
         return None
 
     def run_for(self, op: scf.ForOp):
@@ -307,6 +324,52 @@ class _Tracer:
             if isinstance(inner, (memref.LoadOp, memref.StoreOp)):
                 widest = max(widest, self.env[inner.memref].itemsize)
         return max(1, self.vector_bytes // widest) if widest else 1
+
+
+class _Decoded:
+    """What ``_Tracer.run_op`` reads of one operation, read once: xDSL's operand and attribute
+    accessors cost more than the interpretation itself when an op runs 10^5 times."""
+    __slots__ = ("name", "operands", "result", "memref", "indices", "value", "operands_of_store",
+                 "compute")
+
+    def __init__(self, op: Operation):
+        self.name = name = op.name
+        self.operands = tuple(op.operands)
+        self.result = op.results[0] if op.results else None
+        self.memref = self.indices = self.value = self.operands_of_store = self.compute = None
+        if name in ("memref.load", "memref.store"):
+            self.memref, self.indices = op.memref, tuple(op.indices)
+            if name == "memref.store":
+                self.value = op.value
+                self.operands_of_store = (op.value, *self.indices)
+        elif name == "arith.constant":
+            constant = _compute(op, [])
+            self.compute = lambda ins: constant
+        elif name.startswith(("arith.", "math.")) or name == "memref.dim":
+            self.compute = _compute_function(op)
+
+
+def _compute_function(op: Operation):
+    """``ins -> _compute(op, ins)`` with the op's name, types and predicate looked up once."""
+    name = op.name
+    if name in _INT_OPS:
+        return lambda ins, f=_INT_OPS[name]: f(*ins)
+    if name == "arith.cmpi":
+        f = _CMPI[op.predicate.value.data]
+        return lambda ins: f(int(ins[0]), int(ins[1]))
+    if name == "arith.cmpf":
+        f = _CMPF[op.predicate.value.data]
+        return lambda ins: f(ins[0], ins[1])
+    if name == "arith.select":
+        return lambda ins: ins[1] if ins[0] else ins[2]
+    if name in _FP_OPS and element_type_name(op.results[0].type):
+        ft, f = np.dtype(element_type_name(op.results[0].type)).type, _FP_OPS[name]
+
+        def fp(ins):
+            with np.errstate(all="ignore"):
+                return ft(f(*ins))
+        return fp
+    return lambda ins: _compute(op, ins)
 
 
 def _compute(op: Operation, ins: list):

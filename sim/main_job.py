@@ -27,6 +27,7 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 DEFAULT_MEMORY = "HBM2"
 DEFAULT_OPT_LEVEL = 3
 DEFAULT_TMU_CONFIG = REPO / "configs" / "tmu_rtl.json"
+DEFAULT_CORE_ONLY_MSHRS = 16
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,6 +54,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
                    help="how the RTL is simulated (default cpp: the Verilator C++ harness "
                         "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
+    p.add_argument("--core", choices=("model", "free"), default=None,
+                   help="the execute side behind the output queues (rtl target): model = the core "
+                        "model (sw.runtime.execute.CoreCostModel) consuming the queues in the same "
+                        "simulation, coupled, so the run gives the DAE cycles; free = a consumer that "
+                        "takes every token when offered (or with --backpressure). Default: model on "
+                        "the cpp engine without --backpressure, free otherwise")
+    p.add_argument("--core-only-mshrs", type=int, default=DEFAULT_CORE_ONLY_MSHRS, metavar="M",
+                   help="also run the core-only baseline (sim.core_only: an out-of-order core doing "
+                        "the same gathers itself, M L1 misses in flight, on the same memory model) and "
+                        f"print DAE / core-only (default {DEFAULT_CORE_ONLY_MSHRS}; 0 skips it: tracing "
+                        "the kernel's sequential form takes ~8 s of CPU on Cora); rtl target only")
 
 
 def _graph(name: str, nodes: int):
@@ -75,6 +87,7 @@ def main(ns: argparse.Namespace) -> int:
 
     if ns.dim <= 0:
         raise ValueError(f"--dim must be positive, not {ns.dim}")
+    coupled = _coupled(ns)
     g, rows = _graph(ns.graph, ns.nodes)
     distinct = len(np.unique(g.indices))
     x = node_features(rows, ns.dim, seed=ns.seed)
@@ -88,7 +101,8 @@ def main(ns: argparse.Namespace) -> int:
           f"target: {ns.target}{memory}")
 
     t0 = time.perf_counter()
-    got, access = _run(g, x, ns)
+    got, run = _run(g, x, ns, coupled)
+    access = run.access
     wall = time.perf_counter() - t0
 
     ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -108,12 +122,18 @@ def main(ns: argparse.Namespace) -> int:
             print_memory_stats(mem_stats, ns.memory, cycles)
             from hw.tmu import TmuConfig
             print_ceiling(g.indices, ns.dim, ns.memory, cycles, 8 * TmuConfig().output_tokens)
+        dae = run.dae_cycles if coupled else None
+        if coupled:
+            print(f"DAE cycles (access unit + core model coupled through the queues, START until the "
+                  f"core popped DONE): {dae}; max(access, core estimate) = {run.dae_cycles_estimate}")
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build and load)")
         if stats.get("sim_cycles_per_s"):
             print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
                   f"{stats['sim_cycles_per_s']:,} cycles/s (start to finished, without start-up and load)")
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")
+    if access.cycles and getattr(ns, "core_only_mshrs", 0):
+        ok = _compare_core_only(g, x, ns, expected, dae if coupled else None, access.cycles) and ok
     if ok:
         print("PASS: matches torch.nn.functional.embedding_bag(mode='sum')")
         return 0
@@ -216,20 +236,70 @@ def _kernel(ns):
                         opt_level=getattr(ns, "opt_level", DEFAULT_OPT_LEVEL), limits=limits)
 
 
-def _run(g, x, ns):
+def _coupled(ns) -> bool:
+    """Whether the run couples the core model to the unit (``--core``; see ``add_arguments``).
+
+    Raises ``ValueError`` for ``--core model`` with the cocotb engine or with ``--backpressure``
+    (the core model is the back-pressure), and for ``--core-only-mshrs`` below 0."""
+    mshrs = getattr(ns, "core_only_mshrs", 0)
+    if not isinstance(mshrs, int) or mshrs < 0:
+        raise ValueError(f"--core-only-mshrs must be an integer >= 0, not {mshrs!r}")
+    core, engine = getattr(ns, "core", None), getattr(ns, "engine", "cpp")
+    if ns.target != "rtl":
+        return False
+    if core == "model":
+        if engine != "cpp":
+            raise ValueError(f"--core model needs --engine cpp (the C++ harness simulates the core), "
+                             f"not --engine {engine}")
+        if ns.backpressure:
+            raise ValueError(f"--core model sets the back-pressure itself; --backpressure "
+                             f"{ns.backpressure} needs --core free")
+        return True
+    return core is None and engine == "cpp" and not ns.backpressure
+
+
+def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles) -> bool:
+    """Run the core-only baseline (``sim.core_only``, ``ns.core_only_mshrs`` MSHRs, the default
+    Golden Cove caches, the same memory preset) on the kernel's sequential form over the same
+    inputs, print its cycles and DAE ÷ core-only (the unit's cycles when the run was not coupled),
+    and return whether its result matches ``expected``."""
+    from hw.hbm_model.presets import get_preset
+    from sim.core_only import CoreConfig, run_core
+    from sim.core_trace import trace_kernel
+    from sw.compiler.frontends.mlir import parse_mlir
+    path = Path(ns.kernel) if ns.program == "compiled" else DEFAULT_KERNEL
+    out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
+    trace = trace_kernel(parse_mlir(path.read_text(), str(path)), [x, g.indices, g.offsets, out])
+    result = run_core(trace, get_preset(ns.memory), CoreConfig(mshrs=ns.core_only_mshrs))
+    same = np.allclose(trace.results[0], expected, rtol=1e-5, atol=1e-5)
+    dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")
+    print(f"core-only baseline (sim.core_only: {ns.core_only_mshrs} MSHRs, L1/L2 caches, {ns.memory}; "
+          f"{path.name}'s sequential form): {result.cycles} cycles, "
+          f"{result.bytes_per_cycle:.2f} bytes/cycle; {what} / core-only speedup = "
+          f"{result.cycles / dae:.2f}x{'' if same else ' (its result differs from PyTorch: FAIL)'}")
+    return bool(same)
+
+
+def _run(g, x, ns, coupled=False):
     from sw.runtime.drivers import run_kernel
     options = {}
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
                    "backpressure": ns.backpressure, "seed": ns.seed,
-                   "engine": getattr(ns, "engine", "cpp")}
+                   "engine": getattr(ns, "engine", "cpp"), "coupled": coupled}
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
-    return np.asarray(result.results[0]), result.access
+    return np.asarray(result.results[0]), result
 
 
 if __name__ == "__main__":
     import sys
     parser = argparse.ArgumentParser(prog="python -m sim.main_job", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    sys.exit(main(parser.parse_args()))
+    ns = parser.parse_args()
+    from sw.compiler import CompileError
+    from sw.runtime.golden import AccessFault
+    try:
+        sys.exit(main(ns))
+    except (CompileError, AccessFault, ValueError, TypeError, FileNotFoundError) as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")

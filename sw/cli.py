@@ -118,8 +118,15 @@ def cmd_run(ns) -> int:
     options = {}
     if ns.target == "rtl":
         options = {"backpressure": ns.backpressure, "seed": ns.seed, "memory": ns.memory or "simple"}
+        if ns.coupled:
+            if ns.backpressure:
+                raise UserError(f"--coupled: the core model is the back-pressure; --backpressure "
+                                f"{ns.backpressure} applies without --coupled only")
+            options["coupled"] = True
     elif ns.memory is not None:
         raise UserError(f"--memory {ns.memory} applies to --target rtl only (the golden model has no timing)")
+    elif ns.coupled:
+        raise UserError("--coupled applies to --target rtl only (the golden model has no timing)")
     result = run_kernel(kernel, args, ns.target, **options)
     np.savez(ns.out, **{f"result{n}": np.asarray(r) for n, r in enumerate(result.results)})
     stats = result.access.stats
@@ -128,6 +135,8 @@ def cmd_run(ns) -> int:
           f"operands={result.execute.operands} callbacks={sum(result.execute.calls.values())}")
     if result.cycles is not None:
         print(f"cycles={result.cycles}")
+    if ns.target == "rtl" and ns.coupled:
+        print(f"dae_cycles={result.dae_cycles} dae_cycles_estimate={result.dae_cycles_estimate}")
     if ns.stats is not None:
         write_stats(ns.stats, result, kernel.name, options.get("memory"))
         print(f"stats -> {ns.stats}")
@@ -264,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", choices=("simple", "HBM2", "HBM3"), default=None,
                    help="rtl: memory model behind the unit (docs/hbm_model.md): simple = fixed "
                         "latency (default), HBM2/HBM3 = the JEDEC-timed presets")
+    p.add_argument("--coupled", action="store_true",
+                   help="rtl: the output queues consumed by the core model (sw.runtime.execute."
+                        "CoreCostModel) in the same simulation; prints the DAE cycles (START until the "
+                        "core popped DONE); not with --backpressure")
     p.add_argument("--stats", metavar="FILE",
                    help="write the run's counters as JSON: cycles, the unit's counters, the execute "
                         "side's, and (rtl) the memory model's statistics that make sim prints")

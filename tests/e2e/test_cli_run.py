@@ -60,6 +60,31 @@ def test_run_rtl_prints_cycles(tmp_path, capsys):
         np.testing.assert_allclose(out["result0"], expected, rtol=1e-6)
 
 
+@pytest.mark.rtl
+def test_run_rtl_coupled_prints_the_dae_cycles(tmp_path, capsys):
+    """``--coupled``: the core model pops DONE after the unit pushed it (DAE >= the unit's cycles)."""
+    expected = write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl",
+                 "--coupled", "--out", str(tmp_path / "out.npz")]) == 0
+    out = capsys.readouterr().out
+    cycles = int(out.split("cycles=")[1].split()[0])
+    dae = int(out.split("dae_cycles=")[1].split()[0])
+    assert cycles <= dae, out
+    with np.load(tmp_path / "out.npz") as result:
+        np.testing.assert_allclose(result["result0"], expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--target", "golden"], "--coupled applies to --target rtl only"),
+    (["--target", "rtl", "--backpressure", "0.5"], "--backpressure 0.5 applies without --coupled"),
+])
+def test_run_coupled_refuses_what_it_cannot_do(tmp_path, capsys, extra, message):
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--coupled", *extra,
+                 "--out", str(tmp_path / "o.npz")]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_run_reports_a_bad_index(tmp_path, capsys):
     write_inputs(tmp_path / "in.npz", bad_index=True)
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "o.npz")]) == 2

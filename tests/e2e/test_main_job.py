@@ -50,3 +50,65 @@ def test_ceiling_line_puts_the_useful_bytes_against_the_memory_alone(capsys):
     assert capsys.readouterr().out.endswith(
         "min(memory's ceiling, the unit's output bound of 16 bytes/cycle) = 16.0 bytes/cycle; "
         "the unit reaches 40.0 % of it\n")
+
+
+def test_core_option_defaults_to_the_coupled_core_model_where_it_can():
+    """Default: the core model coupled on the cpp engine; free with cocotb or --backpressure;
+    the golden target has no core."""
+    assert main_job._coupled(_args()) is True
+    assert main_job._coupled(_args("--engine", "cocotb")) is False
+    assert main_job._coupled(_args("--backpressure", "0.5")) is False
+    assert main_job._coupled(_args("--core", "free")) is False
+    assert main_job._coupled(_args("--target", "golden", "--core", "model")) is False
+
+
+@pytest.mark.parametrize("argv, names", [
+    (("--core", "model", "--engine", "cocotb"), "--engine cocotb"),
+    (("--core", "model", "--backpressure", "0.25"), "--backpressure 0.25"),
+    (("--core-only-mshrs", "-1"), "-1"),
+])
+def test_contradictory_core_options_name_the_argument(argv, names):
+    with pytest.raises(ValueError, match=names.replace("-", r"\-")):
+        main_job._coupled(_args(*argv))
+
+
+def test_bad_input_exits_2_without_a_traceback():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "sim.main_job", "--dim", "0", "--target", "golden"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r
+    assert "--dim must be positive, not 0" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_core_only_baseline_runs_the_same_inputs_and_checks_them(capsys):
+    """The core-only model's result is compared with the reference it is given: the true sums
+    pass, a perturbed reference fails (so the check can fail)."""
+    import numpy as np
+    import torch
+    from sw.runtime.datasets import node_features
+    ns = _args("--nodes", "40", "--dim", "8", "--memory", "simple", "--core-only-mshrs", "4")
+    g, rows = main_job._graph("cora", 40)
+    x = node_features(rows, 8, seed=0)
+    expected = torch.nn.functional.embedding_bag(torch.from_numpy(g.indices), torch.from_numpy(x),
+                                                 torch.from_numpy(g.offsets[:-1]), mode="sum").numpy()
+    assert main_job._compare_core_only(g, x, ns, expected, 1000, 900)
+    out = capsys.readouterr().out
+    assert "4 MSHRs" in out and "DAE / core-only speedup" in out and "FAIL" not in out
+    cycles = int(out.split("): ")[1].split(" cycles")[0])
+    assert f"= {cycles / 1000:.2f}x" in out
+    assert not main_job._compare_core_only(g, x, ns, expected + 1, None, 500)
+    out = capsys.readouterr().out
+    assert "access unit / core-only speedup" in out and "FAIL" in out
+
+
+def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):
+    """``make sim``'s path on the RTL (simple memory, 60 nodes): the core model coupled, its DAE
+    cycles at least the unit's own cycles (the core pops DONE after the unit pushed it), the
+    core-only baseline run and checked, PASS."""
+    assert main_job.main(_args("--nodes", "60", "--memory", "simple", "--core-only-mshrs", "8")) == 0
+    out = capsys.readouterr().out
+    unit = int(out.split("cycles: ")[1].split("\n")[0])
+    dae = int(out.split("core popped DONE): ")[1].split(";")[0])
+    assert unit <= dae <= unit + 64, out
+    assert "8 MSHRs" in out and "DAE / core-only speedup" in out and "PASS" in out

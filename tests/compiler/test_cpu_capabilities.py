@@ -1,0 +1,52 @@
+"""The tests that compare with PyTorch's CPU kernels, re-run with PyTorch's older kernels.
+
+PyTorch dispatches its vectorised CPU kernels on the processor (``ATEN_CPU_CAPABILITY``: unset =
+the best the machine has, ``avx2``, ``default`` = no vector extension), and its sparse and
+weighted kernels may accumulate or fuse differently per kernel (docs/compiler.md, "Numerics").
+Our claims — bit for bit where the order is ours to define, within the stated summation bound
+where it is PyTorch's — must hold on every x86-64 machine, so the tests making them run here again
+in a child process under each capability.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: The tests that compare with a PyTorch CPU kernel whose vector code depends on the capability.
+AGAINST_PYTORCH = [
+    "tests/compiler/test_torch_frontend.py::test_sparse_csr_times_dense_matches_the_fma_reference_and_pytorch",
+    "tests/compiler/test_torch_frontend.py::test_per_sample_weights",
+    "tests/compiler/test_torch_frontend.py::test_per_sample_weights_f64",
+    "tests/compiler/test_torch_frontend.py::test_f_embedding_bag_with_2d_input",
+    "tests/compiler/test_kernels_on_golden.py::test_spmm_csr_example_against_torch_sparse",
+    "tests/compiler/test_replace_to_val_ops.py::test_embedding_bag_at_o3_matches_pytorch_bit_for_bit",
+    "tests/e2e/test_main_job.py::test_compiled_levels_pass_on_golden",
+]
+
+_RANK = {"DEFAULT": 0, "AVX2": 1, "AVX512": 2}
+
+
+def _capability(env_value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if env_value is not None:
+        env["ATEN_CPU_CAPABILITY"] = env_value
+    return subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("capability", ["default", "avx2"])
+def test_pytorch_comparisons_hold_under_older_cpu_kernels(capability):
+    native = _capability(None)
+    if _RANK.get(native, 0) < _RANK[capability.upper()]:
+        pytest.skip(f"this processor's best PyTorch capability is {native}, below {capability}")
+    assert _capability(capability) == capability.upper()       # the variable took effect
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=capability)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *AGAINST_PYTORCH],
+                       cwd=REPO, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, f"under ATEN_CPU_CAPABILITY={capability}:\n{r.stdout[-4000:]}\n{r.stderr[-2000:]}"
+    assert " passed" in r.stdout and " error" not in r.stdout, r.stdout[-2000:]

@@ -11,7 +11,7 @@ Amaranth (through Yosys ``write_verilog``) initialises every memory element by e
 Verilator turns each of these lines into straight-line C++ of one function
 (``_eval_initial__TOP``, in the ``__0__Slow.cpp`` file), which ``--output-split`` and
 ``--output-split-cfuncs`` do not split (Verilator 5.006 splits files and some model functions,
-not the initial block). For the 8-unit system on HBM2 that is 40,584 Verilog lines (the memory
+not the initial block). For the 8-unit system on HBM2 that is 48,800 Verilog lines (the memory
 model's response-tag store, 4096 entries of 516 bits, is most of them) and an 84 MB function
 that ``cc1plus`` could not compile in 24 GiB, even at ``-O0`` (``OPT_SLOW`` is empty).
 
@@ -35,8 +35,8 @@ import re
 __all__ = ["ZERO_INIT_THRESHOLD", "zero_init_lines", "compact_zero_init"]
 
 #: Designs with more zero-initialised memory elements than this are compacted by the builds
-#: (``sim.fast.build_harness``): the 8-unit system (40,584) is, the 4-unit system with 512 lines
-#: per unit (20,292) and every smaller design are not, so their generated text and with it their
+#: (``sim.fast.build_harness``): the 8-unit system (48,800) is, the 4-unit system with 512 lines
+#: per unit (24,400) and every smaller design are not, so their generated text and with it their
 #: cached builds stay as they were.
 ZERO_INIT_THRESHOLD = 32_768
 

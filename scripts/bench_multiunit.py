@@ -95,7 +95,94 @@ def run_point(units: int, preset_name: str, seed: int, config=None) -> dict:
                ceiling_bytes_per_cycle=round(bound, 2),
                over_ceiling=round(table_bytes / makespan / bound, 4),
                wall_s=round(wall, 1))
+    row.update(diagnostics(run, preset))
     return row
+
+
+def diagnostics(run, preset) -> dict:
+    """Where the cycles go (the columns after ``wall_s``): per unit (means over the units) the
+    mean lines in flight (``inflight_sum / cycles``), the fraction of its cycles it waited for a
+    blocking load (index/offset lines: ``block_wait_cycles``), for a free reorder-buffer entry
+    (``rob_full_cycles``) and for a full output queue (``out_stall_cycles``); of the shared
+    memory (``docs/hbm_model.md`` §5) the reads' mean and largest latency, the activates per
+    read, the row hits/misses/conflicts as classified at acceptance, and per channel the mean
+    request-queue occupancy and the fraction of the makespan its data bus was busy."""
+    units = [u.access for u in run.units]
+    mean = lambda key: sum(u.stats[key] / max(1, u.cycles) for u in units) / len(units)
+    ms = run.system.memory_stats
+    makespan = run.makespan
+    reads = max(1, ms["reads"])
+    return dict(
+        unit_mean_inflight=round(mean("inflight_sum"), 1),
+        unit_block_wait=round(mean("block_wait_cycles"), 3),
+        unit_rob_full=round(mean("rob_full_cycles"), 3),
+        unit_out_stall=round(mean("out_stall_cycles"), 3),
+        mem_read_latency_mean=round(ms["read_latency_sum"] / reads, 1),
+        mem_read_latency_max=ms["read_latency_max"],
+        mem_activates_per_read=round(ms["activates"] / reads, 3),
+        mem_row_hits=ms["row_hits"], mem_row_misses=ms["row_misses"],
+        mem_row_conflicts=ms["row_conflicts"],
+        mem_queue_occupancy=" ".join(f"{v / makespan:.1f}" for v in ms["queue_occupancy_sum"]),
+        mem_queue_max=" ".join(str(v) for v in ms["queue_occupancy_max"]),
+        mem_busy=" ".join(f"{v / makespan:.2f}" for v in ms["busy"]))
+
+
+def windowed_bound(preset_name: str, unit_indices, *, window: int, unit_ports: int = 2,
+                   memory_ports: int = 4, base: int = 0) -> dict:
+    """The same memory under K idealised access units: what the memory gives K requesters that
+    each keep up to ``window`` lines in flight, issue their rows' lines in order on
+    ``unit_ports`` ports, retire one line per cycle in order (the unit's 64 B/cycle output) and
+    accept every response at once, through the interconnect's rotating request rule
+    (``hw.interconnect``) onto ``memory_ports`` ports of the reference model
+    (``hw.hbm_model.reference.HbmReference.step_ports``). No index or offset loads, no
+    decode: only the table rows (``unit_indices[u]``: unit ``u``'s rows, 4 lines each at
+    ``base``). Returns the table bytes per cycle and the memory's statistics summary; the RTL
+    below this bound loses in the unit's own request stream, not in the memory."""
+    from hw.hbm_model.presets import get_preset
+    from hw.hbm_model.reference import HbmReference, Request
+    preset = get_preset(preset_name)
+    lines = DIM * 4 // preset.access_bytes
+    traces = [(base + (np.asarray(rows)[:, None] * lines
+                       + np.arange(lines)[None, :]).ravel() * preset.access_bytes).tolist()
+              for rows in unit_indices]
+    K = len(traces)
+    issued, retired, inflight = [0] * K, [0] * K, [0] * K
+    done = [set() for _ in range(K)]
+    mem = HbmReference(preset, ports=memory_ports)
+    owner, accepted, t, left, refused = {}, 0, 0, sum(map(len, traces)), 0
+    total = left
+    while left:
+        offer = []
+        for slot in range(K):                    # rotated unit order, each unit's ports in order
+            u = (t + slot) % K
+            for p in range(unit_ports):
+                if issued[u] + p < len(traces[u]) and inflight[u] + p < window:
+                    offer.append((u, issued[u] + p))
+        offer = offer[:memory_ports]
+        n, responses = mem.step_ports([Request(traces[u][i], False, 0) for u, i in offer]
+                                      + [None] * (memory_ports - len(offer)), True)
+        refused += n < len(offer)
+        for u, i in offer[:n]:
+            owner[accepted] = (u, i)
+            accepted += 1
+            issued[u] += 1
+            inflight[u] += 1
+        for r in responses:
+            u, i = owner.pop(r.index)
+            done[u].add(i)
+        for u in range(K):
+            if retired[u] in done[u]:
+                done[u].discard(retired[u])
+                retired[u] += 1
+                inflight[u] -= 1
+                left -= 1
+        t += 1
+    st = mem.stats
+    return dict(model_window=window, model_cycles=t,
+                model_table_bytes_per_cycle=round(total * preset.access_bytes / t, 2),
+                model_refused_cycles=round(refused / t, 3),
+                model_read_latency_mean=round(st["read_latency_sum"] / max(1, st["reads"]), 1),
+                model_queue_occupancy=" ".join(f"{v / t:.1f}" for v in st["queue_occupancy_sum"]))
 
 
 def main(argv=None) -> int:
@@ -108,6 +195,8 @@ def main(argv=None) -> int:
                         help="lines in flight per unit (TmuConfig.max_inflight; default: the "
                              "default configuration's)")
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_multiunit.csv"))
+    parser.add_argument("--model-only", action="store_true",
+                        help="no RTL: only the idealised-units bound (windowed_bound) per K")
     ns = parser.parse_args(argv)
     try:
         counts = [int(v) for v in ns.units.split(",") if v.strip()]
@@ -126,6 +215,16 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for k in counts:
+        if ns.model_only:
+            _, indices, _ = call_args(k, ns.seed)
+            per_unit = np.split(indices, k)
+            row = dict(units=k, preset=ns.preset, max_inflight=config.max_inflight)
+            row.update(windowed_bound(ns.preset, per_unit, window=config.max_inflight,
+                                      unit_ports=config.memory_ports, memory_ports=4 if k > 1
+                                      else config.memory_ports))
+            print(row, flush=True)
+            rows.append(row)
+            continue
         row = run_point(k, ns.preset, ns.seed, config)
         rows.append(row)
         print(f"K={k}: makespan {row['makespan']} cycles (units {row['unit_cycles']}), "
@@ -133,6 +232,8 @@ def main(argv=None) -> int:
               f"{row['table_bytes_per_cycle']} table bytes/cycle; ceiling "
               f"{row['ceiling_bytes_per_cycle']} ({row['ceiling_ports']} ports) -> "
               f"{100 * row['over_ceiling']:.1f} %", flush=True)
+        print("   " + ", ".join(f"{key} {row[key]}" for key in list(row)[list(row).index("wall_s"):]),
+              flush=True)
         with out.open("w", newline="") as f:       # rewritten after every point
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()

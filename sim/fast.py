@@ -54,6 +54,7 @@ import numpy as np
 from hw.tmu import COUNTERS, TmuConfig
 from sim.verilator import REPO, SYSTEM, VERILATOR_ARGS, _preset, _storage_verilog, cached_build, \
     generate_verilog
+from sim.zero_init import ZERO_INIT_THRESHOLD, compact_zero_init, zero_init_lines
 
 __all__ = ["HARNESS", "build_harness", "run_jobs", "generate_multi_verilog"]
 
@@ -79,7 +80,10 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     """Build (once, cached in ``build/rtl/``) the harness executable for a configuration, memory
     preset (name or ``HbmPreset``) and memory size (64-bit words); returns its path. ``units``
     None: the single-unit ``hw.system.System``; K (1, 2, 4, 8): ``hw.multi_system.MultiSystem``
-    with K units (one build per K). Raises ``RuntimeError`` with the tail of ``build.log`` if
+    with K units (one build per K). A design with more than ``sim.zero_init.ZERO_INIT_THRESHOLD``
+    zero-initialised memory elements (the 8-unit system; 4 units with 512 lines each) has its memory initialisation written
+    as loops (``sim.zero_init``; same simulation), which the C++ compiler can compile in
+    bounded memory. Raises ``RuntimeError`` with the tail of ``build.log`` if
     Verilator fails, ``ValueError`` naming ``units`` for another count."""
     from hw.multi_system import UNITS
     if units is not None and (units not in UNITS or isinstance(units, bool)):
@@ -96,6 +100,8 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     def generate():
         text = (generate_verilog(config, mem_words, preset) if units is None
                 else generate_multi_verilog(config, mem_words, preset, units))
+        if zero_init_lines(text) > ZERO_INIT_THRESHOLD:   # K = 8; K = 4 at 512 lines (sim.zero_init)
+            text = compact_zero_init(text)
         return {f"{SYSTEM}.v": text,
                 "ember_hbm_storage.v": _storage_verilog().read_text(),
                 "harness.cpp": HARNESS.read_text()}

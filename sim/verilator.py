@@ -124,8 +124,14 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
     processes build once) and ``build(build_dir, paths)`` runs Verilator there. ``build.log`` and
     ``build_seconds`` (wall time) are left in the directory, ``BUILT`` marks it complete.
 
+    The repository's own path in ``key`` (the lint waivers' path among the Verilator arguments)
+    is replaced by a placeholder and the waivers' contents are hashed instead, so every checkout
+    and worktree of the repository shares one model per configuration.
+
     Raises ``RuntimeError`` with the tail of ``build.log`` when ``build`` fails.
     """
+    key = (key.replace(str(REPO), "<repository>") + "\0lint_waivers "
+           + hashlib.sha256(LINT_WAIVERS.read_bytes()).hexdigest())
     memo_key = f"{root}\0{key}"
     if memo_key in _memo:
         return _memo[memo_key]

@@ -57,6 +57,24 @@ def _random_chunks(rng, line_bytes, n):
     return chunks, expected
 
 
+def beat_consumer(dut, rng, backpressure, expected_tokens, out, counts):
+    """A testbench coroutine taking the packer's beats at random (not ready with probability
+    ``backpressure``): each beat's tokens appended to ``out`` and its count to ``counts``; it
+    stops once ``expected_tokens`` arrived and nothing more is offered (or after 40,000 cycles)."""
+    async def consumer(ctx):
+        for _ in range(40000):
+            r = rng.random() >= backpressure
+            ctx.set(dut.o.ready, r)
+            if r and ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                counts.append(beat.count)
+                out.extend(beat.tokens[i] for i in range(beat.count))
+            if len(out) >= expected_tokens and not ctx.get(dut.o.valid):
+                break
+            await ctx.tick()
+    return consumer
+
+
 @pytest.mark.parametrize("line_bytes,tokens", [(8, 1), (16, 2), (64, 8), (64, 2)])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_random_chunks_match_the_golden_packer(line_bytes, tokens, backpressure):
@@ -80,18 +98,7 @@ def test_random_chunks_match_the_golden_packer(line_bytes, tokens, backpressure)
             await ctx.tick().until(dut.i.ready)
         ctx.set(dut.i.valid, 0)
 
-    async def consumer(ctx):
-        crng = random.Random(seed + 1)
-        for _ in range(40000):
-            r = crng.random() >= backpressure
-            ctx.set(dut.o.ready, r)
-            if r and ctx.get(dut.o.valid):
-                beat = ctx.get(dut.o.payload)
-                counts.append(beat.count)
-                out.extend(beat.tokens[i] for i in range(beat.count))
-            if len(out) >= len(expected) and not ctx.get(dut.o.valid):
-                break
-            await ctx.tick()
+    consumer = beat_consumer(dut, random.Random(seed + 1), backpressure, len(expected), out, counts)
 
     run_sim(dut, producer, consumer)
     assert all(1 <= c <= tokens for c in counts), counts
@@ -203,18 +210,7 @@ def test_several_entries_per_cycle_match_the_golden_packer(line_bytes, tokens, l
         for port in lane_ports:
             ctx.set(port.valid, 0)
 
-    async def consumer(ctx):
-        crng = random.Random(seed + 1)
-        for _ in range(40000):
-            r = crng.random() >= backpressure
-            ctx.set(dut.o.ready, r)
-            if r and ctx.get(dut.o.valid):
-                beat = ctx.get(dut.o.payload)
-                counts.append(beat.count)
-                out.extend(beat.tokens[i] for i in range(beat.count))
-            if len(out) >= len(expected) and not ctx.get(dut.o.valid):
-                break
-            await ctx.tick()
+    consumer = beat_consumer(dut, random.Random(seed + 1), backpressure, len(expected), out, counts)
 
     run_sim(dut, producer, consumer)
     assert not violations

@@ -41,6 +41,22 @@ class _RobPacker(wiring.Elaboratable):
 
 
 
+def respond(ctx, dut, pending, cycle, ports, rng, probability):
+    """Drive the response ports for one cycle: of the ``pending`` responses ``(due_cycle, slot,
+    line)`` due by ``cycle``, in random order, port ``k`` returns the ``k``-th with
+    ``probability`` (and removes it from ``pending``); the other ports are idle."""
+    due = [p for p in pending if p[0] <= cycle]
+    rng.shuffle(due)
+    for k in range(ports):
+        if k < len(due) and rng.random() < probability:
+            pending.remove(due[k])
+            ctx.set(dut.resp_valid[k], 1)
+            ctx.set(dut.resp_slot[k], due[k][1])
+            ctx.set(dut.resp_data[k], due[k][2])
+        else:
+            ctx.set(dut.resp_valid[k], 0)
+
+
 @pytest.mark.parametrize("depth,line_bytes,ports,tokens", [(8, 8, 1, 1), (16, 64, 2, 8),
                                                            (8, 16, 3, 2)])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
@@ -68,16 +84,7 @@ def test_in_order_drain_with_out_of_order_responses(depth, line_bytes, ports, to
         pending = []   # (due_cycle, slot, line)
         i = cycle = 0
         while i < n or pending:
-            due = [p for p in pending if p[0] <= cycle]
-            rng.shuffle(due)
-            for k in range(ports):
-                if k < len(due) and rng.random() < 0.8:
-                    pending.remove(due[k])
-                    ctx.set(dut.resp_valid[k], 1)
-                    ctx.set(dut.resp_slot[k], due[k][1])
-                    ctx.set(dut.resp_data[k], due[k][2])
-                else:
-                    ctx.set(dut.resp_valid[k], 0)
+            respond(ctx, dut, pending, cycle, ports, rng, 0.8)
             ctx.set(dut.alloc2_en, 0)
             if i < n and ctx.get(dut.alloc_ready) and rng.random() < 0.8:
                 load, value, offset, log2, sign = entries[i]
@@ -188,16 +195,7 @@ def test_wide_drain_with_reserved_rows(depth, line_bytes, ports, tokens, row_wri
         for _ in range(100000):
             if g >= len(groups) and not pending and not undescribed:
                 break
-            due = [p for p in pending if p[0] <= cycle]
-            rng.shuffle(due)
-            for k in range(ports):
-                if k < len(due) and rng.random() < 0.7:
-                    pending.remove(due[k])
-                    ctx.set(dut.resp_valid[k], 1)
-                    ctx.set(dut.resp_slot[k], due[k][1])
-                    ctx.set(dut.resp_data[k], due[k][2])
-                else:
-                    ctx.set(dut.resp_valid[k], 0)
+            respond(ctx, dut, pending, cycle, ports, rng, 0.7)
             # Descriptions of reserved lines, in order, up to row_writes per cycle, all of one
             # row (consecutive slots, as the row issue block writes them).
             n = min(len(undescribed), row_writes) if rng.random() < 0.7 else 0

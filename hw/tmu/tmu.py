@@ -152,28 +152,25 @@ class Tmu(wiring.Component):
         m.d.comb += [
             prog_w.addr.eq(self.ctl.prog.addr), prog_w.data.eq(self.ctl.prog.data),
             prog_w.en.eq(self.ctl.prog.en),
-            prog_r.addr.eq(dec.prog_addr), dec.prog_data.eq(prog_r.data),
             dec.prog_len.eq(self.ctl.prog_len),
             dec.args.eq(self.ctl.args),
         ]
+        wiring.connect(m, dec.program, prog_r)
 
         # Configuration memories, written by the decoder, read (asynchronously) by the traversal.
         m.submodules.scfg = scfg = memory.Memory(shape=StreamCfg, depth=c.streams, init=[])
         m.submodules.acfg = acfg = memory.Memory(shape=ActionCfg, depth=c.actions, init=[])
         m.submodules.ucode = ucode = memory.Memory(shape=Uop, depth=c.ucode_depth, init=[])
         scfg_w, acfg_w, ucode_w = scfg.write_port(), acfg.write_port(), ucode.write_port()
+        wiring.connect(m, dec.stream_table, scfg_w)
+        wiring.connect(m, dec.action_table, acfg_w)
+        wiring.connect(m, dec.microcode, ucode_w)
         scfg_r1 = scfg.read_port(domain="comb")
         scfg_r2 = scfg.read_port(domain="comb")
         acfg_r  = acfg.read_port(domain="comb")
         acfg_r2 = acfg.read_port(domain="comb")
         ucode_r = ucode.read_port(domain="comb")
         m.d.comb += [
-            scfg_w.addr.eq(dec.scfg_w_addr), scfg_w.data.eq(dec.scfg_w_data),
-            scfg_w.en.eq(dec.scfg_w_en),
-            acfg_w.addr.eq(dec.acfg_w_addr), acfg_w.data.eq(dec.acfg_w_data),
-            acfg_w.en.eq(dec.acfg_w_en),
-            ucode_w.addr.eq(dec.ucode_w_addr), ucode_w.data.eq(dec.ucode_w_data),
-            ucode_w.en.eq(dec.ucode_w_en),
             scfg_r1.addr.eq(trv.scfg_addr), trv.scfg_data.eq(scfg_r1.data),
             scfg_r2.addr.eq(trv.operand_cfg_addr), trv.operand_cfg_data.eq(scfg_r2.data),
             acfg_r.addr.eq(trv.acfg_addr), trv.acfg_data.eq(acfg_r.data),
@@ -181,22 +178,11 @@ class Tmu(wiring.Component):
             ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),
         ]
 
-        # Decoder configuration into the traversal.
-        m.d.comb += [
-            trv.prefetch_stream.eq(dec.prefetch_stream), trv.prefetch_layer.eq(dec.prefetch_layer),
-            trv.prefetch_offset.eq(dec.prefetch_offset),
-            trv.stream_prefetched.eq(dec.stream_prefetched),
-            trv.stream_prefetch_engine.eq(dec.stream_prefetch_engine),
-            trv.layers.eq(dec.layers), trv.regions.eq(dec.regions),
-            trv.blocking.eq(dec.blocking),
-            trv.act_flush.eq(dec.act_flush),
-            trv.lockstep_valid.eq(dec.lockstep_valid), trv.lockstep_layer.eq(dec.lockstep_layer),
-            trv.act_vec.eq(dec.act_vec), trv.invariant.eq(dec.invariant),
-            trv.lockstep_vector_mode.eq(dec.lockstep_vector_mode), trv.lane_pos.eq(dec.lane_pos),
-            trv.lane_neg.eq(dec.lane_neg), trv.contiguous_vector.eq(dec.contiguous_vector),
-            trv.body_pc.eq(dec.body_pc), trv.exit_pc.eq(dec.exit_pc),
-            trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit),
-        ]
+        # Decoder configuration into the traversal (one port per member of
+        # ``TraversalConfigSignature``; the traversal still declares them one by one).
+        for name in dec.config.signature.members:
+            m.d.comb += getattr(trv, name).eq(getattr(dec.config, name))
+        m.d.comb += [trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit)]
 
         # Run-ahead engines.
         engines = []

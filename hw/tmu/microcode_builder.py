@@ -1,0 +1,379 @@
+"""Microcode builder: assigns the run-ahead engines and writes the traversal's microcode
+(``docs/rtl.md`` §2.1 steps 4-5, §2.2)."""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import TmuConfig
+from .isa import Event
+from .layouts import Uop, UopKind
+from .signatures import (CheckedProgramSignature, check_result_stream, ConfigTablesSignature,
+                         index_bits, microcode_write_port)
+from .source_fields import pick
+
+
+__all__ = ["MicrocodeBuilder"]
+
+
+class MicrocodeBuilder(wiring.Component):
+    """After a program passed its checks (``check`` without fault), builds what the traversal
+    runs:
+
+    1. **Vector mode**: the LOCKSTEP layer runs once per vector iteration when every stream of it
+       has a lane coefficient or is a contiguous vector load no stream reads (§9.3).
+    2. **Engine assignment**: blocking affine streams get the run-ahead engines, deepest layer
+       first, then by stream id; a second pass gives the engines left to lazy affine loads that
+       an OPERAND action reads and whose base is constant for the run (SpMM's ``val[j]``),
+       which become blocking (not in a LOCKSTEP layer).
+    3. **Microcode**: per layer ``BEGIN`` actions, ``ENTER``, invariant streams, ``PREFETCH``,
+       then the body (streams, ``LANE``, ``ITER`` actions, the inner layers), then ``NEXT`` and
+       ``END`` actions from the innermost layer out, ``DONE``. Each uop is held one cycle
+       before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
+       ``fuse_next``, ``fuse_lane``, ``pop``; ``docs/rtl.md`` §2.2).
+
+    Timing: 1 cycle per stream per layer and pass for the assignment, about
+    ``n_layers * (n_streams + 3 * n_actions) + engines`` for the microcode, 1 for ``result``.
+    A faulty ``check`` goes straight through to ``result`` (same cycle).
+
+    Parameters
+    ----------
+    config : TmuConfig
+
+    Members
+    -------
+    start : In(1)
+        Pulse: a decode starts; clears the engine assignment and the microcode write address.
+    checked : In(CheckedProgramSignature(config))
+        From the program checker: counts, stream layers, BLOCK streams.
+    tables : In(ConfigTablesSignature(config))
+        From the configuration writer: the classes of the streams and actions.
+    check : In(stream.Signature(CheckResult))
+        The checker's result: a fault is passed to ``result``; no fault starts the build.
+    result : Out(stream.Signature(CheckResult))
+        The decode's outcome: the checker's fault, or no fault once the microcode is written.
+    microcode : In(memory.WritePort.Signature(ucode bits, Uop))
+        Writes into the microcode memory, from address 0.
+    blocking : Out(config.streams)
+        ``tables.blocking`` plus the streams given a spare engine.
+    prefetch_valid : Out(engines)
+    prefetch_stream, prefetch_layer, prefetch_offset : Out(ArrayLayout(..., engines))
+    stream_prefetched, stream_prefetch_engine : Out
+        The engine assignment (see ``TraversalConfigSignature``).
+    body_pc, exit_pc : Out(ArrayLayout(ucode bits, config.layers))
+        Microcode addresses of each layer's body and exit.
+    lockstep_vector_mode : Out(1)
+    busy : Out(1)
+        From a ``check`` without fault until ``result`` is accepted.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, TmuConfig):
+            raise TypeError(f"config must be a TmuConfig, not {config!r}")
+        self._cfg = config
+        c = config
+        self._ubits = index_bits(c.ucode_depth)
+        self._sbits = index_bits(c.streams)
+        self._abits = index_bits(c.actions)
+        self._engines = max(1, c.prefetchers)
+        self._ebits = index_bits(self._engines)
+        super().__init__({
+            "start":     In(1),
+            "checked":   In(CheckedProgramSignature(c)),
+            "tables":    In(ConfigTablesSignature(c)),
+            "check":     In(check_result_stream()),
+            "result":    Out(check_result_stream()),
+            "microcode": In(microcode_write_port(c)),
+            "blocking":  Out(c.streams),
+            "prefetch_valid":         Out(self._engines),
+            "prefetch_stream":        Out(data.ArrayLayout(8, self._engines)),
+            "prefetch_layer":         Out(data.ArrayLayout(8, self._engines)),
+            "prefetch_offset":        Out(data.ArrayLayout(signed(28), self._engines)),
+            "stream_prefetched":      Out(c.streams),
+            "stream_prefetch_engine": Out(data.ArrayLayout(self._ebits, c.streams)),
+            "body_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
+            "exit_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
+            "lockstep_vector_mode": Out(1),
+            "busy":      Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cfg
+        sb, ab, eb = self._sbits, self._abits, self._ebits
+        lbits = index_bits(c.layers)
+        t = self.tables
+        nl, ns, na = self.checked.counts.layers, self.checked.counts.streams, \
+            self.checked.counts.actions
+        stream_layer = Array(self.checked.stream_layer[i] for i in range(c.streams))
+        stream_blk = self.checked.stream_block
+        act_layer = Array(t.act_layer[i] for i in range(c.actions))
+        act_event = Array(t.act_event[i] for i in range(c.actions))
+        act_sid = Array(t.act_stream[i] for i in range(c.actions))
+        cand_c = Array(t.affine_offset[i] for i in range(c.streams))
+        inv, cand = t.invariant, t.affine
+        act_reads, act_ctl, stream_mem = t.act_reads, t.act_control, t.memory_stream
+        lockstep_valid, lockstep_layer = t.lockstep_valid, t.lockstep_layer
+
+        promoted = Signal(c.streams)        # lazy affine loads given a spare engine
+        m.d.comb += self.blocking.eq(t.blocking | promoted)
+        assign_pass = Signal()
+        e_next = Signal(range(self._engines + 1))
+
+        def layer_of(v):
+            return pick(m, stream_layer, v, 8, "layer_of")
+
+        # --- microcode emission with a one-entry delay (to amend fusion flags) -------------
+        ucode_write_pc = Signal(self._ubits + 1)
+        pend       = Signal(Uop)
+        pend_valid = Signal()
+        pend_hoist = Signal()       # the pending uop runs once per layer entry: fuse nothing into it
+        k          = Signal(8)      # build: current layer
+        j          = Signal(8)      # build: scan position
+
+        def pend_write(uop):
+            m.d.comb += [
+                self.microcode.addr.eq(ucode_write_pc),
+                self.microcode.data.eq(uop),
+                self.microcode.en.eq(pend_valid),
+            ]
+            m.d.sync += ucode_write_pc.eq(ucode_write_pc + pend_valid)
+
+        def replace(kind, id_):
+            """Write the pending uop and make ``kind id_`` the pending one."""
+            pend_write(pend)
+            m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_), pend_valid.eq(1)]
+
+        def emit(kind, id_, hoisted=False):
+            """Append a uop; returns its microcode address (before the append)."""
+            addr = ucode_write_pc + pend_valid
+            m.d.sync += pend_hoist.eq(hoisted)
+            if kind == UopKind.ACT:
+                sid = pick(m, act_sid, id_[:ab], 8, "act_sid_j")[:sb]
+                # A vector action (lane by lane, or a vector and its masked lanes) is neither
+                # fused into another uop nor carries a second action. A BLOCK row (one cycle
+                # per chunk of lines, docs/rtl.md §2.4) may be fused into a STREAM uop and
+                # carry a second action, which fires with its last chunk; it is not a second
+                # action itself.
+                row = act_reads.bit_select(id_[:ab], 1) & stream_blk.bit_select(sid, 1)
+                multi = t.act_vec.bit_select(id_[:ab], 1)
+                pend_multi = ((pend.kind == UopKind.ACT)
+                              & t.act_vec.bit_select(pend.id[:ab], 1))
+                absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                          & ~pend.fuse_act & ~pend.fuse_lane & ~multi
+                          & ~self.blocking.bit_select(pend.id[:sb], 1))
+                immediate = ~(act_reads.bit_select(id_[:ab], 1)
+                              & stream_mem.bit_select(sid, 1)
+                              & ~self.blocking.bit_select(sid, 1))
+                first = Mux(pend.kind == UopKind.ACT, pend.id, pend.act_id)[:ab]
+                two_ctl = act_ctl.bit_select(first, 1) & act_ctl.bit_select(id_[:ab], 1)
+                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
+                           & ~multi & ~row & ~pend_multi
+                           & ((pend.kind == UopKind.ACT)
+                              | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
+                with m.If(absorb):
+                    m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_), pend_hoist.eq(0)]
+                with m.Elif(absorb2):
+                    m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_), pend_hoist.eq(0)]
+                with m.Else():
+                    replace(kind, id_)
+            elif kind == UopKind.NEXT:
+                fused = Signal(Uop)
+                can = pend_valid & ~pend_hoist & ~pend.fuse_lane & (
+                    (pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
+                m.d.comb += fused.eq(pend)
+                with m.If(can):
+                    m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_)]
+                pend_write(fused)
+                m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
+                             pend_valid.eq(1)]
+            elif kind == UopKind.LANE:
+                # Folded into the layer's last STREAM uop when there is one (``fuse_lane``).
+                with m.If(pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)):
+                    m.d.sync += pend.fuse_lane.eq(1)
+                with m.Else():
+                    replace(kind, id_)
+            elif kind == UopKind.STREAM and not hoisted:
+                # A body stream served by a run-ahead engine needs no evaluation: the next
+                # stream's uop pops it (``pop``, one bit per engine; docs/rtl.md §2.2). Not in
+                # a LOCKSTEP layer (lane values go to ``vreg``).
+                psid = pend.id[:sb]
+                pop_absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                              & ~pend.fuse_act & ~pend.fuse_act2 & ~pend.fuse_next
+                              & ~pend.fuse_lane
+                              & self.stream_prefetched.bit_select(psid, 1)
+                              & ~(lockstep_valid & (layer_of(pend.id) == lockstep_layer)))
+                pend_engine = pick(m, Array(self.stream_prefetch_engine[i]
+                                            for i in range(c.streams)),
+                                   psid, eb, "pend_engine")
+                with m.If(pop_absorb):
+                    m.d.sync += [pend.id.eq(id_),
+                                 pend.pop.eq(pend.pop | (Const(1, 16) << pend_engine)[:16])]
+                with m.Else():
+                    replace(kind, id_)
+            else:
+                replace(kind, id_)
+            return addr
+
+        with m.If(self.start):
+            m.d.sync += [ucode_write_pc.eq(0), pend_valid.eq(0), self.prefetch_valid.eq(0),
+                         self.stream_prefetched.eq(0), e_next.eq(0), assign_pass.eq(0),
+                         promoted.eq(0), self.lockstep_vector_mode.eq(0)]
+
+        m.d.comb += self.busy.eq(1)
+        m.d.comb += self.result.payload.eq(self.check.payload)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.busy.eq(0)
+                with m.If(self.check.payload.fault):
+                    m.d.comb += [self.result.valid.eq(self.check.valid),
+                                 self.check.ready.eq(self.result.ready)]
+                with m.Else():
+                    m.d.comb += self.check.ready.eq(1)
+                    with m.If(self.check.valid):
+                        m.d.sync += [k.eq(nl - 1), j.eq(0)]
+                        # Vector mode: every stream of the LOCKSTEP layer has a lane coefficient
+                        # or is a contiguous vector load that no stream reads (docs/rtl.md §9.3).
+                        lane_bad = Const(0)
+                        for s_ in range(c.streams):
+                            lane_bad = lane_bad | ((s_ < ns) & (stream_layer[s_] == lockstep_layer)
+                                                   & ~t.lane_affine[s_]
+                                                   & ~(t.contiguous_vector[s_] & ~t.blocking[s_]))
+                        m.d.sync += self.lockstep_vector_mode.eq(lockstep_valid & ~lane_bad)
+                        m.next = "B_ASSIGN"
+
+            # ---------------------------------------------------------------- run-ahead engines
+            # Blocking affine streams get engines, deepest layer first, then by stream id. A
+            # second pass gives the engines left to lazy affine loads that an OPERAND action
+            # reads, whose base is constant for the run (SpMM's ``val[j]``): the engine
+            # fetches them ahead (its sequence continues across CSR rows), the stream becomes
+            # blocking (its value is the element) and its operand an immediate token, which a
+            # STREAM uop may pop with the next stream (``Uop.pop``) and an action may carry as
+            # a second action (``fuse_act2``). Not in a LOCKSTEP layer (lane values, vector mode).
+            jb = j[:sb]
+            in_lockstep = lockstep_valid & (layer_of(j) == lockstep_layer)
+            spare = (assign_pass & ~self.blocking.bit_select(jb, 1) & ~stream_blk.bit_select(jb, 1)
+                     & t.operand_read.bit_select(jb, 1) & t.global_base.bit_select(jb, 1)
+                     & ~in_lockstep)
+            with m.State("B_ASSIGN"):
+                with m.If(j < ns):
+                    with m.If(cand.bit_select(jb, 1)
+                              & (self.blocking.bit_select(jb, 1) & ~assign_pass | spare)
+                              & (layer_of(j) == k) & (e_next < c.prefetchers)):
+                        e = e_next[:eb]
+                        m.d.sync += [
+                            promoted.bit_select(jb, 1).eq(1),
+                            self.prefetch_valid.bit_select(e, 1).eq(1),
+                            self.prefetch_stream[e].eq(j),
+                            self.prefetch_layer[e].eq(k),
+                            self.prefetch_offset[e].eq(pick(m, cand_c, j, signed(28), "cand_c_j")),
+                            self.stream_prefetched.bit_select(jb, 1).eq(1),
+                            self.stream_prefetch_engine[jb].eq(e),
+                            e_next.eq(e_next + 1),
+                        ]
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    with m.If((k == 0) & assign_pass):
+                        m.next = "B_BEGIN"
+                    with m.Elif(k == 0):
+                        m.d.sync += [assign_pass.eq(1), k.eq(nl - 1)]
+                    with m.Else():
+                        m.d.sync += k.eq(k - 1)
+
+            # ---------------------------------------------------------------- microcode
+            def scan_actions(event, then):
+                with m.If(j < na):
+                    with m.If((act_layer[j] == k) & (act_event[j] == event.value)):
+                        emit(UopKind.ACT, j)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    then()
+
+            with m.State("B_BEGIN"):
+                def to_enter():
+                    m.next = "B_ENTER"
+                scan_actions(Event.BEGIN, to_enter)
+
+            with m.State("B_ENTER"):
+                emit(UopKind.ENTER, k, hoisted=True)
+                m.next = "B_HOIST"
+
+            # Invariant ALU/FWD streams: once per layer entry, before the engines start (an
+            # engine's base may be one of them).
+            with m.State("B_HOIST"):
+                with m.If(j < ns):
+                    with m.If((stream_layer[j] == k) & inv.bit_select(jb, 1)):
+                        emit(UopKind.STREAM, j, hoisted=True)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    m.next = "B_PF"
+
+            with m.State("B_PF"):
+                with m.If(j < self._engines):
+                    e = j[:eb]
+                    with m.If(self.prefetch_valid.bit_select(e, 1) & (self.prefetch_layer[e] == k)):
+                        emit(UopKind.PREFETCH, j, hoisted=True)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += [j.eq(0), self.body_pc[k[:lbits]].eq(ucode_write_pc + pend_valid)]
+                    m.next = "B_STREAMS"
+
+            with m.State("B_STREAMS"):
+                with m.If(j < ns):
+                    with m.If((stream_layer[j] == k) & ~inv.bit_select(jb, 1)):
+                        emit(UopKind.STREAM, j)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    with m.If(lockstep_valid & (k == lockstep_layer)
+                              & ~self.lockstep_vector_mode):
+                        m.next = "B_LANE"
+                    with m.Else():
+                        m.next = "B_ITER"
+
+            with m.State("B_LANE"):
+                emit(UopKind.LANE, k)
+                m.next = "B_ITER"
+
+            with m.State("B_ITER"):
+                def after_iter():
+                    with m.If(k + 1 < nl):
+                        m.d.sync += k.eq(k + 1)
+                        m.next = "B_BEGIN"
+                    with m.Else():
+                        m.next = "B_NEXT"
+                scan_actions(Event.ITER, after_iter)
+
+            with m.State("B_NEXT"):
+                addr = emit(UopKind.NEXT, k)
+                m.d.sync += self.exit_pc[k[:lbits]].eq(addr + 1)
+                m.next = "B_END"
+
+            with m.State("B_END"):
+                def after_end():
+                    with m.If(k != 0):
+                        m.d.sync += k.eq(k - 1)
+                        m.next = "B_NEXT"
+                    with m.Else():
+                        m.next = "B_DONE"
+                scan_actions(Event.END, after_end)
+
+            with m.State("B_DONE"):
+                emit(UopKind.DONE, 0)
+                m.next = "B_FLUSH"
+
+            with m.State("B_FLUSH"):
+                pend_write(pend)
+                m.d.sync += pend_valid.eq(0)
+                m.next = "FINISH"
+
+            with m.State("FINISH"):
+                m.d.comb += [self.result.valid.eq(1), self.result.payload.eq(0)]
+                with m.If(self.result.ready):
+                    m.next = "IDLE"
+
+        return m

@@ -1,0 +1,245 @@
+"""Interfaces between the blocks of the access unit, each declared once (``docs/rtl.md`` §2.1).
+
+The decoder's blocks (``program_checker.py`` -> ``config_writer.py`` -> ``microcode_builder.py``)
+and the traversal meet through these signatures. Memory ports use Amaranth's own
+``memory.ReadPort.Signature`` / ``memory.WritePort.Signature`` (a component that drives a port
+holds it ``In(...)``: the signature is the port's view), handshakes are ``amaranth.lib.stream``
+interfaces. Every ``*Signature`` here is seen from its initiator (the block that produces it).
+"""
+
+from amaranth.hdl import signed
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import Out
+
+from .config import TmuConfig
+from .isa import FaultCode
+from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop
+
+
+__all__ = [
+    "index_bits", "ProgramCounts", "CheckedDescriptor", "CheckResult",
+    "program_read_port", "stream_table_write_port", "action_table_write_port",
+    "microcode_write_port", "CheckedProgramSignature", "descriptor_stream",
+    "check_result_stream", "ConfigTablesSignature", "TraversalConfigSignature",
+]
+
+
+def index_bits(n):
+    """Bits of an index into a table of ``n`` entries (at least 1)."""
+    return max(1, (n - 1).bit_length())
+
+
+def _check(config):
+    if not isinstance(config, TmuConfig):
+        raise TypeError(f"config must be a TmuConfig, not {config!r}")
+
+
+#: Header counts of a program (``docs/isa.md`` §2, header words 2-3), each 8 bits.
+ProgramCounts = data.StructLayout({
+    "layers": 8, "regions": 8, "streams": 8, "actions": 8, "args": 8,
+})
+
+#: A descriptor that passed both phases of the program checks, in program order.
+#: ``section``: 0 layers, 1 regions, 2 streams, 3 actions; ``number``: its id within the section;
+#: ``words``: its 4 words as stored in the program (``docs/isa.md`` §3-§6).
+CheckedDescriptor = data.StructLayout({
+    "section": 2,
+    "number":  8,
+    "words":   data.ArrayLayout(32, 4),
+})
+
+#: The outcome of a decode: ``fault`` set with the fault code and PC of the first failing check
+#: (``docs/isa.md`` §2 "Decode order"), or clear (``code``/``pc`` are then 0).
+CheckResult = data.StructLayout({
+    "fault": 1,
+    "code":  FaultCode,
+    "pc":    32,
+})
+
+
+def program_read_port(config):
+    """The program memory's read port (32-bit words, 1-cycle synchronous read)."""
+    _check(config)
+    depth_bits = index_bits(config.program_words)
+    return memory.ReadPort.Signature(addr_width=depth_bits, shape=32)
+
+
+def stream_table_write_port(config):
+    """Write port of the stream configuration memory (``StreamCfg`` per stream id)."""
+    _check(config)
+    return memory.WritePort.Signature(addr_width=index_bits(config.streams), shape=StreamCfg)
+
+
+def action_table_write_port(config):
+    """Write port of the action configuration memory (``ActionCfg`` per action id)."""
+    _check(config)
+    return memory.WritePort.Signature(addr_width=index_bits(config.actions), shape=ActionCfg)
+
+
+def microcode_write_port(config):
+    """Write port of the microcode memory (``Uop`` per entry)."""
+    _check(config)
+    return memory.WritePort.Signature(addr_width=index_bits(config.ucode_depth), shape=Uop)
+
+
+def descriptor_stream():
+    """Checked descriptors, phase 2, in program order: ``stream.Signature(CheckedDescriptor)``."""
+    return stream.Signature(CheckedDescriptor)
+
+
+def check_result_stream():
+    """One ``CheckResult`` per decode: ``stream.Signature(CheckResult)``."""
+    return stream.Signature(CheckResult)
+
+
+class CheckedProgramSignature(wiring.Signature):
+    """What the program checker learned from the header and phase 1 (initiator: the checker).
+    Valid from the first phase-2 descriptor of a decode until the next ``start``.
+
+    Members
+    -------
+    counts : Out(ProgramCounts)
+        Header counts.
+    version1 : Out(1)
+        The program is ISA version 1 (``docs/isa.md`` §7).
+    layer_mode : Out(ArrayLayout(2, config.layers))
+        ``LayerMode`` of each layer (``SINGLE`` in a version-0 program).
+    stream_layer : Out(ArrayLayout(8, config.streams))
+        Layer of each stream.
+    stream_block : Out(config.streams)
+        BLOCK memory streams (ISA v1, ``docs/isa.md`` §7.4).
+    """
+    def __init__(self, config):
+        _check(config)
+        super().__init__({
+            "counts":       Out(ProgramCounts),
+            "version1":     Out(1),
+            "layer_mode":   Out(data.ArrayLayout(2, config.layers)),
+            "stream_layer": Out(data.ArrayLayout(8, config.streams)),
+            "stream_block": Out(config.streams),
+        })
+
+
+class ConfigTablesSignature(wiring.Signature):
+    """The configuration filled from the phase-2 descriptors and the classes of the streams and
+    actions (initiator: the configuration writer; read by the microcode builder and, through
+    the decoder, the traversal). Valid once the checker's result is out.
+
+    Members
+    -------
+    layers : Out(ArrayLayout(LayerCfg, config.layers))
+    regions : Out(ArrayLayout(RegionCfg, config.regions))
+        Region bases and sizes resolved from the argument registers (bytes).
+    blocking : Out(config.streams)
+        Streams a layer bound or another stream reads (before engine assignment).
+    invariant : Out(config.streams)
+        ALU/FWD streams constant during their layer's traversal (evaluated once per entry).
+    affine : Out(config.streams)
+        MEM streams at ``a + (INDEX own + c) * stride``, ``a`` invariant in the layer.
+    affine_offset : Out(ArrayLayout(signed(28), config.streams))
+        Their ``c``.
+    lane_affine, lane_pos, lane_neg : Out(config.streams)
+        LOCKSTEP ALU/FWD streams with a lane coefficient ``c`` (lane ``l``'s value is lane
+        0's ``+ c * l * step``), and which have ``c = +1`` / ``c = -1``.
+    contiguous_vector : Out(config.streams)
+        LOCKSTEP MEM streams where lane ``l`` loads the element after lane ``l - 1``'s.
+    memory_stream : Out(config.streams)
+        MEM streams.
+    global_base : Out(config.streams)
+        Streams whose ``a`` is an IMM or ARG source (constant for the whole run).
+    operand_read : Out(config.streams)
+        Streams an OPERAND action reads.
+    act_layer : Out(ArrayLayout(8, config.actions))
+    act_event : Out(ArrayLayout(2, config.actions))
+    act_reads : Out(config.actions)
+        OPERAND actions whose source is a STREAM.
+    act_stream : Out(ArrayLayout(8, config.actions))
+        The source's number (its stream id when ``act_reads``).
+    act_control : Out(config.actions)
+        CONTROL actions.
+    act_vec : Out(config.actions)
+        ITER OPERAND actions of the LOCKSTEP layer that push a vector.
+    act_flush : Out(config.actions)
+        ISA v1: the packer flushes after the action's last element (an OPERAND action without
+        JOIN, or the last OPERAND action of its layer and event).
+    lockstep_valid, lockstep_layer : Out(1), Out(8)
+        The program has a LOCKSTEP layer (at most one, the last), and which.
+    """
+    def __init__(self, config):
+        _check(config)
+        S, A = config.streams, config.actions
+        super().__init__({
+            "layers":            Out(data.ArrayLayout(LayerCfg, config.layers)),
+            "regions":           Out(data.ArrayLayout(RegionCfg, config.regions)),
+            "blocking":          Out(S),
+            "invariant":         Out(S),
+            "affine":            Out(S),
+            "affine_offset":     Out(data.ArrayLayout(signed(28), S)),
+            "lane_affine":       Out(S),
+            "lane_pos":          Out(S),
+            "lane_neg":          Out(S),
+            "contiguous_vector": Out(S),
+            "memory_stream":     Out(S),
+            "global_base":       Out(S),
+            "operand_read":      Out(S),
+            "act_layer":         Out(data.ArrayLayout(8, A)),
+            "act_event":         Out(data.ArrayLayout(2, A)),
+            "act_reads":         Out(A),
+            "act_stream":        Out(data.ArrayLayout(8, A)),
+            "act_control":       Out(A),
+            "act_vec":           Out(A),
+            "act_flush":         Out(A),
+            "lockstep_valid":    Out(1),
+            "lockstep_layer":    Out(8),
+        })
+
+
+class TraversalConfigSignature(wiring.Signature):
+    """The configuration registers the decoder fills and the traversal reads (initiator: the
+    decoder), valid after a decode without fault (``docs/rtl.md`` §2.1-§2.3, §9.3).
+
+    Members
+    -------
+    layers, regions : Out
+        As in :class:`ConfigTablesSignature`.
+    blocking : Out(config.streams)
+        Blocking streams, including lazy affine loads given a spare run-ahead engine.
+    body_pc, exit_pc : Out(ArrayLayout(ucode address, config.layers))
+        Microcode address of each layer's body and of its exit (``docs/rtl.md`` §2.2).
+    prefetch_stream, prefetch_layer, prefetch_offset : Out(ArrayLayout(..., engines))
+        Run-ahead engine ``e`` serves stream ``prefetch_stream[e]`` of layer
+        ``prefetch_layer[e]``, element index ``INDEX + prefetch_offset[e]``.
+    stream_prefetched : Out(config.streams)
+    stream_prefetch_engine : Out(ArrayLayout(engine bits, config.streams))
+        Streams served by an engine, and which.
+    act_flush, act_vec, lockstep_valid, lockstep_layer, invariant, lane_pos, lane_neg,
+    contiguous_vector : Out
+        As in :class:`ConfigTablesSignature`.
+    lockstep_vector_mode : Out(1)
+        The LOCKSTEP layer is evaluated once per vector iteration (``docs/rtl.md`` §9.3).
+    """
+    def __init__(self, config):
+        _check(config)
+        S, E = config.streams, max(1, config.prefetchers)
+        ucode_bits = index_bits(config.ucode_depth)
+        super().__init__({
+            "layers":                 Out(data.ArrayLayout(LayerCfg, config.layers)),
+            "regions":                Out(data.ArrayLayout(RegionCfg, config.regions)),
+            "blocking":               Out(S),
+            "body_pc":                Out(data.ArrayLayout(ucode_bits, config.layers)),
+            "exit_pc":                Out(data.ArrayLayout(ucode_bits, config.layers)),
+            "prefetch_stream":        Out(data.ArrayLayout(8, E)),
+            "prefetch_layer":         Out(data.ArrayLayout(8, E)),
+            "prefetch_offset":        Out(data.ArrayLayout(signed(28), E)),
+            "stream_prefetched":      Out(S),
+            "stream_prefetch_engine": Out(data.ArrayLayout(index_bits(E), S)),
+            "act_flush":              Out(config.actions),
+            "lockstep_valid":         Out(1),
+            "lockstep_layer":         Out(8),
+            "act_vec":                Out(config.actions),
+            "invariant":              Out(S),
+            "lockstep_vector_mode":   Out(1),
+            "lane_pos":               Out(S),
+            "lane_neg":               Out(S),
+            "contiguous_vector":      Out(S),
+        })

@@ -17,7 +17,8 @@ from hw.tmu import TmuConfig
 from hw.tmu.program_checker import ProgramChecker
 from hw.tmu.tmu import program_memory_depth
 from sw.runtime.isa import Limits, Program, ProgramError
-from tb.programs import (embedding_bag_case, fault_cases, mutated_cases, random_case,
+from sw.runtime.isa import Source
+from tb.programs import (Case, embedding_bag_case, fault_cases, mutated_cases, random_case,
                          random_v1_case, v1_decode_cases)
 from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
@@ -124,20 +125,76 @@ def _run(config, programs, *, ready_probability, seed):
     return results
 
 
+def _mutate(rng, word):
+    """One random change of a word: a bit, a 4-bit field, the low byte, a small immediate,
+    zero, or a random word."""
+    r = rng.random()
+    if r < 0.3:
+        return word ^ (1 << rng.randrange(32))
+    if r < 0.5:
+        field = rng.choice([0, 8, 9, 12, 16, 20, 23, 24, 28])
+        return (word & ~(0xF << field)) | (rng.randrange(16) << field)
+    if r < 0.65:
+        return (word & 0xFFFFFF00) | rng.randrange(256)
+    if r < 0.8:
+        return Source.imm(rng.randint(-2, 2)).encode()
+    if r < 0.9:
+        return 0
+    return rng.getrandbits(32)
+
+
+def _double_mutations(seed, count, bases):
+    """Programs with two words of one descriptor changed: which of two failing checks of a
+    descriptor comes first is the loader's order (``docs/isa.md`` §2 "Decode order")."""
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        base = rng.choice(bases)
+        w = _words(base.program)
+        d = rng.randrange((len(w) - 4) // 4)
+        for pc in rng.sample(range(4 + 4 * d, 8 + 4 * d), 2):
+            w[pc] = _mutate(rng, w[pc])
+        out.append(Case(f"double_{seed}_{n}", struct.pack(f"<{len(w)}I", *w), b"", []))
+    return out
+
+
+def _edge_cases(seed, count, bases):
+    """Programs with one descriptor word set to an edge value (zero, immediates -1/0/1, all
+    ones), and every layer's ``step`` set to 0 and to -1 (``docs/isa.md``: ``step`` an IMM > 0)."""
+    rng = random.Random(seed)
+    edges = [0, Source.imm(-1).encode(), Source.imm(1).encode(), 0xFFFFFFFF]
+    out = []
+    for base in bases:
+        w = _words(base.program)
+        for layer in range(w[2] & 0xFF):
+            for step in (0, -1):
+                v = list(w)
+                v[4 + 4 * layer + 3] = Source.imm(step).encode()
+                out.append(Case(f"step_{step}", struct.pack(f"<{len(v)}I", *v), b"", []))
+    for n in range(count):
+        w = _words(rng.choice(bases).program)
+        w[rng.randrange(4, len(w))] = rng.choice(edges)
+        out.append(Case(f"edge_{seed}_{n}", struct.pack(f"<{len(w)}I", *w), b"", []))
+    return out
+
+
 def _cases(config, seed):
     base = embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0])
-    cases = [base] + fault_cases(config) + v1_decode_cases(config)
-    cases += [random_case(seed + i, layers=min(3, config.layers), streams=config.streams,
-                          actions=config.actions, regions=2, args=config.args) for i in range(3)]
-    cases += [random_v1_case(seed + i, SMALL, block_prob=0.3, lockstep_prob=0.3)
+    valid = [base] + [random_case(seed + i, layers=min(3, config.layers),
+                                  streams=config.streams, actions=config.actions, regions=2,
+                                  args=config.args) for i in range(3)]
+    valid += [random_v1_case(seed + i, SMALL, block_prob=0.3, lockstep_prob=0.3)
               for i in range(3)]
+    cases = valid + fault_cases(config) + v1_decode_cases(config)
     cases += mutated_cases(seed, 60, config)
+    cases += _double_mutations(seed, 120, valid)
+    cases += _edge_cases(seed, 60, valid)
     depth = program_memory_depth(config)
     return [c for c in cases if len(c.program) <= 4 * depth]
 
 
-@pytest.mark.parametrize("config", [SMALL, V0_ONLY], ids=["small", "v0_only"])
-@pytest.mark.parametrize("ready_probability", [1.0, 0.4])
+@pytest.mark.parametrize("config,ready_probability", [(SMALL, 1.0), (SMALL, 0.4), (V0_ONLY, 0.4)],
+                         ids=["small-no_stalls", "small-stalls", "v0_only-stalls"])
 def test_faults_and_descriptors_match_the_loader(config, ready_probability):
     seed = fresh_seed("program checker")
     cases = _cases(config, seed)

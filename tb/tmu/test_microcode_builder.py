@@ -1,0 +1,204 @@
+"""The microcode builder (``hw/tmu/microcode_builder.py``), fed by the configuration writer as in
+the decoder, in the Amaranth simulator with random stalls on its handshakes (``check`` offered
+after random delays, ``result.ready`` random). Checked against ``docs/rtl.md`` §2.1-§2.2:
+
+* a faulty check goes through unchanged (code, PC) and writes no microcode;
+* the run-ahead engines go to the blocking affine streams, deepest layer first, then by stream
+  id, then the spare ones to lazy affine loads an OPERAND action reads whose base is an IMM or
+  ARG (not BLOCK, not in a LOCKSTEP layer), with their offsets, evaluated in Python from the
+  definitions on the decoded program (``tb/tmu/test_config_writer.py``);
+* the microcode is written from address 0 without holes and ends with ``DONE``; every action
+  fires from exactly one place (an ``ACT`` uop, ``fuse_act`` or ``fuse_act2``), every stream is
+  evaluated by exactly one ``STREAM`` uop or popped from its engine (``pop``), every layer has
+  one ``ENTER`` and one ``NEXT`` uop (``fuse_next`` carries the one that follows), every
+  engine one ``PREFETCH``;
+  ``body_pc``/``exit_pc`` point into it.
+"""
+
+import random
+import struct
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+
+from hw.tmu.config_writer import ConfigWriter
+from hw.tmu.isa import FaultCode
+from hw.tmu.layouts import UopKind
+from hw.tmu.microcode_builder import MicrocodeBuilder
+from sw.runtime.isa import Limits, Program
+from tb.programs import block_cases, embedding_bag_case, lockstep_cases, random_case, random_v1_case
+from tb.seeds import fresh_seed
+from tb.sim_helpers import run_sim
+from tb.tmu.test_config_writer import _bits, reference
+from tb.tmu.test_spmm_rate import CONFIG, _spmm_case
+
+
+# The small build with 4 run-ahead engines (SpMM's rowptr[i], rowptr[i + 1], col[j], val[j]).
+SMALL = CONFIG
+
+
+class _Bench(wiring.Elaboratable):
+    def __init__(self, config):
+        self.writer = ConfigWriter(config)
+        self.builder = MicrocodeBuilder(config)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.writer = self.writer
+        m.submodules.builder = self.builder
+        m.d.comb += self.builder.start.eq(self.writer.start)
+        wiring.connect(m, self.writer.tables, self.builder.tables)
+        return m
+
+
+def _reference_engines(prog, ref, engines):
+    """``[(stream, layer, offset), ...]`` in engine order (``docs/rtl.md`` §2.1 step 4, §2.3)."""
+    S = prog.streams
+    blocking = {i for i in range(len(S)) if ref["blocking"] >> i & 1}
+    lockstep = ref["lockstep"][1]
+    out = []
+    for spare in (False, True):
+        for k in reversed(range(len(prog.layers))):
+            for j, st in enumerate(S):
+                if len(out) == engines or st.layer != k or j not in ref["affine_offset"]:
+                    continue
+                if not spare and j in blocking:
+                    out.append((j, k, ref["affine_offset"][j]))
+                elif (spare and j not in blocking and not st.block and st.layer != lockstep
+                      and ref["operand_read"] >> j & 1 and ref["global_base"] >> j & 1):
+                    out.append((j, k, ref["affine_offset"][j]))
+                    blocking.add(j)
+    return out
+
+
+def _run(config, items, *, ready_probability, seed):
+    bench = _Bench(config)
+    wr, bd = bench.writer, bench.builder
+    rng = random.Random(seed)
+    out = []
+
+    async def testbench(ctx):
+        for case, prog, fault in items:
+            words = list(struct.unpack(f"<{len(case.program) // 4}I", case.program))
+            for k in (wr.checked, bd.checked):
+                ctx.set(k.counts, {"layers": len(prog.layers), "regions": len(prog.regions),
+                                   "streams": len(prog.streams), "actions": len(prog.actions),
+                                   "args": prog.n_args})
+                ctx.set(k.version1, prog.version == 1)
+                for i, layer in enumerate(prog.layers):
+                    ctx.set(k.layer_mode[i], int(layer.mode))
+                for i, st in enumerate(prog.streams):
+                    ctx.set(k.stream_layer[i], st.layer)
+                ctx.set(k.stream_block, _bits(i for i, st in enumerate(prog.streams) if st.block))
+            for i in range(config.args):
+                ctx.set(wr.args[i], (case.args[i] if i < len(case.args) else 0) & (2**64 - 1))
+            ctx.set(wr.start, 1)
+            await ctx.tick()
+            ctx.set(wr.start, 0)
+            counts = [len(prog.layers), len(prog.regions), len(prog.streams), len(prog.actions)]
+            base = 4
+            for section, c in enumerate(counts):
+                for number in range(c):
+                    ctx.set(wr.descriptor.valid, 1)
+                    ctx.set(wr.descriptor.payload, {"section": section, "number": number,
+                                                    "words": words[base:base + 4]})
+                    await ctx.tick()
+                    base += 4
+            ctx.set(wr.descriptor.valid, 0)
+            while rng.random() >= ready_probability:        # the check comes later
+                await ctx.tick()
+            ctx.set(bd.check.valid, 1)
+            ctx.set(bd.check.payload, {"fault": fault is not None,
+                                       "code": fault[0] if fault else 0,
+                                       "pc": fault[1] if fault else 0})
+            writes, result = [], None
+            for _ in range(5000):
+                ready = rng.random() < ready_probability
+                ctx.set(bd.result.ready, ready)
+                if ctx.get(bd.microcode.en):
+                    writes.append((ctx.get(bd.microcode.addr), ctx.get(bd.microcode.data)))
+                check_done = ctx.get(bd.check.valid) and ctx.get(bd.check.ready)
+                if ready and ctx.get(bd.result.valid):
+                    result = ctx.get(bd.result.payload)
+                await ctx.tick()
+                if check_done:
+                    ctx.set(bd.check.valid, 0)
+                if result is not None:
+                    break
+            else:
+                raise TimeoutError(case.name)
+            assert not ctx.get(bd.busy)
+            code = result.code.value if hasattr(result.code, "value") else int(result.code)
+            engines = [(ctx.get(bd.prefetch_stream[e]), ctx.get(bd.prefetch_layer[e]),
+                        ctx.get(bd.prefetch_offset[e]))
+                       for e in range(max(1, config.prefetchers))
+                       if ctx.get(bd.prefetch_valid) >> e & 1]
+            pcs = ([ctx.get(bd.body_pc[i]) for i in range(len(prog.layers))],
+                   [ctx.get(bd.exit_pc[i]) for i in range(len(prog.layers))])
+            out.append((result.fault, code, result.pc, writes, engines, pcs))
+
+    run_sim(bench, testbench)
+    return out
+
+
+def _check_microcode(prog, writes, engines, pcs):
+    uops = [u for _, u in writes]
+    assert [a for a, _ in writes] == list(range(len(writes)))
+    assert uops[-1].kind == UopKind.DONE
+    acts, streams, enters, nexts, prefetches = [], [], [], [], []
+    for i, u in enumerate(uops):
+        if u.kind == UopKind.ACT:
+            acts.append(u.id)
+        elif u.kind == UopKind.STREAM:
+            streams.append(u.id)
+            streams += [engines[e][0] for e in range(len(engines)) if u.pop >> e & 1]
+        elif u.kind == UopKind.ENTER:
+            enters.append(u.id)
+        elif u.kind == UopKind.NEXT:
+            nexts.append(u.id)
+        elif u.kind == UopKind.PREFETCH:
+            prefetches.append(u.id)
+        if u.kind in (UopKind.STREAM, UopKind.ACT):
+            if u.fuse_act:
+                acts.append(u.act_id)
+            if u.fuse_act2:
+                acts.append(u.act2_id)
+            if u.fuse_next:         # a copy of the following NEXT uop (which stays, for jumps)
+                assert (uops[i + 1].kind, uops[i + 1].id) == (UopKind.NEXT, u.next_layer)
+    layers = list(range(len(prog.layers)))
+    assert sorted(acts) == list(range(len(prog.actions)))
+    assert sorted(streams) == list(range(len(prog.streams)))
+    assert sorted(enters) == layers and sorted(nexts) == layers
+    assert sorted(prefetches) == list(range(len(engines)))
+    for pc in pcs[0] + pcs[1]:
+        assert 0 < pc < len(uops)
+
+
+@pytest.mark.parametrize("ready_probability", [1.0, 0.4], ids=["no_stalls", "stalls"])
+def test_engines_and_microcode(ready_probability):
+    seed = fresh_seed("microcode builder")
+    rng = random.Random(seed)
+    limits = Limits.from_tmu_config(SMALL)
+    cases = [embedding_bag_case("eb", rows=4, dim=3, lengths=[2, 0, 1], indices=[1, 3, 0])]
+    cases += [random_case(seed + i, layers=SMALL.layers, streams=SMALL.streams,
+                          actions=SMALL.actions, regions=2, args=SMALL.args) for i in range(4)]
+    cases += [random_v1_case(seed + i, SMALL, block_prob=0.5, lockstep_prob=0.3)
+              for i in range(6)]
+    cases += lockstep_cases(SMALL.lanes)[:3] + block_cases()[:3]
+    cases += [_spmm_case(seed, rows=4)[0]]          # val[j]: a spare engine
+    items = []
+    for case in cases:
+        prog = Program.decode(case.program, limits)
+        items.append((case, prog, None))
+        if rng.random() < 0.3:      # the same tables, but the checker found a fault
+            items.append((case, prog, (rng.choice(list(FaultCode)).value, rng.randrange(1 << 16))))
+    results = _run(SMALL, items, ready_probability=ready_probability, seed=seed)
+    for (case, prog, fault), (got_fault, code, pc, writes, engines, pcs) in zip(items, results):
+        if fault is not None:
+            assert (got_fault, code, pc, writes) == (1, fault[0], fault[1], []), case.name
+            continue
+        assert got_fault == 0, case.name
+        ref = reference(prog, case.args)
+        assert engines == _reference_engines(prog, ref, SMALL.prefetchers), case.name
+        _check_microcode(prog, writes, engines, pcs)

@@ -2,7 +2,7 @@
 ``docs/isa.md`` in the order of the Python loader (``sw.runtime.isa.Program.decode``)."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import TmuConfig

@@ -51,7 +51,8 @@ class Decoder(wiring.Component):
     program : In(memory.ReadPort.Signature(addr_width, 32))
         The program memory's read port.
     busy : Out(1)
-        From ``start`` until ``done`` (inclusive).
+        From the cycle after ``start`` to the cycle of ``done``, both included (the
+        ``decode_cycles`` counter).
     done : Out(1)
         Pulse: decoding finished; ``fault``/``fault_code``/``fault_pc`` valid in the same cycle.
     fault, fault_code, fault_pc : Out(1), Out(FaultCode), Out(32)

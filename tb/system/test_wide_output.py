@@ -4,8 +4,9 @@ and the kernel's results PyTorch's (``Workload.check``), with a free-running sin
 back-pressure and with the coupled core model consuming 16 tokens per cycle
 (``CoreCostModel.tokens_per_cycle``). Inputs are fresh random EmbeddingBag batches (seed
 printed). The ``simple`` memory has one port (the unit's others stay idle: the row issue block
-and the reorder buffer still run at their configured widths); the HBM2 runs, which use all
-ports, are ``slow``."""
+and the reorder buffer still run at their configured widths); the HBM2 runs use all ports.
+Every test here needs its own Verilator build, so all are ``slow`` (``make test-all``); the
+packer and the reorder buffer at 16 and 32 tokens are tested alone, fast, in ``tb/tmu``."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def _run_and_compare(config, memory, seed, size="small", core=CORE16):
     return results
 
 
+@pytest.mark.slow      # its own 16-token build (~5 minutes); the packer and reorder buffer
+                       # at 16 tokens are tested alone in tb/tmu (fast)
 def test_1024_bit_output_with_8_ports_on_the_simple_memory():
     seed = fresh_seed("wide output simple")
     _run_and_compare(TmuConfig(output_tokens=16, memory_ports=8), "simple", seed)

@@ -28,7 +28,7 @@ setup:
 	$(PYTHON) -m pip install --quiet -e ".[test,tf,bench]"
 
 test:
-	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "not slow" --durations=15 $(PYTEST_ARGS)
 
 test-all:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)

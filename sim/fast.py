@@ -16,7 +16,8 @@ Files in the job directory:
     jobs <n>
     job
     image <path of the $readmemh file>        (or: backdoor <count> <hex words...>)
-    units <K>                                  (then K unit blocks, unit 0 first:)
+    units <K>                                  (then per unit, unit 0 first:)
+    sequence <m>                               (the unit's programs, run back to back; then m blocks:)
     program <count> <hex 32-bit words...>
     prog_len <bytes>
     args <count> <hex 64-bit values...>
@@ -28,18 +29,22 @@ Files in the job directory:
                                               (n = 0: no core schedule, the back-pressure sinks)
     max_cycles <cycles>                        (after the unit blocks)
 
-``results.txt`` (written by the harness), per job and unit::
+``results.txt`` (written by the harness), per job, unit and program of its sequence::
 
-    result <n> unit <u> timeout <0|1> status <STATUS> fault_addr <addr> drain_cycles <c> drain_wall <s>
+    result <n> unit <u> seq <s> start <cycle of its START from the job's common START> timeout <0|1> status <STATUS> fault_addr <addr> drain_cycles <c> drain_wall <s>
     core <active 0|1> <schedule mismatch 0|1> <finished 0|1> <finish cycle> <starved cycles> <first cycle>
     counters <count> <values in hw.tmu.COUNTERS order>
     mem_stats <count> <values in hw.hbm_model.stat_names order>
 
-and the tokens in ``data_<n>_<u>.bin`` (uint64 little-endian) and ``ctrl_<n>_<u>.bin`` (uint16).
+and the tokens in ``data_<n>_<u>_<s>.bin`` (uint64 little-endian) and ``ctrl_<n>_<u>_<s>.bin`` (uint16).
 
 With ``units`` (:func:`build_harness`), the harness drives ``hw.multi_system.MultiSystem`` (K
 units on one memory; compiled with ``-DMULTI_TOP -DUNITS=K``): one shared image per job, one
 unit block per unit, all units started in the same cycle, the job ending when all have finished.
+A unit block may list a sequence of programs (``"sequence"``: a list of unit entries in the
+job's ``units``; ``sim.multi.run_sequences_on_rtl``): the unit runs them back to back, loading
+the next through its own register port while the others run (``sim/harness.cpp``
+``run_sequence``); each result then has its ``seq`` number and ``start`` cycle.
 """
 
 from __future__ import annotations
@@ -158,27 +163,30 @@ def _write_jobs(path: Path, spec: list[dict]) -> None:
             lines.append(f"image {job['image']}")
         units = job.get("units") or [job]     # a multi-unit job lists its units' entries
         lines.append(f"units {len(units)}")
-        for unit in units:
-            lines += _unit_lines(unit)
+        for unit in units:                    # a unit entry, or {"sequence": [unit entries]}
+            programs = unit["sequence"] if "sequence" in unit else [unit]
+            lines.append(f"sequence {len(programs)}")
+            for program in programs:
+                lines += _unit_lines(program)
         lines.append(f"max_cycles {job['max_cycles']}")
     path.write_text("\n".join(lines) + "\n")
 
 
 def _read_results(job_dir: Path) -> list[dict]:
-    """Per job and unit (jobs in order, a job's units in order), the raw results; each entry
-    has ``job`` and ``unit``."""
+    """Per job, unit and program of the unit's sequence (in that order), the raw results; each
+    entry has ``job``, ``unit``, ``seq`` and ``start``."""
     results = []
     lines = (job_dir / "results.txt").read_text().splitlines()
     for head, core, counters, stats in zip(lines[0::4], lines[1::4], lines[2::4], lines[3::4]):
         f = head.split()
         fields = dict(zip(f[0::2], f[1::2]))
         active, mismatch, finished, finish, starved, first = (int(v) for v in core.split()[1:])
-        n, u = int(fields["result"]), int(fields["unit"])
+        n, u, k = int(fields["result"]), int(fields["unit"]), int(fields["seq"])
         counter_values = [int(v) for v in counters.split()[2:]]
         results.append({
-            "job": n, "unit": u,
-            "data": np.fromfile(job_dir / f"data_{n}_{u}.bin", dtype="<u8").tolist(),
-            "ctrl": np.fromfile(job_dir / f"ctrl_{n}_{u}.bin", dtype="<u2").tolist(),
+            "job": n, "unit": u, "seq": k, "start": int(fields["start"]),
+            "data": np.fromfile(job_dir / f"data_{n}_{u}_{k}.bin", dtype="<u8").tolist(),
+            "ctrl": np.fromfile(job_dir / f"ctrl_{n}_{u}_{k}.bin", dtype="<u2").tolist(),
             "status": int(fields["status"]), "fault_addr": int(fields["fault_addr"]),
             "counters": dict(zip(COUNTERS, counter_values)),
             "mem_stats": [int(v) for v in stats.split()[2:]],

@@ -30,6 +30,13 @@
 // the memory image is shared. All units are started in the same cycle (one CTRL write on every
 // register port at once) and a job ends when every unit has finished (done or faulted, queues
 // drained). With one unit (UNITS=1), MULTI_TOP or not, the sequence of cycles is the one above.
+//
+// A job may give a unit a *sequence* of programs (run_sequence below: one EmbeddingBag per table
+// a mapping gave that unit): all units start their first program together as above; when a unit
+// has finished one, it reads that run's status, fault address and counters and writes its next
+// program, arguments and START on its own register port, one register access per cycle, while
+// the other units go on running; the job ends when every unit has finished its last program.
+// Each run's start cycle (from the common START write) is reported with its results.
 #include "Vember_system.h"
 #include "verilated.h"
 
@@ -37,6 +44,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -192,8 +200,13 @@ struct Job {
     bool backdoor = false;
     std::string image;
     std::vector<uint64_t> backdoor_words;
-    UnitJob unit[UNITS];
+    std::vector<UnitJob> unit[UNITS];   // per unit, the programs it runs back to back (usually 1)
     uint64_t max_cycles = 0;
+    bool single() const {   // one program per unit: the cycle sequence of the cocotb engine
+        for (const auto& programs : unit)
+            if (programs.size() != 1) return false;
+        return true;
+    }
 };
 
 // One unit's ports in the model and the state of sim/system_top.v's sinks, capture and finished
@@ -370,11 +383,13 @@ class Harness {
         write(u, addr, uint32_t(value));
         write(u, addr + 4, uint32_t(value >> 32));
     }
-    void write_all(uint32_t addr, uint32_t value) {   // every unit's register, in one cycle
-        for (Unit& unit : units) {
-            *unit.csr_addr = addr;
-            *unit.csr_w_data = value;
-            *unit.csr_w_en = 1;
+    // every unit's register (those with `which` set, default all), in one cycle
+    void write_all(uint32_t addr, uint32_t value, const bool* which = nullptr) {
+        for (int u = 0; u < UNITS; u++) {
+            if (which && !which[u]) continue;
+            *units[u].csr_addr = addr;
+            *units[u].csr_w_data = value;
+            *units[u].csr_w_en = 1;
         }
         cycle();
         for (Unit& unit : units) *unit.csr_w_en = 0;
@@ -466,7 +481,11 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
                          nunits, UNITS);
             return false;
         }
-        for (UnitJob& unit : job.unit) {
+        for (auto& programs : job.unit) {
+          size_t nprograms = 0;
+          in >> word >> nprograms;        // "sequence"
+          programs.resize(nprograms);
+          for (UnitJob& unit : programs) {
             in >> word >> count;          // "program"
             unit.program_words.resize(count);
             for (auto& w : unit.program_words) in >> std::hex >> w >> std::dec;
@@ -482,6 +501,7 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
                 unit.schedule.resize(count);
                 for (auto& k : unit.schedule) in >> k;
             }
+          }
         }
         in >> word >> job.max_cycles;
         jobs.push_back(std::move(job));
@@ -493,6 +513,230 @@ template <typename T>
 void write_binary(const std::string& path, const std::vector<T>& v) {
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
+}
+
+
+// The register writes that load `unit`'s program, arguments, memory limit and watchdog, in the
+// order of sim/system_top.py TB.run_job (without the START write).
+struct CsrOp {
+    bool write;
+    uint32_t addr, value;
+};
+std::vector<CsrOp> setup_ops(const Csr& csr, const UnitJob& unit) {
+    std::vector<CsrOp> ops;
+    ops.push_back({true, csr.prog_addr, 0});
+    for (uint32_t w : unit.program_words) ops.push_back({true, csr.prog_data, w});
+    ops.push_back({true, csr.prog_len, unit.prog_len});
+    for (size_t i = 0; i < unit.args.size(); i++) {
+        ops.push_back({true, uint32_t(csr.args + 8 * i), uint32_t(unit.args[i])});
+        ops.push_back({true, uint32_t(csr.args + 8 * i + 4), uint32_t(unit.args[i] >> 32)});
+    }
+    ops.push_back({true, csr.mem_limit_lo, uint32_t(unit.mem_limit)});
+    ops.push_back({true, csr.mem_limit_lo + 4, uint32_t(unit.mem_limit >> 32)});
+    if (unit.watchdog >= 0) ops.push_back({true, csr.watchdog, uint32_t(unit.watchdog)});
+    return ops;
+}
+
+// The sink state a START of `unit` sets (back-pressure threshold and seed, core model).
+void arm_unit(Unit& hu, const UnitJob& unit) {
+    hu.bp_threshold = unit.bp_threshold;
+    hu.seed = unit.seed;
+    hu.core.active = unit.core;
+    if (unit.core) {
+        hu.core.cycles_per_control = unit.cycles_per_control;
+        hu.core.tokens_per_cycle = unit.tokens_per_cycle;
+        hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
+        hu.core.schedule = unit.schedule;
+        hu.core.start();
+    }
+    hu.seed_load = true;
+}
+
+// One finished run of a unit.
+struct RunRecord {
+    uint64_t start = 0;   // cycle of its START write, from the common START write
+    uint32_t status = 0;
+    uint64_t fault_addr = 0;
+    std::vector<uint64_t> counters, mem_stats;
+    std::vector<uint64_t> data;
+    std::vector<uint16_t> ctrl;
+    CoreModel core;
+};
+
+void write_record(std::ofstream& out, const std::string& dir, size_t n, int u, size_t seq,
+                  const RunRecord& r, bool timeout, uint64_t drain_cycles, double wall) {
+    std::string suffix = std::to_string(n) + "_" + std::to_string(u) + "_" + std::to_string(seq) + ".bin";
+    write_binary(dir + "/data_" + suffix, r.data);
+    write_binary(dir + "/ctrl_" + suffix, r.ctrl);
+    out << "result " << n << " unit " << u << " seq " << seq << " start " << r.start << " timeout "
+        << timeout << " status " << r.status << " fault_addr " << r.fault_addr << " drain_cycles "
+        << drain_cycles << " drain_wall " << wall << "\n";
+    const CoreModel& core = r.core;
+    out << "core " << core.active << " " << core.mismatch << " " << core.finished << " "
+        << core.finish_cycle << " " << core.starved << " " << core.first_cycle << "\n";
+    out << "counters " << r.counters.size();
+    for (uint64_t c : r.counters) out << " " << c;
+    out << "\nmem_stats " << r.mem_stats.size();
+    for (uint64_t s : r.mem_stats) out << " " << s;
+    out << "\n";
+}
+
+// A job in which some unit runs a sequence of programs (see the header). Units with no program
+// stay idle. Per unit, a queue of register accesses on its own port (one per cycle, all units'
+// in the same cycle): after a run has finished, read STATUS, FAULT_ADDR and the counters, then
+// (if a program is left) write the next program's registers and START. The memory statistics
+// are read once at the end (from unit 0's port) and reported with every run: they count from
+// the last START of any unit (hw.multi_system: every START clears them).
+bool run_sequence(Harness& h, const Csr& csr, size_t ncounters, const Job& job, size_t n,
+                  const std::string& dir, std::ofstream& out) {
+    struct Seq {
+        size_t started = 0;          // programs started
+        bool running = false;        // the last started program has not been seen finished
+        bool seen_busy = false;      // `finished` has dropped since its START
+        std::deque<CsrOp> ops;
+        bool op_is_start = false;
+        std::vector<uint64_t> reads;
+        std::vector<RunRecord> runs;
+    };
+    Seq seq[UNITS];
+    bool active[UNITS];
+    for (int u = 0; u < UNITS; u++) {
+        active[u] = !job.unit[u].empty();
+        if (!active[u]) continue;
+        for (const CsrOp& op : setup_ops(csr, job.unit[u][0])) h.write(u, op.addr, op.value);
+        arm_unit(h.units[u], job.unit[u][0]);
+    }
+    const uint64_t t0 = h.cycles;     // the common START write's cycle
+    h.write_all(csr.ctrl, 1, active);
+    for (int u = 0; u < UNITS; u++) {
+        h.units[u].seed_load = false;
+        if (active[u]) {
+            seq[u].started = 1;
+            seq[u].running = true;
+            seq[u].runs.emplace_back();
+        }
+    }
+    h.core_clock = true;
+    h.cycle();
+    for (Unit& unit : h.units) {
+        unit.capture = true;
+        unit.data.clear();
+        unit.ctrl.clear();
+    }
+    auto wall0 = std::chrono::steady_clock::now();
+    const size_t nreads = 3 + 2 * ncounters;   // STATUS, FAULT_ADDR (2), counters (2 each)
+    bool timeout = false;
+    for (;;) {
+        bool all_done = true;
+        for (int u = 0; u < UNITS; u++) {
+            Seq& q = seq[u];
+            Unit& hu = h.units[u];
+            if (q.running && !hu.finished) q.seen_busy = true;
+            if (q.running && q.seen_busy && hu.finished) {   // a run is over: collect it
+                q.running = q.seen_busy = false;
+                RunRecord& r = q.runs.back();
+                r.data = std::move(hu.data);
+                r.ctrl = std::move(hu.ctrl);
+                hu.data.clear();
+                hu.ctrl.clear();
+                r.core = hu.core;
+                hu.core.active = false;
+                q.ops.push_back({false, csr.status, 0});
+                q.ops.push_back({false, csr.fault_addr_lo, 0});
+                q.ops.push_back({false, csr.fault_addr_lo + 4, 0});
+                for (size_t i = 0; i < ncounters; i++) {
+                    q.ops.push_back({false, uint32_t(csr.counters + 8 * i), 0});
+                    q.ops.push_back({false, uint32_t(csr.counters + 8 * i + 4), 0});
+                }
+                if (q.started < job.unit[u].size()) {
+                    for (const CsrOp& op : setup_ops(csr, job.unit[u][q.started]))
+                        q.ops.push_back(op);
+                    q.ops.push_back({true, csr.ctrl, 1});   // START (the last op)
+                }
+            }
+            if (q.running || !q.ops.empty()) all_done = false;
+        }
+        if (all_done) break;
+        // this cycle's register accesses, one per unit
+        bool did[UNITS] = {};
+        for (int u = 0; u < UNITS; u++) {
+            Seq& q = seq[u];
+            if (q.ops.empty()) continue;
+            const CsrOp& op = q.ops.front();
+            Unit& hu = h.units[u];
+            *hu.csr_addr = op.addr;
+            *hu.csr_w_data = op.value;
+            *hu.csr_w_en = op.write;
+            *hu.csr_r_en = !op.write;
+            q.op_is_start = op.write && q.ops.size() == 1 && op.addr == csr.ctrl;
+            if (q.op_is_start) {
+                arm_unit(hu, job.unit[u][q.started]);
+                q.runs.emplace_back();
+                q.runs.back().start = h.cycles - t0;
+            }
+            did[u] = true;
+        }
+        h.cycle();
+        for (int u = 0; u < UNITS; u++) {
+            if (!did[u]) continue;
+            Seq& q = seq[u];
+            Unit& hu = h.units[u];
+            *hu.csr_w_en = 0;
+            *hu.csr_r_en = 0;
+            if (!q.ops.front().write) {
+                q.reads.push_back(*hu.csr_r_data);
+                if (q.reads.size() == nreads) {   // the finished run's read-out is complete
+                    RunRecord& r = q.runs[q.runs.size() - (q.op_is_start ? 2 : 1)];
+                    r.status = uint32_t(q.reads[0]);
+                    r.fault_addr = q.reads[1] | q.reads[2] << 32;
+                    for (size_t i = 0; i < ncounters; i++)
+                        r.counters.push_back(q.reads[3 + 2 * i] | q.reads[4 + 2 * i] << 32);
+                    q.reads.clear();
+                }
+            }
+            q.ops.pop_front();
+            if (q.op_is_start) {
+                hu.seed_load = false;
+                q.started += 1;
+                q.running = true;
+                q.op_is_start = false;
+            }
+        }
+        if (h.cycles - t0 >= job.max_cycles) {
+            timeout = true;
+            break;
+        }
+        if (h.any_cap_full_rose()) {
+            bool full[UNITS];
+            for (int u = 0; u < UNITS; u++) full[u] = h.units[u].cap_full;
+            h.do_dump(full);
+        }
+    }
+    for (Unit& unit : h.units) unit.capture = false;
+    h.core_clock = false;
+    h.cycle();
+    bool all[UNITS];
+    for (bool& a : all) a = true;
+    h.do_dump(all);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    uint64_t drain_cycles = h.cycles - t0;
+    std::vector<uint64_t> mem_stats;
+    uint32_t nstats = h.read(0, csr.config3);
+    for (uint32_t i = 0; i < nstats; i++) mem_stats.push_back(h.read64(0, csr.mem_stats + 8 * i));
+    for (int u = 0; u < UNITS; u++) {
+        for (size_t k = 0; k < seq[u].runs.size(); k++) {
+            RunRecord& r = seq[u].runs[k];
+            if (timeout && r.counters.empty()) {   // unfinished: its tokens so far
+                r.data = h.units[u].data;
+                r.ctrl = h.units[u].ctrl;
+                r.counters.assign(ncounters, 0);
+            }
+            r.mem_stats = mem_stats;
+            write_record(out, dir, n, u, k, r, timeout, drain_cycles, wall);
+        }
+    }
+    out.flush();
+    return !timeout;
 }
 
 }  // namespace
@@ -524,27 +768,14 @@ int main(int argc, char** argv) {
                          job.image.c_str(), dir.c_str());
             return 3;
         }
+        if (!job.single()) {
+            if (!run_sequence(h, csr, ncounters, job, n, dir, out)) break;
+            continue;
+        }
         for (int u = 0; u < UNITS; u++) {
-            const UnitJob& unit = job.unit[u];
-            h.write(u, csr.prog_addr, 0);
-            for (uint32_t w : unit.program_words) h.write(u, csr.prog_data, w);
-            h.write(u, csr.prog_len, unit.prog_len);
-            for (size_t i = 0; i < unit.args.size(); i++)
-                h.write64(u, csr.args + 8 * i, unit.args[i]);
-            h.write64(u, csr.mem_limit_lo, unit.mem_limit);
-            if (unit.watchdog >= 0) h.write(u, csr.watchdog, uint32_t(unit.watchdog));
-            Unit& hu = h.units[u];
-            hu.bp_threshold = unit.bp_threshold;
-            hu.seed = unit.seed;
-            hu.core.active = unit.core;
-            if (unit.core) {
-                hu.core.cycles_per_control = unit.cycles_per_control;
-                hu.core.tokens_per_cycle = unit.tokens_per_cycle;
-                hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
-                hu.core.schedule = unit.schedule;
-                hu.core.start();
-            }
-            hu.seed_load = true;
+            const UnitJob& unit = job.unit[u][0];
+            for (const CsrOp& op : setup_ops(csr, unit)) h.write(u, op.addr, op.value);
+            arm_unit(h.units[u], unit);
         }
         h.write_all(csr.ctrl, 1);         // every unit starts in the same cycle
         for (Unit& unit : h.units) unit.seed_load = false;
@@ -585,31 +816,21 @@ int main(int argc, char** argv) {
         uint64_t drain_cycles = h.cycles - c0;
 
         for (int u = 0; u < UNITS; u++) {
-            uint32_t status = h.read(u, csr.status);
-            uint64_t fault_addr = h.read64(u, csr.fault_addr_lo);
-            std::vector<uint64_t> counters;
+            RunRecord r;
+            r.status = h.read(u, csr.status);
+            r.fault_addr = h.read64(u, csr.fault_addr_lo);
             for (size_t i = 0; i < ncounters; i++)
-                counters.push_back(h.read64(u, csr.counters + 8 * i));
-            std::vector<uint64_t> mem_stats;
+                r.counters.push_back(h.read64(u, csr.counters + 8 * i));
             uint32_t nstats = h.read(u, csr.config3);
             for (uint32_t i = 0; i < nstats; i++)
-                mem_stats.push_back(h.read64(u, csr.mem_stats + 8 * i));
-
-            std::string suffix = std::to_string(n) + "_" + std::to_string(u) + ".bin";
-            write_binary(dir + "/data_" + suffix, h.units[u].data);
-            write_binary(dir + "/ctrl_" + suffix, h.units[u].ctrl);
-            out << "result " << n << " unit " << u << " timeout " << timeout << " status "
-                << status << " fault_addr " << fault_addr << " drain_cycles " << drain_cycles
-                << " drain_wall " << wall << "\n";
-            const CoreModel& core = h.units[u].core;
-            out << "core " << core.active << " " << core.mismatch << " " << core.finished << " "
-                << core.finish_cycle << " " << core.starved << " " << core.first_cycle << "\n";
+                r.mem_stats.push_back(h.read64(u, csr.mem_stats + 8 * i));
+            r.data = std::move(h.units[u].data);
+            r.ctrl = std::move(h.units[u].ctrl);
+            h.units[u].data.clear();
+            h.units[u].ctrl.clear();
+            r.core = h.units[u].core;
             h.units[u].core.active = false;
-            out << "counters " << counters.size();
-            for (uint64_t c : counters) out << " " << c;
-            out << "\nmem_stats " << mem_stats.size();
-            for (uint64_t s : mem_stats) out << " " << s;
-            out << "\n";
+            write_record(out, dir, n, u, 0, r, timeout, drain_cycles, wall);
         }
         out.flush();
         if (timeout) break;

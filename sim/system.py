@@ -13,6 +13,8 @@ tracing and the waveform of each call is copied to ``build/rtl/waves/``. A call 
 arguments, back-pressure) into a temporary directory, points ``$EMBER_RTL_JOB`` at it and runs the
 cocotb module ``sim.system_top`` in one simulator process; :func:`run_many_on_rtl` runs
 several jobs in one process (what the tests use: one simulator start-up for many programs).
+K units on one memory (``hw.multi_system``): ``sim.multi`` (``run_multi_on_rtl``,
+``run_sequences_on_rtl``; the first also importable from here).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sim.verilator import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
 __all__ = ["TmuConfig", "RtlResult", "RtlJob", "CoreRun", "ENGINES", "run_on_rtl", "run_many_on_rtl",
-           "memory_stats_dict", "UnitJob", "MultiRtlResult", "run_multi_on_rtl"]
+           "memory_stats_dict", "UnitJob", "MultiRtlResult", "run_multi_on_rtl"]   # the last three: sim.multi
 
 
 MASK64 = (1 << 64) - 1
@@ -325,107 +327,13 @@ def run_on_rtl(program: bytes, image: bytes, args: Sequence[int], *,
     return run_many_on_rtl([job], config=config, memory=memory, engine=engine)[0]
 
 
-@dataclass
-class UnitJob:
-    """What one unit of a multi-unit system runs (:func:`run_multi_on_rtl`); the memory image
-    is shared."""
-    program: bytes
-    args: Sequence[int]
-    backpressure: float = 0.0
-    seed: int = 0
-    watchdog: int | None = None
-    #: the unit's execute side (as ``RtlJob.core`` / ``RtlJob.core_schedule``): its output
-    #: queues are consumed by its own core model instead of the back-pressure sinks
-    core: object | None = None
-    core_schedule: Sequence[int] | None = None
+#: The multi-unit system's API lives in ``sim.multi`` (one concept per module); these names are
+#: re-exported from here, lazily (``sim.multi`` imports this module).
+_MULTI = ("UnitJob", "MultiRtlResult", "run_multi_on_rtl")
 
 
-@dataclass
-class MultiRtlResult:
-    """A multi-unit run: one :class:`RtlResult` per unit (its tokens, status, counters; its
-    ``cycles`` from the common start to its own done) and the ``makespan`` (cycles from the
-    common start until the last unit was done = the largest ``cycles``)."""
-    units: list[RtlResult]
-    makespan: int
-
-    @property
-    def memory_stats(self) -> dict:
-        """The shared memory's statistics over the run (``docs/hbm_model.md`` §5)."""
-        return self.units[0].memory_stats
-
-
-def run_multi_on_rtl(jobs_per_unit: Sequence[UnitJob], image: bytes, *, units: int,
-                     memory="simple", config: TmuConfig | None = None,
-                     mem_words: int | None = None, max_cycles: int = 50_000_000,
-                     engine: str = "cpp") -> MultiRtlResult:
-    """Run one program per unit on ``hw.multi_system.MultiSystem``: ``units`` access units
-    sharing one memory model loaded with ``image``, all started in the same cycle (the C++
-    harness, ``sim.fast``; one Verilator build per configuration, preset, memory size and K).
-
-    Parameters
-    ----------
-    jobs_per_unit : sequence of UnitJob
-        ``units`` entries, unit 0 first: program, argument registers, back-pressure and seed of
-        that unit's output-queue sinks, watchdog, optional core model (each unit has its own;
-        ``RtlResult.core``).
-    image : bytes
-        The shared memory image from byte address 0 (length a multiple of 8); every unit's
-        memory limit is its length.
-    units : int
-        K, one of 1, 2, 4, 8.
-    memory, config, mem_words, max_cycles
-        As :func:`run_many_on_rtl` / :func:`run_on_rtl`.
-    engine : str
-        ``"cpp"`` only (the cocotb engine drives one unit).
-
-    Raises
-    ------
-    ValueError
-        ``units`` not in 1, 2, 4, 8; ``jobs_per_unit`` not of length ``units``; ``engine`` not
-        ``"cpp"``; a bad image length, argument count, back-pressure or watchdog.
-    TimeoutError
-        Not every unit finished within ``max_cycles`` cycles.
-    """
-    from hw.multi_system import UNITS
-    from sim.fast import build_harness, run_jobs
-    from sim.verilator import _preset
-    if isinstance(units, bool) or units not in UNITS:
-        raise ValueError(f"units must be one of {UNITS}, not {units!r}")
-    if engine != "cpp":
-        raise ValueError(f"engine must be 'cpp' for a multi-unit run (the cocotb engine drives "
-                         f"one unit), not {engine!r}")
-    if len(jobs_per_unit) != units:
-        raise ValueError(f"jobs_per_unit must have one entry per unit ({units}), not "
-                         f"{len(jobs_per_unit)}")
-    config = config or TmuConfig()
-    preset = _preset(memory)
-    for job in jobs_per_unit:
-        _check_job(RtlJob(job.program, image, job.args, backpressure=job.backpressure,
-                          watchdog=job.watchdog, core=job.core,
-                          core_schedule=job.core_schedule), config)
-    if mem_words is None:
-        mem_words = mem_words_for(len(image))
-    if len(image) > 8 * mem_words:
-        raise ValueError(f"memory image of {len(image)} bytes does not fit the model's "
-                         f"{8 * mem_words} bytes")
-    executable = build_harness(config, mem_words, memory=preset, units=units)
-    with tempfile.TemporaryDirectory(prefix="ember_rtl_") as tmp:
-        tmp = Path(tmp)
-        path = tmp / "image_0.hex"
-        path.write_bytes(_hex_image(bytes(image)))
-        units_spec = []
-        for j in jobs_per_unit:
-            unit = _entry(j.program, j.args, len(image), j, config)
-            if j.core is not None:
-                unit["core"] = _core_entry(j.core, j.core_schedule)
-            units_spec.append(unit)
-        entry = {"image": str(path), "max_cycles": int(max_cycles), "units": units_spec}
-        t0 = time.perf_counter()
-        raw = run_jobs(executable, [entry], tmp)
-        wall = time.perf_counter() - t0
-    if len(raw) != units:
-        raise RuntimeError(f"the simulation returned {len(raw)} results for {units} units")
-    if raw[0]["timeout"]:
-        raise TimeoutError(f"the units did not all finish within {max_cycles} cycles")
-    results = [_result(r, preset, wall) for r in raw]
-    return MultiRtlResult(results, max(r.cycles for r in results))
+def __getattr__(name):
+    if name in _MULTI:
+        import sim.multi
+        return getattr(sim.multi, name)
+    raise AttributeError(f"module 'sim.system' has no attribute {name!r}")

@@ -43,6 +43,7 @@ def _eb_kernel():
     return compile_mlir(path.read_text(), filename=path.name, opt_level=3)
 
 
+@pytest.mark.slow      # its own K = 1 HBM2 build: 5-25 minutes (CI budget); K = 2 runs in the fast suite
 def test_one_unit_is_system_cycle_for_cycle():
     base = fresh_seed("random_case")
     cases = [embedding_bag_case("eb_sum", rows=40, dim=16, lengths=[3, 1, 0, 7, 2])]

@@ -18,7 +18,9 @@ the access unit's cycles, the core cost model's cycles and ``DAE = max(access, c
 
 ``speedup = core-only cycles / DAE cycles`` (> 1: the DAE system is faster). Cycles are memory
 (unit) cycles for both (``CoreConfig.clock_ratio`` 1 by default: the core runs at the unit's
-clock, as the DAE's execute core is counted; ``--clock-ratio 3`` models a 3 GHz core).
+clock; ``--clock-ratio 3`` models 3 GHz cores on both sides: the core-only model runs at
+``CoreConfig(clock_ratio=3)`` and the DAE's execute core pops three times as many tokens per
+memory cycle, its per-callback cycles divided by three, ``CoreCostModel.in_memory_cycles``).
 
 Writes ``build/bench_core_only.csv`` (``--out``) and prints a Markdown table.
 
@@ -89,13 +91,14 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
 
 def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
              output_tokens: int | None = None, memory_ports: int | None = None,
-             tokens_per_cycle: int | None = None) -> dict[str, dict]:
+             tokens_per_cycle: int | None = None, clock_ratio: int = 1) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
     ``dae_cycles`` is when the core model popped DONE): workload -> its row.
 
     ``output_tokens`` / ``memory_ports`` change the RTL build (``TmuConfig``; default the
-    configuration's), ``tokens_per_cycle`` the core's rate (``CoreCostModel``; default 8, one
-    512-bit vector per cycle)."""
+    configuration's), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
+    default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
+    cost model in memory cycles: ``CoreCostModel.in_memory_cycles``)."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
@@ -103,8 +106,8 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     rtl_config_for(limits)
     changes = {k: v for k, v in (("output_tokens", output_tokens),
                                  ("memory_ports", memory_ports)) if v is not None}
-    cost = CoreCostModel() if tokens_per_cycle is None else \
-        CoreCostModel(tokens_per_cycle=tokens_per_cycle)
+    cost = (CoreCostModel() if tokens_per_cycle is None else
+            CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
                                                memory=memory, coupled=True, cost=cost,
                                                config_changes=changes)}
@@ -127,7 +130,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-rtl", action="store_true", help="core-only model only (no DAE cycles)")
     ap.add_argument("--vector-bytes", type=int, default=64,
                     help="vector register bytes of the core's innermost loops (64: AVX-512; 0: scalar)")
-    ap.add_argument("--clock-ratio", type=int, default=1, help="core cycles per memory cycle")
+    ap.add_argument("--clock-ratio", type=int, default=1,
+                    help="core cycles per memory cycle, for both cores (the core-only baseline "
+                         "and the DAE side's execute core); default 1")
     ap.add_argument("--output-tokens", type=int, default=None,
                     help="TmuConfig.output_tokens of the DAE run (1..16; default 8, a 512-bit beat)")
     ap.add_argument("--memory-ports", type=int, default=None,
@@ -165,7 +170,7 @@ def main(argv=None) -> int:
     if not a.no_rtl:
         dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
                        output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                       tokens_per_cycle=a.tokens_per_cycle)
+                       tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio)
         for r in rows:
             d = dae[r["workload"]]
             r["dae_level"] = a.level
@@ -185,7 +190,8 @@ def main(argv=None) -> int:
     print(f"{a.size} inputs, memory {a.memory}, DAE at -O{a.level}"
           + (" (not run)" if a.no_rtl else
              f" (output_tokens {a.output_tokens or 'default'}, memory_ports "
-             f"{a.memory_ports or 'default'}, core tokens/cycle {a.tokens_per_cycle or 8})"))
+             f"{a.memory_ports or 'default'}, core tokens/cycle {a.tokens_per_cycle or 8})")
+          + f", core clock {a.clock_ratio}x the memory's")
     print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
           + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)
           + " |")

@@ -69,6 +69,27 @@ class CoreCostModel:
         """Cycles per control token that runs a callback: pop, dispatch and callback body."""
         return self.dispatch + self.per_callback
 
+    def in_memory_cycles(self, clock_ratio: int) -> "CoreCostModel":
+        """The same core clocked ``clock_ratio`` times faster than the memory and the access unit,
+        expressed in memory cycles (what the coupled simulation counts): ``cycles_per_control``
+        becomes ``ceil(cycles_per_control / clock_ratio)`` (``dispatch`` likewise, the rest in
+        ``per_callback``; rounded up, i.e. never faster than the faster core),
+        ``tokens_per_cycle`` and ``buffer_beats`` grow ``clock_ratio`` times (the core pops its
+        vectors ``clock_ratio`` times per memory cycle and holds as many beats). ``clock_ratio`` 1
+        returns ``self``. The core-only baseline's ``CoreConfig.clock_ratio`` is the same ratio
+        (``sim/core_only.py``): a comparison at ratio R runs both cores at R.
+
+        Raises ``ValueError`` if ``clock_ratio`` is not an int >= 1."""
+        if not isinstance(clock_ratio, int) or isinstance(clock_ratio, bool) or clock_ratio < 1:
+            raise ValueError(f"clock_ratio must be an int >= 1, not {clock_ratio!r}")
+        if clock_ratio == 1:
+            return self
+        per_control = -(-self.cycles_per_control // clock_ratio)
+        dispatch = min(per_control, -(-self.dispatch // clock_ratio))
+        return CoreCostModel(dispatch=dispatch, per_callback=per_control - dispatch,
+                             tokens_per_cycle=self.tokens_per_cycle * clock_ratio,
+                             buffer_beats=self.buffer_beats * clock_ratio)
+
     def callback_cycles(self, operands: int) -> int:
         """Cycles of one callback that pops ``operands`` tokens, without waiting."""
         return self.cycles_per_control + -(-operands // self.tokens_per_cycle)

@@ -76,6 +76,23 @@ def test_core_cost_model_rejects_bad_rates():
         CoreCostModel(dispatch=0, per_callback=0)
 
 
+def test_core_cost_model_in_memory_cycles():
+    """A core R times faster than the memory, counted in memory cycles: per-control cycles
+    divided by R rounded up, R times the tokens (and buffer) per cycle."""
+    base = CoreCostModel()                                   # 2 + 4 cycles, 8 tokens
+    assert base.in_memory_cycles(1) is base
+    two = base.in_memory_cycles(2)
+    assert (two.dispatch, two.per_callback, two.tokens_per_cycle, two.buffer_beats) == (1, 2, 16, 4)
+    three = CoreCostModel(dispatch=2, per_callback=5, tokens_per_cycle=16).in_memory_cycles(3)
+    assert (three.cycles_per_control, three.dispatch, three.tokens_per_cycle) == (3, 1, 48)
+    # never faster than the faster core: a callback of k operands takes at least k / (R * 8)
+    for k in (0, 1, 8, 17, 1024):
+        assert two.callback_cycles(k) >= base.callback_cycles(k) / 2
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="clock_ratio"):
+            base.in_memory_cycles(bad)
+
+
 # ------------------------------------------------------------------------------------------------
 # RTL (the default TmuConfig, `simple` memory: the cached build)
 # ------------------------------------------------------------------------------------------------

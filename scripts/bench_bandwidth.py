@@ -49,7 +49,7 @@ sweeps vary one parameter of the base configuration, ``TmuConfig()`` unless
 ``-O3`` on HBM2, no sweeps — takes about 25 minutes (a DLRM run is 5-7 minutes of wall time at a
 load average of 7: the 25.6 MB table image); ``--all`` adds HBM3, the hand-written programs and
 sweeps of 16..1024 lines, 1, 2, 4 and 8 ports and 1..16 tokens (hours). ``TmuConfig`` accepts
-1..8 ports and 1..16 tokens (``ValueError`` otherwise, reported as a usage error).
+1..8 ports and 1..32 tokens (``ValueError`` otherwise, reported as a usage error).
 
 Writes ``build/bench_bandwidth.csv`` and ``build/bench_bandwidth.png`` (``--out``);
 ``--docs-figure`` also copies the plot to ``docs/figures/bench_bandwidth.png``.
@@ -320,7 +320,7 @@ def main(argv=None) -> int:
     parser.add_argument("--inflight", default="", help="max_inflight values to sweep, e.g. 64,256,1024")
     parser.add_argument("--ports", default="", help="memory_ports values to sweep (1..8), e.g. 1,2,4,8")
     parser.add_argument("--output-tokens", default="",
-                        help="output_tokens values to sweep (1..16), e.g. 2,4,8,16")
+                        help="output_tokens values to sweep (1..32), e.g. 2,4,8,16")
     parser.add_argument("--base-output-tokens", type=int, default=None,
                         help="output_tokens of the table and of the other sweeps' points "
                              "(default TmuConfig's, 8)")

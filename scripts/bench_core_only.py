@@ -134,7 +134,7 @@ def main(argv=None) -> int:
                     help="core cycles per memory cycle, for both cores (the core-only baseline "
                          "and the DAE side's execute core); default 1")
     ap.add_argument("--output-tokens", type=int, default=None,
-                    help="TmuConfig.output_tokens of the DAE run (1..16; default 8, a 512-bit beat)")
+                    help="TmuConfig.output_tokens of the DAE run (1..32; default 8, a 512-bit beat)")
     ap.add_argument("--memory-ports", type=int, default=None,
                     help="TmuConfig.memory_ports of the DAE run (1..8; default 2)")
     ap.add_argument("--tokens-per-cycle", type=int, default=None,

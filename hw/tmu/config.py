@@ -83,9 +83,9 @@ class TmuConfig:
     output_tokens : int
         Width of the data output, 64-bit tokens per cycle: the packer and the data queue move a
         beat of up to this many tokens per cycle (the token sequence is the one of
-        ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..16. Default 8 (512 bits);
-        16 is a 1024-bit beat (two 512-bit vectors per cycle), drained from the reorder buffer
-        at ``drain_lines`` lines per cycle.
+        ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..32. Default 8 (512 bits);
+        16 is a 1024-bit beat (two 512-bit vectors per cycle), 32 a 2048-bit one (HBM2's peak,
+        256 B/cycle), drained from the reorder buffer at ``drain_lines`` lines per cycle.
     """
     layers: int = 4
     streams: int = 16
@@ -155,8 +155,8 @@ class TmuConfig:
                 not 1 <= self.memory_ports <= 8:
             raise ValueError(f"memory_ports must be an integer in 1..8, not {self.memory_ports!r}")
         if not isinstance(self.output_tokens, int) or isinstance(self.output_tokens, bool) or \
-                self.output_tokens not in (1, 2, 4, 8, 16):
-            raise ValueError(f"output_tokens must be 1, 2, 4, 8 or 16, "
+                self.output_tokens not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"output_tokens must be 1, 2, 4, 8, 16 or 32, "
                              f"not {self.output_tokens!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "

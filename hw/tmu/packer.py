@@ -60,7 +60,7 @@ class Packer(wiring.Component):
     line_bytes : int
         Width of an entry's ``line``, bytes (``TmuConfig.line_bytes``).
     tokens : int
-        Tokens per beat, 1..16 (``TmuConfig.output_tokens``).
+        Tokens per beat, 1..32 (``TmuConfig.output_tokens``).
     lanes : int
         Entries taken per cycle, 1..4 (``TmuConfig.drain_lines``).
 
@@ -83,8 +83,8 @@ class Packer(wiring.Component):
     def __init__(self, line_bytes=8, tokens=1, lanes=1):
         if line_bytes not in (8, 16, 32, 64):
             raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {line_bytes!r}")
-        if tokens not in (1, 2, 4, 8, 16):
-            raise ValueError(f"tokens must be 1, 2, 4, 8 or 16, not {tokens!r}")
+        if tokens not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"tokens must be 1, 2, 4, 8, 16 or 32, not {tokens!r}")
         if not isinstance(lanes, int) or not 1 <= lanes <= 4:
             raise ValueError(f"lanes must be an integer in 1..4, not {lanes!r}")
         self._line_bytes = line_bytes

@@ -29,17 +29,17 @@ def _copy(args):
     return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
-def _run_and_compare(config, memory, seed, size="small"):
+def _run_and_compare(config, memory, seed, size="small", core=CORE16):
     kernel = compile_mlir(EB.path.read_text(), filename=EB.example, opt_level=3)
     args = EB.make(size, seed)
     image = build_image(kernel, _copy(args))
     regs = bind_arguments(kernel, _copy(args), image)
     program = kernel.program.encode()
     gold = run_golden(program, image.data, regs, limits=kernel.limits)
-    executed = execute_tokens(kernel, _copy(args), gold.data_tokens, gold.control_tokens, CORE16)
+    executed = execute_tokens(kernel, _copy(args), gold.data_tokens, gold.control_tokens, core)
     EB.check(_copy(args), executed.results)
     jobs = [RtlJob(program, image.data, regs, backpressure=0.5, seed=seed),
-            RtlJob(program, image.data, regs, core=CORE16,
+            RtlJob(program, image.data, regs, core=core,
                    core_schedule=executed.pops_per_control)]
     results = run_many_on_rtl(jobs, config=config, memory=memory, engine="cpp")
     for result in results:
@@ -54,6 +54,15 @@ def _run_and_compare(config, memory, seed, size="small"):
 def test_1024_bit_output_with_8_ports_on_the_simple_memory():
     seed = fresh_seed("wide output simple")
     _run_and_compare(TmuConfig(output_tokens=16, memory_ports=8), "simple", seed)
+
+
+@pytest.mark.slow
+def test_2048_bit_output_with_8_ports_on_the_simple_memory():
+    """32 tokens per beat: the packer places four 64-byte lines per cycle (``drain_lines`` 4);
+    the core pops 32 tokens per cycle. Slow: its build takes ~10 minutes."""
+    seed = fresh_seed("2048-bit output simple")
+    _run_and_compare(TmuConfig(output_tokens=32, memory_ports=8), "simple", seed,
+                     core=CoreCostModel(tokens_per_cycle=32))
 
 
 @pytest.mark.slow

@@ -175,7 +175,7 @@ def test_lines_after_an_immediate_still_move_one_per_cycle():
 
 
 @pytest.mark.parametrize("line_bytes,tokens,lanes", [(64, 16, 2), (32, 16, 4), (16, 4, 2),
-                                                     (64, 16, 1)])
+                                                     (64, 16, 1), (64, 32, 4)])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_several_entries_per_cycle_match_the_golden_packer(line_bytes, tokens, lanes,
                                                            backpressure):

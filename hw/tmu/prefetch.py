@@ -172,21 +172,23 @@ class Prefetcher(wiring.Component):
             self.esize.eq(Const(1, 4) << log2),
         ]
 
-        # Issue.
+        # Issue. The end of the region or of the memory, whichever comes first (``limit``), is a
+        # register: set from ``p_*`` at a start, recomputed from the registers (and ``mem_limit``)
+        # in the other cycles, so that an issue decision has one subtraction before its
+        # comparisons, not three adders in series.
+        limit = Signal(signed(66))
+        region_end = Signal(signed(66))
+        m.d.comb += region_end.eq(region_base + region_size)
+        m.d.sync += limit.eq(Mux(region_end < self.mem_limit, region_end, self.mem_limit))
         esize = Signal(4)
         m.d.comb += esize.eq(Const(1, 4) << log2)
         in_range = cur_i < ub
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         end = addr + esize
-        ok = (~misaligned & (addr >= region_base) & (end <= region_base + region_size)
-              & (end <= self.mem_limit))
+        ok = ~misaligned & (addr >= region_base) & (end <= limit)
         want = active & (in_range | seq) & (count != depth)
         # Elements of this request: contiguous ones up to the line's end, the range's end (until
         # continued) and the region's or memory's end (each element passes the checks).
-        region_end = Signal(signed(66))
-        m.d.comb += region_end.eq(region_base + region_size)
-        limit = Signal(signed(66))
-        m.d.comb += limit.eq(Mux(region_end < self.mem_limit, region_end, self.mem_limit))
         fit = Signal(signed(67))
         m.d.comb += fit.eq((limit - addr) >> log2)
         left = Signal(signed(67))
@@ -194,9 +196,16 @@ class Prefetcher(wiring.Component):
         n = Signal(range(max_elems + 1))
         in_line = Signal(range(max_elems + 1))
         m.d.comb += in_line.eq((self._line_bytes - addr[0:line_bits]) >> log2)
+        # ``x < y`` for a wide signed ``x`` and ``y`` <= max_elems, without a wide comparator:
+        # negative, or no bit above the low ones and the low bits below ``y``.
+        low = max_elems.bit_length()
+
+        def below(x, y):
+            return x[-1] | ((x[low:] == 0) & (x[:low] < y))
+
         n_range = Signal(range(max_elems + 1))
-        m.d.comb += n_range.eq(Mux(~seq & (left < in_line), left, in_line))
-        m.d.comb += n.eq(Mux(~contiguous, 1, Mux(fit < n_range, fit, n_range)))
+        m.d.comb += n_range.eq(Mux(~seq & below(left, in_line), left, in_line))
+        m.d.comb += n.eq(Mux(~contiguous, 1, Mux(below(fit, n_range), fit, n_range)))
         m.d.comb += [
             self.req_valid.eq(want & ok),
             self.req_addr.eq(addr),
@@ -256,6 +265,8 @@ class Prefetcher(wiring.Component):
                 sign.eq(self.p_sign),
                 region_base.eq(self.p_region_base),
                 region_size.eq(self.p_region_size),
+                limit.eq(Mux(self.p_region_base + self.p_region_size < self.mem_limit,
+                             self.p_region_base + self.p_region_size, self.mem_limit)),
                 contiguous.eq((self.p_step == 1) & (self.p_stride == (Const(1, 4) << self.p_log2))),
                 head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0),
             ]

@@ -158,28 +158,38 @@ class RowIssue(wiring.Component):
             ]
         m.d.comb += self.idle.eq(~have)
 
-        # Requests granted this cycle (a prefix: ``granted`` of them) and where the run goes on.
+        # Requests granted this cycle (a prefix: ``fired``) and where the run goes on.
         fired = [offered[k] & self.req_grant[k] for k in range(L)]
         for k in range(1, L):
             fired[k] = fired[k] & fired[k - 1]
-        granted = Signal(range(L + 1))
-        m.d.comb += granted.eq(sum(fired))
         final_last = Signal()          # the last granted request was the run's last line
         final_left = Signal.like(left)
         m.d.comb += [final_last.eq(last[0]), final_left.eq(left_at[0] - count[0])]
         for k in range(1, L):
             with m.If(fired[k]):
                 m.d.comb += [final_last.eq(last[k]), final_left.eq(left_at[k] - count[k])]
+        # The next line address and slot for each number of grants, computed from registers
+        # before the grants arrive: a grant (late: it depends on every requester before this
+        # block on the ports) only selects one, no adder after it.
+        next_line = [Signal(64 - line_bits, name=f"next_line_{k}") for k in range(1, L + 1)]
+        next_slot = [Signal(c.rob_bits, name=f"next_slot_{k}") for k in range(1, L + 1)]
+        for k in range(L):
+            m.d.comb += [next_line[k].eq(cur_addr[line_bits:] + k + 1),
+                         next_slot[k].eq(cur_slot + k + 1)]
         with m.If(have & self.req_grant[0]):
             m.d.comb += jobs.r_en.eq(~active)
             with m.If(~active):
                 m.d.sync += job.eq(head)
             m.d.sync += [
                 active.eq(~final_last),
-                addr.eq(Cat(Const(0, line_bits), cur_addr[line_bits:] + granted)),
+                addr.eq(Cat(Const(0, line_bits), next_line[0])),
                 left.eq(final_left),
-                slot.eq(cur_slot + granted),
+                slot.eq(next_slot[0]),
             ]
+            for k in range(1, L):
+                with m.If(fired[k]):
+                    m.d.sync += [addr.eq(Cat(Const(0, line_bits), next_line[k])),
+                                 slot.eq(next_slot[k])]
         with m.If(self.clear):
             m.d.sync += active.eq(0)
         return m

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..core_if.signatures import (DataBeatSignature, MemRequestSignature,
                                   MemResponseSignature, ProgramWriteSignature)
 from .config import TmuConfig
+from .counters import COUNTERS, Counters, CountersLayout
 from .decoder import Decoder
 from .isa import FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop
@@ -18,28 +19,6 @@ from .traversal import Traversal
 
 
 __all__ = ["COUNTERS", "CountersLayout", "TmuControlSignature", "Tmu"]
-
-
-#: Per-run counters, in CSR order (``docs/rtl.md``). All 64-bit, cleared at start.
-COUNTERS = (
-    "cycles",            # cycles from start to done
-    "loads",             # line requests issued (operand + blocking)
-    "bytes_loaded",      # useful bytes: sum of the sizes of the elements those lines were loaded for
-    "blocking_loads",    # of which blocking (the traversal waited for them)
-    "data_tokens",       # tokens pushed into the data queue (a beat carries up to output_tokens)
-    "control_tokens",    # tokens pushed into the control queue (DONE included)
-    "out_stall_cycles",  # cycles the head token waited for a full output queue
-    "rob_full_cycles",   # cycles an action waited for a free reorder-buffer entry
-    "block_wait_cycles", # cycles the traversal waited for a blocking load
-    "peak_inflight",     # most line requests in flight at once
-    "inflight_sum",      # sum over cycles of line requests in flight (mean = inflight_sum / cycles)
-    "decode_cycles",     # cycles spent decoding (and building the microcode)
-    "vector_iterations", # vector iterations of the ISA v1 LOCKSTEP layer
-    "lane_eval_uops",    # STREAM/LANE uops of the LOCKSTEP layer completed (1 cycle each + waits)
-    "vec_marshal_cycles",  # cycles on vector OPERAND actions (lanes, words of a row, padding)
-)
-
-CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
 
 
 def program_memory_depth(config):
@@ -328,10 +307,14 @@ class Tmu(wiring.Component):
         ]
         wiring.connect(m, ctrl_fifo.r_stream, wiring.flipped(self.ctrl))
 
-        # Run control and status.
+        # Run control and status. A run ends (``busy`` falls, ``done`` rises) the cycle after the
+        # decoder or the traversal finishes (``ending``): the counters count an event one cycle
+        # late, so that ``done`` comes with the run's complete counts.
         busy  = Signal()
         done  = Signal()
         fault = Signal()
+        ending = Signal()
+        ending_fault = Signal()
         fault_code = Signal(FaultCode)
         fault_addr = Signal(64)
         m.d.comb += [
@@ -346,14 +329,17 @@ class Tmu(wiring.Component):
             m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0), epoch.eq(~epoch),
                          fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
         m.d.comb += dec.start.eq(start)
+        m.d.sync += ending.eq(0)
         with m.If(dec.done):
             with m.If(dec.fault):
-                m.d.sync += [busy.eq(0), done.eq(1), fault.eq(1),
+                m.d.sync += [ending.eq(1), ending_fault.eq(1),
                              fault_code.eq(dec.fault_code), fault_addr.eq(dec.fault_pc)]
         m.d.comb += trv.start.eq(dec.done & ~dec.fault)
         with m.If(trv.done):
-            m.d.sync += [busy.eq(0), done.eq(1), fault.eq(trv.fault),
+            m.d.sync += [ending.eq(1), ending_fault.eq(trv.fault),
                          fault_code.eq(trv.fault_code), fault_addr.eq(trv.fault_addr)]
+        with m.If(ending):
+            m.d.sync += [busy.eq(0), done.eq(1), fault.eq(ending_fault)]
 
         # Watchdog: cycles of the traversal without a token pushed or a load completed.
         pushed = (self.data.valid & self.data.ready) | (self.ctrl.valid & self.ctrl.ready)
@@ -365,37 +351,27 @@ class Tmu(wiring.Component):
             m.d.sync += wd.eq(wd + 1)
         m.d.comb += trv.abort.eq(trv.busy & (self.ctl.watchdog != 0) & (wd >= self.ctl.watchdog))
 
-        # Counters.
-        cnt = Signal(CountersLayout)
-        m.d.comb += self.ctl.counters.eq(cnt)
-        inflight = Signal(range(c.max_inflight + 2))
-        inflight_next = Signal.like(inflight)
-        m.d.comb += inflight_next.eq(inflight + issue_count - response_count)
-        with m.If(start):
-            m.d.sync += [cnt.eq(0), inflight.eq(0)]
-        with m.Elif(busy):
-            m.d.sync += [
-                inflight.eq(inflight_next),
-                cnt.cycles.eq(cnt.cycles + 1),
-                cnt.loads.eq(cnt.loads + issue_count),
-                cnt.bytes_loaded.eq(cnt.bytes_loaded + issue_bytes),
-                cnt.blocking_loads.eq(cnt.blocking_loads + issue_blocking),
-                cnt.data_tokens.eq(cnt.data_tokens + Mux(self.data.valid & self.data.ready,
-                                                         self.data.payload.count, 0)),
-                cnt.control_tokens.eq(cnt.control_tokens + (self.ctrl.valid & self.ctrl.ready)),
-                cnt.out_stall_cycles.eq(cnt.out_stall_cycles
-                                        + ((self.data.valid & ~self.data.ready)
-                                           | (self.ctrl.valid & ~self.ctrl.ready))),
-                cnt.rob_full_cycles.eq(cnt.rob_full_cycles + trv.stat_rob_stall),
-                cnt.block_wait_cycles.eq(cnt.block_wait_cycles + trv.stat_block_wait),
-                cnt.inflight_sum.eq(cnt.inflight_sum + inflight),
-                cnt.decode_cycles.eq(cnt.decode_cycles + dec.busy),
-                cnt.vector_iterations.eq(cnt.vector_iterations + trv.stat_vec_iter),
-                cnt.lane_eval_uops.eq(cnt.lane_eval_uops + trv.stat_lane_eval),
-                cnt.vec_marshal_cycles.eq(cnt.vec_marshal_cycles + trv.stat_vec_marshal),
-            ]
-            with m.If(inflight_next > cnt.peak_inflight):
-                m.d.sync += cnt.peak_inflight.eq(inflight_next)
-        with m.Else():
-            m.d.sync += inflight.eq(0)
+        # Counters: the events of the run's cycles (up to the one that ends it), counted a cycle
+        # later (hw/tmu/counters.py).
+        m.submodules.counters = counters = Counters(c)
+        ev = counters.events
+        m.d.comb += [
+            counters.clear.eq(start),
+            counters.count.eq(busy & ~ending),
+            self.ctl.counters.eq(counters.counters),
+            ev.issued.eq(issue_count),
+            ev.issued_bytes.eq(issue_bytes),
+            ev.issued_blocking.eq(issue_blocking),
+            ev.responses.eq(response_count),
+            ev.data_tokens.eq(Mux(self.data.valid & self.data.ready, self.data.payload.count, 0)),
+            ev.control_tokens.eq(self.ctrl.valid & self.ctrl.ready),
+            ev.out_stall.eq((self.data.valid & ~self.data.ready)
+                            | (self.ctrl.valid & ~self.ctrl.ready)),
+            ev.rob_full.eq(trv.stat_rob_stall),
+            ev.block_wait.eq(trv.stat_block_wait),
+            ev.decoding.eq(dec.busy),
+            ev.vector_iteration.eq(trv.stat_vec_iter),
+            ev.lane_eval_uop.eq(trv.stat_lane_eval),
+            ev.vec_marshal.eq(trv.stat_vec_marshal),
+        ]
         return m

@@ -26,6 +26,9 @@ class AmaranthResult:
     fault_code: int = 0
     fault_addr: int = 0
     stats: dict = field(default_factory=dict)
+    #: the counters again, three cycles after ``done``: equal to ``stats`` (the counts are
+    #: complete when ``done`` rises, hw/tmu/counters.py)
+    stats_later: dict = field(default_factory=dict)
 
 
 class _Bench(wiring.Elaboratable):
@@ -106,6 +109,9 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
         result.fault_addr = ctx.get(tmu.ctl.fault_addr)
         for name in COUNTERS:
             result.stats[name] = ctx.get(getattr(tmu.ctl.counters, name))
+        await ctx.tick().repeat(3)
+        for name in COUNTERS:
+            result.stats_later[name] = ctx.get(getattr(tmu.ctl.counters, name))
 
     run_sim(bench, testbench)
     return result

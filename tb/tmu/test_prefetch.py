@@ -2,6 +2,8 @@
 
 import random
 
+import pytest
+
 from hw.tmu.prefetch import Prefetcher
 from tb.sim_helpers import run_sim
 
@@ -9,7 +11,7 @@ MASK64 = (1 << 64) - 1
 
 
 def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, line_bytes=8,
-         depth=4):
+         depth=4, mem_limit=MASK64):
     """Start the engine, answer its loads from ``words`` (8-byte words) after ``latency``
     cycles (out of order among the due ones), pop ``take`` values at random; return (issued
     addresses, values popped)."""
@@ -21,7 +23,7 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, lin
         rng = random.Random(seed)
         for name, value in params.items():
             ctx.set(getattr(dut, f"p_{name}"), value)
-        ctx.set(dut.mem_limit, MASK64)
+        ctx.set(dut.mem_limit, mem_limit)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
@@ -153,23 +155,29 @@ def test_contiguous_ranges_continue_the_sequence():
     assert popped == [500 + n for n in range(8)] + [502, 503]
 
 
-def test_contiguous_elements_share_line_requests():
-    """4-byte elements, 64-byte lines, a range starting mid-line inside a region that ends
-    mid-line: one request per line the range touches (counted independently from the
-    addresses), the values in order, sign-extended; random grants, latencies and pops."""
+@pytest.mark.parametrize("cut_by", ["region", "memory"])
+def test_contiguous_elements_share_line_requests(cut_by):
+    """4-byte elements, 64-byte lines, a range starting mid-line inside a region (or a memory:
+    ``mem_limit``) that ends mid-line: one request per line the range touches (counted
+    independently from the addresses), the values in order, sign-extended; random grants,
+    latencies and pops."""
     from tb.seeds import fresh_seed
-    seed = fresh_seed("prefetch coalescing")
+    seed = fresh_seed(f"prefetch coalescing, cut by the {cut_by}")
     rng = random.Random(seed)
     lb, ub = rng.randrange(0, 16), rng.randrange(20, 60)
     base = 0x40 * rng.randrange(1, 4)
     elems = {i: rng.randrange(1 << 32) for i in range(64)}
     words = {base + 8 * w: elems[2 * w] | (elems[2 * w + 1] << 32) for w in range(32)}
-    region_end = base + 4 * rng.randrange(ub - 3, 64)     # may cut the range short
+    # the region may cut the range short; the memory does, mid-line (not at a line's end)
+    end = base + 4 * (rng.randrange(ub - 3, 64) if cut_by == "region"
+                      else rng.choice([k for k in range(lb + 1, ub) if k % 16]))
+    region_end, mem_limit = (end, MASK64) if cut_by == "region" else (base + 4 * 64, end)
     params = dict(base=base, lb=lb, ub=ub, step=1, c=0, stride=4, log2=2, sign=1,
                   region_base=base, region_size=region_end - base)
     issued, popped, _ = _run(params, words=words, take=64, line_bytes=64, depth=4,
-                             latency=rng.randrange(1, 9), seed=seed, cycles=800)
-    last = min(ub, (region_end - base) // 4)              # elements that pass the checks
+                             latency=rng.randrange(1, 9), seed=seed, cycles=800,
+                             mem_limit=mem_limit)
+    last = min(ub, (end - base) // 4)                     # elements that pass the checks
     addrs = [base + 4 * i for i in range(lb, last)]
     # A request carries the address of its first element: the first one in each line.
     firsts = [a for k, a in enumerate(addrs) if k == 0 or a // 64 != addrs[k - 1] // 64]

@@ -25,6 +25,8 @@ def test_embedding_bag(backpressure, config):
     assert_matches(case, r, config)
     assert r.stats["peak_inflight"] >= 1
     assert r.stats["data_tokens"] == len(r.data_tokens)
+    assert r.stats["control_tokens"] == len(r.control_tokens)
+    assert r.stats == r.stats_later       # every event counted when done rises
 
 
 @pytest.mark.parametrize("n", range(4))
@@ -35,6 +37,7 @@ def test_random_programs(n):
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)
     assert_matches(case, r, SMALL)
+    assert r.stats == r.stats_later       # every event counted when done rises
 
 
 @pytest.mark.parametrize("name", ["bad_magic", "too_many_layers", "source_not_visible",

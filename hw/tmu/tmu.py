@@ -158,7 +158,7 @@ class Tmu(wiring.Component):
         ]
 
         # Decoder configuration into the traversal (one port per member of
-        # ``TraversalConfigSignature``; the traversal still declares them one by one).
+        # ``TraversalConfigSignature``, which the traversal declares from the receiving side).
         for name in dec.config.signature.members:
             m.d.comb += getattr(trv, name).eq(getattr(dec.config, name))
         m.d.comb += [trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit)]

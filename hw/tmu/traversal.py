@@ -13,6 +13,7 @@ from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMod
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 from .rob import alloc_layout
 from .row_issue import row_job_layout
+from .signatures import TraversalConfigSignature
 
 
 __all__ = ["Traversal"]
@@ -89,6 +90,10 @@ class Traversal(wiring.Component):
         E = self._engines = max(1, c.prefetchers)
         self._ebits = _bits(E)
         super().__init__({
+            # The decoder's configuration registers (layers, regions, blocking streams,
+            # microcode addresses, run-ahead engine assignment, ISA v1 classes): declared once,
+            # hw/tmu/signatures.py's TraversalConfigSignature, here from the receiving side.
+            **TraversalConfigSignature(c).flip().members,
             "start":      In(1),
             "abort":      In(1),
             "busy":       Out(1),
@@ -96,11 +101,6 @@ class Traversal(wiring.Component):
             "fault":      Out(1),
             "fault_code": Out(FaultCode),
             "fault_addr": Out(64),
-            "layers":     In(data.ArrayLayout(LayerCfg, c.layers)),
-            "regions":    In(data.ArrayLayout(RegionCfg, c.regions)),
-            "blocking":   In(c.streams),
-            "body_pc":    In(data.ArrayLayout(self._ubits, c.layers)),
-            "exit_pc":    In(data.ArrayLayout(self._ubits, c.layers)),
             "args":       In(data.ArrayLayout(64, c.args)),
             "mem_limit":  In(64),
             "ucode_addr": Out(self._ubits),
@@ -137,12 +137,7 @@ class Traversal(wiring.Component):
             "stat_issue":       Out(1),   # a load request is accepted this cycle
             "stat_issue_bytes": Out(8),   # the bytes of its elements (useful bytes)
             "stat_blocking":    Out(1),   # that load is a blocking one
-            # Run-ahead engines (hw/tmu/prefetch.py).
-            "prefetch_stream":        In(data.ArrayLayout(8, E)),
-            "prefetch_layer":         In(data.ArrayLayout(8, E)),
-            "prefetch_offset":        In(data.ArrayLayout(signed(28), E)),
-            "stream_prefetched":      In(c.streams),
-            "stream_prefetch_engine": In(data.ArrayLayout(self._ebits, c.streams)),
+            # Run-ahead engines (hw/tmu/prefetch.py): their assignment is in the configuration.
             "prefetch_start":         Out(E),
             "prefetch_base":          Out(signed(64)),
             "prefetch_lower_bound":   Out(signed(64)),
@@ -159,18 +154,7 @@ class Traversal(wiring.Component):
             "prefetch_busy":          In(E),
             "prefetch_idle":          In(E),
             "prefetch_pop":           Out(E),
-            # ISA v1: flush the packer after this action's last element (decoder).
-            "act_flush":     In(c.actions),
-            # ISA v1 LOCKSTEP (decoder).
-            "lockstep_valid": In(1),
-            "lockstep_layer": In(8),
-            "act_vec":        In(c.actions),
-            "invariant":      In(c.streams),
-            # ISA v1 LOCKSTEP vector mode (decoder; docs/rtl.md §9.3).
-            "lockstep_vector_mode": In(1),
-            "lane_pos":             In(c.streams),
-            "lane_neg":             In(c.streams),
-            "contiguous_vector":    In(c.streams),
+            # ISA v1 LOCKSTEP statistics (the layer's classes are in the configuration).
             "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
             "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
             "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts

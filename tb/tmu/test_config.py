@@ -20,6 +20,7 @@ def test_defaults():
 
 @pytest.mark.parametrize("ports, tokens, line_bytes, row_lines, drain_lines", [
     (8, 16, 64, 8, 2), (4, 16, 64, 4, 2), (5, 16, 32, 5, 4), (8, 16, 16, 8, 4), (1, 1, 64, 1, 1),
+    (8, 32, 64, 8, 4),
 ])
 def test_wide_output_and_many_ports(ports, tokens, line_bytes, row_lines, drain_lines):
     """A 1024-bit output and up to 8 memory ports build: the row issue block offers a line per
@@ -35,9 +36,9 @@ def test_wide_output_and_many_ports(ports, tokens, line_bytes, row_lines, drain_
     ({"memory_ports": 0}, "memory_ports must be an integer in 1..8, not 0"),
     ({"memory_ports": 9}, "memory_ports must be an integer in 1..8, not 9"),
     ({"memory_ports": 2.0}, "memory_ports must be an integer in 1..8, not 2.0"),
-    ({"output_tokens": 3}, "output_tokens must be 1, 2, 4, 8 or 16, not 3"),
-    ({"output_tokens": 32}, "output_tokens must be 1, 2, 4, 8 or 16, not 32"),
-    ({"output_tokens": True}, "output_tokens must be 1, 2, 4, 8 or 16, not True"),
+    ({"output_tokens": 3}, "output_tokens must be 1, 2, 4, 8, 16 or 32, not 3"),
+    ({"output_tokens": 64}, "output_tokens must be 1, 2, 4, 8, 16 or 32, not 64"),
+    ({"output_tokens": True}, "output_tokens must be 1, 2, 4, 8, 16 or 32, not True"),
     ({"max_inflight": 24}, "max_inflight must be a power of two >= 2, not 24"),
     ({"data_queue_depth": 1}, "data_queue_depth must be an integer >= 2, not 1"),
     ({"watchdog_cycles": -1}, "watchdog_cycles must be an integer in 0..2**32-1, not -1"),

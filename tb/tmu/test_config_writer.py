@@ -25,6 +25,20 @@ from tb.sim_helpers import run_sim
 SMALL = TmuConfig.small()
 
 
+def set_checker_facts(ctx, checked, prog):
+    """Drive ``checked`` (what the program checker learned from the header and phase 1:
+    ``hw/tmu/signatures.py``) from the decoded program ``prog``, as the checker would."""
+    ctx.set(checked.counts, {"layers": len(prog.layers), "regions": len(prog.regions),
+                             "streams": len(prog.streams), "actions": len(prog.actions),
+                             "args": prog.n_args})
+    ctx.set(checked.version1, prog.version == 1)
+    for i, layer in enumerate(prog.layers):
+        ctx.set(checked.layer_mode[i], int(layer.mode))
+    for i, st in enumerate(prog.streams):
+        ctx.set(checked.stream_layer[i], st.layer)
+    ctx.set(checked.stream_block, _bits(i for i, st in enumerate(prog.streams) if st.block))
+
+
 def _bits(indices):
     return sum(1 << i for i in set(indices))
 
@@ -121,16 +135,7 @@ def _run(config, cases, *, valid_probability, seed):
     async def testbench(ctx):
         for case, prog in cases:
             words = list(struct.unpack(f"<{len(case.program) // 4}I", case.program))
-            k = dut.checked
-            ctx.set(k.counts, {"layers": len(prog.layers), "regions": len(prog.regions),
-                               "streams": len(prog.streams), "actions": len(prog.actions),
-                               "args": prog.n_args})
-            ctx.set(k.version1, prog.version == 1)
-            for i, layer in enumerate(prog.layers):
-                ctx.set(k.layer_mode[i], int(layer.mode))
-            for i, st in enumerate(prog.streams):
-                ctx.set(k.stream_layer[i], st.layer)
-            ctx.set(k.stream_block, _bits(i for i, st in enumerate(prog.streams) if st.block))
+            set_checker_facts(ctx, dut.checked, prog)
             for i in range(config.args):
                 ctx.set(dut.args[i], (case.args[i] if i < len(case.args) else 0) & (2**64 - 1))
             ctx.set(dut.start, 1)

@@ -30,7 +30,7 @@ from sw.runtime.isa import Limits, Program
 from tb.programs import block_cases, embedding_bag_case, lockstep_cases, random_case, random_v1_case
 from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
-from tb.tmu.test_config_writer import _bits, reference
+from tb.tmu.test_config_writer import reference, set_checker_facts
 from tb.tmu.test_spmm_rate import CONFIG, _spmm_case
 
 
@@ -82,15 +82,7 @@ def _run(config, items, *, ready_probability, seed):
         for case, prog, fault in items:
             words = list(struct.unpack(f"<{len(case.program) // 4}I", case.program))
             for k in (wr.checked, bd.checked):
-                ctx.set(k.counts, {"layers": len(prog.layers), "regions": len(prog.regions),
-                                   "streams": len(prog.streams), "actions": len(prog.actions),
-                                   "args": prog.n_args})
-                ctx.set(k.version1, prog.version == 1)
-                for i, layer in enumerate(prog.layers):
-                    ctx.set(k.layer_mode[i], int(layer.mode))
-                for i, st in enumerate(prog.streams):
-                    ctx.set(k.stream_layer[i], st.layer)
-                ctx.set(k.stream_block, _bits(i for i, st in enumerate(prog.streams) if st.block))
+                set_checker_facts(ctx, k, prog)
             for i in range(config.args):
                 ctx.set(wr.args[i], (case.args[i] if i < len(case.args) else 0) & (2**64 - 1))
             ctx.set(wr.start, 1)

@@ -61,9 +61,15 @@ from sim.verilator import REPO, SYSTEM, VERILATOR_ARGS, _preset, _storage_verilo
     generate_verilog
 from sim.zero_init import ZERO_INIT_THRESHOLD, compact_zero_init, zero_init_lines
 
-__all__ = ["HARNESS", "build_harness", "run_jobs", "generate_multi_verilog"]
+__all__ = ["HARNESS", "HARNESS_SOURCES", "build_harness", "run_jobs", "generate_multi_verilog"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.cpp"
+#: Every source of the harness: ``harness.cpp`` (its ``main``) and the headers it includes from
+#: ``sim/harness/`` (one concept each; the list is in its header comment). All are copied into
+#: the build directory and are inputs of the build's cache key, so a change to any of them
+#: rebuilds the harness (``tests/sim/test_build_cache.py`` checks that every file it includes
+#: is here).
+HARNESS_SOURCES = (HARNESS, *sorted((HARNESS.parent / "harness").glob("*.h")))
 EXECUTABLE = "ember_harness"
 #: Verilator arguments of the harness build: the cocotb build's, without --timing (the harness
 #: makes the clock, the design has no delays)
@@ -100,16 +106,18 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
     if units is not None:
         key["units"] = units
     key = json.dumps(key, sort_keys=True)
-    inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + [HARNESS]
+    inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + \
+        list(HARNESS_SOURCES)
 
     def generate():
         text = (generate_verilog(config, mem_words, preset) if units is None
                 else generate_multi_verilog(config, mem_words, preset, units))
         if zero_init_lines(text) > ZERO_INIT_THRESHOLD:   # K = 8; K = 4 at 512 lines (sim.zero_init)
             text = compact_zero_init(text)
-        return {f"{SYSTEM}.v": text,
-                "ember_hbm_storage.v": _storage_verilog().read_text(),
-                "harness.cpp": HARNESS.read_text()}
+        files = {f"{SYSTEM}.v": text, "ember_hbm_storage.v": _storage_verilog().read_text()}
+        for path in HARNESS_SOURCES:      # harness.cpp, harness/*.h: the same tree as in sim/
+            files[path.relative_to(HARNESS.parent).as_posix()] = path.read_text()
+        return files
 
     defines = [] if units is None else ["-DMULTI_TOP", f"-DUNITS={units}"]
 
@@ -117,7 +125,7 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 1),
                "--top-module", SYSTEM, "-Mdir", str(build_dir / "obj"), "-o", EXECUTABLE,
                "-CFLAGS", " ".join([f"-DDATA_TOKENS={config.output_tokens}"] + defines),
-               *HARNESS_ARGS, *[str(p) for p in paths]]
+               *HARNESS_ARGS, *[str(p) for p in paths if p.suffix in (".v", ".cpp")]]
         with open(build_dir / "build.log", "w") as log:
             log.write(" ".join(cmd) + "\n")
             log.flush()

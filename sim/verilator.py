@@ -120,9 +120,10 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
     lives in ``root/<hash of key and the generated files>/``; an index ``root/index/<hash of key
     and the contents of the ``inputs`` source files>`` skips ``generate`` when no source changed,
     and a per-process memo skips even that. On a miss, ``generate()`` returns ``{file name:
-    text}``, the files are written into a fresh build directory (under a file lock, so parallel
-    processes build once) and ``build(build_dir, paths)`` runs Verilator there. ``build.log`` and
-    ``build_seconds`` (wall time) are left in the directory, ``BUILT`` marks it complete.
+    text}`` (names relative to the build directory, folders allowed), the files are written into
+    a fresh build directory (under a file lock, so parallel processes build once) and
+    ``build(build_dir, paths)`` runs Verilator there. ``build.log`` and ``build_seconds`` (wall
+    time) are left in the directory, ``BUILT`` marks it complete.
 
     The repository's own path in ``key`` (the lint waivers' path among the Verilator arguments)
     is replaced by a placeholder and the waivers' contents are hashed instead, so every checkout
@@ -159,7 +160,8 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
                 shutil.rmtree(build_dir)
             build_dir.mkdir(parents=True)
             paths = []
-            for name, text in files.items():
+            for name, text in files.items():       # a name may have folders: "harness/dut.h"
+                (build_dir / name).parent.mkdir(parents=True, exist_ok=True)
                 (build_dir / name).write_text(text)
                 paths.append(build_dir / name)
             (build_dir / "key.txt").write_text(key + "\n")

@@ -60,9 +60,13 @@ class MultiSystem(wiring.Component):
     requests carry ``u`` in ``unit_bits(units)`` extra high tag bits (the memory has
     ``config.tag_bits + ceil(log2 K)``-bit tags) and the :class:`Interconnect` routes the responses
     back by them (fair round-robin request rule: see its docstring). The memory's statistics are
-    readable through every unit's ``CSR.MEM_STATS``; they restart when any unit is started (start
-    all units in the same cycle to measure them together). With ``units=1`` the system is
-    ``System`` cycle for cycle (``tests/sim/test_multi_system.py``).
+    readable through every unit's ``CSR.MEM_STATS``; they restart only when ``stats_clear`` is set
+    (not when a unit starts, unlike ``System``), so they can cover several runs of several units:
+    the C++ harness sets it in the cycle of the common START of a job's first programs, so a job
+    whose units run sequences of programs has the memory's statistics of the whole job
+    (``sim.multi.run_sequences_on_rtl``), and a job of one program per unit the same statistics
+    as a ``System`` whose start clears them. With ``units=1`` and ``stats_clear`` set with the
+    START, the system is ``System`` cycle for cycle (``tests/sim/test_multi_system.py``).
 
     Members
     -------
@@ -72,6 +76,8 @@ class MultiSystem(wiring.Component):
         Memory model back door (one 64-bit word per cycle).
     image_clear, image_load : In(1)
         Memory model fast image load (``storage="verilog"``).
+    stats_clear : In(1)
+        Restart the memory's statistics at this clock edge (``docs/hbm_model.md`` §5).
     data_out : Out(DataBeatSignature(config.output_tokens)).array(units)
     ctrl_out : Out(stream.Signature(16)).array(units)
         Unit ``u``'s output queues.
@@ -107,6 +113,7 @@ class MultiSystem(wiring.Component):
             "backdoor":    In(BackdoorSignature(self.mem.addr_bits)),
             "image_clear": In(1),
             "image_load":  In(1),
+            "stats_clear": In(1),
             "data_out":    Out(DataBeatSignature(config.output_tokens)).array(units),
             "ctrl_out":    Out(stream.Signature(16)).array(units),
             "busy":        Out(1).array(units),
@@ -122,7 +129,6 @@ class MultiSystem(wiring.Component):
         m = Module()
         m.submodules.mem = mem = self.mem
         m.submodules.interconnect = ic = self.interconnect
-        starts = 0
         for u, (cif, tmu) in enumerate(zip(self.core_ifs, self.tmus)):
             m.submodules[f"core_if_{u}"] = cif
             m.submodules[f"tmu_{u}"] = tmu
@@ -138,13 +144,12 @@ class MultiSystem(wiring.Component):
                 self.busy[u].eq(tmu.ctl.busy),
                 self.done[u].eq(tmu.ctl.done),
             ]
-            starts = starts | tmu.ctl.start
         for k, (req, resp) in enumerate(zip(mem.request_ports, mem.response_ports)):
             wiring.connect(m, ic.mem_req[k], req)
             wiring.connect(m, resp, ic.mem_resp[k])
         wiring.connect(m, wiring.flipped(self.backdoor), mem.backdoor)
         m.d.comb += [
-            mem.stats_clear.eq(starts),
+            mem.stats_clear.eq(self.stats_clear),
             mem.image_clear.eq(self.image_clear),
             mem.image_load.eq(self.image_load),
         ]

@@ -23,7 +23,12 @@ poolings drawn from Meta's DLRM statistics as that function states) and each map
   same reference; the **system makespan** is the cycles from the common start until the last
   unit is done (contention for the HBM and the turnaround between pieces included), its
   imbalance the makespan ÷ mean unit cycles (idle units count 0), and ``system_over_isolated``
-  the system makespan ÷ the idle-memory makespan above.
+  the system makespan ÷ the idle-memory makespan above. The shared memory's statistics cover the
+  whole run (every piece of every unit, ``sim.multi.SequenceRtlResult.memory_stats``): its reads,
+  bytes moved per makespan cycle and fraction of the preset's peak, the units' useful bytes (the
+  elements they loaded) per makespan cycle, the row-buffer hit rate and the mean and p99 read
+  latency (``system_mem_*``, ``system_useful_bytes_per_cycle``, ``system_row_hit_rate``,
+  ``system_read_latency_*``; the printed table shows four of them).
 
 Writes one CSV row per (set, mapper) and prints a table.
 
@@ -91,11 +96,19 @@ def run_system(kernel, mapping, tables, data, *, memory: str, mem_words: int, la
                                      f"from the reference")
     unit_cycles = run.unit_cycles
     busy = [sum(r.access.cycles for r in unit) for unit in run.calls]
+    mem = run.system.memory_summary()      # the shared memory over the whole run (makespan)
     return dict(system_makespan=run.makespan,
                 system_unit_cycles=" ".join(str(c) for c in unit_cycles),
                 system_imbalance=round(run.makespan / (sum(unit_cycles) / len(unit_cycles)), 3),
                 # cycles between a piece's done and the next piece's START (read-out + load)
                 system_turnaround_cycles=sum(c - b for c, b in zip(unit_cycles, busy)),
+                system_mem_reads=mem["reads"],
+                system_mem_bytes_per_cycle=round(mem["bytes_per_cycle"], 2),
+                system_mem_peak_fraction=round(mem["peak_fraction"], 3),
+                system_useful_bytes_per_cycle=round(mem["useful_bytes_per_cycle"], 2),
+                system_row_hit_rate=round(mem["row_hit_rate"], 3),
+                system_read_latency_mean=round(mem["lat_mean"], 1),
+                system_read_latency_p99=mem["lat_p99"],
                 system_wall_s=round(wall, 1))
 
 
@@ -229,23 +242,38 @@ def main(argv=None) -> int:
         r["makespan_over_best"] = round(r[key] / best[r["set"]], 3)
     if ns.system_only:
         print(f"{'set':<11} {'mapper':<13} {'pieces':>6} {'system':>9} {'÷ best':>7} "
-              f"{'imbalance':>9} {'estimate':>9} {'est. err':>8} {'turnaround':>10}")
+              f"{'imbalance':>9} {'estimate':>9} {'est. err':>8} {'turnaround':>10}"
+              + MEMORY_HEADER)
         for r in rows:
             print(f"{r['set']:<11} {r['mapper']:<13} {r['pieces']:>6} {r['system_makespan']:>9,} "
                   f"{r['makespan_over_best']:>7.2f} {r['system_imbalance']:>9.2f} "
                   f"{r['estimated_makespan']:>9,} {100 * r['estimate_error_system']:>7.1f}% "
-                  f"{r['system_turnaround_cycles']:>10,}")
+                  f"{r['system_turnaround_cycles']:>10,}" + memory_columns(r))
         return _write_csv(ns.csv, rows)
     print(f"{'set':<11} {'mapper':<13} {'pieces':>6} {'makespan':>9} {'÷ best':>7} "
           f"{'imbalance':>9} {'estimate':>9} {'est. err':>8}"
-          + (f" {'system':>9} {'sys imb.':>8} {'sys÷idle':>8}" if ns.system else ""))
+          + (f" {'system':>9} {'sys imb.':>8} {'sys÷idle':>8}" + MEMORY_HEADER
+             if ns.system else ""))
     for r in rows:
         print(f"{r['set']:<11} {r['mapper']:<13} {r['pieces']:>6} {r['makespan_cycles']:>9,} "
               f"{r['makespan_over_best']:>7.2f} {r['imbalance']:>9.2f} "
               f"{r['estimated_makespan']:>9,} {100 * r['estimate_error']:>7.1f}%"
               + (f" {r['system_makespan']:>9,} {r['system_imbalance']:>8.2f} "
-                 f"{r['system_over_isolated']:>8.2f}" if ns.system else ""))
+                 f"{r['system_over_isolated']:>8.2f}" + memory_columns(r) if ns.system else ""))
     return _write_csv(ns.csv, rows)
+
+
+#: The printed columns of the shared memory over a system run (``run_system``): bytes it moved
+#: per makespan cycle, the units' useful bytes per makespan cycle, row-buffer hit rate, mean read
+#: latency (unit cycles).
+MEMORY_HEADER = f" {'mem B/cyc':>9} {'useful B/cyc':>12} {'row hits':>8} {'read lat.':>9}"
+
+
+def memory_columns(row: dict) -> str:
+    """A row's :data:`MEMORY_HEADER` columns."""
+    return (f" {row['system_mem_bytes_per_cycle']:>9.2f} "
+            f"{row['system_useful_bytes_per_cycle']:>12.2f} "
+            f"{100 * row['system_row_hit_rate']:>7.1f}% {row['system_read_latency_mean']:>9.1f}")
 
 
 def _write_csv(path: str, rows: list[dict]) -> int:

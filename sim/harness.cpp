@@ -35,6 +35,10 @@
 // program, arguments and START on its own register port, one register access per cycle, while
 // the other units go on running; the job ends when every unit has finished its last program.
 // Each run's start cycle (from the common START write) is reported with its results.
+// The memory's statistics of a multi-unit job restart with the job's common START only
+// (hw.multi_system.MultiSystem's stats_clear, which the harness sets in the cycle of the start
+// pulse; a unit's START does not clear them), so they cover the whole job, every program of
+// every unit, and are read once at its end.
 //
 // The harness is one translation unit; each part is a header in sim/harness/ (sim/fast.py
 // builds them all and keys the build cache on every one, sim.fast.HARNESS_SOURCES):

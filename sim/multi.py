@@ -11,7 +11,9 @@ sharing one memory model) through the C++ harness (``sim.fast``, ``sim/harness.c
 per table a table-to-unit mapping gave the unit: ``sw.runtime.multi_unit.run_mapped``): every
 unit starts its first program in the same cycle; when a unit has finished one, the harness reads
 its status, fault address and counters and loads and starts the next on that unit's register
-port (one register access per cycle), while the other units go on running.
+port (one register access per cycle), while the other units go on running. The memory's
+statistics of a run cover all of it (:attr:`SequenceRtlResult.memory_stats`: every program of
+every unit, from the common START to the end).
 """
 
 from __future__ import annotations
@@ -83,10 +85,35 @@ class SequenceRtlResult:
 
     @property
     def memory_stats(self) -> dict:
-        """The shared memory's statistics, read at the end of the run; they count from the last
-        START of any unit (``hw.multi_system``: every START clears them), not over the whole
-        sequence."""
+        """The shared memory's statistics (``docs/hbm_model.md`` §5, the layout of
+        ``RtlResult.memory_stats``) over the whole run: from the common START of the first
+        programs (the harness sets ``hw.multi_system.MultiSystem``'s ``stats_clear`` with it;
+        the later STARTs of a sequence do not clear them) until they are read, after the last
+        unit's last program was done. So ``reads`` and ``bytes_read`` count every program of
+        every unit (``reads`` = the sum of their ``loads`` counters), the row-buffer and latency
+        figures are over all of them, and ``cycles`` is the makespan plus the cycles between the
+        last done and the read (the last read-out, the queues' drain and the register reads:
+        divide by :attr:`makespan` for rates, as :meth:`memory_summary` does). Every
+        ``units[u][k].memory_stats`` is this same dictionary's values."""
         return next(r for runs in self.units for r in runs).memory_stats
+
+    def memory_summary(self) -> dict:
+        """Derived memory figures of the whole run over :attr:`makespan` cycles, as
+        ``sim.main_job.memory_summary`` gives for a single run (``bytes`` moved,
+        ``bytes_per_cycle``, ``peak_fraction``, ``row_hits``/``row_misses``/``row_conflicts``,
+        read latency ``lat_mean``/``lat_p50``/``lat_p99``/``lat_max`` in unit cycles, per-channel
+        ``utilisation``), plus ``row_hit_rate`` (hits ÷ classified requests; 0.0 if none),
+        ``useful_bytes`` (the sum of every program's ``bytes_loaded`` counter: the bytes of the
+        elements the units loaded lines for) and ``useful_bytes_per_cycle`` (÷ makespan)."""
+        from sim.main_job import memory_summary
+        first = next(r for runs in self.units for r in runs)
+        summary = memory_summary(self.memory_stats, first.memory, self.makespan)
+        classified = summary["row_hits"] + summary["row_misses"] + summary["row_conflicts"]
+        summary["row_hit_rate"] = summary["row_hits"] / classified if classified else 0.0
+        useful = sum(r.stats["bytes_loaded"] for runs in self.units for r in runs)
+        summary["useful_bytes"] = useful
+        summary["useful_bytes_per_cycle"] = useful / self.makespan if self.makespan else 0.0
+        return summary
 
 
 def _check_units(units, engine: str) -> None:
@@ -200,6 +227,8 @@ def run_sequences_on_rtl(sequences: Sequence[Sequence[UnitJob]], image: bytes, *
     Every program's START, register writes and counter reads are simulated cycles on its unit's
     register port: the gap between a program's done and the next one's START (the read-out of
     its 15 counters and the load of the next program) is in ``starts`` and in the makespan.
+    The memory's statistics cover the whole run, every program of every unit
+    (:attr:`SequenceRtlResult.memory_stats`, :meth:`SequenceRtlResult.memory_summary`).
 
     Raises
     ------

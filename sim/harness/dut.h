@@ -163,6 +163,9 @@ class Harness {
 #undef BIND_UNIT
         top_->clk = 0;
         top_->rst = 1;
+#ifdef MULTI_TOP
+        top_->stats_clear = 0;
+#endif
         top_->eval();
     }
     ~Harness() { top_->final(); }
@@ -179,6 +182,21 @@ class Harness {
         top_->eval();
         for (Unit& u : units) u.update(core_clock);
         cycles += 1;
+    }
+
+    // The cycle after a START write, in which the started units' start pulse is high. With
+    // `clear_stats` the memory's statistics restart at its edge: hw.system.System restarts them
+    // with every start pulse by itself; hw.multi_system.MultiSystem (MULTI_TOP) only with its
+    // stats_clear input, set here, so the harness sets it for a job's first START only and the
+    // statistics of a job cover all its runs (and equal System's for one program per unit).
+    void start_pulse_cycle(bool clear_stats) {
+#ifdef MULTI_TOP
+        top_->stats_clear = clear_stats;
+#endif
+        cycle();
+#ifdef MULTI_TOP
+        top_->stats_clear = 0;
+#endif
     }
 
     void reset() {

@@ -62,7 +62,7 @@ bool run_single(Harness& h, const Csr& csr, size_t ncounters, const Job& job, si
     h.write_all(csr.ctrl, 1);         // every unit starts in the same cycle
     for (Unit& unit : h.units) unit.seed_load = false;
     h.core_clock = true;              // the cycles the units' `cycles` counters count
-    h.cycle();                        // the start has cleared DONE
+    h.start_pulse_cycle(true);        // the start has cleared DONE; the memory's statistics restart
     for (Unit& unit : h.units) {
         unit.capture = true;
         unit.data.clear();

@@ -19,9 +19,12 @@ namespace {
 // A job in which some unit runs a sequence of programs (see the header). Units with no program
 // stay idle. Per unit, a queue of register accesses on its own port (one per cycle, all units'
 // in the same cycle): after a run has finished, read STATUS, FAULT_ADDR and the counters, then
-// (if a program is left) write the next program's registers and START. The memory statistics
-// are read once at the end (from unit 0's port) and reported with every run: they count from
-// the last START of any unit (hw.multi_system: every START clears them).
+// (if a program is left) write the next program's registers and START. The memory's statistics
+// restart with the common START of the first programs only (Harness::start_pulse_cycle; the
+// later STARTs do not clear them in hw.multi_system.MultiSystem) and are read once at the end,
+// after every unit's last run and the queues' drain (from unit 0's port), and reported with
+// every run: they cover the whole job. (A single-unit hw.system.System, not MULTI_TOP, restarts
+// them with every START: there they cover the last run only.)
 bool run_sequence(Harness& h, const Csr& csr, size_t ncounters, const Job& job, size_t n,
                   const std::string& dir, std::ofstream& out) {
     struct Seq {
@@ -52,7 +55,7 @@ bool run_sequence(Harness& h, const Csr& csr, size_t ncounters, const Job& job, 
         }
     }
     h.core_clock = true;
-    h.cycle();
+    h.start_pulse_cycle(true);        // the memory's statistics restart, here only: they cover the job
     for (Unit& unit : h.units) {
         unit.capture = true;
         unit.data.clear();

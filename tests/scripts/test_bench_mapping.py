@@ -55,3 +55,11 @@ def test_unit_calls_cover_every_bag_once_with_each_table_shared():
                 assert np.array_equal(got, whole[p.table][p.bag_start:p.bag_stop]), (name, p)
                 bags[p.table] += p.bag_stop - p.bag_start
         assert bags == [t.bags for t in tables], name
+
+
+def test_memory_columns_line_up_with_their_header():
+    row = dict(system_mem_bytes_per_cycle=12.345, system_useful_bytes_per_cycle=3.5,
+               system_row_hit_rate=0.25, system_read_latency_mean=101.24)
+    line = bench.memory_columns(row)
+    assert len(line) == len(bench.MEMORY_HEADER)
+    assert line.split() == ["12.35", "3.50", "25.0%", "101.2"]

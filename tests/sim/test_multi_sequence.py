@@ -7,7 +7,10 @@ units, run back to back on each unit:
   results a sequential float32 reference bit for bit (every table's output, none dropped);
 * each unit's calls start one after the other (a call starts after the previous one was done),
   the first at the common start; a unit's cycles are its last START + that call's cycles, and
-  the makespan is the largest of them; an idle unit has none.
+  the makespan is the largest of them; an idle unit has none;
+* the shared memory's statistics cover the whole run: its reads are every program's line
+  requests as the units counted them (their ``loads`` counters), every read is in the latency
+  histogram and classified once at the row buffer, the useful bytes are the golden model's.
 """
 
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hw.hbm_model.presets import get_preset
 from hw.tmu import TmuConfig
 from sim.multi import UnitJob, run_sequences_on_rtl
 from sw.compiler import compile_mlir
@@ -82,6 +86,46 @@ def test_sequences_per_unit_give_every_tables_output_and_the_makespan():
     assert run.makespan == max(sys.unit_cycles), seed
     # unit 0 runs three calls of 18-30 lookups, unit 1 one of at most 4: unit 0 is done last
     assert run.makespan == sys.unit_cycles[0] > sys.unit_cycles[1], seed
+
+
+def test_memory_statistics_cover_the_whole_sequence():
+    """Unit 0 runs three calls back to back while unit 1 runs one: the memory's statistics of the
+    run are those of all four calls (they restart with the common START only). With statistics
+    restarting at every START (the multi-unit system before) they held unit 0's last call only
+    (``reads`` = that call's ``loads``) and this test failed."""
+    seed = fresh_seed("multi-unit sequence memory statistics")
+    rng = np.random.default_rng(seed)
+    kernel = _kernel()
+    unit_calls = [[_call(rng, rows=int(rng.integers(20, 200)), dim=int(rng.choice([16, 32, 64])),
+                         bags=4, min_pooling=2, max_pooling=5) for _ in range(3)],
+                  [_call(rng, rows=int(rng.integers(20, 200)), dim=32, bags=3, min_pooling=1,
+                         max_pooling=4)]]
+    run = run_mapped(kernel, unit_calls, memory=MEMORY, config=CFG)
+    image, regs = mapped_image(kernel, unit_calls)
+    program = kernel.program.encode()
+    sys = run.system
+    ms = sys.memory_stats
+    runs = [r for unit in sys.units for r in unit]
+    assert len(runs) == 4, seed
+    # the reads: every call's line requests, counted by the units (not by the memory)
+    loads = [r.stats["loads"] for r in runs]
+    assert min(loads) > 0, seed
+    assert ms["reads"] == sum(loads) and ms["writes"] == 0, (seed, ms["reads"], loads)
+    assert ms["bytes_read"] == ms["reads"] * get_preset(MEMORY).access_bytes, seed
+    assert sum(ms["read_latency_hist"]) == ms["reads"], seed
+    assert ms["row_hits"] + ms["row_misses"] + ms["row_conflicts"] == ms["reads"], seed
+    assert ms["cycles"] >= sys.makespan, seed
+    # the useful bytes: per call the golden model's bytes loaded
+    golden = [run_golden(program, image.data, r, limits=kernel.limits).bytes_loaded
+              for unit_regs in regs for r in unit_regs]
+    assert [r.stats["bytes_loaded"] for r in runs] == golden, seed
+    summary = sys.memory_summary()
+    assert summary["useful_bytes"] == sum(golden), seed
+    assert summary["useful_bytes_per_cycle"] == sum(golden) / sys.makespan, seed
+    assert summary["bytes_per_cycle"] == ms["bytes_read"] / sys.makespan, seed
+    assert summary["reads"] == ms["reads"], seed
+    assert summary["lat_mean"] == ms["read_latency_sum"] / ms["reads"], seed
+    assert summary["row_hit_rate"] == ms["row_hits"] / ms["reads"], seed
 
 
 def test_an_idle_unit_and_bad_arguments():

@@ -43,8 +43,8 @@ units on one memory; compiled with ``-DMULTI_TOP -DUNITS=K``): one shared image 
 unit block per unit, all units started in the same cycle, the job ending when all have finished.
 A unit block may list a sequence of programs (``"sequence"``: a list of unit entries in the
 job's ``units``; ``sim.multi.run_sequences_on_rtl``): the unit runs them back to back, loading
-the next through its own register port while the others run (``sim/harness.cpp``
-``run_sequence``); each result then has its ``seq`` number and ``start`` cycle. The memory's
+the next through its own register port while the others run (``run_sequence`` in
+``sim/harness/sequence.h``); each result then has its ``seq`` number and ``start`` cycle. The memory's
 statistics of a multi-unit job restart with its common START only (the harness sets
 ``MultiSystem.stats_clear`` in the cycle of the units' start pulse; a unit's later START does not
 clear them), so every result of the job carries the statistics of the whole job, read at its end.

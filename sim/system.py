@@ -44,8 +44,8 @@ MASK64 = (1 << 64) - 1
 
 @dataclass(frozen=True)
 class CoreRun:
-    """What the simulated core did in a coupled run (``RtlJob.core``; ``sim/harness.cpp``
-    ``CoreModel``). Cycles count from the START write like the unit's ``cycles`` counter."""
+    """What the simulated core did in a coupled run (``RtlJob.core``; ``CoreModel`` in
+    ``sim/harness/core_model.h``). Cycles count from the START write like the unit's ``cycles`` counter."""
     finish_cycles: int          # cycle in which the core popped DONE (0 if it never did)
     #: cycles the core had fewer tokens than it could consume: waiting for a control token, or
     #: taking fewer operands than min(tokens_per_cycle, operands its callback still pops)

@@ -1,7 +1,7 @@
 """The execute side coupled to the access unit (issue 11): the core's consumption schedule
 (``ExecuteResult.pops_per_control``), its rate model (``CoreCostModel``) and the simulated core
 that consumes the output queues in the same Verilator simulation (``RtlJob.core``,
-``sim/harness.cpp`` ``CoreModel``; ``run_kernel(..., "rtl", coupled=True)``).
+``CoreModel`` in ``sim/harness/core_model.h``; ``run_kernel(..., "rtl", coupled=True)``).
 
 References: the golden model (``sw.runtime.golden``) for the tokens, the schedule counted from the
 kernel by hand (-O0 EmbeddingBag: each callback pops its bag id, column and value), and the rate

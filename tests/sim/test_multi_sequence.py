@@ -1,7 +1,7 @@
 """A sequence of programs per unit on the multi-unit system (``sim.multi.run_sequences_on_rtl``,
-``sw.runtime.multi_unit.run_mapped``; the harness's ``run_sequence``): two units on one HBM2
-model (the cached K = 2 build of ``test_multi_system.py``), tiny EmbeddingBag tables mapped to
-units, run back to back on each unit:
+``sw.runtime.multi_unit.run_mapped``; ``run_sequence`` in ``sim/harness/sequence.h``): two units
+on one HBM2 model (the cached K = 2 build of ``test_multi_system.py``), tiny EmbeddingBag tables
+mapped to units, run back to back on each unit:
 
 * every call's tokens equal the golden model's for its registers on the shared image, and its
   results a sequential float32 reference bit for bit (every table's output, none dropped);

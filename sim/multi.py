@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Sequence
 
 from hw.tmu import TmuConfig
-from sim.system import RtlJob, RtlResult, _check_job, _core_entry, _entry, _hex_image, _result
+from sim.system import RtlJob, RtlResult, _check_job, _core_entry, _entry, _hex_image, _result, \
+    memory_summary
 from sim.verilator import mem_words_for
 
 __all__ = ["UnitJob", "MultiRtlResult", "run_multi_on_rtl", "SequenceRtlResult",
@@ -99,13 +100,12 @@ class SequenceRtlResult:
 
     def memory_summary(self) -> dict:
         """Derived memory figures of the whole run over :attr:`makespan` cycles, as
-        ``sim.main_job.memory_summary`` gives for a single run (``bytes`` moved,
+        ``sim.system.memory_summary`` gives for a single run (``bytes`` moved,
         ``bytes_per_cycle``, ``peak_fraction``, ``row_hits``/``row_misses``/``row_conflicts``,
         read latency ``lat_mean``/``lat_p50``/``lat_p99``/``lat_max`` in unit cycles, per-channel
         ``utilisation``), plus ``row_hit_rate`` (hits ÷ classified requests; 0.0 if none),
         ``useful_bytes`` (the sum of every program's ``bytes_loaded`` counter: the bytes of the
         elements the units loaded lines for) and ``useful_bytes_per_cycle`` (÷ makespan)."""
-        from sim.main_job import memory_summary
         first = next(r for runs in self.units for r in runs)
         summary = memory_summary(self.memory_stats, first.memory, self.makespan)
         classified = summary["row_hits"] + summary["row_misses"] + summary["row_conflicts"]

@@ -36,7 +36,7 @@ from sim.verilator import BUILD_ROOT, build_model, mem_words_for, run_cocotb
 
 
 __all__ = ["TmuConfig", "RtlResult", "RtlJob", "CoreRun", "ENGINES", "run_on_rtl", "run_many_on_rtl",
-           "memory_stats_dict", "UnitJob", "MultiRtlResult", "run_multi_on_rtl"]   # the last three: sim.multi
+           "memory_stats_dict", "memory_summary", "UnitJob", "MultiRtlResult", "run_multi_on_rtl"]   # the last three: sim.multi
 
 
 MASK64 = (1 << 64) - 1
@@ -126,6 +126,37 @@ def memory_stats_dict(values: Sequence[int], channels: int) -> dict:
     if out["read_latency_min"] == (1 << 64) - 1:
         out["read_latency_min"] = 0
     return out
+
+
+def memory_summary(stats: dict, preset_name: str, cycles: int) -> dict:
+    """Derived memory figures over ``cycles`` unit cycles from the §5 statistics of a run.
+
+    Returns a dict: ``bytes`` moved (``access_bytes`` per request), ``bytes_per_cycle``, ``gbps``
+    (10^9 B/s at the preset's unit cycle), ``peak_fraction`` (of ``peak_bytes_per_cycle``),
+    ``row_hits``/``row_misses``/``row_conflicts``, read latency ``lat_min``/``lat_mean``/
+    ``lat_p50``/``lat_p99``/``lat_max`` (unit cycles; p50/p99 from the histogram: upper bin
+    edge), ``utilisation`` (per channel: data-bus busy cycles / cycles), ``occupancy_mean``
+    and ``occupancy_max`` (per channel: request-queue entries).
+    """
+    from hw.hbm_model.presets import get_preset
+    from hw.hbm_model.reference import hist_percentile
+    preset = get_preset(preset_name)
+    moved = stats["bytes_read"] + stats["bytes_written"]
+    bpc = moved / cycles if cycles else 0.0
+    reads = sum(stats["read_latency_hist"])
+    return {
+        "bytes": moved, "bytes_per_cycle": bpc, "gbps": bpc / preset.unit_cycle_ns,
+        "peak_fraction": bpc / float(preset.peak_bytes_per_cycle),
+        "row_hits": stats["row_hits"], "row_misses": stats["row_misses"],
+        "row_conflicts": stats["row_conflicts"], "reads": reads,
+        "lat_min": stats["read_latency_min"], "lat_max": stats["read_latency_max"],
+        "lat_mean": stats["read_latency_sum"] / reads if reads else 0.0,
+        "lat_p50": hist_percentile(stats["read_latency_hist"], 50),
+        "lat_p99": hist_percentile(stats["read_latency_hist"], 99),
+        "utilisation": [b / cycles if cycles else 0.0 for b in stats["busy"]],
+        "occupancy_mean": [q / cycles if cycles else 0.0 for q in stats["queue_occupancy_sum"]],
+        "occupancy_max": list(stats["queue_occupancy_max"]),
+    }
 
 
 def _check_job(job: RtlJob, config: TmuConfig) -> None:

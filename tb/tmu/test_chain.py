@@ -178,8 +178,8 @@ def test_chain_matches_golden(fault):
         case = _bag_case(f"{op}_{block}_{stride}_{fault}", rng, op=op, block=block, fault=fault,
                          stride=stride, push_d=i % 2 == 1)
         gold = run_golden(case.program, case.memory, case.args, limits=LIMITS)
-        if fault is not None:
-            assert gold.fault_code != 0, (seed, case.name)
+        if fault is not None and not (stride == 0 and fault in ("range", "negative")):
+            assert gold.fault_code != 0, (seed, case.name)     # (a stride-0 row never moves)
         r = run_on_amaranth(case.program, case.memory, case.args, config=CONFIG,
                             backpressure=float(rng.choice([0.0, 0.3])), seed=seed)
         assert_matches(case, r, CONFIG)

@@ -161,6 +161,19 @@ class ProgramChecker(wiring.Component):
             self.result.payload.eq(outcome),
         ]
 
+        def fetch_four_words(address, then):
+            """Read the four words at ``address`` (``fw`` = 0..3 counts them) into ``w``, one per
+            cycle (the program memory answers one cycle after its address), then go to ``then``."""
+            m.d.comb += self.program.addr.eq(address)
+            m.d.sync += fw.eq(fw + 1)
+            with m.Switch(fw):
+                for i in range(1, 5):
+                    with m.Case(i):
+                        m.d.sync += w[i - 1].eq(self.program.data)
+            with m.If(fw == 4):
+                m.d.sync += fw.eq(0)
+                m.next = then
+
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.busy.eq(0)
@@ -170,15 +183,7 @@ class ProgramChecker(wiring.Component):
 
             # ---------------------------------------------------------------- header
             with m.State("HDR_FETCH"):
-                m.d.comb += self.program.addr.eq(fw)
-                m.d.sync += fw.eq(fw + 1)
-                with m.Switch(fw):
-                    for i in range(1, 5):
-                        with m.Case(i):
-                            m.d.sync += w[i - 1].eq(self.program.data)
-                with m.If(fw == 4):
-                    m.d.sync += fw.eq(0)
-                    m.next = "HDR_CHECK"
+                fetch_four_words(fw, then="HDR_CHECK")
 
             with m.State("HDR_CHECK"):
                 cw, argsw, version = CountsWord(w[2]), ArgsWord(w[3]), VersionWord(w[1])
@@ -227,15 +232,7 @@ class ProgramChecker(wiring.Component):
                     m.d.sync += section.eq(section + 1)
 
             with m.State("D_FETCH"):
-                m.d.comb += self.program.addr.eq(dbase + fw)
-                m.d.sync += fw.eq(fw + 1)
-                with m.Switch(fw):
-                    for i in range(1, 5):
-                        with m.Case(i):
-                            m.d.sync += w[i - 1].eq(self.program.data)
-                with m.If(fw == 4):
-                    m.d.sync += fw.eq(0)
-                    m.next = "D_CHECK"
+                fetch_four_words(dbase + fw, then="D_CHECK")
 
             with m.State("D_CHECK"):
                 w0, w1, w2, w3 = w[0], w[1], w[2], w[3]

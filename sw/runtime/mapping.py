@@ -115,6 +115,73 @@ class UnitCostModel:
         return (self.cycles_per_run + (piece.bag_stop - piece.bag_start) * self.cycles_per_bag
                 + piece.lookups(tables) * per_lookup)
 
+    def fit(self, samples: Sequence[tuple[Piece, float]], tables: Sequence[TableStats],
+            iterations: int = 32) -> "UnitCostModel":
+        """A model of the same form fitted to measured cycles (least squares, every rate >= 0).
+
+        ``samples``: ``(piece, cycles)`` pairs, the cycles one unit took for the piece (e.g. the
+        RTL's ``cycles`` counter, ``scripts/fit_unit_cost.py``). The ``max`` makes the model
+        piecewise linear: each piece is either *line-bound* (``lines_per_row × cycles_per_line``
+        is the larger) or *lookup-bound*. Starting from this model's rates, the fit assigns each
+        piece its regime, solves the linear least-squares problem of that assignment with
+        non-negative rates (exactly: every subset of the four rates, NumPy ``lstsq``, the best
+        feasible one), and repeats until the assignment is stable (at most ``iterations``
+        times). A rate no sample determines (its column is all zero: no piece in its regime)
+        keeps this model's value. ``line_bytes`` is kept.
+
+        Raises ``ValueError`` when ``samples`` holds fewer than 4 pairs or a cycle count that is
+        not finite and >= 0.
+        """
+        if len(samples) < 4:
+            raise ValueError(f"samples must hold at least 4 (piece, cycles) pairs, not "
+                             f"{len(samples)}")
+        y = np.array([float(c) for _, c in samples])
+        if not np.all(np.isfinite(y) & (y >= 0)):
+            bad = next(c for _, c in samples if not (np.isfinite(float(c)) and float(c) >= 0))
+            raise ValueError(f"samples: cycles must be finite and >= 0, not {bad!r}")
+        bags = np.array([p.bag_stop - p.bag_start for p, _ in samples], float)
+        lookups = np.array([p.lookups(tables) for p, _ in samples], float)
+        lines = np.array([tables[p.table].lines_per_row(self.line_bytes) for p, _ in samples],
+                         float)
+        rates = np.array([self.cycles_per_run, self.cycles_per_bag, self.cycles_per_line,
+                          self.cycles_per_lookup])
+        line_bound = None
+        for _ in range(iterations):
+            regime = lines * rates[2] >= rates[3]
+            if line_bound is not None and np.array_equal(regime, line_bound):
+                break
+            line_bound = regime
+            x = np.stack([np.ones_like(y), bags, np.where(regime, lookups * lines, 0.0),
+                          np.where(regime, 0.0, lookups)], axis=1)
+            rates = _nonnegative_least_squares(x, y, rates)
+        return UnitCostModel(cycles_per_run=float(rates[0]), cycles_per_bag=float(rates[1]),
+                             cycles_per_line=float(rates[2]), cycles_per_lookup=float(rates[3]),
+                             line_bytes=self.line_bytes)
+
+
+def _nonnegative_least_squares(x: np.ndarray, y: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``argmin |x r - y|`` over ``r >= 0`` for a handful of columns: the best of the
+    unconstrained solutions on every subset of the columns that are feasible (the optimum of a
+    non-negative least-squares problem is one of them). Columns that are all zero keep
+    ``prior``."""
+    free = [j for j in range(x.shape[1]) if np.any(x[:, j])]
+    best, best_residual = None, math.inf
+    for mask in range(1 << len(free)):
+        cols = [free[k] for k in range(len(free)) if mask >> k & 1]
+        r = np.zeros(x.shape[1])
+        if cols:
+            r[cols] = np.linalg.lstsq(x[:, cols], y, rcond=None)[0]
+        if np.any(r < 0):
+            continue
+        residual = float(np.sum((x @ r - y) ** 2))
+        if best is None or residual < best_residual * (1 - 1e-12):
+            best, best_residual = r, residual
+    out = best.copy()
+    for j in range(x.shape[1]):
+        if j not in free:
+            out[j] = prior[j]
+    return out
+
 
 @dataclass
 class Mapping:

@@ -129,3 +129,72 @@ def test_table_sets_follow_their_description():
     pool = [t.lookups / t.bags for t in ext]
     # the hot table's mean pooling is 20 x 13.6 = 272 (bag lengths uniform in [0, 544])
     assert 240 < pool[0] < 305 and max(pool[1:]) < pool[0]
+
+
+def _pieces_of(tables, splits=(1, 2, 4)):
+    return sorted({Piece(i, a, b) for i, t in enumerate(tables) for parts in splits
+                   for a, b in split_bags(t.offsets, parts)}, key=lambda p: (p.table, p.bag_start))
+
+
+def test_fit_recovers_the_rates_that_made_the_cycles():
+    """Cycles made by a known model (both regimes present: 1-, 2- and 4-line rows) give back
+    that model's rates; with 2 % noise, the per-lookup rates within 10 %, and no model on a
+    grid around the fit has a smaller sum of squares."""
+    seed = fresh_seed()
+    rng = np.random.default_rng(seed)
+    tables = [TableStats(t.rows, (16, 32, 64)[i % 3], t.offsets)        # 1, 2, 4 lines per row
+              for i, t in enumerate(table_set("imbalanced", 12, bags=32, seed=seed))]
+    truth = UnitCostModel(cycles_per_run=float(rng.uniform(50, 400)),
+                          cycles_per_bag=float(rng.uniform(1, 8)),
+                          cycles_per_lookup=float(rng.uniform(1.6, 3.5)),
+                          cycles_per_line=float(rng.uniform(0.9, 1.3)))
+    pieces = _pieces_of(tables)
+    line_bound = {t.lines_per_row() * truth.cycles_per_line >= truth.cycles_per_lookup
+                  for t in tables}
+    assert line_bound == {True, False}, f"seed {seed}: the draw must have both regimes"
+    exact = UnitCostModel().fit([(p, truth.piece_cycles(p, tables)) for p in pieces], tables)
+    for name in ("cycles_per_run", "cycles_per_bag", "cycles_per_lookup", "cycles_per_line"):
+        assert getattr(exact, name) == pytest.approx(getattr(truth, name), rel=1e-6), (seed, name)
+    noisy = [(p, truth.piece_cycles(p, tables) * (1 + 0.02 * rng.standard_normal()))
+             for p in pieces]
+    fitted = UnitCostModel().fit(noisy, tables)
+    # the per-lookup rates carry the cycles; the per-bag and per-run ones are small beside
+    # 2 % of a piece and correlated with the lookups, so only their sum of squares is checked
+    for name in ("cycles_per_lookup", "cycles_per_line"):
+        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=0.1), (seed, name)
+
+    def sse(model):
+        return sum((model.piece_cycles(p, tables) - c) ** 2 for p, c in noisy)
+    # no model on a grid around the fitted one does better (the fit is a least-squares optimum)
+    for dr, db, dk, dl in itertools.product((-0.02, 0, 0.02), repeat=4):
+        other = UnitCostModel(cycles_per_run=fitted.cycles_per_run * (1 + dr),
+                              cycles_per_bag=fitted.cycles_per_bag * (1 + db),
+                              cycles_per_lookup=fitted.cycles_per_lookup * (1 + dk),
+                              cycles_per_line=fitted.cycles_per_line * (1 + dl))
+        assert sse(fitted) <= sse(other) * (1 + 1e-9), (seed, dr, db, dk, dl)
+
+
+def test_fit_keeps_rates_no_sample_determines_and_never_goes_negative():
+    tables = [_table([4, 4, 4, 4], dim=64), _table([8, 0, 8, 2], dim=64)]   # 4-line rows only
+    pieces = _pieces_of(tables)
+    prior = UnitCostModel(cycles_per_lookup=2.0)
+    # line-bound everywhere (4 lines x 1.0 > 2.0): the lookup floor is not determined
+    samples = [(p, 100 + 4.0 * 4 * p.lookups(tables)) for p in pieces]
+    fitted = prior.fit(samples, tables)
+    assert fitted.cycles_per_lookup == prior.cycles_per_lookup
+    assert fitted.cycles_per_line == pytest.approx(4.0)
+    assert fitted.cycles_per_bag == pytest.approx(0.0, abs=1e-9)
+    # cycles that fall with more bags: the bag rate stops at 0, not below
+    falling = [(p, 1000 - 3 * (p.bag_stop - p.bag_start) + 4.0 * 4 * p.lookups(tables))
+               for p in pieces]
+    clipped = prior.fit(falling, tables)
+    assert clipped.cycles_per_bag == 0.0
+    assert min(clipped.cycles_per_run, clipped.cycles_per_line) >= 0
+
+
+def test_fit_errors_name_the_argument():
+    tables = [_table([1, 2, 3])]
+    with pytest.raises(ValueError, match="samples must hold at least 4"):
+        UnitCostModel().fit([(Piece(0, 0, 1), 10.0)], tables)
+    with pytest.raises(ValueError, match="samples: cycles must be finite and >= 0, not -1"):
+        UnitCostModel().fit([(Piece(0, 0, 1), 10.0)] * 3 + [(Piece(0, 1, 2), -1)], tables)

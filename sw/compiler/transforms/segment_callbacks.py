@@ -25,7 +25,10 @@ registered right before it, all on ``k``'s ``iter``):
    by the bag length, max's zero for an empty bag) runs after the loop, its operands registered
    on ``begin`` (the same values: streams of outer layers or registers) and popped before the
    loop — or, for an ALU stream of the segment length and registers (mean's ``max(len, 1)``),
-   computed on the core from the popped length (``arith``), not pushed. The segment length is the
+   computed on the core from the popped length (``arith``), not pushed; and max's empty-bag
+   test ``lb == ub`` (``!=``), when the bounds are popped for nothing else, is tested on the
+   popped length (``n == 0``: exact, a 64-bit ``ub - lb`` is 0 only when ``ub == lb``), so the
+   bounds are not pushed. The segment length is the
    kernel's own ``ub - lb`` stream when it has one. One control token per segment instead of two or three; the registrations stay in the
    order of the pops.
 
@@ -278,6 +281,62 @@ def _merge_end(access, compute, k: int, reg_cb, case, loop, count, n) -> None:
             body.add_op(op)
     e_cb.detach(); e_cb.erase()
     e_case.detach(); e_case.erase()
+    _empty_test_from_length(access, body, loop, count, n)
+
+
+def _empty_test_from_length(access, body: Block, loop, count, n) -> None:
+    """max's empty-bag test ``lb == ub`` (or ``!=``) on the core, when the bounds ``lb``, ``ub``
+    of layer k are popped for nothing else, becomes ``n == 0`` on the popped segment length
+    ``n = ub - lb``: exact, since a 64-bit ``ub - lb`` wraps to 0 only when ``ub == lb``. The two
+    bounds are then not pushed (the hand-written program's tokens)."""
+    k = count.owner.layer.value.data + 1
+    bound_of = {count.owner.rhs: "lb", count.owner.lhs: "ub"}
+    # the case's pops before the loop are layer k's begin registrations, one for one, in order
+    popped = []
+    for op in body.ops:
+        if op is loop:
+            break
+        if isinstance(op, _POPS):
+            popped.append(op)
+    registered = [r for r in access.body.block.ops
+                  if isinstance(r, dlc.RegisterOperandOp) and _key(r) == (k, "begin")]
+    if len(registered) != len(popped):
+        return
+    found = {}
+    for r, p in zip(registered, popped):
+        if r.value in bound_of and bound_of[r.value] not in found:
+            found[bound_of[r.value]] = (r, p)
+    if len(found) != 2 or not all(isinstance(p, dlc.PopOperandOp) for _, p in found.values()):
+        return
+    (r_lb, p_lb), (r_ub, p_ub) = found["lb"], found["ub"]
+    kind = p_lb.result.type
+    if p_ub.result.type != kind or not isinstance(kind, IndexType | IntegerType):
+        return
+    tests = []
+    for p, other in ((p_lb, p_ub), (p_ub, p_lb)):
+        for use in p.result.uses:
+            cmp = use.operation
+            if not (isinstance(cmp, arith.CmpiOp) and cmp.predicate.value.data in (0, 1)
+                    and {cmp.lhs, cmp.rhs} == {p.result, other.result}):
+                return                   # a bound used for more than the empty test
+            if cmp not in tests:
+                tests.append(cmp)
+    length = n
+    if length.type != kind:
+        cast = arith.IndexCastOp(n, kind)
+        body.insert_op_before(cast, loop)
+        length = cast.result
+    for cmp in tests:                    # predicate 0: eq, 1: ne
+        zero = arith.ConstantOp(IntegerAttr(0, kind))
+        zero.result.name_hint = "c0"
+        new = arith.CmpiOp(length, zero.result, cmp.predicate.value.data)
+        cmp.parent_block().insert_ops_before([zero, new], cmp)
+        new.result.name_hint = cmp.result.name_hint
+        cmp.result.replace_all_uses_with(new.result)
+        cmp.detach(); cmp.erase()
+    for r, p in ((r_lb, p_lb), (r_ub, p_ub)):
+        p.detach(); p.erase()
+        r.detach(); r.erase()
 
 
 @dataclass(frozen=True)

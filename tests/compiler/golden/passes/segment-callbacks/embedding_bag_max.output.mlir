@@ -19,8 +19,6 @@ builtin.module {
       dlc.register_operand layer 1 begin %b : !dlc.stream<index>
       dlc.register_operand layer 1 begin %seg_len : !dlc.stream<index>
       dlc.register_operand layer 1 begin %b : !dlc.stream<index>
-      dlc.register_operand layer 1 begin %start_i64 : !dlc.stream<i64>
-      dlc.register_operand layer 1 begin %end_i64 : !dlc.stream<i64>
       dlc.register_operand layer 1 begin %b : !dlc.stream<index>
       dlc.register_operand layer 1 iter %v_buf : !dlc.buffer<f32>
       dlc.register_callback layer 1 begin 1
@@ -35,8 +33,6 @@ builtin.module {
         %b_2 = dlc.pop_operand : index
         %c0_1 = arith.constant 0 : index
         %c1_1 = arith.constant 1 : index
-        %start = dlc.pop_operand : index
-        %end = dlc.pop_operand : index
         %b_3 = dlc.pop_operand : index
         scf.for %lookup = %c0_1 to %seg_len_1 step %c1_1 {
           %v_row = dlc.pop_buffer %dim : memref<?xf32>
@@ -48,7 +44,8 @@ builtin.module {
             memref.store %new, %out[%b_2, %d] : memref<?x?xf32>
           }
         }
-        %empty = arith.cmpi eq, %start, %end : index
+        %c0_2 = arith.constant 0 : index
+        %empty = arith.cmpi eq, %seg_len_1, %c0_2 : index
         scf.if %empty {
           scf.for %d1 = %c0 to %dim step %c1 {
             memref.store %zero, %out[%b_3, %d1] : memref<?x?xf32>

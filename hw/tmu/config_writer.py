@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from .config import TmuConfig
 from .isa import (ActionKind, ActionWord0, Event, LayerMode, LayerWord0, LayerWord0V1, MemMode,
                   OperandWord0V1, SourceKind, StreamKind, StreamWord0)
+from .chain import ChainDetect
 from .signatures import (CheckedProgramSignature, ConfigTablesSignature,
                          descriptor_stream, action_table_write_port, index_bits,
                          stream_table_write_port)
@@ -30,6 +31,8 @@ class ConfigWriter(wiring.Component):
       index is the layer's own index plus a constant ``c``: ``b = INDEX k``, or a stream
       ``ADD(INDEX k, IMM c)`` / ``FWD INDEX k`` of the same layer), and in a LOCKSTEP layer its
       lane coefficient or whether it is a contiguous vector load (``docs/rtl.md`` §9.3);
+    * a MEM stream whose address reads the ``MUL`` stream just before it: the chained uop's
+      strength-reduced fields and its **chain** class (``hw/tmu/chain.py``);
     * action: its ``ActionCfg`` into the action configuration memory, its layer, event, kind,
       source, and the ISA v1 packer flush and vector flags.
 
@@ -201,7 +204,10 @@ class ConfigWriter(wiring.Component):
             return Mux(s_kind(word) == SourceKind.STREAM.value,
                        (Const(1, c.streams) << s_val(word))[:c.streams], 0)
 
+        chain = ChainDetect(m, c, resolve, t.invariant, t.chain)
+
         with m.If(self.start):
+            chain.clear()
             m.d.sync += [t.blocking.eq(0), idxplus.eq(0), t.affine.eq(0), t.invariant.eq(0),
                          t.act_reads.eq(0), t.memory_stream.eq(0), t.act_control.eq(0),
                          act_join.eq(0), act_last.eq(0), t.lockstep_valid.eq(0),
@@ -259,9 +265,11 @@ class ConfigWriter(wiring.Component):
                     ]
                     self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer, layer_of,
                                         idxplus, idxplus_c)
+                    st_lockstep = (pick(m, layer_mode, st_layer[:lbits], 2, "st_mode")
+                                   == LayerMode.LOCKSTEP.value)
+                    chain.stream(d, w1, w2, w3, st_kind, st_sub, st_layer, st_lockstep,
+                                 self.stream_table.data)
                     if c.has("lockstep"):
-                        st_lockstep = (pick(m, layer_mode, st_layer[:lbits], 2, "st_mode")
-                                       == LayerMode.LOCKSTEP.value)
                         st_step = pick(m, Array(t.layers[i].step for i in range(c.layers)),
                                        st_layer[:lbits], signed(28), "st_step")
                         self._detect_lanes(m, d, w1, w2, w3, st_kind, st_sub, st_layer,

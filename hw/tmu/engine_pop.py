@@ -15,7 +15,9 @@ cycle, the popped values reaching its sources (and its fused actions') through a
   cycle, lowest stream id first (the golden model's order), as plain ``STREAM`` uops: a live
   engine's value is popped, the stopped one's address is computed and faults in program order
   (or, if it does not fault, loaded as a blocking load). Each completed fallback step marks its
-  engine in ``pop_done``; the uop itself completes when no pop is left.
+  engine in ``pop_done``; the uop itself completes when no pop is left (a chained uop,
+  ``hw/tmu/chain.py``, then evaluates its ALU stream and its MEM stream together, after its
+  popped streams, as the golden model's id order wants).
 """
 
 from amaranth.hdl import Const, Mux, Signal
@@ -93,7 +95,7 @@ class EnginePops:
         with m.If(self.fallback):
             m.d.comb += [self.uop.id.eq(best_id), self.uop.fuse_act.eq(0),
                          self.uop.fuse_act2.eq(0), self.uop.fuse_next.eq(0),
-                         self.uop.fuse_lane.eq(0), self.uop.pop.eq(0)]
+                         self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0)]
 
     def bypass(self, sid, stored):
         """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid

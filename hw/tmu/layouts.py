@@ -33,6 +33,8 @@ class Uop(data.Struct):
     fuse_lane:  1   # STREAM (the last of a LOCKSTEP layer run lane by lane): perform ``LANE``
     pop:        16  # STREAM: first pop these run-ahead engines (bit e: engine e) into their
                     # streams (lower ids of the same layer, evaluated before ``id``)
+    chain:      1   # STREAM of a chained MEM stream: also evaluate the ALU stream its ``b``
+                    # reads, in the same cycle (``StreamCfg.chain_*``, ``hw/tmu/chain.py``)
 
 
 class LayerCfg(data.Struct):
@@ -60,6 +62,15 @@ class StreamCfg(data.Struct):
     a:      Source
     b:      Source
     stride: signed(32)   # MEM: bytes per unit of b
+    # A MEM stream M whose ``b`` is the ALU stream D = M - 1 of its layer, D = S * X (``MUL``, or
+    # ``SHL`` by an immediate: X = 2**imm) with X an IMM/ARG resolved at decode
+    # (``hw/tmu/chain.py``): ``chain_src`` is S, ``chain_factor`` X, ``chain_scale`` the
+    # strength-reduced K = X * stride (BLOCK: X * element size), so that M's address
+    # ``a + D * stride`` is ``a + S * K``. Valid when ``chain`` is set.
+    chain:        1
+    chain_src:    Source
+    chain_factor: signed(32)
+    chain_scale:  signed(32)
 
 
 class ActionCfg(data.Struct):

@@ -30,7 +30,7 @@ class MicrocodeBuilder(wiring.Component):
        then the body (streams, ``LANE``, ``ITER`` actions, the inner layers), then ``NEXT`` and
        ``END`` actions from the innermost layer out, ``DONE``. Each uop is held one cycle
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
-       ``fuse_next``, ``fuse_lane``, ``pop``; ``docs/rtl.md`` §2.2).
+       ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
 
     Timing: 1 cycle per stream per layer and pass for the assignment, about
     ``n_layers * (n_streams + 3 * n_actions) + engines`` for the microcode, 1 for ``result``.
@@ -128,6 +128,7 @@ class MicrocodeBuilder(wiring.Component):
         pend       = Signal(Uop)
         pend_valid = Signal()
         pend_hoist = Signal()       # the pending uop runs once per layer entry: fuse nothing into it
+        pend_chained = Signal(8)    # the pending uop has ``chain``: the ALU stream it evaluates
         k          = Signal(8)      # build: current layer
         j          = Signal(8)      # build: scan position
 
@@ -159,8 +160,11 @@ class MicrocodeBuilder(wiring.Component):
                 multi = t.act_vec.bit_select(id_[:ab], 1)
                 pend_multi = ((pend.kind == UopKind.ACT)
                               & t.act_vec.bit_select(pend.id[:ab], 1))
+                # A chained uop's actions would see D's old value: they may not read D.
+                reads_chained = (pend.chain & act_reads.bit_select(id_[:ab], 1)
+                                 & (pick(m, act_sid, id_[:ab], 8, "act_sid_chain") == pend_chained))
                 absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                          & ~pend.fuse_act & ~pend.fuse_lane & ~multi
+                          & ~pend.fuse_act & ~pend.fuse_lane & ~multi & ~reads_chained
                           & ~self.blocking.bit_select(pend.id[:sb], 1))
                 immediate = ~(act_reads.bit_select(id_[:ab], 1)
                               & stream_mem.bit_select(sid, 1)
@@ -168,7 +172,7 @@ class MicrocodeBuilder(wiring.Component):
                 first = Mux(pend.kind == UopKind.ACT, pend.id, pend.act_id)[:ab]
                 two_ctl = act_ctl.bit_select(first, 1) & act_ctl.bit_select(id_[:ab], 1)
                 absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
-                           & ~multi & ~row & ~pend_multi
+                           & ~multi & ~row & ~pend_multi & ~reads_chained
                            & ((pend.kind == UopKind.ACT)
                               | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):
@@ -206,9 +210,19 @@ class MicrocodeBuilder(wiring.Component):
                 pend_engine = pick(m, Array(self.stream_prefetch_engine[i]
                                             for i in range(c.streams)),
                                    psid, eb, "pend_engine")
+                # A chained MEM stream (hw/tmu/chain.py) takes the ALU stream just before it
+                # into its uop (``chain``), with that uop's pops.
+                chain_absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
+                                & ~pend.fuse_act & ~pend.fuse_act2 & ~pend.fuse_next
+                                & ~pend.fuse_lane & ~pend.chain
+                                & t.chain.bit_select(id_[:sb], 1)
+                                & ~self.blocking.bit_select(id_[:sb], 1)
+                                & (pend.id + 1 == id_))
                 with m.If(pop_absorb):
                     m.d.sync += [pend.id.eq(id_),
                                  pend.pop.eq(pend.pop | (Const(1, 16) << pend_engine)[:16])]
+                with m.Elif(chain_absorb):
+                    m.d.sync += [pend.id.eq(id_), pend.chain.eq(1), pend_chained.eq(pend.id)]
                 with m.Else():
                     replace(kind, id_)
             else:

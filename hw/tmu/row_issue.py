@@ -93,7 +93,9 @@ class RowIssue(wiring.Component):
         line_bits = c.line_offset_bits
         layout = row_job_layout(c)
 
-        jobs = fifo.SyncFIFOBuffered(width=layout.size, depth=2)
+        # Depth 3: SyncFIFOBuffered of depth 2 takes a write only every other cycle, which
+        # would cap the traversal at a row per 2 cycles (one uop per lookup, hw/tmu/chain.py).
+        jobs = fifo.SyncFIFOBuffered(width=layout.size, depth=3)
         m.submodules.jobs = ResetInserter(self.clear)(jobs)
         m.d.comb += [
             jobs.w_data.eq(self.job.payload), jobs.w_en.eq(self.job.valid),

@@ -149,6 +149,9 @@ class ConfigTablesSignature(wiring.Signature):
         Streams whose ``a`` is an IMM or ARG source (constant for the whole run).
     operand_read : Out(config.streams)
         Streams an OPERAND action reads.
+    chain : Out(config.streams)
+        MEM streams whose ``StreamCfg.chain`` is set: the ALU stream before them may be fused
+        into their uop (``hw/tmu/chain.py``).
     act_layer : Out(ArrayLayout(8, config.actions))
     act_event : Out(ArrayLayout(2, config.actions))
     act_reads : Out(config.actions)
@@ -182,6 +185,7 @@ class ConfigTablesSignature(wiring.Signature):
             "memory_stream":     Out(S),
             "global_base":       Out(S),
             "operand_read":      Out(S),
+            "chain":             Out(S),
             "act_layer":         Out(data.ArrayLayout(8, A)),
             "act_event":         Out(data.ArrayLayout(2, A)),
             "act_reads":         Out(A),

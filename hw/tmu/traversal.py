@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..core_if.signatures import MemRequestSignature
 from .config import TmuConfig
 from .datapath import alu, extract, outside_int64
+from .chain import chain_value
 from .engine_pop import EnginePops
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
@@ -251,7 +252,8 @@ class Traversal(wiring.Component):
         src_b = Signal(Source)
         m.d.comb += [
             src_a.eq(Mux(is_enter, lay.lb, sc.a)),
-            src_b.eq(Mux(is_enter, lay.ub, sc.b)),
+            # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
+            src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
         ]
         a_v = source(src_a)
         b_v = source(src_b)
@@ -267,10 +269,13 @@ class Traversal(wiring.Component):
         def wraps(src):
             return (src.kind == SourceKind.STREAM) & wrapped.bit_select(src.value[:self._sbits], 1)
 
+        # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
+        chain_val, chain_wraps, chain_overflow = chain_value(m, b_v, wraps(src_b),
+                                                             sc.chain_factor)
         operand_wrapped = Signal()
-        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b))
+        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b) | (u.chain & chain_overflow))
         addr_exact = Signal(signed(98))
-        m.d.comb += addr_exact.eq(a_v + b_v * sc.stride)
+        m.d.comb += addr_exact.eq(a_v + b_v * Mux(u.chain, sc.chain_scale, sc.stride))
         addr = Signal(signed(64))
         m.d.comb += addr.eq(addr_exact[:64])
         addr_overflow = Signal()
@@ -316,7 +321,7 @@ class Traversal(wiring.Component):
             m.d.comb += [
                 s_block.eq(s_is_mem & s_mode.reserved),
                 blk_n.eq(source(Source(sc.stride.as_unsigned()))),
-                blk_start.eq(a_v + (b_v << log2)),
+                blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
                 blk_end.eq(blk_start + (blk_n << log2)),
             ]
             r_end = region.base + region.size
@@ -332,7 +337,8 @@ class Traversal(wiring.Component):
                              blk_addr.eq(u.id)]
             with m.Elif(blk_n == 0):
                 pass
-            with m.Elif(operand_wrapped | outside_int64(blk_start)):
+            with m.Elif(operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
+                                              outside_int64(blk_start))):
                 m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
                              blk_addr.eq(u.id)]
             with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
@@ -790,6 +796,10 @@ class Traversal(wiring.Component):
         def keep_stream_value():
             """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
             and whether the value wrapped (lane by lane: whether any lane so far wrapped)."""
+            with m.If(u.chain):
+                chained_id = sc.b.value[:self._sbits]
+                m.d.sync += [vals[chained_id].eq(chain_val),
+                             wrapped.bit_select(chained_id, 1).eq(chain_wraps)]
             m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
             m.d.sync += wrapped.bit_select(u.id[:self._sbits], 1).eq(
                 s_wraps | (s_lockstep & ~self.lockstep_vector_mode & (lane != 0)

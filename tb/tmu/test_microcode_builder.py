@@ -145,6 +145,8 @@ def _check_microcode(prog, writes, engines, pcs):
         elif u.kind == UopKind.STREAM:
             streams.append(u.id)
             streams += [engines[e][0] for e in range(len(engines)) if u.pop >> e & 1]
+            if u.chain:             # the ALU stream before it (hw/tmu/chain.py)
+                streams.append(u.id - 1)
         elif u.kind == UopKind.ENTER:
             enters.append(u.id)
         elif u.kind == UopKind.NEXT:

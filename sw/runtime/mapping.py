@@ -21,10 +21,12 @@ The mappers here, from the naive to the informed:
   place by measured cost, and split only what is too large to place.
 
 Cost (:class:`UnitCostModel`): a piece of ``B`` bags and ``L`` lookups of rows of ``n`` 64-byte
-lines costs ``run + B × bag + L × max(n × line, lookup)`` cycles. The defaults are this unit's
-measured rates (docs/performance.md, 2026-11-24): ~1.09 cycles per line at the 512-bit output on
-the DLRM shape (35,637 cycles for 32,768 lines), ~3.8 cycles per lookup of a one-line row when the
-traversal bounds it (Cora, 50,195 cycles for 13,264 lookups), ~6 uops per bag.
+lines costs ``run + B × bag + L × max(n × line, lookup)`` cycles. The defaults are fitted to this
+unit on the RTL (:meth:`UnitCostModel.fit`, ``scripts/fit_unit_cost.py``: 168 pieces of the three
+table sets, 8 tables × 32 bags, HBM2, the default unit with the chained uop, 2026-11-25; on 168
+held-out pieces the mean error is 8.3 %, the largest 26.8 %): 0.98 cycles per line (the 512-bit
+output drains one line per cycle), 1.10 cycles per lookup when the traversal bounds it (one uop
+per lookup), 2.8 per bag, 489 per run (decode, start, the first latency and the drain).
 
 Units run their pieces back to back; the makespan of a mapping is the largest per-unit sum of
 its pieces' cycles — estimated (:meth:`Mapping.makespan` with the cost model) or measured (with
@@ -102,10 +104,10 @@ class Piece:
 @dataclass(frozen=True)
 class UnitCostModel:
     """Estimated cycles of one access unit for one piece (see the module docstring; cycles)."""
-    cycles_per_run: float = 300.0      # program decode and start
-    cycles_per_bag: float = 6.0        # traversal uops per bag
-    cycles_per_lookup: float = 3.8     # traversal-bound floor per lookup
-    cycles_per_line: float = 1.09      # output-bound cost of a 64-byte line
+    cycles_per_run: float = 489.0      # decode, start, first latency, drain
+    cycles_per_bag: float = 2.82       # traversal uops per bag
+    cycles_per_lookup: float = 1.10    # traversal-bound floor per lookup
+    cycles_per_line: float = 0.979     # output-bound cost of a 64-byte line
     line_bytes: int = 64
 
     def piece_cycles(self, piece: Piece, tables: Sequence[TableStats]) -> float:

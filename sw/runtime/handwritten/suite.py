@@ -183,22 +183,30 @@ action layer=0 iter operand s3
 # EmbeddingBag: (table, indices, offsets[, weights], out); a0 nbags, a1/a2 offsets, a3/a4 indices,
 # a5 dim, a6/a7 table, a8/a9 weights.
 def _eb_program(weighted: bool) -> str:
+    """The weight ``per_sample_weights[j]`` is loaded before ``row * dim`` (stream 5): a run-ahead
+    engine serves it and its pop rides in the chained row uop (``docs/rtl.md`` §2.2), one uop
+    per lookup, where a weight stream after the row costs a uop of its own."""
     text = _segment_prologue(10 if weighted else 8, "a0", "a1") + """\
 layer 1  lb=s1 ub=s2 step=#1 check_order
 region 0 base=a1 size=a2
 region 1 base=a3 size=a4
 region 2 base=a6 size=a7
 stream 4 layer=1 mem  region=1 a=a3 b=i1 stride=8 size=8
-stream 5 layer=1 alu  mul a=s4 b=a5
-stream 6 layer=1 mem  region=2 a=a6 b=s5 size=4 block n=a5
 """
-    text += "action layer=1 iter operand s6 esize=4\n"
+    row = 5
     if weighted:
         text += """\
 region 3 base=a8 size=a9
-stream 7 layer=1 mem  region=3 a=a8 b=i1 stride=4 size=4
-action layer=1 iter operand s7 esize=4
+stream 5 layer=1 mem  region=3 a=a8 b=i1 stride=4 size=4
 """
+        row = 6
+    text += f"""\
+stream {row} layer=1 alu  mul a=s4 b=a5
+stream {row + 1} layer=1 mem  region=2 a=a6 b=s{row} size=4 block n=a5
+action layer=1 iter operand s{row + 1} esize=4
+"""
+    if weighted:
+        text += "action layer=1 iter operand s5 esize=4\n"
     return text
 
 

@@ -27,7 +27,6 @@ Usage: python scripts/fit_unit_cost.py [--tables 16] [--bags 64] [--memory HBM2]
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -85,7 +84,7 @@ def main(argv=None) -> int:
     if min(ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
         parser.error("--tables, --bags, --median-rows and --max-rows must be >= 1")
 
-    from bench_mapping import piece_args, reference_sum
+    from bench_mapping import _write_csv as write_csv, piece_args, reference_sum
     from sim.system import RtlJob, run_many_on_rtl
     from sim.verilator import mem_words_for
     from sw.compiler import compile_mlir
@@ -154,14 +153,7 @@ def main(argv=None) -> int:
                              lines_per_row=tables[p.table].lines_per_row(), rtl_cycles=c,
                              default_estimate=round(default.piece_cycles(shifted, all_tables), 1),
                              fitted_estimate=round(fitted.piece_cycles(shifted, all_tables), 1)))
-    out = Path(ns.csv)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {out}")
-    return 0
+    return write_csv(ns.csv, rows)
 
 
 if __name__ == "__main__":

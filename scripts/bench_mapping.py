@@ -112,9 +112,9 @@ def run_system(kernel, mapping, tables, data, *, memory: str, mem_words: int, la
                 system_wall_s=round(wall, 1))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--units", type=int, default=4, help="access units K (default 4)")
+def add_table_set_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--tables --bags --sets --median-rows --max-rows``: the table sets of
+    ``sw.runtime.mapping.table_set`` (also used by ``scripts/fit_unit_cost.py``)."""
     parser.add_argument("--tables", type=int, default=16, help="tables per set (default 16)")
     parser.add_argument("--bags", type=int, default=64, help="bags per table in the batch (default 64)")
     parser.add_argument("--sets", default="balanced,imbalanced,extreme",
@@ -123,6 +123,24 @@ def main(argv=None) -> int:
                         help="median table rows (table_set; default 20,000)")
     parser.add_argument("--max-rows", type=int, default=100_000,
                         help="largest table rows (table_set; default 100,000)")
+
+
+def table_sets_from(parser: argparse.ArgumentParser, ns) -> list[str]:
+    """The ``--sets`` names, checked; exits 2 (``parser.error``) on an unknown set or a size < 1."""
+    from sw.runtime.mapping import TABLE_SETS
+    sets = [s.strip() for s in ns.sets.split(",") if s.strip()]
+    for s in sets:
+        if s not in TABLE_SETS:
+            parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
+    if min(ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
+        parser.error("--tables, --bags, --median-rows and --max-rows must be >= 1")
+    return sets
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=4, help="access units K (default 4)")
+    add_table_set_arguments(parser)
     parser.add_argument("--memory", default="HBM2", choices=("simple", "HBM2", "HBM3"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--system", action="store_true",
@@ -134,13 +152,10 @@ def main(argv=None) -> int:
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_mapping.csv"))
     ns = parser.parse_args(argv)
     ns.system = ns.system or ns.system_only
-    from sw.runtime.mapping import MAPPERS, TABLE_SETS, UnitCostModel, map_tables, table_set
-    sets = [s.strip() for s in ns.sets.split(",") if s.strip()]
-    for s in sets:
-        if s not in TABLE_SETS:
-            parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
-    if min(ns.units, ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
-        parser.error("--units, --tables, --bags, --median-rows and --max-rows must be >= 1")
+    from sw.runtime.mapping import MAPPERS, UnitCostModel, map_tables, table_set
+    sets = table_sets_from(parser, ns)
+    if ns.units < 1:
+        parser.error(f"--units must be >= 1, not {ns.units}")
     if ns.system and ns.units not in (1, 2, 4, 8):
         parser.error(f"--units must be 1, 2, 4 or 8 with --system, not {ns.units}")
 

@@ -62,27 +62,16 @@ def errors(model, samples, tables) -> np.ndarray:
 
 
 def main(argv=None) -> int:
+    from bench_mapping import add_table_set_arguments, table_sets_from
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=16, help="tables per set (default 16)")
-    parser.add_argument("--bags", type=int, default=64, help="bags per table (default 64)")
-    parser.add_argument("--sets", default="balanced,imbalanced,extreme",
-                        help="comma-separated table sets (default: all three)")
-    parser.add_argument("--median-rows", type=int, default=20_000,
-                        help="median table rows (table_set; default 20,000)")
-    parser.add_argument("--max-rows", type=int, default=100_000,
-                        help="largest table rows (table_set; default 100,000)")
+    add_table_set_arguments(parser)
     parser.add_argument("--memory", default="HBM2", choices=("simple", "HBM2", "HBM3"))
     parser.add_argument("--seed", type=int, default=0,
                         help=f"seed of the fit draw (held-out: seed + {HELD_OUT_SEED_OFFSET})")
     parser.add_argument("--csv", default=str(REPO / "build" / "fit_unit_cost.csv"))
     ns = parser.parse_args(argv)
-    from sw.runtime.mapping import TABLE_SETS, Piece, UnitCostModel
-    sets = [s.strip() for s in ns.sets.split(",") if s.strip()]
-    for s in sets:
-        if s not in TABLE_SETS:
-            parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
-    if min(ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
-        parser.error("--tables, --bags, --median-rows and --max-rows must be >= 1")
+    from sw.runtime.mapping import Piece, UnitCostModel
+    sets = table_sets_from(parser, ns)
 
     from bench_mapping import _write_csv as write_csv, piece_args, reference_sum
     from sim.system import RtlJob, run_many_on_rtl

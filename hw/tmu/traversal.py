@@ -9,6 +9,7 @@ from .config import TmuConfig
 from .datapath import alu, extract, outside_int64
 from .chain import chain_value
 from .engine_pop import EnginePops
+from .lockstep_lanes import LockstepLanes
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
@@ -179,25 +180,11 @@ class Traversal(wiring.Component):
         # ``first`` is the index of lane 0 of the vector iteration, ``lane`` the lane being
         # evaluated (its index is ``idx[lockstep_layer_id]``), ``count`` the active lanes (lanes
         # whose index is below ub).
-        has_lockstep = c.has("lockstep")
-        LP = 1 << max(0, (c.lanes - 1).bit_length())         # lanes, rounded up to a power of 2
-        lpb = max(1, (LP - 1).bit_length())
-        lockstep_layer_id = self.lockstep_layer[:self._lbits]
-        lockstep_on = Signal()
-        first = Signal(signed(64))
-        lane = Signal(8)
-        count = Signal(8)
-        lockstep_cfg = _pick(m, layers, lockstep_layer_id, LayerCfg, "lockstep_cfg")
-        lockstep_ub = _pick(m, ubr, lockstep_layer_id, signed(64), "lockstep_ub")
-        if has_lockstep:
-            m.d.comb += lockstep_on.eq(self.lockstep_valid)
-            active_bits = []
-            for l_ in range(c.lanes):
-                a_ = Signal(name=f"lane_active_{l_}")
-                m.d.comb += a_.eq((first + l_ * lockstep_cfg.step < lockstep_ub)
-                                  & (l_ <= lockstep_cfg.lanes_m1))
-                active_bits.append(a_)
-            m.d.comb += count.eq(sum(active_bits))
+        lanes = LockstepLanes(m, self, layers, ubr)
+        has_lockstep = lanes.enabled
+        lockstep_layer_id = lanes.layer_id
+        lockstep_on, first, lane, count = lanes.on, lanes.first, lanes.lane, lanes.count
+        lockstep_cfg = lanes.cfg
 
         def source(src, bypass_en=None, bypass_id=None, bypass_val=None):
             out = Signal(signed(64))
@@ -541,35 +528,10 @@ class Traversal(wiring.Component):
         # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
         # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
         # (``lane`` counts them), masked lanes an immediate 0.
-        o_vector = Signal()
-        v_active = Signal()
-        v_last = Signal()
-        v_val = Signal(signed(64))
-        o_lane = Signal()              # a vector operand pushed lane by lane (one entry per lane)
-        m.d.comb += o_lane.eq(o_vector & ~o_vector_load)
-        if has_lockstep:
-            m.submodules.vreg = vreg = memory.Memory(shape=64, depth=c.streams * LP, init=[])
-            vreg_w = vreg.write_port()
-            vreg_r = vreg.read_port(domain="comb")
-            m.d.comb += [
-                vreg_w.addr.eq(Cat(lane[:lpb], u.id[:self._sbits])),
-                vreg_w.data.eq(s_result),
-                o_vector.eq(self.act_vec.bit_select(self.acfg_addr, 1)),
-                vreg_r.addr.eq(Cat(lane[:lpb], ac.src.value[:self._sbits])),
-                v_active.eq(lane < count),
-                v_last.eq(lane == lockstep_cfg.lanes_m1),
-            ]
-            # Vector mode: lane ``l`` of a stream is lane 0's value (``op_v``) + c * l * step.
-            o_stream_id = ac.src.value[:self._sbits]
-            lane_off = Signal(signed(64))
-            m.d.comb += lane_off.eq(lane * lockstep_cfg.step)
-            v_fast = op_v + Mux(self.lane_pos.bit_select(o_stream_id, 1), lane_off,
-                                Mux(self.lane_neg.bit_select(o_stream_id, 1), -lane_off, 0))
-            vstream = Mux(self.invariant.bit_select(o_stream_id, 1), op_v,
-                          Mux(self.lockstep_vector_mode, v_fast, vreg_r.data))
-            m.d.comb += v_val.eq(Mux(~v_active, 0,
-                                     Mux(ac.src.kind == SourceKind.STREAM, vstream,
-                                         first + lane * lockstep_cfg.step)))
+        lanes.add_lane_values(m, u, ac, op_v, s_result, o_vector_load)
+        o_vector, o_lane, v_active, v_last, v_val = (lanes.o_vector, lanes.o_lane, lanes.v_active,
+                                                     lanes.v_last, lanes.v_val)
+        vreg_w = lanes.vreg_w
 
         # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
         # control token (the decoder does not pair two).
@@ -723,46 +685,15 @@ class Traversal(wiring.Component):
                 m.d.sync += [first.eq(next_index), lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
 
-        # LOCKSTEP faults: lanes are evaluated lane by lane, the golden model stream by stream
-        # (docs/isa.md §7.2), so the first fault in its order is the one of the lowest stream id
-        # (then lane) among the vector iteration's faults; it is reported at the LANE uop,
-        # before any ITER action of the iteration fires.
-        lf_valid = Signal()
-        lf_sid = Signal(8)
-        lf_code = Signal(FaultCode)
-        lf_addr = Signal(64)
-
-        lockstep_body_pc = _pick(m, body_pc, lockstep_layer_id, self._ubits, "lockstep_body_pc")
-        more_lanes = Signal()
-        m.d.comb += more_lanes.eq(lane + 1 < count)
+        lanes.add_lane_step(m, body_pc)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
         m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & s_lockstep)
                                                        | (u.kind == UopKind.LANE)))
 
         def lane_step(cur_fault=None):
-            """``LANE``: the next active lane, or (after the last) the first fault of the vector
-            iteration in the golden model's order, or its ITER actions. ``cur_fault``: the
-            uop's own lane fault of this cycle (a fused ``LANE``), not yet in ``lf_*``."""
             m.d.comb += uop_done.eq(1)
-            with m.If(more_lanes):
-                m.d.sync += [lane.eq(lane + 1),
-                             idx[lockstep_layer_id].eq(idx[lockstep_layer_id] + lockstep_cfg.step),
-                             pc.eq(lockstep_body_pc)]
-            if cur_fault is not None:
-                # This last lane's address overflow beats a recorded fault of the same stream
-                # (the golden model checks overflow over all lanes first).
-                with m.Elif(cur_fault & lf_valid & (u.id == lf_sid)
-                            & (s_code == FaultCode.ADDR_OVERFLOW)
-                            & (lf_code != FaultCode.ADDR_OVERFLOW)):
-                    stop(s_code, s_faddr)
-            with m.Elif(lf_valid):
-                stop(lf_code, lf_addr)
-            if cur_fault is not None:
-                with m.Elif(cur_fault):
-                    stop(s_code, s_faddr)
-            with m.Else():
-                m.d.sync += [lane.eq(0), pc.eq(pc + 1)]
+            lanes.lane_step(m, pc, idx, u.id, stop, cur_fault, s_code, s_faddr)
 
         def advance(cur_fault=None, fallback=pops.fallback, fallback_bit=pops.fallback_bit):
             with m.If(fallback):
@@ -825,7 +756,7 @@ class Traversal(wiring.Component):
                     # Nothing of an earlier run survives a start (a run that faulted or was
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [row_active.eq(0), pad_active.eq(0), lane.eq(0),
-                                 lf_valid.eq(0), first.eq(0)]
+                                 lanes.lf_valid.eq(0), first.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *nvals, *idx, *ubr)]
                     m.d.sync += [wrapped.eq(0), pops.done.eq(0)]
                     m.next = "RUN"
@@ -848,11 +779,7 @@ class Traversal(wiring.Component):
                                 # The golden model's order: the lowest stream id; within one
                                 # stream an address overflow (checked over all lanes first),
                                 # then the first faulting lane.
-                                with m.If(~lf_valid | (u.id < lf_sid)
-                                          | ((u.id == lf_sid) & (s_code == FaultCode.ADDR_OVERFLOW)
-                                             & (lf_code != FaultCode.ADDR_OVERFLOW))):
-                                    m.d.sync += [lf_valid.eq(1), lf_sid.eq(u.id),
-                                                 lf_code.eq(s_code), lf_addr.eq(s_faddr)]
+                                lanes.record_fault(m, u.id, s_code, s_faddr)
                                 advance(cur_fault=Const(1))
                             with m.Elif(s_fault):
                                 stop(s_code, s_faddr)
@@ -902,7 +829,7 @@ class Traversal(wiring.Component):
                             with m.Else():
                                 m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
                                 with m.If(lockstep_on & (k == lockstep_layer_id)):
-                                    m.d.sync += [first.eq(a_v), lane.eq(0), lf_valid.eq(0)]
+                                    m.d.sync += [first.eq(a_v), lane.eq(0), lanes.lf_valid.eq(0)]
                                     m.d.comb += self.stat_vec_iter.eq(a_v < b_v)
                                 m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
                                                       _pick(m, exit_pc, k, self._ubits, "k_exit")))
@@ -932,7 +859,7 @@ class Traversal(wiring.Component):
                         extract(self.blocking_resp_data, blocking_offset, blocking_log2_size,
                                 blocking_sign))
                     if has_lockstep:
-                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lpb], blocking_stream_id)),
+                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lanes.lane_bits], blocking_stream_id)),
                                      vreg_w.data.eq(extract(self.blocking_resp_data,
                                                             blocking_offset, blocking_log2_size,
                                                             blocking_sign)),

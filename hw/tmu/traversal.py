@@ -10,6 +10,8 @@ from .datapath import alu, extract, outside_int64
 from .chain import chain_value
 from .engine_pop import EnginePops
 from .lockstep_lanes import LockstepLanes
+from .operand_sources import OperandSources
+from .stream_evaluation import StreamEvaluation
 from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
                   SourceKind, StreamKind)
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
@@ -186,32 +188,6 @@ class Traversal(wiring.Component):
         lockstep_on, first, lane, count = lanes.on, lanes.first, lanes.lane, lanes.count
         lockstep_cfg = lanes.cfg
 
-        def source(src, bypass_en=None, bypass_id=None, bypass_val=None):
-            out = Signal(signed(64))
-            v = src.value
-            with m.Switch(src.kind):
-                with m.Case(SourceKind.IMM):
-                    m.d.comb += out.eq(v.as_signed())
-                with m.Case(SourceKind.ARG):
-                    m.d.comb += out.eq(args[v[:self._argbits]])
-                with m.Case(SourceKind.STREAM):
-                    stored = pops.bypass(v[:8], _pick(m, vals, v[:self._sbits], signed(64),
-                                                      "stored"))
-                    if bypass_en is None:
-                        m.d.comb += out.eq(stored)
-                    else:
-                        m.d.comb += out.eq(Mux(bypass_en & (v[:8] == bypass_id), bypass_val, stored))
-                with m.Case(SourceKind.INDEX):
-                    m.d.comb += out.eq(idx[v[:self._lbits]])
-                # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
-                # index is its index.
-                with m.Case(SourceKind.COUNT):
-                    m.d.comb += out.eq(Mux(lockstep_on & (v[:8] == self.lockstep_layer), count, 1))
-                with m.Case(SourceKind.FIRST):
-                    m.d.comb += out.eq(Mux(lockstep_on & (v[:8] == self.lockstep_layer), first,
-                                           idx[v[:self._lbits]]))
-            return out
-
         # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
         # execute (a fallback step replaces it with a plain STREAM of a popped stream).
         pops = EnginePops(m, self.ucode_data, self._engines,
@@ -225,234 +201,19 @@ class Traversal(wiring.Component):
         pops.write_values(vals, self._sbits)
         m.d.comb += self.prefetch_pop.eq(pops.commit)   # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.ucode_addr.eq(pc)
-        is_enter = u.kind == UopKind.ENTER
-        lay = _pick(m, layers, u.id[:self._lbits], LayerCfg, "lay")
+        sources = OperandSources(m, self, pops, vals, idx, lanes)
+        source = sources.read
 
-        # --- the stream (or, for ENTER, the bounds) ------------------------------------------
-        is_pf = u.kind == UopKind.PREFETCH
-        prefetch_engine = u.id[:self._ebits]
-        prefetch_streams = Array(self.prefetch_stream[i] for i in range(self._engines))
-        prefetch_stream_id = _pick(m, prefetch_streams, prefetch_engine, 8, "prefetch_stream_id")
-        m.d.comb += self.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:self._sbits])
-        sc = self.scfg_data
-        src_a = Signal(Source)
-        src_b = Signal(Source)
-        m.d.comb += [
-            src_a.eq(Mux(is_enter, lay.lb, sc.a)),
-            # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
-            src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
-        ]
-        a_v = source(src_a)
-        b_v = source(src_b)
-        alu_res, alu_wrapped = alu(m, sc.mode, a_v, b_v)
-
-        # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
-        # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
-        # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or whose
-        # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
-        # before its alignment and region checks.
-        wrapped = Signal(c.streams)
-
-        def wraps(src):
-            return (src.kind == SourceKind.STREAM) & wrapped.bit_select(src.value[:self._sbits], 1)
-
-        # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
-        chain_val, chain_wraps, chain_overflow = chain_value(m, b_v, wraps(src_b),
-                                                             sc.chain_factor)
-        operand_wrapped = Signal()
-        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b) | (u.chain & chain_overflow))
-        addr_exact = Signal(signed(98))
-        m.d.comb += addr_exact.eq(a_v + b_v * Mux(u.chain, sc.chain_scale, sc.stride))
-        addr = Signal(signed(64))
-        m.d.comb += addr.eq(addr_exact[:64])
-        addr_overflow = Signal()
-        m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
-        s_mode = MemMode(sc.mode)
-        log2 = s_mode.log2_size
-        esize = Signal(4)
-        m.d.comb += esize.eq(Const(1, 4) << log2)
-        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
-        region = _pick(m, regions, sc.region[:self._rbits], RegionCfg, "region")
-        end = addr + esize
-        in_region = (addr >= region.base) & (end <= region.base + region.size)
-        in_image = end <= self.mem_limit
-        s_is_mem = sc.kind == StreamKind.MEM
-        s_fault = Signal()
-        s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
-        s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
-                        Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
-        s_result = Signal(signed(64))
-        with m.Switch(sc.kind):
-            with m.Case(StreamKind.ALU):
-                m.d.comb += s_result.eq(alu_res)
-            with m.Case(StreamKind.FWD):
-                m.d.comb += s_result.eq(a_v)
-            with m.Default():
-                m.d.comb += s_result.eq(addr)
-        s_blocking = s_is_mem & self.blocking.bit_select(u.id[:self._sbits], 1)
-
-        # ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word 3
-        # is the count source. Checked here (evaluation), loaded by the OPERAND actions.
-        has_block = c.has("block")
-        nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
-        nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
-        s_block = Signal()
-        blk_n = Signal(signed(64))
-        blk_start = Signal(signed(68))
-        blk_end = Signal(signed(70))
-        blk_fault = Signal()
-        blk_code = Signal(FaultCode)
-        blk_addr = Signal(64)
-        if has_block:
-            m.d.comb += [
-                s_block.eq(s_is_mem & s_mode.reserved),
-                blk_n.eq(source(Source(sc.stride.as_unsigned()))),
-                blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
-                blk_end.eq(blk_start + (blk_n << log2)),
-            ]
-            r_end = region.base + region.size
-
-            def first_outside(limit):
-                """Address of the first element at or past ``limit`` (bytes)."""
-                room_ = Signal(signed(70), name="blk_room")
-                m.d.comb += room_.eq(limit - blk_start)
-                return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
-
-            with m.If((blk_n < 0) | (blk_n > c.max_block)):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
-                             blk_addr.eq(u.id)]
-            with m.Elif(blk_n == 0):
-                pass
-            with m.Elif(operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
-                                              outside_int64(blk_start))):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
-                             blk_addr.eq(u.id)]
-            with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
-                             blk_addr.eq(blk_start[:64])]
-            with m.Elif(blk_start < region.base):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(blk_start[:64])]
-            with m.Elif(blk_end > r_end):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(first_outside(r_end))]
-            with m.Elif(blk_end > self.mem_limit):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(first_outside(self.mem_limit))]
-            with m.If(s_block):
-                m.d.comb += s_result.eq(blk_start[:64])
-        # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
-        # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
-        # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
-        # same offset), lane 0 below the region (lanes ascend), else the first lane whose element
-        # ends past the region or the memory (``min`` of both limits: that lane faults first).
-        s_lockstep = Signal()          # the stream being evaluated belongs to the LOCKSTEP layer
-        s_vector_load = Signal()
-        vector_fault = Signal()
-        vector_code = Signal(FaultCode)
-        vector_fault_addr = Signal(64)
-        if has_lockstep:
-            m.d.comb += [
-                s_lockstep.eq(lockstep_on & (sc.layer == self.lockstep_layer)),
-                s_vector_load.eq(s_lockstep & self.lockstep_vector_mode & s_is_mem
-                        & self.contiguous_vector.bit_select(u.id[:self._sbits], 1)),
-            ]
-            vector_end = Signal(signed(67))
-            m.d.comb += vector_end.eq(addr + (count << log2))
-            region_limit = Signal(signed(67))
-            r_end_ = region.base + region.size
-            m.d.comb += region_limit.eq(Mux(r_end_ < self.mem_limit, r_end_, self.mem_limit))
-            vector_room = Signal(signed(67))
-            m.d.comb += vector_room.eq(region_limit - addr)
-            # The lanes' exact addresses ascend from lane 0's: the first and the last active
-            # lane's are in the signed range, or one lane's address overflows.
-            vector_last_addr = Signal(signed(100))
-            m.d.comb += vector_last_addr.eq(addr_exact + ((count - 1) << log2))
-            with m.If(addr_overflow | outside_int64(vector_last_addr)):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
-                             vector_fault_addr.eq(u.id)]
-            with m.Elif(misaligned):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
-                             vector_fault_addr.eq(addr)]
-            with m.Elif(addr < region.base):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                             vector_fault_addr.eq(addr)]
-            with m.Elif(vector_end > region_limit):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                             vector_fault_addr.eq(
-                                 addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
-        s_code = Signal(FaultCode)
-        s_faddr = Signal(64)
-        m.d.comb += [
-            s_fault.eq(Mux(s_block, blk_fault, Mux(s_vector_load, vector_fault, s_fault_v0))),
-            s_code.eq(Mux(s_block, blk_code, Mux(s_vector_load, vector_code, s_code_v0))),
-            s_faddr.eq(Mux(s_block, blk_addr, Mux(s_vector_load, vector_fault_addr, s_faddr_v0))),
-        ]
-
-        # The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
-        # 64-bit range or with an operand that wrapped (FWD: its operand's); a load's value and
-        # the other ops' results are fresh. In vector
-        # mode a lane-affine value moves by c·step per lane, so its last active lane is checked
-        # too (the lanes between lie between lane 0's and the last one's exact values).
-        s_wraps = Signal()
-        last_lane_wraps = Signal()
-        if has_lockstep:
-            sid_ = u.id[:self._sbits]
-            affine_exact = Signal(signed(66))
-            m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
-                                            Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
-            span = Signal(signed(40))
-            m.d.comb += span.eq((count - 1) * lockstep_cfg.step)
-            last_exact = Signal(signed(68))
-            m.d.comb += last_exact.eq(affine_exact + Mux(self.lane_pos.bit_select(sid_, 1), span,
-                                                         Mux(self.lane_neg.bit_select(sid_, 1),
-                                                             -span, 0)))
-            m.d.comb += last_lane_wraps.eq(s_lockstep & self.lockstep_vector_mode
-                                           & (self.lane_pos.bit_select(sid_, 1)
-                                              | self.lane_neg.bit_select(sid_, 1))
-                                           & outside_int64(last_exact))
-        # Only the address arithmetic ops carry the mark; the others (SHR, SRA, AND, OR, XOR,
-        # MIN, MAX, LT, EQ) reduce a value on purpose (a hash: MUL then SHR) and give a fresh one.
-        arithmetic = ((sc.mode == AluOp.ADD.value) | (sc.mode == AluOp.SUB.value)
-                      | (sc.mode == AluOp.MUL.value) | (sc.mode == AluOp.SHL.value))
-        with m.Switch(sc.kind):
-            with m.Case(StreamKind.ALU):
-                m.d.comb += s_wraps.eq(arithmetic
-                                       & (operand_wrapped | alu_wrapped | last_lane_wraps))
-            with m.Case(StreamKind.FWD):
-                m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
-
-        # --- run-ahead engine start (PREFETCH e) and the engine serving this stream -----------
-        engines = range(self._engines)
-        prefetch_layer_id = _pick(m, Array(self.prefetch_layer[i] for i in engines),
-                                  prefetch_engine, 8, "prefetch_layer_id")
-        prefetch_layer_index = prefetch_layer_id[:self._lbits]
-        m.d.comb += [
-            self.prefetch_base.eq(a_v),
-            self.prefetch_lower_bound.eq(_pick(m, idx, prefetch_layer_index, signed(64),
-                                               "prefetch_lower_bound_value")),
-            self.prefetch_upper_bound.eq(_pick(m, ubr, prefetch_layer_index, signed(64),
-                                               "prefetch_upper_bound_value")),
-            self.prefetch_step.eq(_pick(m, layers, prefetch_layer_index, LayerCfg,
-                                        "prefetch_layer_cfg").step),
-            self.prefetch_start_offset.eq(_pick(m, Array(self.prefetch_offset[i] for i in engines),
-                                                prefetch_engine, signed(28),
-                                                "prefetch_offset_value")),
-            self.prefetch_stride.eq(sc.stride),
-            self.prefetch_size_log2.eq(log2),
-            self.prefetch_sign.eq(s_mode.sign),
-            self.prefetch_region_base.eq(region.base),
-            self.prefetch_region_size.eq(region.size),
-        ]
-        s_prefetched = self.stream_prefetched.bit_select(u.id[:self._sbits], 1)
-        s_prefetch_engine = _pick(m, Array(self.stream_prefetch_engine[i]
-                                           for i in range(c.streams)),
-                                  u.id[:self._sbits], self._ebits, "s_prefetch_engine")
-        s_prefetch_head = self.prefetch_head_valid.bit_select(s_prefetch_engine, 1)
-        s_prefetch_busy = self.prefetch_busy.bit_select(s_prefetch_engine, 1)
-        s_prefetch_data = _pick(m, Array(self.prefetch_head_data[i] for i in engines),
-                                s_prefetch_engine, 64, "s_prefetch_data")
+        # --- the stream (or, for ENTER, the bounds) and the run-ahead engines -----------------
+        stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions)
+        stream.connect_engines(m, idx, ubr, layers)
+        sc, lay, a_v, b_v = stream.sc, stream.lay, stream.a_v, stream.b_v
+        addr, log2, esize, s_mode = stream.addr, stream.log2, stream.esize, stream.s_mode
+        s_result, s_fault, s_code, s_faddr = (stream.s_result, stream.s_fault, stream.s_code,
+                                              stream.s_faddr)
+        s_blocking, s_lockstep = stream.s_blocking, stream.s_lockstep
+        has_block, nbits, nvals, blk_n = stream.has_block, stream.nbits, stream.nvals, stream.blk_n
+        wrapped, prefetch_engine = stream.wrapped, stream.prefetch_engine
 
         # --- the action ------------------------------------------------------------------------
         fused = (u.kind == UopKind.STREAM) & u.fuse_act
@@ -725,20 +486,7 @@ class Traversal(wiring.Component):
         blocking_fallback_bit = Signal(self._engines)
 
         def keep_stream_value():
-            """The evaluated stream's value, a BLOCK row's count and a lane's value are kept,
-            and whether the value wrapped (lane by lane: whether any lane so far wrapped)."""
-            with m.If(u.chain):
-                chained_id = sc.b.value[:self._sbits]
-                m.d.sync += [vals[chained_id].eq(chain_val),
-                             wrapped.bit_select(chained_id, 1).eq(chain_wraps)]
-            m.d.sync += vals[u.id[:self._sbits]].eq(s_result)
-            m.d.sync += wrapped.bit_select(u.id[:self._sbits], 1).eq(
-                s_wraps | (s_lockstep & ~self.lockstep_vector_mode & (lane != 0)
-                           & wrapped.bit_select(u.id[:self._sbits], 1)))
-            if has_block:
-                m.d.sync += nvals[u.id[:self._sbits]].eq(blk_n)
-            if has_lockstep:
-                m.d.comb += vreg_w.en.eq(s_lockstep)
+            stream.keep_value(m, vals, lanes)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -783,15 +531,15 @@ class Traversal(wiring.Component):
                                 advance(cur_fault=Const(1))
                             with m.Elif(s_fault):
                                 stop(s_code, s_faddr)
-                            with m.Elif(s_blocking & s_prefetched & s_prefetch_head):
+                            with m.Elif(s_blocking & stream.s_prefetched & stream.s_prefetch_head):
                                 # The engine has the value already.
-                                m.d.sync += vals[u.id[:self._sbits]].eq(s_prefetch_data)
+                                m.d.sync += vals[u.id[:self._sbits]].eq(stream.s_prefetch_data)
                                 if has_lockstep:
-                                    m.d.comb += [vreg_w.data.eq(s_prefetch_data),
+                                    m.d.comb += [vreg_w.data.eq(stream.s_prefetch_data),
                                                  vreg_w.en.eq(s_lockstep)]
-                                m.d.comb += self.prefetch_pop.bit_select(s_prefetch_engine, 1).eq(1)
+                                m.d.comb += self.prefetch_pop.bit_select(stream.s_prefetch_engine, 1).eq(1)
                                 advance()
-                            with m.Elif(s_blocking & s_prefetched & s_prefetch_busy):
+                            with m.Elif(s_blocking & stream.s_prefetched & stream.s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
                             with m.Elif(s_blocking):
                                 m.d.comb += [

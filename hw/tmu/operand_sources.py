@@ -1,0 +1,84 @@
+"""The operand sources of the traversal: the value of a source word (``docs/isa.md`` §2
+"Sources", §7.3) as a stream, an action or a bound reads it.
+
+A source is an immediate, an argument, a stream's value, a layer's index, or (ISA v1) a
+LOCKSTEP layer's ``COUNT``/``FIRST``. A stream's value comes from the traversal's stream
+registers, except when the current uop pops it from a run-ahead engine this cycle
+(``hw/tmu/engine_pop.py``: the engine's head is bypassed) or, for an action fused into a
+``STREAM`` uop, when it is the stream that uop evaluates (``docs/rtl.md`` §2.2: the action sees
+the new value).
+
+Not a component: :class:`OperandSources` adds the selection logic to the traversal's ``Module``
+at each :meth:`~OperandSources.read`.
+"""
+
+from amaranth.hdl import Array, Mux, Signal, signed
+
+from .isa import SourceKind
+from .signatures import index_bits
+from .source_fields import pick
+
+
+__all__ = ["OperandSources"]
+
+
+class OperandSources:
+    """The value of a source word (``docs/isa.md`` §2 "Sources", §7.3), 64-bit signed.
+
+    Parameters
+    ----------
+    m : Module
+    traversal : Traversal
+        Its ``args`` and ``lockstep_layer`` are read.
+    pops : EnginePops
+        Engine pops of the current uop (their values bypass the stream registers).
+    values, indices : Array of Signal(signed(64))
+        The streams' values and the layers' indices (registers of the traversal).
+    lanes : LockstepLanes
+        ``COUNT``/``FIRST`` of the LOCKSTEP layer (a SINGLE/BROADCAST layer has count 1 and its
+        first index is its index).
+    """
+
+    def __init__(self, m, traversal, pops, values, indices, lanes):
+        self._m = m
+        self._t = traversal
+        self._pops = pops
+        self._values = values
+        self._indices = indices
+        self._lanes = lanes
+        c = traversal._cfg
+        self._args = Array(traversal.args[i] for i in range(c.args))
+        self._argbits = index_bits(c.args)
+        self._sbits = index_bits(c.streams)
+        self._lbits = index_bits(c.layers)
+
+    def read(self, src, bypass_en=None, bypass_id=None, bypass_val=None):
+        """A ``signed(64)`` signal with the value of ``src`` (a ``Source`` view). With
+        ``bypass_en``: when set and ``src`` reads stream ``bypass_id``, ``bypass_val`` instead
+        (the uop's own stream, evaluated this cycle, as its fused action sees it)."""
+        m, lanes = self._m, self._lanes
+        out = Signal(signed(64), name="out")
+        v = src.value
+        with m.Switch(src.kind):
+            with m.Case(SourceKind.IMM):
+                m.d.comb += out.eq(v.as_signed())
+            with m.Case(SourceKind.ARG):
+                m.d.comb += out.eq(self._args[v[:self._argbits]])
+            with m.Case(SourceKind.STREAM):
+                stored = self._pops.bypass(v[:8], pick(m, self._values, v[:self._sbits],
+                                                       signed(64), "stored"))
+                if bypass_en is None:
+                    m.d.comb += out.eq(stored)
+                else:
+                    m.d.comb += out.eq(Mux(bypass_en & (v[:8] == bypass_id), bypass_val, stored))
+            with m.Case(SourceKind.INDEX):
+                m.d.comb += out.eq(self._indices[v[:self._lbits]])
+            # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
+            # index is its index.
+            with m.Case(SourceKind.COUNT):
+                m.d.comb += out.eq(Mux(lanes.on & (v[:8] == self._t.lockstep_layer),
+                                       lanes.count, 1))
+            with m.Case(SourceKind.FIRST):
+                m.d.comb += out.eq(Mux(lanes.on & (v[:8] == self._t.lockstep_layer),
+                                       lanes.first, self._indices[v[:self._lbits]]))
+        return out

@@ -1,0 +1,363 @@
+"""Stream evaluation in the traversal: what one ``STREAM`` uop (or ``ENTER``'s bounds) computes in
+its cycle (``docs/isa.md`` §1 "Streams", "Sources", "Address overflow", §7.4 BLOCK streams, §7.8;
+``docs/rtl.md`` §2.2, §9.2, §9.3).
+
+* The stream (:class:`StreamEvaluation`): the ALU result (``hw/tmu/datapath.py``), a ``FWD``,
+  or a MEM stream's address ``a + b * stride`` (a chained uop's ``a + S * K`` and its ``D = S *
+  X``, ``hw/tmu/chain.py``) with its checks in the golden model's order: address overflow
+  (``ADDR_OVERFLOW``, fault address the stream id), alignment (``MISALIGNED``), region and
+  memory limit (``ADDR_RANGE``). A BLOCK stream checks its whole row (length ``BLOCK_LENGTH``,
+  first element, first element outside), a contiguous vector load in vector mode all its active
+  lanes at once. Each stream's ``wrapped`` bit records that its value wrapped past 64 bits.
+* The run-ahead engines' start parameters (``PREFETCH e``: the stream's base, stride, size and
+  region with its layer's bounds and step) and the engine serving the evaluated stream
+  (``hw/tmu/prefetch.py``, ``docs/rtl.md`` §2.3).
+
+Not a component: these helpers add combinational logic to the traversal's ``Module`` (as
+:class:`~hw.tmu.engine_pop.EnginePops` does); what the traversal does with the result (keep
+it, issue a blocking load, fault, wait for an engine) is its FSM's (``hw/tmu/traversal.py``).
+"""
+
+from amaranth.hdl import Array, Const, Mux, Signal, signed
+
+from .chain import chain_value
+from .datapath import alu, outside_int64
+from .isa import AluOp, FaultCode, MemMode, Source, SourceKind, StreamKind
+from .layouts import LayerCfg, RegionCfg, UopKind
+from .signatures import index_bits
+from .source_fields import pick
+
+
+__all__ = ["StreamEvaluation"]
+
+
+class StreamEvaluation:
+    """The stream of the current uop, evaluated and checked (combinational).
+
+    Parameters
+    ----------
+    m : Module
+    traversal : Traversal
+        Its stream configuration port (``scfg_*``), ``blocking``, ``mem_limit`` and ISA v1
+        classes are read, ``scfg_addr`` driven.
+    uop : Signal(Uop)
+        The microcode entry to execute (``EnginePops.uop``).
+    sources : OperandSources
+        Reads the sources ``a``, ``b`` (and a BLOCK stream's count), ``hw/tmu/operand_sources.py``.
+    lanes : LockstepLanes
+    layers, regions : Array
+        The layer and region descriptors.
+
+    Attributes
+    ----------
+    sc : StreamCfg
+        The evaluated stream's descriptor (``traversal.scfg_data``).
+    lay : Signal(LayerCfg)
+        The descriptor of layer ``uop.id`` (``ENTER``: ``a_v``/``b_v`` are its bounds).
+    a_v, b_v : Signal(signed(64))
+        The sources ``a`` and ``b`` (``ENTER``: lower and upper bound).
+    addr : Signal(signed(64))
+        A MEM stream's address (bytes; a BLOCK stream's row start is ``s_result``).
+    log2, esize : Value
+        The element size, as ``log2`` and in bytes; ``s_mode``: the ``MemMode`` view of the mode.
+    s_result : Signal(signed(64))
+        The stream's value.
+    s_fault, s_code, s_faddr : Signal
+        The stream faults, its ``FaultCode`` and fault address (``docs/isa.md`` §5).
+    s_wraps : Signal
+        The value wrapped past 64 bits (its ``wrapped`` bit, ``docs/isa.md`` §1).
+    s_blocking, s_lockstep : Value
+        A blocking MEM stream; the stream belongs to the LOCKSTEP layer.
+    wrapped : Signal(streams)
+        Register (written by :meth:`keep_value`): per stream, its value wrapped.
+    nvals : Array of Signal
+        Registers: per stream, a BLOCK row's element count (``count_<s>``).
+    blk_n : Signal(signed(64))
+        The evaluated BLOCK stream's count.
+    """
+
+    def __init__(self, m, traversal, uop, sources, lanes, layers, regions):
+        t = self._t = traversal
+        c = self._c = traversal._cfg
+        u = self._uop = uop
+        sbits = self._sbits = index_bits(c.streams)
+        lbits = index_bits(c.layers)
+        rbits = index_bits(c.regions)
+        engines = max(1, c.prefetchers)
+        ebits = index_bits(engines)
+        source = sources.read
+        has_lockstep = lanes.enabled
+        lockstep_on, count, lockstep_cfg = lanes.on, lanes.count, lanes.cfg
+        is_enter = u.kind == UopKind.ENTER
+        lay = pick(m, layers, u.id[:lbits], LayerCfg, "lay")
+
+        is_pf = u.kind == UopKind.PREFETCH
+        prefetch_engine = u.id[:ebits]
+        prefetch_streams = Array(t.prefetch_stream[i] for i in range(engines))
+        prefetch_stream_id = pick(m, prefetch_streams, prefetch_engine, 8, "prefetch_stream_id")
+        m.d.comb += t.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:sbits])
+        sc = t.scfg_data
+        src_a = Signal(Source)
+        src_b = Signal(Source)
+        m.d.comb += [
+            src_a.eq(Mux(is_enter, lay.lb, sc.a)),
+            # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
+            src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
+        ]
+        a_v = source(src_a)
+        b_v = source(src_b)
+        alu_res, alu_wrapped = alu(m, sc.mode, a_v, b_v)
+
+        # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
+        # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
+        # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or whose
+        # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
+        # before its alignment and region checks.
+        wrapped = Signal(c.streams)
+
+        def wraps(src):
+            return (src.kind == SourceKind.STREAM) & wrapped.bit_select(src.value[:sbits], 1)
+
+        # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
+        chain_val, chain_wraps, chain_overflow = chain_value(m, b_v, wraps(src_b),
+                                                             sc.chain_factor)
+        operand_wrapped = Signal()
+        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b) | (u.chain & chain_overflow))
+        addr_exact = Signal(signed(98))
+        m.d.comb += addr_exact.eq(a_v + b_v * Mux(u.chain, sc.chain_scale, sc.stride))
+        addr = Signal(signed(64))
+        m.d.comb += addr.eq(addr_exact[:64])
+        addr_overflow = Signal()
+        m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
+        s_mode = MemMode(sc.mode)
+        log2 = s_mode.log2_size
+        esize = Signal(4)
+        m.d.comb += esize.eq(Const(1, 4) << log2)
+        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
+        region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
+        end = addr + esize
+        in_region = (addr >= region.base) & (end <= region.base + region.size)
+        in_image = end <= t.mem_limit
+        s_is_mem = sc.kind == StreamKind.MEM
+        s_fault = Signal()
+        s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
+        s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
+                        Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
+        s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
+        s_result = Signal(signed(64))
+        with m.Switch(sc.kind):
+            with m.Case(StreamKind.ALU):
+                m.d.comb += s_result.eq(alu_res)
+            with m.Case(StreamKind.FWD):
+                m.d.comb += s_result.eq(a_v)
+            with m.Default():
+                m.d.comb += s_result.eq(addr)
+        s_blocking = s_is_mem & t.blocking.bit_select(u.id[:sbits], 1)
+
+        # ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word 3
+        # is the count source. Checked here (evaluation), loaded by the OPERAND actions.
+        has_block = c.has("block")
+        nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
+        nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
+        s_block = Signal()
+        blk_n = Signal(signed(64))
+        blk_start = Signal(signed(68))
+        blk_end = Signal(signed(70))
+        blk_fault = Signal()
+        blk_code = Signal(FaultCode)
+        blk_addr = Signal(64)
+        if has_block:
+            m.d.comb += [
+                s_block.eq(s_is_mem & s_mode.reserved),
+                blk_n.eq(source(Source(sc.stride.as_unsigned()))),
+                blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
+                blk_end.eq(blk_start + (blk_n << log2)),
+            ]
+            r_end = region.base + region.size
+
+            def first_outside(limit):
+                """Address of the first element at or past ``limit`` (bytes)."""
+                room_ = Signal(signed(70), name="blk_room")
+                m.d.comb += room_.eq(limit - blk_start)
+                return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
+
+            with m.If((blk_n < 0) | (blk_n > c.max_block)):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
+                             blk_addr.eq(u.id)]
+            with m.Elif(blk_n == 0):
+                pass
+            with m.Elif(operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
+                                              outside_int64(blk_start))):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
+                             blk_addr.eq(u.id)]
+            with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
+                             blk_addr.eq(blk_start[:64])]
+            with m.Elif(blk_start < region.base):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(blk_start[:64])]
+            with m.Elif(blk_end > r_end):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(first_outside(r_end))]
+            with m.Elif(blk_end > t.mem_limit):
+                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                             blk_addr.eq(first_outside(t.mem_limit))]
+            with m.If(s_block):
+                m.d.comb += s_result.eq(blk_start[:64])
+        # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
+        # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
+        # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
+        # same offset), lane 0 below the region (lanes ascend), else the first lane whose element
+        # ends past the region or the memory (``min`` of both limits: that lane faults first).
+        s_lockstep = Signal()          # the stream being evaluated belongs to the LOCKSTEP layer
+        s_vector_load = Signal()
+        vector_fault = Signal()
+        vector_code = Signal(FaultCode)
+        vector_fault_addr = Signal(64)
+        if has_lockstep:
+            m.d.comb += [
+                s_lockstep.eq(lockstep_on & (sc.layer == t.lockstep_layer)),
+                s_vector_load.eq(s_lockstep & t.lockstep_vector_mode & s_is_mem
+                        & t.contiguous_vector.bit_select(u.id[:sbits], 1)),
+            ]
+            vector_end = Signal(signed(67))
+            m.d.comb += vector_end.eq(addr + (count << log2))
+            region_limit = Signal(signed(67))
+            r_end_ = region.base + region.size
+            m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
+            vector_room = Signal(signed(67))
+            m.d.comb += vector_room.eq(region_limit - addr)
+            # The lanes' exact addresses ascend from lane 0's: the first and the last active
+            # lane's are in the signed range, or one lane's address overflows.
+            vector_last_addr = Signal(signed(100))
+            m.d.comb += vector_last_addr.eq(addr_exact + ((count - 1) << log2))
+            with m.If(addr_overflow | outside_int64(vector_last_addr)):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
+                             vector_fault_addr.eq(u.id)]
+            with m.Elif(misaligned):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
+                             vector_fault_addr.eq(addr)]
+            with m.Elif(addr < region.base):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                             vector_fault_addr.eq(addr)]
+            with m.Elif(vector_end > region_limit):
+                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                             vector_fault_addr.eq(
+                                 addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
+        s_code = Signal(FaultCode)
+        s_faddr = Signal(64)
+        m.d.comb += [
+            s_fault.eq(Mux(s_block, blk_fault, Mux(s_vector_load, vector_fault, s_fault_v0))),
+            s_code.eq(Mux(s_block, blk_code, Mux(s_vector_load, vector_code, s_code_v0))),
+            s_faddr.eq(Mux(s_block, blk_addr, Mux(s_vector_load, vector_fault_addr, s_faddr_v0))),
+        ]
+
+        # The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
+        # 64-bit range or with an operand that wrapped (FWD: its operand's); a load's value and
+        # the other ops' results are fresh. In vector
+        # mode a lane-affine value moves by c·step per lane, so its last active lane is checked
+        # too (the lanes between lie between lane 0's and the last one's exact values).
+        s_wraps = Signal()
+        last_lane_wraps = Signal()
+        if has_lockstep:
+            sid_ = u.id[:sbits]
+            affine_exact = Signal(signed(66))
+            m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
+                                            Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
+            span = Signal(signed(40))
+            m.d.comb += span.eq((count - 1) * lockstep_cfg.step)
+            last_exact = Signal(signed(68))
+            m.d.comb += last_exact.eq(affine_exact + Mux(t.lane_pos.bit_select(sid_, 1), span,
+                                                         Mux(t.lane_neg.bit_select(sid_, 1),
+                                                             -span, 0)))
+            m.d.comb += last_lane_wraps.eq(s_lockstep & t.lockstep_vector_mode
+                                           & (t.lane_pos.bit_select(sid_, 1)
+                                              | t.lane_neg.bit_select(sid_, 1))
+                                           & outside_int64(last_exact))
+        # Only the address arithmetic ops carry the mark; the others (SHR, SRA, AND, OR, XOR,
+        # MIN, MAX, LT, EQ) reduce a value on purpose (a hash: MUL then SHR) and give a fresh one.
+        arithmetic = ((sc.mode == AluOp.ADD.value) | (sc.mode == AluOp.SUB.value)
+                      | (sc.mode == AluOp.MUL.value) | (sc.mode == AluOp.SHL.value))
+        with m.Switch(sc.kind):
+            with m.Case(StreamKind.ALU):
+                m.d.comb += s_wraps.eq(arithmetic
+                                       & (operand_wrapped | alu_wrapped | last_lane_wraps))
+            with m.Case(StreamKind.FWD):
+                m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
+
+
+        self.has_block = has_block
+        self.nbits = nbits
+        self.sc, self.lay, self.a_v, self.b_v = sc, lay, a_v, b_v
+        self.prefetch_engine = prefetch_engine
+        self.addr, self.log2, self.esize, self.s_mode, self.region = addr, log2, esize, s_mode, region
+        self.s_result, self.s_fault, self.s_code, self.s_faddr = s_result, s_fault, s_code, s_faddr
+        self.s_wraps, self.s_blocking, self.s_lockstep = s_wraps, s_blocking, s_lockstep
+        self.wrapped, self.nvals, self.blk_n = wrapped, nvals, blk_n
+        self.chain_val, self.chain_wraps = chain_val, chain_wraps
+
+    def connect_engines(self, m, indices, upper_bounds, layers):
+        """The run-ahead engines' start parameters (``PREFETCH e`` starts engine ``e`` with the
+        stream it serves, evaluated by this uop: base ``a``, stride, element size, region, and
+        its layer's current index, bound and step) and the engine serving the evaluated stream:
+        ``s_prefetched`` (it has one), ``s_prefetch_engine``, ``s_prefetch_head`` (its value is
+        ready: ``s_prefetch_data``), ``s_prefetch_busy`` (it is on its way)."""
+        t, c, u = self._t, self._c, self._uop
+        sbits, lbits = self._sbits, index_bits(c.layers)
+        ebits = index_bits(max(1, c.prefetchers))
+        idx, ubr = indices, upper_bounds
+        prefetch_engine, a_v, sc = self.prefetch_engine, self.a_v, self.sc
+        log2, s_mode, region = self.log2, self.s_mode, self.region
+        engines = range(max(1, c.prefetchers))
+        prefetch_layer_id = pick(m, Array(t.prefetch_layer[i] for i in engines),
+                                  prefetch_engine, 8, "prefetch_layer_id")
+        prefetch_layer_index = prefetch_layer_id[:lbits]
+        m.d.comb += [
+            t.prefetch_base.eq(a_v),
+            t.prefetch_lower_bound.eq(pick(m, idx, prefetch_layer_index, signed(64),
+                                               "prefetch_lower_bound_value")),
+            t.prefetch_upper_bound.eq(pick(m, ubr, prefetch_layer_index, signed(64),
+                                               "prefetch_upper_bound_value")),
+            t.prefetch_step.eq(pick(m, layers, prefetch_layer_index, LayerCfg,
+                                        "prefetch_layer_cfg").step),
+            t.prefetch_start_offset.eq(pick(m, Array(t.prefetch_offset[i] for i in engines),
+                                                prefetch_engine, signed(28),
+                                                "prefetch_offset_value")),
+            t.prefetch_stride.eq(sc.stride),
+            t.prefetch_size_log2.eq(log2),
+            t.prefetch_sign.eq(s_mode.sign),
+            t.prefetch_region_base.eq(region.base),
+            t.prefetch_region_size.eq(region.size),
+        ]
+        s_prefetched = t.stream_prefetched.bit_select(u.id[:sbits], 1)
+        s_prefetch_engine = pick(m, Array(t.stream_prefetch_engine[i]
+                                           for i in range(c.streams)),
+                                  u.id[:sbits], ebits, "s_prefetch_engine")
+        s_prefetch_head = t.prefetch_head_valid.bit_select(s_prefetch_engine, 1)
+        s_prefetch_busy = t.prefetch_busy.bit_select(s_prefetch_engine, 1)
+        s_prefetch_data = pick(m, Array(t.prefetch_head_data[i] for i in engines),
+                                s_prefetch_engine, 64, "s_prefetch_data")
+
+        self.s_prefetched, self.s_prefetch_engine = s_prefetched, s_prefetch_engine
+        self.s_prefetch_head, self.s_prefetch_busy = s_prefetch_head, s_prefetch_busy
+        self.s_prefetch_data = s_prefetch_data
+
+    def keep_value(self, m, values, lanes):
+        """Sync: the evaluated stream's value, a BLOCK row's count and a lane's value are kept,
+        and whether the value wrapped (lane by lane: whether any lane so far wrapped); a
+        chained uop keeps its ALU stream's value and bit too (``values``: the traversal's
+        stream registers)."""
+        t, u, sbits = self._t, self._uop, self._sbits
+        wrapped = self.wrapped
+        with m.If(u.chain):
+            chained_id = self.sc.b.value[:sbits]
+            m.d.sync += [values[chained_id].eq(self.chain_val),
+                         wrapped.bit_select(chained_id, 1).eq(self.chain_wraps)]
+        m.d.sync += values[u.id[:sbits]].eq(self.s_result)
+        m.d.sync += wrapped.bit_select(u.id[:sbits], 1).eq(
+            self.s_wraps | (self.s_lockstep & ~t.lockstep_vector_mode & (lanes.lane != 0)
+                            & wrapped.bit_select(u.id[:sbits], 1)))
+        if self.has_block:
+            m.d.sync += self.nvals[u.id[:sbits]].eq(self.blk_n)
+        if lanes.enabled:
+            m.d.comb += lanes.vreg_w.en.eq(self.s_lockstep)

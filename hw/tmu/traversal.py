@@ -1,38 +1,46 @@
-"""Traversal: executes the microcode the decoder built — layers, streams, marshaling actions."""
+"""Traversal: executes the microcode the decoder built — layers, streams, marshaling actions
+(``docs/isa.md`` §1 "Execution order", ``docs/rtl.md`` §2.2).
+
+This file holds the component (its ports), its registers (microcode address, stream values,
+layer indices and bounds) and the control: one microcode entry per cycle, ``ENTER``/``NEXT``
+and the fused ``NEXT``, blocking loads, faults, ``DONE``. What one entry computes is in helper
+modules that add their logic to the traversal's ``Module``:
+
+* ``operand_sources.py``: the value of a source word (with the engine-pop and fused-action
+  bypasses);
+* ``stream_evaluation.py``: the stream's value, a MEM stream's address and its checks (address
+  overflow, alignment, region, memory limit; BLOCK rows; vector loads), the ``wrapped`` bits,
+  and the run-ahead engines' start parameters;
+* ``actions.py``: ``OPERAND``/``CONTROL`` actions: reorder-buffer allocation, load requests,
+  control tokens, row chunks for the row issue block;
+* ``lockstep_lanes.py``: the LOCKSTEP layer's lanes (active lanes, lane values, lane stepping
+  and the order of lane faults);
+* ``engine_pop.py`` (run-ahead engine pops carried by a uop) and ``chain.py`` (the chained ALU
+  slot).
+"""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import data, wiring
+from amaranth.lib import stream as lib_stream
 from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
-from .config import TmuConfig
-from .datapath import alu, extract, outside_int64
-from .chain import chain_value
-from .engine_pop import EnginePops
 from .actions import Actions
+from .config import TmuConfig
+from .datapath import extract
+from .engine_pop import EnginePops
+from .isa import DONE_TOKEN, FaultCode
+from .layouts import ActionCfg, LayerCfg, StreamCfg, Uop, UopKind
 from .lockstep_lanes import LockstepLanes
 from .operand_sources import OperandSources
-from .stream_evaluation import StreamEvaluation
-from .isa import (DONE_TOKEN, ActionKind, AluOp, ControlWord1, FaultCode, MemMode, Source,
-                  SourceKind, StreamKind)
-from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop, UopKind
 from .rob import alloc_layout
 from .row_issue import row_job_layout
-from .signatures import TraversalConfigSignature
+from .signatures import TraversalConfigSignature, index_bits
+from .source_fields import pick
+from .stream_evaluation import StreamEvaluation
 
 
 __all__ = ["Traversal"]
-
-
-def _bits(n):
-    return max(1, (n - 1).bit_length())
-
-
-def _pick(m, array, index, shape, name):
-    """``array[index]`` as a signal (operations on an ``Array`` proxy would be replicated)."""
-    sig = Signal(shape, name=name)
-    m.d.comb += sig.eq(array[index])
-    return sig
 
 
 class Traversal(wiring.Component):
@@ -58,14 +66,9 @@ class Traversal(wiring.Component):
     (``fuse_act2``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
     (``fuse_next``). See ``docs/rtl.md``.
 
-    An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* when the decoder
-    found every stream lane-affine or a contiguous vector load (``lockstep_vector_mode``): its
-    streams are evaluated once per vector iteration at lane 0 (a contiguous load checks all
-    active lanes at once), a contiguous vector operand is one aligned 64-bit load per word of
-    the active lanes plus zero chunks for the masked lanes, other vector operands are lane 0's
-    value ``+ c * lane * step``. Otherwise it runs lane by lane: the body's streams once per lane,
-    the ``LANE`` step folded into the last one (``fuse_lane``), lane faults reported after the
-    last lane in the golden model's stream-major order.
+    An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* (streams evaluated
+    once per vector iteration at lane 0) or lane by lane (the ``LANE`` step folded into the
+    last stream, ``fuse_lane``): ``hw/tmu/lockstep_lanes.py``.
 
     Parameters
     ----------
@@ -86,14 +89,11 @@ class Traversal(wiring.Component):
         if not isinstance(config, TmuConfig):
             raise TypeError(f"config must be a TmuConfig, not {config!r}")
         c = self._cfg = config
-        self._ubits = _bits(c.ucode_depth)
-        self._sbits = _bits(c.streams)
-        self._abits = _bits(c.actions)
-        self._lbits = _bits(c.layers)
-        self._rbits = _bits(c.regions)
-        self._argbits = _bits(c.args)
+        self._ubits = index_bits(c.ucode_depth)
+        self._sbits = index_bits(c.streams)
+        self._abits = index_bits(c.actions)
+        self._lbits = index_bits(c.layers)
         E = self._engines = max(1, c.prefetchers)
-        self._ebits = _bits(E)
         super().__init__({
             # The decoder's configuration registers (layers, regions, blocking streams,
             # microcode addresses, run-ahead engine assignment, ISA v1 classes): declared once,
@@ -131,7 +131,7 @@ class Traversal(wiring.Component):
             "rob_alloc_reserve": Out(1),      # the first allocation reserves a row's lines
             "rob_alloc_count":   Out(range(c.row_chunk_lines + 1)),
             "rob_free":          In(range(c.max_inflight + 1)),
-            "row_job":           Out(stream.Signature(row_job_layout(c))),
+            "row_job":           Out(lib_stream.Signature(row_job_layout(c))),
             "rob_empty":       In(1),
             "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
             "ctrl_w_data": Out(16),
@@ -169,25 +169,21 @@ class Traversal(wiring.Component):
         m = Module()
         c = self._cfg
 
+        # The traversal's registers: microcode address, stream values, layer indices and
+        # upper bounds.
         pc   = Signal(self._ubits)
         vals = Array(Signal(signed(64), name=f"value_{i}") for i in range(c.streams))
         idx  = Array(Signal(signed(64), name=f"index_{i}") for i in range(c.layers))
         ubr  = Array(Signal(signed(64), name=f"ub_{i}") for i in range(c.layers))
-        args = Array(self.args[i] for i in range(c.args))
         layers  = Array(self.layers[i] for i in range(c.layers))
         regions = Array(self.regions[i] for i in range(c.regions))
         body_pc = Array(self.body_pc[i] for i in range(c.layers))
         exit_pc = Array(self.exit_pc[i] for i in range(c.layers))
 
-        # ISA v1 LOCKSTEP layer ``lockstep_layer_id`` (docs/isa.md §7.2), run lane by lane:
-        # ``first`` is the index of lane 0 of the vector iteration, ``lane`` the lane being
-        # evaluated (its index is ``idx[lockstep_layer_id]``), ``count`` the active lanes (lanes
-        # whose index is below ub).
+        # ISA v1 LOCKSTEP layer (docs/isa.md §7.2; hw/tmu/lockstep_lanes.py): ``first`` is the
+        # index of lane 0 of the vector iteration, ``lane`` the lane being evaluated or pushed,
+        # ``count`` the active lanes.
         lanes = LockstepLanes(m, self, layers, ubr)
-        has_lockstep = lanes.enabled
-        lockstep_layer_id = lanes.layer_id
-        lockstep_on, first, lane, count = lanes.on, lanes.first, lanes.lane, lanes.count
-        lockstep_cfg = lanes.cfg
 
         # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
         # execute (a fallback step replaces it with a plain STREAM of a popped stream).
@@ -203,39 +199,30 @@ class Traversal(wiring.Component):
         m.d.comb += self.prefetch_pop.eq(pops.commit)   # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.ucode_addr.eq(pc)
         sources = OperandSources(m, self, pops, vals, idx, lanes)
-        source = sources.read
 
-        # --- the stream (or, for ENTER, the bounds) and the run-ahead engines -----------------
+        # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
+        # start parameters (hw/tmu/stream_evaluation.py).
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions)
         stream.connect_engines(m, idx, ubr, layers)
-        sc, lay, a_v, b_v = stream.sc, stream.lay, stream.a_v, stream.b_v
-        addr, log2, esize, s_mode = stream.addr, stream.log2, stream.esize, stream.s_mode
-        s_result, s_fault, s_code, s_faddr = (stream.s_result, stream.s_fault, stream.s_code,
-                                              stream.s_faddr)
-        s_blocking, s_lockstep = stream.s_blocking, stream.s_lockstep
-        has_block, nbits, nvals, blk_n = stream.has_block, stream.nbits, stream.nvals, stream.blk_n
-        wrapped, prefetch_engine = stream.wrapped, stream.prefetch_engine
+        s_code, s_faddr = stream.s_code, stream.s_faddr
 
-        # --- the action(s) (the LOCKSTEP lane values on the way) --------------------------------
+        # The action(s) (hw/tmu/actions.py; the LOCKSTEP lane values are added on the way).
         actions = Actions(m, self, u, sources, stream, lanes)
-        row_active, pad_active, o_vector = actions.row_active, actions.pad_active, lanes.o_vector
-        try_action = lambda on_fire: actions.try_action(m, on_fire)
-        vreg_w = lanes.vreg_w
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
         next_layer_id = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
         next_index = Signal(signed(66))
         cont = Signal()
-        next_layer_index = _pick(m, idx, next_layer_id, signed(64), "next_layer_index")
-        next_layer_ub = _pick(m, ubr, next_layer_id, signed(64), "next_layer_ub")
-        next_layer_cfg = _pick(m, layers, next_layer_id, LayerCfg, "next_layer_cfg")
-        next_layer_body_pc = _pick(m, body_pc, next_layer_id, self._ubits, "next_layer_body_pc")
-        next_layer_exit_pc = _pick(m, exit_pc, next_layer_id, self._ubits, "next_layer_exit_pc")
-        next_layer_lockstep = lockstep_on & (next_layer_id == lockstep_layer_id)
+        next_layer_index = pick(m, idx, next_layer_id, signed(64), "next_layer_index")
+        next_layer_ub = pick(m, ubr, next_layer_id, signed(64), "next_layer_ub")
+        next_layer_cfg = pick(m, layers, next_layer_id, LayerCfg, "next_layer_cfg")
+        next_layer_body_pc = pick(m, body_pc, next_layer_id, self._ubits, "next_layer_body_pc")
+        next_layer_exit_pc = pick(m, exit_pc, next_layer_id, self._ubits, "next_layer_exit_pc")
+        next_layer_lockstep = lanes.on & (next_layer_id == lanes.layer_id)
         m.d.comb += [
             # A LOCKSTEP layer's next vector iteration starts lanes * step further.
             next_index.eq(Mux(next_layer_lockstep,
-                              first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
+                              lanes.first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
                               next_layer_index + next_layer_cfg.step)),
             cont.eq(next_index < next_layer_ub),
         ]
@@ -243,13 +230,13 @@ class Traversal(wiring.Component):
         def next_iteration():
             m.d.sync += [idx[next_layer_id].eq(next_index), pc.eq(next_layer_body_pc)]
             with m.If(next_layer_lockstep):
-                m.d.sync += [first.eq(next_index), lane.eq(0)]
+                m.d.sync += [lanes.first.eq(next_index), lanes.lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
 
         lanes.add_lane_step(m, body_pc)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
-        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & s_lockstep)
+        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & stream.s_lockstep)
                                                        | (u.kind == UopKind.LANE)))
 
         def lane_step(cur_fault=None):
@@ -285,9 +272,6 @@ class Traversal(wiring.Component):
         blocking_fallback  = Signal()     # ... for a fallback step of engine pops
         blocking_fallback_bit = Signal(self._engines)
 
-        def keep_stream_value():
-            stream.keep_value(m, vals, lanes)
-
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
             m.next = "DRAIN"
@@ -303,15 +287,15 @@ class Traversal(wiring.Component):
                                  self.fault_addr.eq(0)]
                     # Nothing of an earlier run survives a start (a run that faulted or was
                     # aborted in the middle of a row or a vector iteration included).
-                    m.d.sync += [row_active.eq(0), pad_active.eq(0), lane.eq(0),
-                                 lanes.lf_valid.eq(0), first.eq(0)]
-                    m.d.sync += [v.eq(0) for v in (*vals, *nvals, *idx, *ubr)]
-                    m.d.sync += [wrapped.eq(0), pops.done.eq(0)]
+                    m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0),
+                                 lanes.lane.eq(0), lanes.lf_valid.eq(0), lanes.first.eq(0)]
+                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
+                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):
                 m.d.comb += [
-                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & o_vector),
+                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & lanes.o_vector),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
@@ -323,64 +307,69 @@ class Traversal(wiring.Component):
                                 m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
                             with m.If(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
-                            with m.Elif(s_fault & s_lockstep & ~self.lockstep_vector_mode):
+                            with m.Elif(stream.s_fault & stream.s_lockstep & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
                                 # stream an address overflow (checked over all lanes first),
                                 # then the first faulting lane.
                                 lanes.record_fault(m, u.id, s_code, s_faddr)
                                 advance(cur_fault=Const(1))
-                            with m.Elif(s_fault):
+                            with m.Elif(stream.s_fault):
                                 stop(s_code, s_faddr)
-                            with m.Elif(s_blocking & stream.s_prefetched & stream.s_prefetch_head):
+                            with m.Elif(stream.s_blocking & stream.s_prefetched
+                                        & stream.s_prefetch_head):
                                 # The engine has the value already.
                                 m.d.sync += vals[u.id[:self._sbits]].eq(stream.s_prefetch_data)
-                                if has_lockstep:
-                                    m.d.comb += [vreg_w.data.eq(stream.s_prefetch_data),
-                                                 vreg_w.en.eq(s_lockstep)]
-                                m.d.comb += self.prefetch_pop.bit_select(stream.s_prefetch_engine, 1).eq(1)
+                                if lanes.enabled:
+                                    m.d.comb += [lanes.vreg_w.data.eq(stream.s_prefetch_data),
+                                                 lanes.vreg_w.en.eq(stream.s_lockstep)]
+                                m.d.comb += self.prefetch_pop.bit_select(
+                                    stream.s_prefetch_engine, 1).eq(1)
                                 advance()
-                            with m.Elif(s_blocking & stream.s_prefetched & stream.s_prefetch_busy):
+                            with m.Elif(stream.s_blocking & stream.s_prefetched
+                                        & stream.s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
-                            with m.Elif(s_blocking):
+                            with m.Elif(stream.s_blocking):
                                 m.d.comb += [
                                     self.req.valid.eq(1),
-                                    self.req.payload.addr.eq(addr),
+                                    self.req.payload.addr.eq(stream.addr),
                                     self.req.payload.tag.eq(1 << c.rob_bits),
-                                    self.stat_issue_bytes.eq(esize),
+                                    self.stat_issue_bytes.eq(stream.esize),
                                     self.stat_blocking.eq(1),
                                 ]
                                 with m.If(self.req.ready):
                                     m.d.sync += [blocking_fallback.eq(pops.fallback),
                                                  blocking_fallback_bit.eq(pops.fallback_bit),
                                                  blocking_stream_id.eq(u.id),
-                                                 blocking_offset.eq(addr[0:c.line_offset_bits]),
-                                                 blocking_log2_size.eq(log2),
-                                                 blocking_sign.eq(s_mode.sign),
-                                                 blocking_lockstep.eq(s_lockstep)]
+                                                 blocking_offset.eq(stream.addr[0:c.line_offset_bits]),
+                                                 blocking_log2_size.eq(stream.log2),
+                                                 blocking_sign.eq(stream.s_mode.sign),
+                                                 blocking_lockstep.eq(stream.s_lockstep)]
                                     m.next = "BWAIT"
                             with m.Elif(u.fuse_act):
                                 # The stream's value (and a BLOCK row's count) is kept when
                                 # its fused action fires, exactly as without the action.
                                 def on_fire():
-                                    keep_stream_value()
+                                    stream.keep_value(m, vals, lanes)
                                     advance()
-                                try_action(on_fire)
+                                actions.try_action(m, on_fire)
                             with m.Else():
-                                keep_stream_value()
+                                stream.keep_value(m, vals, lanes)
                                 advance()
                         with m.Case(UopKind.ACT):
-                            try_action(advance)
+                            actions.try_action(m, advance)
                         with m.Case(UopKind.ENTER):
                             k = u.id[:self._lbits]
-                            with m.If(lay.check_order & (b_v < a_v)):
+                            lb, ub = stream.a_v, stream.b_v
+                            with m.If(stream.lay.check_order & (ub < lb)):
                                 stop(FaultCode.RANGE_ORDER, u.id)
                             with m.Else():
-                                m.d.sync += [idx[k].eq(a_v), ubr[k].eq(b_v)]
-                                with m.If(lockstep_on & (k == lockstep_layer_id)):
-                                    m.d.sync += [first.eq(a_v), lane.eq(0), lanes.lf_valid.eq(0)]
-                                    m.d.comb += self.stat_vec_iter.eq(a_v < b_v)
-                                m.d.sync += pc.eq(Mux(a_v < b_v, pc + 1,
-                                                      _pick(m, exit_pc, k, self._ubits, "k_exit")))
+                                m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub)]
+                                with m.If(lanes.on & (k == lanes.layer_id)):
+                                    m.d.sync += [lanes.first.eq(lb), lanes.lane.eq(0),
+                                                 lanes.lf_valid.eq(0)]
+                                    m.d.comb += self.stat_vec_iter.eq(lb < ub)
+                                m.d.sync += pc.eq(Mux(lb < ub, pc + 1,
+                                                      pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
                                 next_iteration()
@@ -389,8 +378,8 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.LANE):
                             lane_step()
                         with m.Case(UopKind.PREFETCH):
-                            with m.If(self.prefetch_idle.bit_select(prefetch_engine, 1)):
-                                m.d.comb += self.prefetch_start.bit_select(prefetch_engine, 1).eq(1)
+                            with m.If(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
+                                m.d.comb += self.prefetch_start.bit_select(stream.prefetch_engine, 1).eq(1)
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.ctrl_w_rdy):
@@ -406,8 +395,10 @@ class Traversal(wiring.Component):
                     m.d.sync += vals[blocking_stream_id].eq(
                         extract(self.blocking_resp_data, blocking_offset, blocking_log2_size,
                                 blocking_sign))
-                    if has_lockstep:
-                        m.d.comb += [vreg_w.addr.eq(Cat(lane[:lanes.lane_bits], blocking_stream_id)),
+                    if lanes.enabled:
+                        vreg_w = lanes.vreg_w
+                        m.d.comb += [vreg_w.addr.eq(Cat(lanes.lane[:lanes.lane_bits],
+                                                        blocking_stream_id)),
                                      vreg_w.data.eq(extract(self.blocking_resp_data,
                                                             blocking_offset, blocking_log2_size,
                                                             blocking_sign)),

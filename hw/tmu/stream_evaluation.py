@@ -32,7 +32,10 @@ __all__ = ["StreamEvaluation"]
 
 
 class StreamEvaluation:
-    """The stream of the current uop, evaluated and checked (combinational).
+    """The stream of the current uop, evaluated and checked (combinational), in four parts: the
+    sources, ALU and address with the scalar checks (``_evaluate``), a BLOCK row's checks
+    (``_check_block_row``), a contiguous vector load's checks (``_check_vector_load``), then the
+    fault of the stream's kind and its ``wrapped`` bit (``_wrapped_bit``).
 
     Parameters
     ----------
@@ -77,74 +80,90 @@ class StreamEvaluation:
     """
 
     def __init__(self, m, traversal, uop, sources, lanes, layers, regions):
-        t = self._t = traversal
-        c = self._c = traversal._cfg
-        u = self._uop = uop
-        sbits = self._sbits = index_bits(c.streams)
+        self._t = traversal
+        self._c = traversal._cfg
+        self._uop = uop
+        self._sbits = index_bits(self._c.streams)
+        # The parts, in this order (the Verilog's names and order follow it).
+        self._evaluate(m, sources, lanes, layers, regions)
+        self._check_block_row(m, sources)
+        self._check_vector_load(m, lanes)
+        s_block, s_vector_load = self._s_block, self._s_vector_load
+        self.s_code = s_code = Signal(FaultCode, name="s_code")
+        self.s_faddr = s_faddr = Signal(64, name="s_faddr")
+        m.d.comb += [
+            self.s_fault.eq(Mux(s_block, self._blk_fault,
+                                Mux(s_vector_load, self._vector_fault, self._s_fault_v0))),
+            s_code.eq(Mux(s_block, self._blk_code,
+                          Mux(s_vector_load, self._vector_code, self._s_code_v0))),
+            s_faddr.eq(Mux(s_block, self._blk_addr,
+                           Mux(s_vector_load, self._vector_fault_addr, self._s_faddr_v0))),
+        ]
+        self._wrapped_bit(m, lanes)
+
+    def _evaluate(self, m, sources, lanes, layers, regions):
+        """The sources, the ALU, a MEM stream's address and its scalar checks (ISA v0)."""
+        t, c, u, sbits = self._t, self._c, self._uop, self._sbits
         lbits = index_bits(c.layers)
         rbits = index_bits(c.regions)
         engines = max(1, c.prefetchers)
         ebits = index_bits(engines)
         source = sources.read
-        has_lockstep = lanes.enabled
-        lockstep_on, count, lockstep_cfg = lanes.on, lanes.count, lanes.cfg
         is_enter = u.kind == UopKind.ENTER
-        lay = pick(m, layers, u.id[:lbits], LayerCfg, "lay")
+        self.lay = lay = pick(m, layers, u.id[:lbits], LayerCfg, "lay")
 
         is_pf = u.kind == UopKind.PREFETCH
-        prefetch_engine = u.id[:ebits]
+        self.prefetch_engine = prefetch_engine = u.id[:ebits]
         prefetch_streams = Array(t.prefetch_stream[i] for i in range(engines))
         prefetch_stream_id = pick(m, prefetch_streams, prefetch_engine, 8, "prefetch_stream_id")
         m.d.comb += t.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:sbits])
-        sc = t.scfg_data
-        src_a = Signal(Source)
-        src_b = Signal(Source)
+        self.sc = sc = t.scfg_data
+        self._src_a = src_a = Signal(Source, name="src_a")
+        src_b = Signal(Source, name="src_b")
         m.d.comb += [
             src_a.eq(Mux(is_enter, lay.lb, sc.a)),
             # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
             src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
         ]
-        a_v = source(src_a)
-        b_v = source(src_b)
-        alu_res, alu_wrapped = alu(m, sc.mode, a_v, b_v)
+        self.a_v = a_v = source(src_a)
+        self.b_v = b_v = source(src_b)
+        alu_res, self._alu_wrapped = alu(m, sc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
         # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
         # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or whose
         # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
         # before its alignment and region checks.
-        wrapped = Signal(c.streams)
-
-        def wraps(src):
-            return (src.kind == SourceKind.STREAM) & wrapped.bit_select(src.value[:sbits], 1)
+        self.wrapped = Signal(c.streams, name="wrapped")
 
         # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
-        chain_val, chain_wraps, chain_overflow = chain_value(m, b_v, wraps(src_b),
-                                                             sc.chain_factor)
-        operand_wrapped = Signal()
-        m.d.comb += operand_wrapped.eq(wraps(src_a) | wraps(src_b) | (u.chain & chain_overflow))
-        addr_exact = Signal(signed(98))
+        self.chain_val, self.chain_wraps, chain_overflow = chain_value(m, b_v, self._wraps(src_b),
+                                                                       sc.chain_factor)
+        self._operand_wrapped = operand_wrapped = Signal(name="operand_wrapped")
+        m.d.comb += operand_wrapped.eq(self._wraps(src_a) | self._wraps(src_b)
+                                       | (u.chain & chain_overflow))
+        self._addr_exact = addr_exact = Signal(signed(98), name="addr_exact")
         m.d.comb += addr_exact.eq(a_v + b_v * Mux(u.chain, sc.chain_scale, sc.stride))
-        addr = Signal(signed(64))
+        self.addr = addr = Signal(signed(64), name="addr")
         m.d.comb += addr.eq(addr_exact[:64])
-        addr_overflow = Signal()
+        self._addr_overflow = addr_overflow = Signal(name="addr_overflow")
         m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
-        s_mode = MemMode(sc.mode)
-        log2 = s_mode.log2_size
-        esize = Signal(4)
+        self.s_mode = s_mode = MemMode(sc.mode)
+        self.log2 = log2 = s_mode.log2_size
+        self.esize = esize = Signal(4, name="esize")
         m.d.comb += esize.eq(Const(1, 4) << log2)
-        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
-        region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
+        self._misaligned = misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
+        self.region = region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
         end = addr + esize
         in_region = (addr >= region.base) & (end <= region.base + region.size)
         in_image = end <= t.mem_limit
-        s_is_mem = sc.kind == StreamKind.MEM
-        s_fault = Signal()
-        s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
-        s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
-                        Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
-        s_result = Signal(signed(64))
+        self._s_is_mem = s_is_mem = sc.kind == StreamKind.MEM
+        self.s_fault = Signal(name="s_fault")
+        self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
+        self._s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
+                              Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
+        self._s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
+        self.s_result = s_result = Signal(signed(64), name="s_result")
         with m.Switch(sc.kind):
             with m.Case(StreamKind.ALU):
                 m.d.comb += s_result.eq(alu_res)
@@ -152,121 +171,135 @@ class StreamEvaluation:
                 m.d.comb += s_result.eq(a_v)
             with m.Default():
                 m.d.comb += s_result.eq(addr)
-        s_blocking = s_is_mem & t.blocking.bit_select(u.id[:sbits], 1)
+        self.s_blocking = s_is_mem & t.blocking.bit_select(u.id[:sbits], 1)
 
-        # ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word 3
-        # is the count source. Checked here (evaluation), loaded by the OPERAND actions.
-        has_block = c.has("block")
-        nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
-        nvals = Array(Signal(nbits, name=f"count_{i}") for i in range(c.streams if has_block else 1))
-        s_block = Signal()
-        blk_n = Signal(signed(64))
-        blk_start = Signal(signed(68))
-        blk_end = Signal(signed(70))
-        blk_fault = Signal()
-        blk_code = Signal(FaultCode)
-        blk_addr = Signal(64)
-        if has_block:
-            m.d.comb += [
-                s_block.eq(s_is_mem & s_mode.reserved),
-                blk_n.eq(source(Source(sc.stride.as_unsigned()))),
-                blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
-                blk_end.eq(blk_start + (blk_n << log2)),
-            ]
-            r_end = region.base + region.size
+    def _wraps(self, src):
+        """Source ``src`` reads a stream whose value wrapped."""
+        return ((src.kind == SourceKind.STREAM)
+                & self.wrapped.bit_select(src.value[:self._sbits], 1))
 
-            def first_outside(limit):
-                """Address of the first element at or past ``limit`` (bytes)."""
-                room_ = Signal(signed(70), name="blk_room")
-                m.d.comb += room_.eq(limit - blk_start)
-                return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
-
-            with m.If((blk_n < 0) | (blk_n > c.max_block)):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
-                             blk_addr.eq(u.id)]
-            with m.Elif(blk_n == 0):
-                pass
-            with m.Elif(operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
-                                              outside_int64(blk_start))):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
-                             blk_addr.eq(u.id)]
-            with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
-                             blk_addr.eq(blk_start[:64])]
-            with m.Elif(blk_start < region.base):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(blk_start[:64])]
-            with m.Elif(blk_end > r_end):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(first_outside(r_end))]
-            with m.Elif(blk_end > t.mem_limit):
-                m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                             blk_addr.eq(first_outside(t.mem_limit))]
-            with m.If(s_block):
-                m.d.comb += s_result.eq(blk_start[:64])
-        # ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
-        # uop computes lane 0's address and checks all ``count`` active lanes at once, as the
-        # golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
-        # same offset), lane 0 below the region (lanes ascend), else the first lane whose element
-        # ends past the region or the memory (``min`` of both limits: that lane faults first).
-        s_lockstep = Signal()          # the stream being evaluated belongs to the LOCKSTEP layer
-        s_vector_load = Signal()
-        vector_fault = Signal()
-        vector_code = Signal(FaultCode)
-        vector_fault_addr = Signal(64)
-        if has_lockstep:
-            m.d.comb += [
-                s_lockstep.eq(lockstep_on & (sc.layer == t.lockstep_layer)),
-                s_vector_load.eq(s_lockstep & t.lockstep_vector_mode & s_is_mem
-                        & t.contiguous_vector.bit_select(u.id[:sbits], 1)),
-            ]
-            vector_end = Signal(signed(67))
-            m.d.comb += vector_end.eq(addr + (count << log2))
-            region_limit = Signal(signed(67))
-            r_end_ = region.base + region.size
-            m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
-            vector_room = Signal(signed(67))
-            m.d.comb += vector_room.eq(region_limit - addr)
-            # The lanes' exact addresses ascend from lane 0's: the first and the last active
-            # lane's are in the signed range, or one lane's address overflows.
-            vector_last_addr = Signal(signed(100))
-            m.d.comb += vector_last_addr.eq(addr_exact + ((count - 1) << log2))
-            with m.If(addr_overflow | outside_int64(vector_last_addr)):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
-                             vector_fault_addr.eq(u.id)]
-            with m.Elif(misaligned):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
-                             vector_fault_addr.eq(addr)]
-            with m.Elif(addr < region.base):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                             vector_fault_addr.eq(addr)]
-            with m.Elif(vector_end > region_limit):
-                m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                             vector_fault_addr.eq(
-                                 addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
-        s_code = Signal(FaultCode)
-        s_faddr = Signal(64)
+    def _check_block_row(self, m, sources):
+        """ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word
+        3 is the count source. Checked here (evaluation), loaded by the OPERAND actions."""
+        t, c, u = self._t, self._c, self._uop
+        sc, a_v, b_v, log2, esize = self.sc, self.a_v, self.b_v, self.log2, self.esize
+        region, addr_exact = self.region, self._addr_exact
+        self.has_block = has_block = c.has("block")
+        self.nbits = nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
+        self.nvals = Array(Signal(nbits, name=f"count_{i}")
+                           for i in range(c.streams if has_block else 1))
+        self._s_block = s_block = Signal(name="s_block")
+        self.blk_n = blk_n = Signal(signed(64), name="blk_n")
+        blk_start = Signal(signed(68), name="blk_start")
+        blk_end = Signal(signed(70), name="blk_end")
+        self._blk_fault = blk_fault = Signal(name="blk_fault")
+        self._blk_code = blk_code = Signal(FaultCode, name="blk_code")
+        self._blk_addr = blk_addr = Signal(64, name="blk_addr")
+        if not has_block:
+            return
         m.d.comb += [
-            s_fault.eq(Mux(s_block, blk_fault, Mux(s_vector_load, vector_fault, s_fault_v0))),
-            s_code.eq(Mux(s_block, blk_code, Mux(s_vector_load, vector_code, s_code_v0))),
-            s_faddr.eq(Mux(s_block, blk_addr, Mux(s_vector_load, vector_fault_addr, s_faddr_v0))),
+            s_block.eq(self._s_is_mem & self.s_mode.reserved),
+            blk_n.eq(sources.read(Source(sc.stride.as_unsigned()))),
+            blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
+            blk_end.eq(blk_start + (blk_n << log2)),
         ]
+        r_end = region.base + region.size
 
-        # The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
-        # 64-bit range or with an operand that wrapped (FWD: its operand's); a load's value and
-        # the other ops' results are fresh. In vector
-        # mode a lane-affine value moves by c·step per lane, so its last active lane is checked
-        # too (the lanes between lie between lane 0's and the last one's exact values).
-        s_wraps = Signal()
-        last_lane_wraps = Signal()
-        if has_lockstep:
+        def first_outside(limit):
+            """Address of the first element at or past ``limit`` (bytes)."""
+            room_ = Signal(signed(70), name="blk_room")
+            m.d.comb += room_.eq(limit - blk_start)
+            return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
+
+        with m.If((blk_n < 0) | (blk_n > c.max_block)):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
+                         blk_addr.eq(u.id)]
+        with m.Elif(blk_n == 0):
+            pass
+        with m.Elif(self._operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
+                                                outside_int64(blk_start))):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
+                         blk_addr.eq(u.id)]
+        with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
+                         blk_addr.eq(blk_start[:64])]
+        with m.Elif(blk_start < region.base):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(blk_start[:64])]
+        with m.Elif(blk_end > r_end):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(first_outside(r_end))]
+        with m.Elif(blk_end > t.mem_limit):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(first_outside(t.mem_limit))]
+        with m.If(s_block):
+            m.d.comb += self.s_result.eq(blk_start[:64])
+
+    def _check_vector_load(self, m, lanes):
+        """ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
+        uop computes lane 0's address and checks all ``count`` active lanes at once, as the
+        golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
+        same offset), lane 0 below the region (lanes ascend), else the first lane whose element
+        ends past the region or the memory (``min`` of both limits: that lane faults first)."""
+        t, u, sbits = self._t, self._uop, self._sbits
+        sc, addr, log2, region = self.sc, self.addr, self.log2, self.region
+        count = lanes.count
+        # the stream being evaluated belongs to the LOCKSTEP layer
+        self.s_lockstep = s_lockstep = Signal(name="s_lockstep")
+        self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
+        self._vector_fault = vector_fault = Signal(name="vector_fault")
+        self._vector_code = vector_code = Signal(FaultCode, name="vector_code")
+        self._vector_fault_addr = vector_fault_addr = Signal(64, name="vector_fault_addr")
+        if not lanes.enabled:
+            return
+        m.d.comb += [
+            s_lockstep.eq(lanes.on & (sc.layer == t.lockstep_layer)),
+            s_vector_load.eq(s_lockstep & t.lockstep_vector_mode & self._s_is_mem
+                             & t.contiguous_vector.bit_select(u.id[:sbits], 1)),
+        ]
+        vector_end = Signal(signed(67), name="vector_end")
+        m.d.comb += vector_end.eq(addr + (count << log2))
+        region_limit = Signal(signed(67), name="region_limit")
+        r_end_ = region.base + region.size
+        m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
+        vector_room = Signal(signed(67), name="vector_room")
+        m.d.comb += vector_room.eq(region_limit - addr)
+        # The lanes' exact addresses ascend from lane 0's: the first and the last active
+        # lane's are in the signed range, or one lane's address overflows.
+        vector_last_addr = Signal(signed(100), name="vector_last_addr")
+        m.d.comb += vector_last_addr.eq(self._addr_exact + ((count - 1) << log2))
+        with m.If(self._addr_overflow | outside_int64(vector_last_addr)):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
+                         vector_fault_addr.eq(u.id)]
+        with m.Elif(self._misaligned):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
+                         vector_fault_addr.eq(addr)]
+        with m.Elif(addr < region.base):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                         vector_fault_addr.eq(addr)]
+        with m.Elif(vector_end > region_limit):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                         vector_fault_addr.eq(
+                             addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
+
+    def _wrapped_bit(self, m, lanes):
+        """The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed
+        64-bit range or with an operand that wrapped (FWD: its operand's); a load's value and
+        the other ops' results are fresh. In vector mode a lane-affine value moves by c·step
+        per lane, so its last active lane is checked too (the lanes between lie between lane
+        0's and the last one's exact values)."""
+        t, u, sbits = self._t, self._uop, self._sbits
+        sc, a_v, b_v, s_lockstep = self.sc, self.a_v, self.b_v, self.s_lockstep
+        self.s_wraps = s_wraps = Signal(name="s_wraps")
+        last_lane_wraps = Signal(name="last_lane_wraps")
+        if lanes.enabled:
             sid_ = u.id[:sbits]
-            affine_exact = Signal(signed(66))
+            affine_exact = Signal(signed(66), name="affine_exact")
             m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
                                             Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
-            span = Signal(signed(40))
-            m.d.comb += span.eq((count - 1) * lockstep_cfg.step)
-            last_exact = Signal(signed(68))
+            span = Signal(signed(40), name="span")
+            m.d.comb += span.eq((lanes.count - 1) * lanes.cfg.step)
+            last_exact = Signal(signed(68), name="last_exact")
             m.d.comb += last_exact.eq(affine_exact + Mux(t.lane_pos.bit_select(sid_, 1), span,
                                                          Mux(t.lane_neg.bit_select(sid_, 1),
                                                              -span, 0)))
@@ -281,20 +314,10 @@ class StreamEvaluation:
         with m.Switch(sc.kind):
             with m.Case(StreamKind.ALU):
                 m.d.comb += s_wraps.eq(arithmetic
-                                       & (operand_wrapped | alu_wrapped | last_lane_wraps))
+                                       & (self._operand_wrapped | self._alu_wrapped
+                                          | last_lane_wraps))
             with m.Case(StreamKind.FWD):
-                m.d.comb += s_wraps.eq(wraps(src_a) | last_lane_wraps)
-
-
-        self.has_block = has_block
-        self.nbits = nbits
-        self.sc, self.lay, self.a_v, self.b_v = sc, lay, a_v, b_v
-        self.prefetch_engine = prefetch_engine
-        self.addr, self.log2, self.esize, self.s_mode, self.region = addr, log2, esize, s_mode, region
-        self.s_result, self.s_fault, self.s_code, self.s_faddr = s_result, s_fault, s_code, s_faddr
-        self.s_wraps, self.s_blocking, self.s_lockstep = s_wraps, s_blocking, s_lockstep
-        self.wrapped, self.nvals, self.blk_n = wrapped, nvals, blk_n
-        self.chain_val, self.chain_wraps = chain_val, chain_wraps
+                m.d.comb += s_wraps.eq(self._wraps(self._src_a) | last_lane_wraps)
 
     def connect_engines(self, m, indices, upper_bounds, layers):
         """The run-ahead engines' start parameters (``PREFETCH e`` starts engine ``e`` with the

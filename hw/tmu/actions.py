@@ -68,55 +68,74 @@ class Actions:
     """
 
     def __init__(self, m, traversal, uop, sources, stream, lanes):
-        t = self._t = traversal
-        c = traversal._cfg
-        u = uop
+        self._t = traversal
+        self._c = traversal._cfg
+        self._uop = uop
+        self._lanes = lanes
+        # The parts, in this order (the Verilog's names and order follow it).
+        self._first_action(m, sources, stream)
+        self._rows(m, stream)
+        # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
+        # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
+        # (``lane`` counts them), masked lanes an immediate 0.
+        lanes.add_lane_values(m, uop, self.ac, self.op_v, stream.s_result, self.o_vector_load)
+        self._second_action(m, sources, stream)
+        self._allocate(m)
+
+    def _first_action(self, m, sources, stream):
+        """The first action's descriptor, its source's value and whether it is a lazy load."""
+        t, c, u = self._t, self._c, self._uop
         sbits = index_bits(c.streams)
         abits = index_bits(c.actions)
-        source = sources.read
-        s_result, has_block, nbits = stream.s_result, stream.has_block, stream.nbits
-        blk_n, nvals = stream.blk_n, stream.nvals
-        has_lockstep, count, lockstep_cfg = lanes.enabled, lanes.count, lanes.cfg
-        self._lanes = lanes
-        fused = (u.kind == UopKind.STREAM) & u.fuse_act
+        self._fused = fused = (u.kind == UopKind.STREAM) & u.fuse_act
         m.d.comb += t.acfg_addr.eq(Mux(u.kind == UopKind.ACT, u.id, u.act_id)[:abits])
-        ac = t.acfg_data
-        op_v = source(ac.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
+        self.ac = ac = t.acfg_data
+        self.op_v = sources.read(ac.src, bypass_en=fused, bypass_id=u.id,
+                                 bypass_val=stream.s_result)
         m.d.comb += t.operand_cfg_addr.eq(ac.src.value[:sbits])
-        operand_cfg = t.operand_cfg_data
-        operand_mode = MemMode(operand_cfg.mode)
-        is_ctl = ac.kind == ActionKind.CONTROL
-        lazy = Signal()
+        self._operand_cfg = operand_cfg = t.operand_cfg_data
+        self.operand_mode = MemMode(operand_cfg.mode)
+        self._is_ctl = ac.kind == ActionKind.CONTROL
+        self._lazy = lazy = Signal(name="lazy")
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
                             & (operand_cfg.kind == StreamKind.MEM)
                             & ~t.blocking.bit_select(ac.src.value[:sbits], 1))
 
+    def _rows(self, m, stream):
+        """The chunk of a row the first action pushes this cycle (BLOCK, or a contiguous vector
+        load and its masked lanes' zeros)."""
+        t, c, u, lanes = self._t, self._c, self._uop, self._lanes
+        sbits = index_bits(c.streams)
+        ac, op_v, operand_mode = self.ac, self.op_v, self.operand_mode
+        has_block, nbits = stream.has_block, stream.nbits
+        count, lockstep_cfg = lanes.count, lanes.cfg
         # An OPERAND action of a BLOCK stream pushes its row: it reserves one reorder-buffer
         # entry per memory line the row touches and hands the run to the row issue block, which
         # sends the line requests (hw/tmu/row_issue.py), up to ``row_chunk_lines`` lines per
         # cycle (an empty row: one entry that only flushes the packer). The action's uop stays
         # until the last chunk.
-        row_active = Signal()
-        row_addr = Signal(64)          # bytes: next element
-        row_left = Signal(nbits)       # elements still to load
-        o_block = Signal()
-        row_cur_addr = Signal(64)
-        row_cur_left = Signal(nbits)
+        self.row_active = row_active = Signal(name="row_active")
+        self.row_addr = row_addr = Signal(64, name="row_addr")      # bytes: next element
+        self.row_left = row_left = Signal(nbits, name="row_left")   # elements still to load
+        self.o_block = o_block = Signal(name="o_block")
+        self.row_cur_addr = row_cur_addr = Signal(64, name="row_cur_addr")
+        self.row_cur_left = row_cur_left = Signal(nbits, name="row_cur_left")
         line_bits = c.line_offset_bits
-        row_cnt = Signal(range(c.row_chunk_elements + 1))   # elements in this chunk
-        row_lines = Signal(range(c.row_chunk_lines + 1))    # memory lines they touch
-        row_last = Signal()
+        # elements in this chunk, memory lines they touch
+        self.row_cnt = row_cnt = Signal(range(c.row_chunk_elements + 1), name="row_cnt")
+        self.row_lines = row_lines = Signal(range(c.row_chunk_lines + 1), name="row_lines")
+        self.row_last = row_last = Signal(name="row_last")
         # A vector operand of a contiguous vector MEM stream (vector mode) is a row of the
         # ``count`` active lanes' elements from lane 0's address (one aligned 64-bit load per
         # line, docs/isa.md §7.8), then ``lanes - count`` zero elements for the masked lanes
         # (immediate entries of up to 8 elements, ``pad_*``).
-        o_vector_load = Signal()
-        pad_active = Signal()
-        pad_left = Signal(8)
-        pad_cnt = Signal(4)
-        pad_last = Signal()
-        need_pad = Signal()
-        if has_lockstep:
+        self.o_vector_load = o_vector_load = Signal(name="o_vector_load")
+        self.pad_active = Signal(name="pad_active")
+        self.pad_left = pad_left = Signal(8, name="pad_left")
+        self.pad_cnt = pad_cnt = Signal(4, name="pad_cnt")
+        self.pad_last = pad_last = Signal(name="pad_last")
+        self.need_pad = need_pad = Signal(name="need_pad")
+        if lanes.enabled:
             m.d.comb += [
                 o_vector_load.eq(
                     (ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
@@ -126,17 +145,18 @@ class Actions:
                 pad_last.eq(pad_left <= 8),
                 need_pad.eq(count <= lockstep_cfg.lanes_m1),
             ]
-        if has_block or has_lockstep:
+        if has_block or lanes.enabled:
             # elements from the address to the end of the chunk's last line
-            in_chunk = Signal(range(c.row_chunk_elements + 1))
+            in_chunk = Signal(range(c.row_chunk_elements + 1), name="in_chunk")
             # A row action fused into its own stream's STREAM uop sees the new count (bypass).
-            row_n = (Mux(fused & (ac.src.value[:8] == u.id), blk_n[:nbits],
-                         pick(m, nvals, ac.src.value[:sbits], nbits, "row_n"))
+            row_n = (Mux(self._fused & (ac.src.value[:8] == u.id), stream.blk_n[:nbits],
+                         pick(m, stream.nvals, ac.src.value[:sbits], nbits, "row_n"))
                      if has_block else 0)
             if has_block:
                 m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
-                                     & (ac.src.kind == SourceKind.STREAM)
-                                     & (operand_cfg.kind == StreamKind.MEM) & operand_mode.reserved)
+                                       & (ac.src.kind == SourceKind.STREAM)
+                                       & (self._operand_cfg.kind == StreamKind.MEM)
+                                       & operand_mode.reserved)
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),
                 row_cur_left.eq(Mux(row_active, row_left, Mux(o_vector_load, count, row_n))),
@@ -148,26 +168,39 @@ class Actions:
                               + c.line_bytes - 1) >> line_bits),
             ]
 
-        # LOCKSTEP: lane values of the layer's streams (written as each lane is evaluated), and
-        # the ITER actions that push a vector: one reorder-buffer entry per lane, lane by lane
-        # (``lane`` counts them), masked lanes an immediate 0.
-        lanes.add_lane_values(m, u, ac, op_v, s_result, o_vector_load)
-        o_lane, v_active, v_last, v_val = lanes.o_lane, lanes.v_active, lanes.v_last, lanes.v_val
-
-        # The second action of the cycle (``fuse_act2``): an immediate token, and never a second
-        # control token (the decoder does not pair two).
-        # ... fired with the last chunk of a row the first action pushes.
-        dual = u.fuse_act2 & ((u.kind == UopKind.ACT) | fused) & ~(o_block & ~row_last)
+    def _second_action(self, m, sources, stream):
+        """The second action of the cycle (``fuse_act2``): an immediate token, and never a
+        second control token (the decoder does not pair two); fired with the last chunk of a
+        row the first action pushes."""
+        t, c, u = self._t, self._c, self._uop
+        abits = index_bits(c.actions)
+        dual = (u.fuse_act2 & ((u.kind == UopKind.ACT) | self._fused)
+                & ~(self.o_block & ~self.row_last))
         m.d.comb += t.acfg2_addr.eq(u.act2_id[:abits])
-        ac2 = t.acfg2_data
-        op2_v = source(ac2.src, bypass_en=fused, bypass_id=u.id, bypass_val=s_result)
-        is_ctl2 = dual & (ac2.kind == ActionKind.CONTROL)
-        is_op2 = dual & (ac2.kind == ActionKind.OPERAND)
+        self._ac2 = ac2 = t.acfg2_data
+        self._op2_v = sources.read(ac2.src, bypass_en=self._fused, bypass_id=u.id,
+                                   bypass_val=stream.s_result)
+        self._is_ctl2 = dual & (ac2.kind == ActionKind.CONTROL)
+        self._is_op2 = dual & (ac2.kind == ActionKind.OPERAND)
 
+    def _allocate(self, m):
+        """The reorder-buffer entries (the first operand of the cycle through port 1, the
+        second through port 2), the control token, the row job, and what firing needs."""
+        t, c, lanes = self._t, self._c, self._lanes
+        line_bits = c.line_offset_bits
+        ac, op_v, operand_mode, lazy = self.ac, self.op_v, self.operand_mode, self._lazy
+        ac2, op2_v, is_ctl = self._ac2, self._op2_v, self._is_ctl
+        o_lane, v_active, v_last, v_val = lanes.o_lane, lanes.v_active, lanes.v_last, lanes.v_val
+        o_block, o_vector_load = self.o_block, self.o_vector_load
+        row_cur_addr, row_cur_left, row_cnt = self.row_cur_addr, self.row_cur_left, self.row_cnt
+        row_last, row_lines = self.row_last, self.row_lines
+        pad_active, pad_cnt, pad_last, need_pad = (self.pad_active, self.pad_cnt, self.pad_last,
+                                                   self.need_pad)
         # Operands go into the reorder buffer (the first operand of the cycle through port 1);
         # control tokens, always immediate, straight into the control FIFO.
         flush1 = t.act_flush.bit_select(t.acfg_addr, 1)
         flush2 = t.act_flush.bit_select(t.acfg2_addr, 1)
+        is_ctl2, is_op2 = self._is_ctl2, self._is_op2
 
         with m.If(is_ctl):
             _immediate(m, t.rob_alloc, op2_v, ac2.pack, flush2)
@@ -240,13 +273,7 @@ class Actions:
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
                               Mux(o_vector_load | o_block, 0, lazy)))
 
-        self.ac, self.op_v = ac, op_v
-        self.row_active, self.pad_active = row_active, pad_active
-        # What try_action needs: the row and padding state, the action's kind, its needs.
-        self.row_addr, self.row_left, self.row_last = row_addr, row_left, row_last
-        self.row_cur_addr, self.row_cur_left, self.row_cnt = row_cur_addr, row_cur_left, row_cnt
-        self.pad_left, self.pad_last, self.need_pad = pad_left, pad_last, need_pad
-        self.o_block, self.o_vector_load, self.operand_mode = o_block, o_vector_load, operand_mode
+        # What try_action needs.
         self.room, self.need_ctrl, self.ld = room, need_ctrl, ld
         self.reserving, self.n_ops = reserving, n_ops
 

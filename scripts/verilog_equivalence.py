@@ -90,7 +90,8 @@ def compare(dir_a, dir_b, configs):
             continue
         same = False
         print(f"{name}: DIFFERENT")
-        diff = difflib.unified_diff(a.splitlines(), b.splitlines(), dir_a, dir_b, lineterm="", n=2)
+        diff = difflib.unified_diff(a.splitlines(), b.splitlines(), str(dir_a), str(dir_b),
+                                    lineterm="", n=2)
         for i, line in enumerate(diff):
             if i == 60:
                 print("... (diff cut)")

@@ -1,4 +1,5 @@
-"""The LOCKSTEP layer's lanes in the traversal (ISA v1, ``docs/isa.md`` §7.2, ``docs/rtl.md`` §9.3).
+"""The LOCKSTEP layer's lanes in the traversal (ISA v1, ``docs/isa.md`` §7.2, ``docs/rtl.md``
+§9.3).
 
 A LOCKSTEP layer runs ``lanes`` consecutive iterations as one *vector iteration*: ``first`` is
 the index of lane 0, ``count`` the active lanes (those whose index is below the layer's upper

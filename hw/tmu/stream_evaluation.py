@@ -131,9 +131,9 @@ class StreamEvaluation:
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
         # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
-        # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or whose
-        # exact address lies outside the signed range, faults ADDR_OVERFLOW (address: stream id)
-        # before its alignment and region checks.
+        # an ADD/SUB/MUL/SHL/FWD of a value that wrapped). A load whose ``a`` or ``b`` wrapped, or
+        # whose exact address lies outside the signed range, faults ADDR_OVERFLOW (address:
+        # stream id) before its alignment and region checks.
         self.wrapped = Signal(c.streams, name="wrapped")
 
         # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.

@@ -196,7 +196,8 @@ class Traversal(wiring.Component):
         pop_mark = Signal(self._engines)      # a fallback step completes: its engine's pop
         m.d.sync += pops.done.eq(Mux(pop_clear, 0, pops.done | pops.commit | pop_mark))
         pops.write_values(vals, self._sbits)
-        m.d.comb += self.prefetch_pop.eq(pops.commit)   # (a STREAM of an engine's stream adds its bit)
+        # (a STREAM of an engine's stream adds its bit)
+        m.d.comb += self.prefetch_pop.eq(pops.commit)
         m.d.comb += self.ucode_addr.eq(pc)
         sources = OperandSources(m, self, pops, vals, idx, lanes)
 
@@ -236,8 +237,9 @@ class Traversal(wiring.Component):
         lanes.add_lane_step(m, body_pc)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
-        m.d.comb += self.stat_lane_eval.eq(uop_done & (((u.kind == UopKind.STREAM) & stream.s_lockstep)
-                                                       | (u.kind == UopKind.LANE)))
+        m.d.comb += self.stat_lane_eval.eq(
+            uop_done & (((u.kind == UopKind.STREAM) & stream.s_lockstep)
+                        | (u.kind == UopKind.LANE)))
 
         def lane_step(cur_fault=None):
             m.d.comb += uop_done.eq(1)
@@ -307,7 +309,8 @@ class Traversal(wiring.Component):
                                 m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
                             with m.If(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
-                            with m.Elif(stream.s_fault & stream.s_lockstep & ~self.lockstep_vector_mode):
+                            with m.Elif(stream.s_fault & stream.s_lockstep
+                                        & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
                                 # stream an address overflow (checked over all lanes first),
                                 # then the first faulting lane.
@@ -340,7 +343,8 @@ class Traversal(wiring.Component):
                                     m.d.sync += [blocking_fallback.eq(pops.fallback),
                                                  blocking_fallback_bit.eq(pops.fallback_bit),
                                                  blocking_stream_id.eq(u.id),
-                                                 blocking_offset.eq(stream.addr[0:c.line_offset_bits]),
+                                                 blocking_offset.eq(
+                                                     stream.addr[0:c.line_offset_bits]),
                                                  blocking_log2_size.eq(stream.log2),
                                                  blocking_sign.eq(stream.s_mode.sign),
                                                  blocking_lockstep.eq(stream.s_lockstep)]
@@ -379,7 +383,8 @@ class Traversal(wiring.Component):
                             lane_step()
                         with m.Case(UopKind.PREFETCH):
                             with m.If(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
-                                m.d.comb += self.prefetch_start.bit_select(stream.prefetch_engine, 1).eq(1)
+                                m.d.comb += self.prefetch_start.bit_select(
+                                    stream.prefetch_engine, 1).eq(1)
                                 m.d.sync += pc.eq(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.ctrl_w_rdy):

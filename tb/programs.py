@@ -477,6 +477,26 @@ def _encode_unchecked(prog):
         Program.validate = saved
 
 
+def bag_frame():
+    """The frame of an embedding-bag program (what ``-O3`` emits): layers, regions and the first
+    four streams, for programs that differ only in their lookup streams and actions.
+
+    Layer 0 runs over the bags (``arg 0``), layer 1 over ``offsets[b] .. offsets[b+1]``
+    (``RANGE_ORDER`` checked). Regions: 0 the offsets (``args 1, 2``: base, bytes), 1 the
+    indices (``args 3, 4``), 2 the table (``args 5, 6``). Streams: 0 ``b + 1``, 1
+    ``offsets[b]``, 2 ``offsets[b + 1]``, 3 ``indices[j]`` (8-byte elements). Returns
+    ``(layers, regions, streams)``, lists of ``sw.runtime.isa`` descriptors.
+    """
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    layers = [Layer(imm(0), R(0)), Layer(S(1), S(2), check_order=True)]
+    regions = [Region(R(1), R(2)), Region(R(3), R(4)), Region(R(5), R(6))]
+    streams = [Stream(0, StreamKind.ALU, I(0), imm(1)),
+               Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
+               Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0),
+               Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1)]
+    return layers, regions, streams
+
+
 def block_case(name, *, rows=6, dim=5, lengths=(2, 0, 3), col0=0, ncols=None, size=4, pack=1,
                join=False, signed=False, seed=0, indices=None, region_rows=None, base_off=0):
     """An embedding bag whose lookups push BLOCK rows (ISA v1, docs/isa.md §7.4; what -O3
@@ -503,13 +523,9 @@ def block_case(name, *, rows=6, dim=5, lengths=(2, 0, 3), col0=0, ncols=None, si
     memory = pad(table_bytes) + offsets.tobytes() + indices.tobytes() + bytes(8)
     region_rows = rows if region_rows is None else region_rows
     S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
-    prog = Program(n_args=8, version=1,
-                   layers=[Layer(imm(0), R(0)), Layer(S(1), S(2), check_order=True)],
-                   regions=[Region(R(1), R(2)), Region(R(3), R(4)), Region(R(5), R(6))],
-                   streams=[Stream(0, StreamKind.ALU, I(0), imm(1)),
-                            Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
-                            Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0),
-                            Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1),
+    layers, regions, bag_streams = bag_frame()
+    prog = Program(n_args=8, version=1, layers=layers, regions=regions,
+                   streams=[*bag_streams,
                             Stream(1, StreamKind.ALU, S(3), R(7), op=AluOp.MUL),
                             Stream(1, StreamKind.ALU, S(4), imm(col0)),
                             Stream(1, StreamKind.MEM, R(5), S(5), size=size, signed=signed,

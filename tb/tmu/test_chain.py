@@ -24,11 +24,10 @@ from hw.tmu.layouts import UopKind
 from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
 from sw.runtime.image import bind_arguments, build_image
-from sw.runtime.isa import (ActionKind, AluOp, Action, Event, Layer, Program, Region, Source,
-                            Stream, StreamKind)
+from sw.runtime.isa import ActionKind, AluOp, Action, Event, Program, Source, Stream, StreamKind
 from sw.workloads import WORKLOADS
 from tb.golden_compare import assert_matches
-from tb.programs import Case
+from tb.programs import Case, bag_frame
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.test_microcode_builder import _run as run_builder
@@ -67,7 +66,7 @@ def _bag_case(name, rng, *, op="mul_arg", block=True, size=4, dim=4, ncols=None,
     o_off = len(pad(table))
     i_off = o_off + len(pad(offsets.tobytes()))
     memory = pad(table) + pad(offsets.tobytes()) + indices.tobytes() + bytes(8)
-    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    S, R, imm = Source.stream, Source.arg, Source.imm
     if op == "mul_arg":
         d = Stream(1, StreamKind.ALU, S(3), R(7), op=AluOp.MUL)
     elif op == "mul_imm":
@@ -85,15 +84,9 @@ def _bag_case(name, rng, *, op="mul_arg", block=True, size=4, dim=4, ncols=None,
         actions.append(Action(1, Event.ITER, ActionKind.OPERAND, source=S(4)))
     actions += [Action(1, Event.ITER, ActionKind.CONTROL, callback=0),
                 Action(0, Event.END, ActionKind.CONTROL, callback=1)]
-    prog = Program(n_args=8, version=1,
-                   layers=[Layer(imm(0), R(0)), Layer(S(1), S(2), check_order=True)],
-                   regions=[Region(R(1), R(2)), Region(R(3), R(4)), Region(R(5), R(6))],
-                   streams=[Stream(0, StreamKind.ALU, I(0), imm(1)),
-                            Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
-                            Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0),
-                            Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1),
-                            d, row],
-                   actions=actions)
+    layers, regions, bag_streams = bag_frame()
+    prog = Program(n_args=8, version=1, layers=layers, regions=regions,
+                   streams=[*bag_streams, d, row], actions=actions)
     indices_bytes = 8 * k if fault == "engine" else 8 * nnz
     args = [bags, o_off, 8 * len(offsets), i_off, indices_bytes, 0, table_bytes, dim]
     return Case(name, prog.encode(), memory, args)

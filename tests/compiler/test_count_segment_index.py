@@ -187,3 +187,62 @@ def test_pairs_of_bounds_in_one_array_are_left_alone(seed):
     got = _run(PAIRS, args)
     _check(got, _reference(args, list(zip(starts, ends))))
     _check(got, _run(PAIRS, args, level=0).results)
+
+
+#: GNN edge messages in CSR form, not reduced: ``out[j, :] = val[j] * x[col[j], :]`` for the
+#: nonzeros ``j`` of every row; the core stores at ``j`` itself.
+EDGE_MESSAGES = """\
+func.func @edge_messages(%rowptr: memref<?xindex>, %col: memref<?xindex>, %val: memref<?xf32>, %x: memref<?x?xf32>, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %nptr = memref.dim %rowptr, %c0 : memref<?xindex>
+  %n = arith.subi %nptr, %c1 : index
+  %dim = memref.dim %x, %c1 : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %i1 = arith.addi %i, %c1 : index
+    %start = memref.load %rowptr[%i] : memref<?xindex>
+    %end = memref.load %rowptr[%i1] : memref<?xindex>
+    scf.for %j = %start to %end step %c1 {
+      %c = memref.load %col[%j] : memref<?xindex>
+      %a = memref.load %val[%j] : memref<?xf32>
+      scf.for %d = %c0 to %dim step %c1 {
+        %v = memref.load %x[%c, %d] : memref<?x?xf32>
+        %p = arith.mulf %a, %v : f32
+        memref.store %p, %out[%j, %d] : memref<?x?xf32>
+      }
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+
+def test_the_nonzero_position_itself_is_counted_too(seed):
+    """A CSR kernel that stores at the nonzero ``j`` (not an ALU expression of it): ``j`` is
+    counted on the core, one data token less per nonzero than without the pass; results equal
+    PyTorch's ``x[col] * val[:, None]`` bit for bit (one f32 multiply each), with empty rows and
+    ``rowptr[0] != 0``."""
+    from sw.compiler import pipelines as P
+    from sw.compiler.transforms.count_segment_index import CountSegmentIndex
+    rng = np.random.default_rng(seed)
+    nrows, ncols, dim, first = int(rng.integers(2, 7)), int(rng.integers(1, 6)), int(rng.integers(1, 9)), \
+        int(rng.integers(1, 4))
+    counts = rng.integers(0, 4, nrows)
+    counts[0] = 0
+    rowptr = (first + np.concatenate([[0], np.cumsum(counts)])).astype(np.int64)
+    nnz = int(rowptr[-1])
+    col = rng.integers(0, ncols, nnz).astype(np.int64)
+    val = rng.standard_normal(nnz).astype(np.float32)
+    x = rng.standard_normal((ncols, dim)).astype(np.float32)
+    args = [rowptr, col, val, x, np.zeros((nnz, dim), np.float32)]
+    got = run_kernel(compile_mlir(EDGE_MESSAGES, opt_level=3), _copy(args), "golden")
+    want = torch.zeros(nnz, dim)
+    live = torch.arange(first, nnz)
+    want[live] = torch.from_numpy(x)[torch.from_numpy(col)[live]] * torch.from_numpy(val)[live, None]
+    np.testing.assert_array_equal(got.results[0], want.numpy())
+    with_pass = P._kernel_fn(run_pipeline(EDGE_MESSAGES, until="dlc", opt_level=3))
+    assert "dlc.get_var" in str(with_pass)
+    slcv = P._slcv(P._slc(P.check_supported(P.parse_mlir(EDGE_MESSAGES))), 3, 8)
+    without = P._apply(tuple(p for p in P.dlc_passes(3) if not isinstance(p, CountSegmentIndex)), slcv)
+    data, _ = run_access(P._kernel_fn(without), _copy(args))
+    assert len(got.access.data_tokens) == len(data) - (nnz - first)

@@ -69,7 +69,7 @@ def _is_64(t) -> bool:
     return isinstance(t, IndexType) or isinstance(t, IntegerType) and t.width.data == 64
 
 
-def _contiguous(fn: func.FuncOp, tu0: dlc.TuOp, tu1: dlc.TuOp) -> dlc.MemStreamOp | None:
+def _contiguous(tu0: dlc.TuOp, tu1: dlc.TuOp) -> dlc.MemStreamOp | None:
     """The stream ``A[q]`` of layer 1's lower bound if layer 1's bounds are ``A[q]`` and
     ``A[q + 1]`` of one 1-D 64-bit memref (module docstring), else None."""
     lb, ub = tu1.lb.owner, tu1.ub.owner
@@ -157,7 +157,7 @@ def count_segment_index(fn: func.FuncOp) -> int | None:
             return None
     if tu1.check_order is None or not is_register(tu0.lb, fn) or not _is_64(tu0.lb.type):
         return None
-    lb_stream = _contiguous(fn, tu0, tu1)
+    lb_stream = _contiguous(tu0, tu1)
     if lb_stream is None:
         return None
 

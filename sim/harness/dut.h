@@ -269,6 +269,22 @@ class Harness {
         for (Unit& unit : units) unit.dump = false;
         cycle();
     }
+    // The units that filled their capture buffers: dump them (a run goes on after it).
+    void dump_full_captures() {
+        bool full[UNITS];
+        for (int u = 0; u < UNITS; u++) full[u] = units[u].cap_full;
+        do_dump(full);
+    }
+    // The end of a job: capture stops, the core models stop counting, one cycle settles, and
+    // every unit's captured tokens are dumped.
+    void end_capture() {
+        for (Unit& unit : units) unit.capture = false;
+        core_clock = false;
+        cycle();
+        bool all[UNITS];
+        for (bool& a : all) a = true;
+        do_dump(all);
+    }
     bool all_finished() const {
         for (const Unit& u : units)
             if (!u.finished) return false;

@@ -80,20 +80,15 @@ bool run_single(Harness& h, const Csr& csr, size_t ncounters, const Job& job, si
             if (h.cycles - c0 >= job.max_cycles) timeout = true;
         } while (!h.all_finished() && !h.any_cap_full_rose() && !timeout);
         if (timeout) break;
-        bool full[UNITS], any_full = false;
-        for (int u = 0; u < UNITS; u++) any_full |= full[u] = h.units[u].cap_full;
+        bool any_full = false;
+        for (const Unit& unit : h.units) any_full |= unit.cap_full;
         if (any_full) {
-            h.do_dump(full);
+            h.dump_full_captures();
             continue;
         }
         break;
     }
-    for (Unit& unit : h.units) unit.capture = false;
-    h.core_clock = false;
-    h.cycle();
-    bool all[UNITS];
-    for (bool& a : all) a = true;
-    h.do_dump(all);
+    h.end_capture();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     uint64_t drain_cycles = h.cycles - c0;
 

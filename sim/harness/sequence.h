@@ -144,18 +144,9 @@ bool run_sequence(Harness& h, const Csr& csr, size_t ncounters, const Job& job, 
             timeout = true;
             break;
         }
-        if (h.any_cap_full_rose()) {
-            bool full[UNITS];
-            for (int u = 0; u < UNITS; u++) full[u] = h.units[u].cap_full;
-            h.do_dump(full);
-        }
+        if (h.any_cap_full_rose()) h.dump_full_captures();
     }
-    for (Unit& unit : h.units) unit.capture = false;
-    h.core_clock = false;
-    h.cycle();
-    bool all[UNITS];
-    for (bool& a : all) a = true;
-    h.do_dump(all);
+    h.end_capture();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     uint64_t drain_cycles = h.cycles - t0;
     std::vector<uint64_t> mem_stats;

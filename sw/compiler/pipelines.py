@@ -13,6 +13,7 @@
            -O3: affine indices -> stride and base offset          transforms/affine_streams.py
            -O3: hoist loop-invariant ALU streams                  transforms/hoist_streams.py
            -O3: one callback per segment, not per lookup          transforms/segment_callbacks.py
+           -O3: a CSR segment's index counted on the core         transforms/count_segment_index.py
            -O3: layer 0's index kept on the core (get_var)        transforms/replace_to_val_ops.py
            -O3: queue alignment (pack operands, drop redundant)   transforms/align_queues.py
     tmu    the program mapped onto one TMU configuration          (ISA/backend modules, when present)
@@ -58,6 +59,7 @@ from .transforms.affine_streams import AffineStreams
 from .transforms.align_queues import AlignQueues
 from .transforms.bufferize import Bufferize
 from .transforms.coalesce_rows import CoalesceRows
+from .transforms.count_segment_index import CountSegmentIndex
 from .transforms.choose_decoupling import ChooseDecoupling
 from .transforms.hoist_streams import HoistStreams
 from .transforms.move_to_callback import MoveToCallback
@@ -75,8 +77,8 @@ STAGES = ("scf", "slc", "slcv", "dlc", "tmu", "asm", "bin", "c")
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (
     ChooseDecoupling, ConvertScfToSlc, MoveToCallback, Bufferize, SimplifyStreams, CoalesceRows,
     VectorizeAccess,
-    VectorizeCallbacks, ConvertSlcToDlc, AffineStreams, HoistStreams, SegmentCallbacks, ReplaceToValOps,
-    AlignQueues)}
+    VectorizeCallbacks, ConvertSlcToDlc, AffineStreams, HoistStreams, SegmentCallbacks, CountSegmentIndex,
+    ReplaceToValOps, AlignQueues)}
 OPT_LEVELS = (0, 1, 2, 3)
 #: Lanes of a vector layer when the configuration does not say (the MICRO'23 TMU has 8).
 DEFAULT_VLEN = 8
@@ -172,6 +174,7 @@ def dlc_passes(opt_level: int) -> tuple[ModulePass, ...]:
         passes.append(AffineStreams())           # a*i + c indices -> affine MEM streams
         passes.append(HoistStreams())            # loop-invariant ALU streams to outer layers
         passes.append(SegmentCallbacks())        # one callback per segment of the inner layer
+        passes.append(CountSegmentIndex())       # the segment's index j counted on the core
         passes.append(ReplaceToValOps())         # layer 0's index counted on the core
         passes.append(AlignQueues())             # pack operands, drop redundant ones
     return tuple(passes)

@@ -124,12 +124,16 @@ class UnitCostModel:
         ``samples``: ``(piece, cycles)`` pairs, the cycles one unit took for the piece (e.g. the
         RTL's ``cycles`` counter, ``scripts/fit_unit_cost.py``). The ``max`` makes the model
         piecewise linear: each piece is either *line-bound* (``lines_per_row × cycles_per_line``
-        is the larger) or *lookup-bound*. Starting from this model's rates, the fit assigns each
-        piece its regime, solves the linear least-squares problem of that assignment with
-        non-negative rates (exactly: every subset of the four rates, NumPy ``lstsq``, the best
-        feasible one), and repeats until the assignment is stable (at most ``iterations``
-        times). A rate no sample determines (its column is all zero: no piece in its regime)
-        keeps this model's value. ``line_bytes`` is kept.
+        is the larger) or *lookup-bound*; the regime depends only on a table's lines per row, so
+        the possible assignments are the thresholds on it (line-bound from ``L`` lines per row
+        up, for every ``L`` present, or none). From each threshold, and from this model's rates,
+        the fit solves the linear least-squares problem of the assignment with non-negative
+        rates (exactly: every subset of the four rates, NumPy ``lstsq``, the best feasible one),
+        reassigns each piece its regime under the new rates and repeats until the assignment is
+        stable (at most ``iterations`` times); it returns the start's result with the smallest
+        sum of squared errors of the piecewise model itself. (One start alone can stop at a
+        stable assignment that is not the best.) A rate no sample determines (its column is all
+        zero: no piece in its regime) keeps this model's value. ``line_bytes`` is kept.
 
         Raises ``ValueError`` when ``samples`` holds fewer than 4 pairs or a cycle count that is
         not finite and >= 0.
@@ -145,17 +149,34 @@ class UnitCostModel:
         lookups = np.array([p.lookups(tables) for p, _ in samples], float)
         lines = np.array([tables[p.table].lines_per_row(self.line_bytes) for p, _ in samples],
                          float)
-        rates = np.array([self.cycles_per_run, self.cycles_per_bag, self.cycles_per_line,
+        prior = np.array([self.cycles_per_run, self.cycles_per_bag, self.cycles_per_line,
                           self.cycles_per_lookup])
-        line_bound = None
-        for _ in range(iterations):
-            regime = lines * rates[2] >= rates[3]
-            if line_bound is not None and np.array_equal(regime, line_bound):
-                break
-            line_bound = regime
+
+        def solve(regime):
             x = np.stack([np.ones_like(y), bags, np.where(regime, lookups * lines, 0.0),
                           np.where(regime, 0.0, lookups)], axis=1)
-            rates = _nonnegative_least_squares(x, y, rates)
+            return _nonnegative_least_squares(x, y, prior)
+
+        def squared_error(rates):
+            model = rates[0] + rates[1] * bags + lookups * np.maximum(lines * rates[2], rates[3])
+            return float(np.sum((model - y) ** 2))
+
+        starts = [lines * prior[2] >= prior[3]] + [lines >= threshold for threshold in
+                                                    [*np.unique(lines), math.inf]]
+        best, best_error = None, math.inf
+        tolerance = 1e-12 * float(np.sum(y ** 2))
+        for regime in starts:
+            rates = solve(regime)
+            for _ in range(iterations):
+                new_regime = lines * rates[2] >= rates[3]
+                if np.array_equal(new_regime, regime):
+                    break
+                regime = new_regime
+                rates = solve(regime)
+            error = squared_error(rates)
+            if error < best_error - tolerance:        # ties keep the earlier start (the prior's)
+                best, best_error = rates, error
+        rates = best
         return UnitCostModel(cycles_per_run=float(rates[0]), cycles_per_bag=float(rates[1]),
                              cycles_per_line=float(rates[2]), cycles_per_lookup=float(rates[3]),
                              line_bytes=self.line_bytes)

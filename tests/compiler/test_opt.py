@@ -32,6 +32,6 @@ def test_pipelines_are_made_of_the_named_passes():
 def test_pipeline_spec_of_o3():
     assert pipeline_spec(3) == ("choose-decoupling,convert-scf-to-slc,move-to-callback,bufferize,"
                                 "simplify-streams,coalesce-rows,vectorize-access,vectorize-callbacks,"
-                                "convert-slc-to-dlc,affine-streams,hoist-streams,segment-callbacks,"
+                                "convert-slc-to-dlc,affine-streams,hoist-streams,segment-callbacks,count-segment-index,"
                                 "replace-to-val-ops,align-queues")
     assert pipeline_spec(1, vlen=4).split(",")[3] == "vectorize-access{vlen=4}"

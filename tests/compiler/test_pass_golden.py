@@ -27,7 +27,8 @@ from sw.compiler.conversion.scf_to_slc import ConvertScfToSlc
 from sw.compiler.conversion.slc_to_dlc import ConvertSlcToDlc
 from sw.compiler.transforms.affine_streams import AffineStreams, affine_streams
 from sw.compiler.transforms.coalesce_rows import CoalesceRows
-from sw.compiler.transforms.segment_callbacks import SegmentCallbacks
+from sw.compiler.transforms.count_segment_index import CountSegmentIndex
+from sw.compiler.transforms.segment_callbacks import SegmentCallbacks, segment_callbacks
 from sw.compiler.frontends.mlir import check_supported, parse_mlir
 from sw.compiler.transforms.align_queues import AlignQueues
 from sw.compiler.transforms.bufferize import bufferize
@@ -82,6 +83,13 @@ def _dlc(text, level, hoisted=False, affine=False):
     return m
 
 
+def _segmented(text):
+    """The DLC the -O3 pipeline hands count-segment-index (after segment-callbacks)."""
+    m = _dlc(text, 3, hoisted=True, affine=True)
+    segment_callbacks(_fn(m))
+    return m
+
+
 # pass -> (ModulePass, examples, function building the input from example text)
 CASES = {
     "choose-decoupling": (ChooseDecoupling(), ["embedding_bag_mean"], _scf),
@@ -121,6 +129,10 @@ CASES = {
     "segment-callbacks": (SegmentCallbacks(), ["embedding_bag_sum", "spmv_csr", "embedding_bag_mean",
                                                "embedding_bag_max", "transe_score"],
                           lambda t: _dlc(t, 3, hoisted=True, affine=True)),
+    # the key-block position j of the block-sparse gather counted on the core, its output block
+    # j*bs no longer pushed (block_sparse_gather); a CSR layer whose operands are loaded values
+    # (spmm_csr: col[j], val[j]) left alone
+    "count-segment-index": (CountSegmentIndex(), ["block_sparse_gather", "spmm_csr"], _segmented),
     # layer 0's index kept on the core: a new callback on layer 1's end (embedding_bag_sum),
     # the existing end callback increments last (embedding_bag_mean), the begin callback first
     # (embedding_bag_sum_bf16), layer 0's own iter callback first, one layer (transe_score), and

@@ -136,11 +136,15 @@ def _pieces_of(tables, splits=(1, 2, 4)):
                    for a, b in split_bags(t.offsets, parts)}, key=lambda p: (p.table, p.bag_start))
 
 
-def test_fit_recovers_the_rates_that_made_the_cycles():
+@pytest.mark.parametrize("drawn", ["fresh", 268, 4144801993])
+def test_fit_recovers_the_rates_that_made_the_cycles(drawn):
     """Cycles made by a known model (both regimes present: 1-, 2- and 4-line rows) give back
-    that model's rates; with 2 % noise, the per-lookup rates within 10 %, and no model on a
-    grid around the fit has a smaller sum of squares."""
-    seed = fresh_seed()
+    that model's rates; with 2 % noise, the per-lookup rates within 10 %, a sum of squares no
+    larger than the true model's, and no model on a grid around the fit with a smaller one.
+    Seeds 268 and 4144801993 are draws on which a fit started only from the prior's regimes
+    stopped at a stable but wrong assignment (per-lookup rate 99 % and 24 % off)."""
+    seed = fresh_seed() if drawn == "fresh" else drawn
+    print(f"seed={seed}")
     rng = np.random.default_rng(seed)
     tables = [TableStats(t.rows, (16, 32, 64)[i % 3], t.offsets)        # 1, 2, 4 lines per row
               for i, t in enumerate(table_set("imbalanced", 12, bags=32, seed=seed))]
@@ -165,6 +169,7 @@ def test_fit_recovers_the_rates_that_made_the_cycles():
 
     def sse(model):
         return sum((model.piece_cycles(p, tables) - c) ** 2 for p, c in noisy)
+    assert sse(fitted) <= sse(truth) * (1 + 1e-9), seed
     # no model on a grid around the fitted one does better (the fit is a least-squares optimum)
     for dr, db, dk, dl in itertools.product((-0.02, 0, 0.02), repeat=4):
         other = UnitCostModel(cycles_per_run=fitted.cycles_per_run * (1 + dr),

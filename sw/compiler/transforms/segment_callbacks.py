@@ -35,8 +35,10 @@ registered right before it, all on ``k``'s ``iter``):
 The core pops the same operands in the same order and does the same arithmetic in the same order,
 so results are unchanged bit for bit; the data queue carries one more token per segment (``n``)
 and the hoisted operands once per segment, the control queue one token per segment instead of one
-per lookup. ``replace-to-val-ops``, which runs next, then counts ``b`` on the core from this
-``begin`` callback (increment first), and ``align-queues`` packs the per-lookup operands as before.
+per lookup. ``count-segment-index``, which runs next, counts the segment's own index ``j`` on
+the core when a per-lookup operand is an ALU expression of it (``transforms/count_segment_index.py``);
+``replace-to-val-ops`` then counts ``b`` on the core from this ``begin`` callback (increment
+first), and ``align-queues`` packs the per-lookup operands as before.
 
 Left alone: a layer with another callback on its ``iter`` (or none), operands registered apart
 from their callback, a vector or broadcast layer, a step other than 1, a ``begin`` action of

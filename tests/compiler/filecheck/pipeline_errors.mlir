@@ -1,6 +1,6 @@
 // The pass pipeline text is checked before the input is read; each message in full.
 // RUN: not %ember opt %s --passes no-such-pass 2>&1 | filecheck %s --check-prefix=UNKNOWN
-// UNKNOWN: ember: error: passes: unknown pass 'no-such-pass' (known: affine-streams, align-queues, bufferize, choose-decoupling, coalesce-rows, convert-scf-to-slc, convert-slc-to-dlc, hoist-streams, move-to-callback, replace-to-val-ops, segment-callbacks, simplify-streams, vectorize-access, vectorize-callbacks)
+// UNKNOWN: ember: error: passes: unknown pass 'no-such-pass' (known: affine-streams, align-queues, bufferize, choose-decoupling, coalesce-rows, convert-scf-to-slc, convert-slc-to-dlc, count-segment-index, hoist-streams, move-to-callback, replace-to-val-ops, segment-callbacks, simplify-streams, vectorize-access, vectorize-callbacks)
 // RUN: not %ember opt %s --passes 'vectorize-access{lanes=4}' 2>&1 | filecheck %s --check-prefix=OPTION
 // OPTION: ember: error: passes 'vectorize-access{lanes=4}': Provided arguments ["lanes"] not found in expected arguments ["vlen"]
 // RUN: not %ember opt %s --passes 'vectorize-access{vlen=four}' 2>&1 | filecheck %s --check-prefix=TYPE

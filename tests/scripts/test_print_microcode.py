@@ -1,0 +1,80 @@
+"""``scripts/print_microcode.py``: the RTL decoder's microcode for a compiled kernel, checked
+against the program it was built from (every action fires from exactly one place, every stream
+is evaluated by one ``STREAM`` uop, popped from its engine or chained, every layer has one
+``ENTER`` and one ``NEXT``, ``DONE`` last; ``docs/rtl.md`` §2.2), and the CLI's exit 2 on bad
+arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+_spec = importlib.util.spec_from_file_location("print_microcode", REPO / "scripts" / "print_microcode.py")
+print_microcode = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(print_microcode)
+
+EB = REPO / "examples" / "embedding_bag_sum.mlir"
+
+
+def test_embedding_bag_microcode_covers_the_program(capsys):
+    from hw.tmu import TmuConfig
+    from hw.tmu.layouts import UopKind
+    from sw.compiler import compile_mlir
+    from sw.runtime.isa import Limits
+
+    limits = Limits.from_file(REPO / "configs" / "tmu_rtl.json")
+    prog = compile_mlir(EB.read_text(), filename=str(EB), limits=limits, opt_level=3).program
+    r = print_microcode.decode_microcode(prog.encode(), TmuConfig())
+    uops, engines = r["uops"], r["engines"]
+    acts, streams, enters, nexts = [], [], [], []
+    for u in uops:
+        kind = UopKind(u.kind)
+        if kind == UopKind.STREAM:
+            streams.append(int(u.id))
+            streams += [engines[e][0] for e in range(len(engines)) if int(u.pop) >> e & 1]
+            if int(u.chain):
+                streams.append(int(u.id) - 1)
+        elif kind == UopKind.ACT:
+            acts.append(int(u.id))
+        elif kind == UopKind.ENTER:
+            enters.append(int(u.id))
+        elif kind == UopKind.NEXT:
+            nexts.append(int(u.id))
+        if kind in (UopKind.STREAM, UopKind.ACT):
+            acts += [int(u.act_id)] * int(u.fuse_act and kind == UopKind.STREAM)
+            acts += [int(u.act2_id)] * int(u.fuse_act2)
+    assert UopKind(uops[-1].kind) == UopKind.DONE
+    assert sorted(acts) == list(range(len(prog.actions)))
+    assert sorted(streams) == list(range(len(prog.streams)))
+    layers = list(range(len(prog.layers)))
+    assert sorted(enters) == layers and sorted(nexts) == layers
+    # the -O3 bag loop: one uop per lookup (index popped, row * dim chained, the row, NEXT)
+    body = r["body_pc"][1]
+    assert "pop s4" in print_microcode.format_uop(uops[body], engines)
+    assert "+NEXT layer 1" in print_microcode.format_uop(uops[body], engines)
+
+    assert print_microcode.main([str(EB), "-O3"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == len(uops) + 2 + 2 * len(prog.layers)   # header, labels, uops
+    assert "body_1:" in out and out.rstrip().endswith("DONE     0")
+
+
+@pytest.mark.parametrize("argv, word", [(["no_such_kernel.mlir"], "KERNEL.mlir"),
+                                        ([str(EB), "-O", "7"], "-O"),
+                                        ([str(EB), "--tmu-config", "/nonexistent.json"],
+                                         "--tmu-config")])
+def test_bad_arguments_exit_2(argv, word, capsys):
+    with pytest.raises(SystemExit) as e:
+        print_microcode.main(argv)
+    assert e.value.code == 2
+    assert word in capsys.readouterr().err
+
+
+def test_bad_program_raises_value_error():
+    with pytest.raises(ValueError, match="program"):
+        print_microcode.decode_microcode(b"\x00\x00\x00")

@@ -5,7 +5,9 @@ loads the binary program into a program memory in front of ``hw.tmu.decoder.Deco
 the decoder (program checker, configuration writer, microcode builder; ``docs/rtl.md`` §2.1-§2.2)
 in the Amaranth simulator, then prints the microcode entries it wrote (one uop per line, with
 its fusions), the run-ahead engine assignment and each layer's ``body_pc``/``exit_pc``.
-The argument registers are left at 0: region bases and sizes do not change the microcode.
+The argument registers are left at 0: region bases and sizes do not change the microcode; an
+ARG factor of a ``chain`` (``hw/tmu/chain.py``) is then 0, which fits in 32 bits, so a run
+whose factor does not fit would get the unchained uops instead.
 
     python scripts/print_microcode.py examples/spmv_csr.mlir -O3
 

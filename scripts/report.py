@@ -72,7 +72,9 @@ STEPS = [
          "Goal (DLRM shape): unit ÷ min(ceiling, output bound) >= 95 %. --quick computes the "
          "ceilings only."),
     Step("core_only", "Issue 11, table 1: DAE against a core-only baseline on the same memory",
-         ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2"],
+         ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2", "--workloads",
+          "eb_sum", "eb_mean", "eb_max", "eb_weighted", "spmm_cora", "spmv_csr", "kg_transe",
+          "spattn_gather", "dlrm_sum"],
          ["scripts/bench_core_only.py", "--size", "small", "--memory", "simple", "--mshrs", "8", "16"],
          "--out", ["workload", "mshrs", "caches", "core_only_cycles", "mshr_mean", "dae_access_cycles",
                    "dae_core_cycles", "dae_cycles", "speedup", "error"],

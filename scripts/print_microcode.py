@@ -135,7 +135,7 @@ def format_uop(u, engines) -> str:
         if kind == UopKind.STREAM and int(u.fuse_act):
             text += f"  +act a{int(u.act_id)}"
         if int(u.fuse_act2):
-            text += f"  +act2 a{int(u.act2_id)}"
+            text += f"  +act2 a{int(u.act2_id)}" + (" (load)" if int(u.act2_load) else "")
         if int(u.fuse_next):
             text += f"  +NEXT layer {int(u.next_layer)}"
         if kind == UopKind.STREAM and int(u.fuse_lane):

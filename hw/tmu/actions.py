@@ -7,7 +7,9 @@ descriptor", §4 output queues, §7.5 operand packing, §7.8; ``docs/rtl.md`` §
   *immediate* entry holds its 64-bit value; a *lazy* one (a non-blocking MEM stream's value)
   holds the element's place in its line, and its load is issued here, tagged with the slot.
 * A ``CONTROL`` action writes a control token into the control FIFO (its callback id).
-* A second, immediate action of the same uop (``fuse_act2``) uses the reorder buffer's port 2.
+* A second action of the same uop (``fuse_act2``) uses the reorder buffer's port 2: an
+  immediate entry, or (``act2_load``, after an immediate first operand) a lazy one whose load is
+  the uop's only request, tagged with the slot after the first (``docs/rtl.md`` §9.5 A).
 * An ``OPERAND`` of a BLOCK stream, or of a contiguous vector load in vector mode, pushes a
   *row*: each cycle a chunk of up to ``row_chunk_lines`` lines reserves one entry per line and
   goes to the row issue block (``hw/tmu/row_issue.py``) as a row job; the masked lanes of a
@@ -92,14 +94,18 @@ class Actions:
         self.ac = ac = t.acfg_data
         self.op_v = sources.read(ac.src, bypass_en=fused, bypass_id=u.id,
                                  bypass_val=stream.s_result)
-        m.d.comb += t.operand_cfg_addr.eq(ac.src.value[:sbits])
+        # A second action that loads (driven in _second_action): the first is immediate (the
+        # decoder's rule), so the one operand stream configuration read is the second's.
+        self._second_load = second_load = Signal(name="second_load")
+        m.d.comb += t.operand_cfg_addr.eq(Mux(second_load, t.acfg2_data.src.value,
+                                              ac.src.value)[:sbits])
         self._operand_cfg = operand_cfg = t.operand_cfg_data
         self.operand_mode = MemMode(operand_cfg.mode)
         self._is_ctl = ac.kind == ActionKind.CONTROL
         self._lazy = lazy = Signal(name="lazy")
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
                             & (operand_cfg.kind == StreamKind.MEM)
-                            & ~t.blocking.bit_select(ac.src.value[:sbits], 1))
+                            & ~t.blocking.bit_select(ac.src.value[:sbits], 1) & ~second_load)
 
     def _rows(self, m, stream):
         """The chunk of a row the first action pushes this cycle (BLOCK, or a contiguous vector
@@ -153,7 +159,7 @@ class Actions:
                          pick(m, stream.nvals, ac.src.value[:sbits], nbits, "row_n"))
                      if has_block else 0)
             if has_block:
-                m.d.comb += o_block.eq((ac.kind == ActionKind.OPERAND)
+                m.d.comb += o_block.eq(~self._second_load & (ac.kind == ActionKind.OPERAND)
                                        & (ac.src.kind == SourceKind.STREAM)
                                        & (self._operand_cfg.kind == StreamKind.MEM)
                                        & operand_mode.reserved)
@@ -171,7 +177,8 @@ class Actions:
     def _second_action(self, m, sources, stream):
         """The second action of the cycle (``fuse_act2``): an immediate token, and never a
         second control token (the decoder does not pair two); fired with the last chunk of a
-        row the first action pushes."""
+        row the first action pushes. Or (``act2_load``) an operand load after an immediate
+        first operand."""
         t, c, u = self._t, self._c, self._uop
         abits = index_bits(c.actions)
         dual = (u.fuse_act2 & ((u.kind == UopKind.ACT) | self._fused)
@@ -182,6 +189,7 @@ class Actions:
                                    bypass_val=stream.s_result)
         self._is_ctl2 = dual & (ac2.kind == ActionKind.CONTROL)
         self._is_op2 = dual & (ac2.kind == ActionKind.OPERAND)
+        m.d.comb += self._second_load.eq(dual & u.act2_load)
 
     def _allocate(self, m):
         """The reorder-buffer entries (the first operand of the cycle through port 1, the
@@ -245,7 +253,20 @@ class Actions:
                     t.rob_alloc.count.eq(pad_cnt),
                     t.rob_alloc.flush.eq(flush1 & pad_last),
                 ]
-        _immediate(m, t.rob_alloc2, op2_v, ac2.pack, flush2)
+        second_load = self._second_load
+        with m.If(second_load):
+            m.d.comb += [
+                t.rob_alloc2.load.eq(1),
+                t.rob_alloc2.value.eq(op2_v),
+                t.rob_alloc2.offset.eq(op2_v[0:line_bits]),
+                t.rob_alloc2.log2_size.eq(operand_mode.log2_size),
+                t.rob_alloc2.sign.eq(operand_mode.sign),
+                t.rob_alloc2.count.eq(1),
+                t.rob_alloc2.pack.eq(ac2.pack),
+                t.rob_alloc2.flush.eq(flush2),
+            ]
+        with m.Else():
+            _immediate(m, t.rob_alloc2, op2_v, ac2.pack, flush2)
         n_ops = Signal(2)
         m.d.comb += n_ops.eq(~is_ctl + is_op2)
         # A chunk of a row (BLOCK, or the active lanes of a contiguous vector) reserves its
@@ -271,7 +292,7 @@ class Actions:
 
         ld = Signal()
         m.d.comb += ld.eq(Mux(o_lane, lazy & v_active,
-                              Mux(o_vector_load | o_block, 0, lazy)))
+                              Mux(o_vector_load | o_block, 0, lazy)) | second_load)
 
         # What try_action needs.
         self.room, self.need_ctrl, self.ld = room, need_ctrl, ld
@@ -292,12 +313,14 @@ class Actions:
         pad_left, pad_last, need_pad = self.pad_left, self.pad_last, self.need_pad
         o_block, o_vector_load, operand_mode = self.o_block, self.o_vector_load, self.operand_mode
         room, need_ctrl, ld = self.room, self.need_ctrl, self.ld
-        reserving, n_ops = self.reserving, self.n_ops
+        reserving, n_ops, second_load = self.reserving, self.n_ops, self._second_load
         with m.If(room & (~need_ctrl | t.ctrl_w_rdy)):
             m.d.comb += [
                 t.req.valid.eq(ld),
-                t.req.payload.addr.eq(Mux(o_vector, v_val, op_v)),
-                t.req.payload.tag.eq(t.rob_alloc_slot),
+                t.req.payload.addr.eq(Mux(second_load, self._op2_v, Mux(o_vector, v_val, op_v))),
+                # the second entry's slot follows the first's (one entry: no reservation)
+                t.req.payload.tag.eq(Mux(second_load, (t.rob_alloc_slot + 1)[:self._c.rob_bits],
+                                         t.rob_alloc_slot)),
                 t.stat_issue_bytes.eq(Const(1, 8) << operand_mode.log2_size),
                 t.row_job.valid.eq(reserving),
             ]

@@ -27,7 +27,8 @@ class Uop(data.Struct):
     fuse_act:   1   # STREAM: fire action ``act_id`` in the same cycle (first ITER action)
     act_id:     8
     fuse_act2:  1   # STREAM with fuse_act, or ACT: also fire action ``act2_id`` (an immediate
-    act2_id:    8   # token, no load) in the same cycle, allocating the next reorder-buffer entry
+    act2_id:    8   # token, or a load: ``act2_load``) in the same cycle, allocating the next
+                    # reorder-buffer entry
     fuse_next:  1   # STREAM/ACT: perform ``NEXT next_layer`` in the same cycle
     next_layer: 8
     fuse_lane:  1   # STREAM (the last of a LOCKSTEP layer run lane by lane): perform ``LANE``
@@ -35,6 +36,9 @@ class Uop(data.Struct):
                     # streams (lower ids of the same layer, evaluated before ``id``)
     chain:      1   # STREAM of a chained MEM stream: also evaluate the ALU stream its ``b``
                     # reads, in the same cycle (``StreamCfg.chain_*``, ``hw/tmu/chain.py``)
+    act2_load:  1   # with fuse_act2: the second action is an OPERAND of a non-blocking MEM
+                    # stream (a lazy entry and its load); the first is then an immediate operand
+                    # (docs/rtl.md §9.5 A)
 
 
 class LayerCfg(data.Struct):

@@ -171,14 +171,27 @@ class MicrocodeBuilder(wiring.Component):
                               & ~self.blocking.bit_select(sid, 1))
                 first = Mux(pend.kind == UopKind.ACT, pend.id, pend.act_id)[:ab]
                 two_ctl = act_ctl.bit_select(first, 1) & act_ctl.bit_select(id_[:ab], 1)
-                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & immediate & ~two_ctl
+                # The second action may be a load (a lazy entry through the reorder buffer's
+                # port 2, docs/rtl.md §9.5 A) when the first is an immediate operand: a uop
+                # still issues at most one load and allocates at most two entries.
+                first_sid = pick(m, act_sid, first, 8, "act_sid_first")[:sb]
+                first_reads_mem = (act_reads.bit_select(first, 1)
+                                   & (stream_mem.bit_select(first_sid, 1)
+                                      | stream_blk.bit_select(first_sid, 1)))
+                first_immediate = (~act_ctl.bit_select(first, 1)
+                                   & ~(first_reads_mem & ~self.blocking.bit_select(first_sid, 1))
+                                   & ~(act_reads.bit_select(first, 1)
+                                       & stream_blk.bit_select(first_sid, 1)))
+                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2
+                           & (immediate | first_immediate) & ~two_ctl
                            & ~multi & ~row & ~pend_multi & ~reads_chained
                            & ((pend.kind == UopKind.ACT)
                               | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
                 with m.If(absorb):
                     m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_), pend_hoist.eq(0)]
                 with m.Elif(absorb2):
-                    m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_), pend_hoist.eq(0)]
+                    m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_),
+                                 pend.act2_load.eq(~immediate), pend_hoist.eq(0)]
                 with m.Else():
                     replace(kind, id_)
             elif kind == UopKind.NEXT:

@@ -76,7 +76,8 @@ class ReorderBuffer(wiring.Component):
         An entry is free.
     alloc2_en : In(1)
         With ``alloc_en``: also allocate the entry after the first allocation's with ``alloc2``
-        (an immediate token; ``alloc2.load`` must be 0). Only while ``alloc2_ready`` (after a
+        (an immediate token, or, after a one-entry allocation, a lazy one whose load is tagged
+        ``alloc_slot + 1``; ``docs/rtl.md`` §9.5 A). Only while ``alloc2_ready`` (after a
         reservation: ``free > alloc_count``).
     alloc2 : In(alloc_layout(line_bytes))
     alloc2_ready : Out(1)
@@ -263,9 +264,10 @@ class ReorderBuffer(wiring.Component):
                      for k in range(self._ports)]
         m.d.comb += [
             set_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & ~self.alloc.load, one << tail, 0)
-                        | Mux(self.alloc2_en, one << tail_second, 0)
+                        | Mux(self.alloc2_en & ~self.alloc2.load, one << tail_second, 0)
                         | _or_all(responses)),
             clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
+                        | Mux(self.alloc2_en & self.alloc2.load, one << tail_second, 0)
                         | _or_all([Mux(pops[k], one << (head + k)[:self._bits], 0)
                                    for k in range(D)])),
         ]

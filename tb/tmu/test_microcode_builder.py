@@ -26,7 +26,7 @@ from hw.tmu.config_writer import ConfigWriter
 from hw.tmu.isa import FaultCode
 from hw.tmu.layouts import UopKind
 from hw.tmu.microcode_builder import MicrocodeBuilder
-from sw.runtime.isa import Limits, Program
+from sw.runtime.isa import ActionKind, Limits, Program, SrcKind, StreamKind
 from tb.programs import block_cases, embedding_bag_case, lockstep_cases, random_case, random_v1_case
 from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
@@ -158,6 +158,14 @@ def _check_microcode(prog, writes, engines, pcs):
                 acts.append(u.act_id)
             if u.fuse_act2:
                 acts.append(u.act2_id)
+            if u.fuse_act2 and u.act2_load:     # docs/rtl.md §9.5 A: an operand load after an
+                first = prog.actions[u.act_id if u.kind == UopKind.STREAM else u.id]
+                second = prog.actions[u.act2_id]
+                assert first.kind == ActionKind.OPERAND          # immediate first operand
+                assert (second.kind, second.source.kind) == (ActionKind.OPERAND,
+                                                             SrcKind.STREAM)
+                assert prog.streams[second.source.value].kind == StreamKind.MEM
+                assert second.source.value not in [e[0] for e in engines]
             if u.fuse_next:         # a copy of the following NEXT uop (which stays, for jumps)
                 assert (uops[i + 1].kind, uops[i + 1].id) == (UopKind.NEXT, u.next_layer)
     layers = list(range(len(prog.layers)))

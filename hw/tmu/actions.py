@@ -189,7 +189,10 @@ class Actions:
                                    bypass_val=stream.s_result)
         self._is_ctl2 = dual & (ac2.kind == ActionKind.CONTROL)
         self._is_op2 = dual & (ac2.kind == ActionKind.OPERAND)
-        m.d.comb += self._second_load.eq(dual & u.act2_load)
+        # (not gated by the row: with ``act2_load`` the first action is never a row, and
+        # ``o_block`` depends on this signal)
+        m.d.comb += self._second_load.eq(u.fuse_act2 & u.act2_load
+                                         & ((u.kind == UopKind.ACT) | self._fused))
 
     def _allocate(self, m):
         """The reorder-buffer entries (the first operand of the cycle through port 1, the

@@ -62,8 +62,8 @@ class Traversal(wiring.Component):
     tagged with the reorder-buffer slot it allocates, and does not wait. An ``OPERAND`` action
     allocates one reorder-buffer entry; a ``CONTROL`` action writes the control FIFO. A
     ``STREAM`` may carry the first ``ITER`` action of its layer (``fuse_act``, the action sees
-    the new value), a ``STREAM``+action or an ``ACT`` may carry a second, immediate action
-    (``fuse_act2``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
+    the new value), a ``STREAM``+action or an ``ACT`` may carry a second action
+    (``fuse_act2``: immediate, or after an immediate operand a load, ``act2_load``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
     (``fuse_next``). See ``docs/rtl.md``.
 
     An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* (streams evaluated

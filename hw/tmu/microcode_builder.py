@@ -30,8 +30,9 @@ class MicrocodeBuilder(wiring.Component):
        IMM or ARG (constant for the run: the engine latches its parameters once); then per
        layer ``BEGIN`` actions, ``ENTER`` (``start_engines``: the layer's armed engines, started
        in its cycle, ``docs/rtl.md`` §9.5 B), invariant streams, ``PREFETCH`` of its other
-       engines (their base may be one of those streams), then the body (streams, ``LANE``, ``ITER`` actions, the inner layers), then ``NEXT`` and
-       ``END`` actions from the innermost layer out, ``DONE``. Each uop is held one cycle
+       engines (their base may be one of those streams), then the body (streams, ``LANE``,
+       ``ITER`` actions, the inner layers), then ``NEXT`` and ``END`` actions from the
+       innermost layer out, ``DONE``. Each uop is held one cycle
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
        ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
 

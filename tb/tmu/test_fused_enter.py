@@ -32,7 +32,7 @@ from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.test_chain import _compiled_bag
-from tb.tmu.test_microcode_builder import _run as run_builder
+from tb.tmu.builder_bench import run_builder
 from tb.tmu.test_spmm_rate import CONFIG, LIMITS, _spmm_case
 
 MASK64 = (1 << 64) - 1

@@ -132,6 +132,8 @@ def format_uop(u, engines) -> str:
                    and int(u.start_engines) >> e & 1]
         if started:      # docs/rtl.md §9.5 B: the layer's armed engines start with it
             text += "  +start " + ",".join(started)
+        if kind == UopKind.NEXT and int(u.next_outer):
+            text += f" (out: +NEXT layer {int(u.id) - 1})"
     elif kind == UopKind.PREFETCH:
         text = f"PREFETCH engine {int(u.id)} (s{engines[int(u.id)][0]})" \
             if int(u.id) < len(engines) else f"PREFETCH engine {int(u.id)}"
@@ -144,6 +146,8 @@ def format_uop(u, engines) -> str:
             text += f"  +act2 a{int(u.act2_id)}" + (" (load)" if int(u.act2_load) else "")
         if int(u.fuse_next):
             text += f"  +NEXT layer {int(u.next_layer)}"
+            if int(u.next_outer):     # docs/rtl.md §9.5 D
+                text += f" (out: +NEXT layer {int(u.next_layer) - 1})"
         if kind == UopKind.STREAM and int(u.fuse_lane):
             text += "  +LANE"
     return text

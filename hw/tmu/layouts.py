@@ -44,6 +44,9 @@ class Uop(data.Struct):
                        # e: engine e, armed before) in the same cycle (docs/rtl.md §9.5 B)
     arm:        1   # PREFETCH: latch engine ``id``'s stream parameters (base, stride, size,
                     # region, offset) for the run, without starting it
+    next_outer: 1   # NEXT, or with fuse_next: when the NEXT leaves its layer's range, also
+                    # perform the NEXT of the layer before in the same cycle (the layer has no
+                    # END actions: its exit is that NEXT; docs/rtl.md §9.5 D)
 
 
 class LayerCfg(data.Struct):

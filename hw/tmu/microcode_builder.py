@@ -32,7 +32,9 @@ class MicrocodeBuilder(wiring.Component):
        in its cycle, ``docs/rtl.md`` §9.5 B), invariant streams, ``PREFETCH`` of its other
        engines (their base may be one of those streams), then the body (streams, ``LANE``,
        ``ITER`` actions, the inner layers), then ``NEXT`` and ``END`` actions from the
-       innermost layer out, ``DONE``. Each uop is held one cycle
+       innermost layer out, ``DONE``. The ``NEXT`` of a layer other than 0 without ``END``
+       actions (and its fused copy) has ``next_outer``: leaving the range, it performs the
+       outer layer's ``NEXT`` too (``docs/rtl.md`` §9.5 D). Each uop is held one cycle
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
        ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
 
@@ -203,12 +205,20 @@ class MicrocodeBuilder(wiring.Component):
                 fused = Signal(Uop)
                 can = pend_valid & ~pend_hoist & ~pend.fuse_lane & (
                     (pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
-                m.d.comb += fused.eq(pend)
+                # Leaving the range of a layer without END actions, its exit is the outer
+                # layer's NEXT: the same uop performs it (docs/rtl.md §9.5 D).
+                outer = Signal()
+                no_end = Const(1)
+                for a in range(c.actions):
+                    no_end = no_end & ~((a < na) & (act_layer[a] == id_)
+                                        & (act_event[a] == Event.END.value))
+                m.d.comb += [fused.eq(pend), outer.eq((id_ != 0) & no_end)]
                 with m.If(can):
-                    m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_)]
+                    m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_),
+                                 fused.next_outer.eq(outer)]
                 pend_write(fused)
                 m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
-                             pend_valid.eq(1)]
+                             pend.next_outer.eq(outer), pend_valid.eq(1)]
             elif kind == UopKind.LANE:
                 # Folded into the layer's last STREAM uop when there is one (``fuse_lane``).
                 with m.If(pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)):

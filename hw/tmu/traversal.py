@@ -66,7 +66,9 @@ class Traversal(wiring.Component):
     the new value), a ``STREAM``+action or an ``ACT`` may carry a second action
     (``fuse_act2``: immediate, or after an immediate operand a load, ``act2_load``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
     (``fuse_next``). An ``ENTER`` of a non-empty range starts the layer's armed run-ahead engines
-    in its cycle (``start_engines``, ``docs/rtl.md`` §9.5 B). See ``docs/rtl.md``.
+    in its cycle (``start_engines``, ``docs/rtl.md`` §9.5 B); a ``NEXT`` (own or fused) with
+    ``next_outer`` that leaves its layer's range performs the outer layer's ``NEXT`` in the
+    same cycle (§9.5 D). See ``docs/rtl.md``.
 
     An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* (streams evaluated
     once per vector iteration at lane 0) or lane by lane (the ``LANE`` step folded into the
@@ -238,6 +240,28 @@ class Traversal(wiring.Component):
                 m.d.sync += [lanes.first.eq(next_index), lanes.lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
 
+        # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
+        # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same
+        # cycle, instead of jumping to its exit, where that NEXT is.
+        outer_id = Signal(self._lbits)
+        m.d.comb += outer_id.eq(next_layer_id - 1)
+        outer_index = Signal(signed(66))
+        outer_cfg = pick(m, layers, outer_id, LayerCfg, "outer_layer_cfg")
+        m.d.comb += outer_index.eq(pick(m, idx, outer_id, signed(64), "outer_layer_index")
+                                   + outer_cfg.step)
+        outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
+        outer_body_pc = pick(m, body_pc, outer_id, self._ubits, "outer_body_pc")
+        outer_exit_pc = pick(m, exit_pc, outer_id, self._ubits, "outer_exit_pc")
+
+        def leave_layer(exit_pc_):
+            with m.If(u.next_outer):
+                with m.If(outer_index < outer_ub):
+                    m.d.sync += [idx[outer_id].eq(outer_index), pc.eq(outer_body_pc)]
+                with m.Else():
+                    m.d.sync += pc.eq(outer_exit_pc)
+            with m.Else():
+                m.d.sync += pc.eq(exit_pc_)
+
         lanes.add_lane_step(m, body_pc)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
@@ -265,7 +289,7 @@ class Traversal(wiring.Component):
                 with m.If(cont):
                     next_iteration()
                 with m.Else():
-                    m.d.sync += pc.eq(next_layer_exit_pc)
+                    leave_layer(next_layer_exit_pc)
             with m.Else():
                 m.d.sync += pc.eq(pc + 1)
 
@@ -389,7 +413,7 @@ class Traversal(wiring.Component):
                             with m.If(cont):
                                 next_iteration()
                             with m.Else():
-                                m.d.sync += pc.eq(pc + 1)
+                                leave_layer(pc + 1)
                         with m.Case(UopKind.LANE):
                             lane_step()
                         with m.Case(UopKind.PREFETCH):

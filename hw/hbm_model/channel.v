@@ -15,8 +15,9 @@
 // c at the start of cycle t is max(0, ready - t)) but with no work in cycles without commands;
 // an event with d <= 1 changes nothing.
 // Per-entry "bank open" / "row hit" are read from the bank state (equal to hbm.py's per-entry flags).
-// The refresh tick (every t = k * REFI, k >= 1) is counted here rather than taken from refresh_tick
-// (same value; it is needed one cycle ahead). Parameters: hbm.py DerivedTiming (unit cycles) and
+// The refresh tick (every t = k * REFI, k >= 1; after refresh_restart was high in cycle S, every
+// t = S + 1 + k * REFI, k >= 0) is counted here rather than taken from refresh_tick (same value;
+// it is needed one cycle ahead). Parameters: hbm.py DerivedTiming (unit cycles) and
 // the preset; BANKS <= 64.
 module ember_hbm_channel #(
     parameter QUEUE_DEPTH = 64,
@@ -51,6 +52,7 @@ module ember_hbm_channel #(
     output reg  [OCC_BITS-1:0]           occupancy,
     output reg  [2*LANES-1:0]            enq_kind,
     input  wire                          refresh_tick,
+    input  wire                          refresh_restart,
     input  wire [TIME_BITS-1:0]          now,
     output reg                           resp_valid,
     output reg  [TAG_BITS-1:0]           resp_tag,
@@ -215,7 +217,7 @@ module ember_hbm_channel #(
 
             // ---- decide the next cycle (t) from the state just computed --------------------------
             t = x + 64'd1;
-            phase = (phase == REFI - 1) ? 0 : phase + 1;
+            phase = (refresh_restart || phase == REFI - 1) ? 0 : phase + 1;
             tick = phase == 0;
             pend = REFRESH != 0 && (pending_reg || tick);
             d_act = 1'b0; d_ref = 1'b0; d_col = 1'b0; d_pre_mask = 64'd0; d_pending = pend;

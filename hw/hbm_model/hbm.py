@@ -9,7 +9,7 @@ checks the two against each other request by request). Structure (one concept pe
 * :class:`Channel` — one channel: its request queue (age-ordered, collapsing) and FR-FCFS
   scheduler, its banks (:class:`BankTimer`), its channel-wide timing (:class:`ChannelTimer`),
   refresh state and its response FIFO (issued column commands, each with its completion time);
-* :class:`RefreshTimer` — the all-channel ``tREFI`` tick;
+* :class:`RefreshTimer` — the all-channel ``tREFI`` tick (restarted by ``refresh_restart``);
 * :class:`ResponseArbiter` — one response per cycle, round-robin over the channels;
 * ``blocks.Storage`` / ``blocks.Statistics`` — data (read/written at acceptance, §4) and §5.
 
@@ -253,10 +253,14 @@ class ChannelTimer(wiring.Component):
 
 
 class RefreshTimer(wiring.Component):
-    """``tick`` in every cycle ``t = k * tREFI``, ``k >= 1`` (all channels at once, §2 "Refresh").
+    """``tick`` in every cycle ``t = k * tREFI``, ``k >= 1`` (all channels at once, §2 "Refresh"),
+    or, after ``restart`` was high in cycle ``S``, in every cycle ``S + 1 + k * tREFI``, ``k >= 0``
+    (§2 "Refresh restart": a refresh becomes due in the cycle after the restart, then every tREFI).
 
     Members
     -------
+    restart : In(1)
+        Restart the refresh interval (the systems pulse it with ``CTRL.START``).
     tick : Out(1)
     """
 
@@ -264,13 +268,14 @@ class RefreshTimer(wiring.Component):
         if refi < 1:
             raise ValueError(f"tREFI must be >= 1 unit cycle, not {refi}")
         self._refi = refi
-        super().__init__({"tick": Out(1)})
+        super().__init__({"restart": In(1), "tick": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        phase = Signal(range(self._refi))        # t mod tREFI
+        phase = Signal(range(self._refi))        # (t - origin) mod tREFI, origin 0 or S + 1
         first = Signal(init=1)                   # t == 0
-        m.d.sync += [phase.eq(Mux(phase == self._refi - 1, 0, phase + 1)), first.eq(0)]
+        m.d.sync += [phase.eq(Mux(self.restart | (phase == self._refi - 1), 0, phase + 1)),
+                     first.eq(0)]
         m.d.comb += self.tick.eq((phase == 0) & ~first)
         return m
 
@@ -311,7 +316,10 @@ class Channel(wiring.Component):
     enq_kind : Out(ArrayLayout(2, lanes))
         Classification of lane ``k``'s request against the bank state at the start of the next
         cycle, its first as a candidate: 0 hit, 1 miss (closed), 2 conflict (other row).
-    refresh_tick : In(1); now : In(TIME_BITS)
+    refresh_tick : In(1); refresh_restart : In(1); now : In(TIME_BITS)
+        ``refresh_tick``: a refresh becomes due (:class:`RefreshTimer`); ``refresh_restart``: the
+        memory's ``refresh_restart`` (unused here; ``channel.v`` counts the refresh interval
+        itself and restarts it with this input).
     resp_valid : Out(1); resp_tag : Out(tag_bits); resp_write : Out(1); resp_take : In(1)
         Head of the response FIFO once its completion time is reached; ``resp_take`` pops it.
     act, pre, ref, col : Out(1)
@@ -339,7 +347,7 @@ class Channel(wiring.Component):
             "enq_tag": In(data.ArrayLayout(tag_bits, lanes)), "enq_write": In(lanes),
             "full": Out(1), "occupancy": Out(range(q + 1)),
             "enq_kind": Out(data.ArrayLayout(2, lanes)),
-            "refresh_tick": In(1), "now": In(TIME_BITS),
+            "refresh_tick": In(1), "refresh_restart": In(1), "now": In(TIME_BITS),
             "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
             "resp_take": In(1),
             "act": Out(1), "pre": Out(1), "ref": Out(1), "col": Out(1),
@@ -632,6 +640,12 @@ class HbmMemory(wiring.Component):
         Storage back door (``blocks.Storage``; 64-bit words).
     stats_clear : In(1)
         Restart the statistics at this clock edge (the system pulses it with ``CTRL.START``).
+    refresh_restart : In(1)
+        Restart the refresh interval (``docs/hbm_model.md`` §2 "Refresh restart"): high in cycle
+        ``S``, a refresh becomes due in cycle ``S + 1`` (merged with one already due and not yet
+        issued) and the next ones in ``S + 1 + k * tREFI``. The systems pulse it with
+        ``CTRL.START`` so that every run starts at the same refresh phase. No effect without
+        refresh.
     stats : Out(ArrayLayout(64, len(stat_names)))
         ``blocks.stat_names(preset.channels)`` order.
 
@@ -687,6 +701,7 @@ class HbmMemory(wiring.Component):
             "image_clear": In(1),
             "image_load":  In(1),
             "stats_clear": In(1),
+            "refresh_restart": In(1),
             "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
         })
 
@@ -715,6 +730,7 @@ class HbmMemory(wiring.Component):
         for k, dec in enumerate(decs):
             m.submodules[f"decoder_{k}"] = dec
         m.submodules.refresh = ref = RefreshTimer(t.refi)
+        m.d.comb += ref.restart.eq(self.refresh_restart)
         m.submodules.arbiter = arb = ResponseArbiter(C, P)
         m.submodules.stats = stats = Statistics(
             channels=C, queue_depth=Q, access_bytes=p.access_bytes, burst=t.burst,
@@ -759,7 +775,8 @@ class HbmMemory(wiring.Component):
                     ch.enq_bank[k].eq(dec.bank), ch.enq_row[k].eq(dec.row),
                     ch.enq_tag[k].eq(req.payload.tag), ch.enq_write[k].eq(req.payload.write),
                 ]
-            m.d.comb += [ch.refresh_tick.eq(ref.tick), ch.now.eq(now)]
+            m.d.comb += [ch.refresh_tick.eq(ref.tick), ch.refresh_restart.eq(self.refresh_restart),
+                         ch.now.eq(now)]
 
         # Storage at acceptance (§4, port order); a read's data and acceptance cycle by tag.
         wiring.connect(m, wiring.flipped(self.backdoor), st.backdoor)

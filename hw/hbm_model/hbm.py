@@ -391,6 +391,13 @@ class Channel(wiring.Component):
         pending_reg = Signal()
         pending = Signal()
         m.d.comb += pending.eq(pending_reg | self.refresh_tick) if p.refresh else pending.eq(0)
+        # After a restart (its tick is the cycle after refresh_restart) the refresh is preceded
+        # by a PREA of every bank, open or not, so that the run starts from the same bank state.
+        restart_tick = Signal()
+        prea_all_reg = Signal()
+        prea_all = Signal()
+        m.d.sync += restart_tick.eq(self.refresh_restart)
+        m.d.comb += prea_all.eq(prea_all_reg | restart_tick) if p.refresh else prea_all.eq(0)
 
         # -- response FIFO: issued column commands, completion order = issue order ----------------
         m.submodules.resp_fifo = rf = fifo.SyncFIFO(width=self._tag_bits + 1 + TIME_BITS,
@@ -441,10 +448,11 @@ class Channel(wiring.Component):
         act_vec = Signal(B)        # one-hot ACT
         pre_vec = Signal(B)        # one-hot PRE, or every open bank (PREA)
         do_ref = Signal()
+        prea_go = Signal()
         with m.If(pending):
-            with m.If(is_open.any()):
+            with m.If(is_open.any() | prea_all):
                 with m.If((~is_open | pre_ready) == all_banks):
-                    m.d.comb += pre_vec.eq(is_open)
+                    m.d.comb += [pre_vec.eq(Mux(prea_all, all_banks, is_open)), prea_go.eq(1)]
             with m.Elif(act_ready == all_banks):
                 m.d.comb += do_ref.eq(1)
         with m.Elif(row_req.any()):
@@ -461,6 +469,7 @@ class Channel(wiring.Component):
             m.d.sync += pending_reg.eq(0)
         with m.Elif(pending):
             m.d.sync += pending_reg.eq(1)
+        m.d.sync += prea_all_reg.eq(prea_all & ~prea_go)
 
         rd_vec = Mux(col_go & ~col_write, col_bank, 0)
         wr_vec = Mux(col_go & col_write, col_bank, 0)

@@ -255,7 +255,7 @@ class ReadyStream:
 class _Channel:
     __slots__ = ("queue", "open_row", "act", "pre", "rd", "wr", "last_col", "last_col_g",
                  "last_rd", "last_wr", "last_wr_g", "last_act", "last_act_g", "acts", "last_ref",
-                 "inflight", "resp", "pending_ref", "wake", "occ_since", "new")
+                 "inflight", "resp", "pending_ref", "prea_all", "wake", "occ_since", "new")
 
     def __init__(self, banks, groups):
         self.queue = []                  # entries (index, bank, group, row, write), oldest first
@@ -276,6 +276,7 @@ class _Channel:
         self.inflight = 0
         self.resp = deque()              # [complete_cycle, index, data, write], completion order
         self.pending_ref = False
+        self.prea_all = False            # a restart's refresh: PREA of every bank before REF
         self.wake = _INF
         self.occ_since = 0
         self.new = []
@@ -339,6 +340,7 @@ class HbmReference:
         self._ch = [_Channel(preset.banks, preset.bank_groups) for _ in range(C)]
         self._rr = 0
         self._next_ref = t.tREFI if (preset.refresh and not self._simple) else _INF
+        self._restart_due = False             # the refresh due at _next_ref follows a restart
         # simple preset: the fixed-latency pipe (§3)
         self._pipe = deque()                  # [advance count at acceptance, index, data, write]
         self._adv = 0                         # advancing cycles so far
@@ -435,11 +437,13 @@ class HbmReference:
     def restart_refresh(self, t: int) -> None:
         """``refresh_restart`` high in cycle ``t`` (``docs/hbm_model.md`` §2 "Refresh restart"): a
         refresh becomes due in cycle ``t + 1`` in every channel (merged with one already due and
-        not yet issued), the next ones in ``t + 1 + k * tREFI``. Call it after simulating cycle
+        not yet issued), preceded by a PREA of every bank, open or not, and the next ones in
+        ``t + 1 + k * tREFI``. Call it after simulating cycle
         ``t`` and before cycle ``t + 1`` (``step``/``step_ports`` do, given ``refresh_restart``).
         No effect without refresh or on a fixed-latency preset."""
         if self.preset.refresh and not self._simple:
             self._next_ref = t + 1
+            self._restart_due = True
 
     def step_ports(self, offered: Sequence[Request | None] = (), resp_ready=True,
                    refresh_restart: bool = False) -> tuple[int, list[Response]]:
@@ -519,8 +523,10 @@ class HbmReference:
         if t >= self._next_ref:
             for ch in self._ch:
                 ch.pending_ref = True
+                ch.prea_all = ch.prea_all or self._restart_due
                 ch.wake = min(ch.wake, t)
             self._next_ref += self._t.tREFI
+            self._restart_due = False
         # response port: state at the start of t
         presented = self._present(t)
         accepted = self._admit(offered)
@@ -621,12 +627,13 @@ class HbmReference:
         open_row = ch.open_row
         if ch.pending_ref:
             opened = [b for b, r in enumerate(open_row) if r >= 0]
-            if opened:
-                e = max(self._pre_earliest(ch, b) for b in opened)
-                if e <= t:                                   # PREA
-                    for b in opened:
+            if opened or ch.prea_all:
+                e = max((self._pre_earliest(ch, b) for b in opened), default=_NEG)
+                if e <= t:                                   # PREA (after a restart: every bank)
+                    for b in (range(len(open_row)) if ch.prea_all else opened):
                         open_row[b] = -1
                         ch.pre[b] = t
+                    ch.prea_all = False
                     st["precharges"] += 1
                     ch.wake = t + 1
                 else:

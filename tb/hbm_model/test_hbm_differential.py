@@ -476,8 +476,9 @@ def test_traces_full_presets(name):
 def test_traces_ports_fast():
     """The fast-suite check of the Verilator model's channels (``channel.v``, ``stats.v``) with
     several line ports: a reduced HBM2 with closed pages and frequent refresh (PREA, REF, idle
-    PRE), 3 line ports, against ``reference.run_requests`` (fresh seed, printed). The Amaranth
-    ``Channel`` is checked by the lockstep tests above; this one covers its Verilog twin."""
+    PRE), 3 line ports, against ``reference.run_requests`` (fresh seed, printed), the last runs
+    with ``refresh_restart`` at random cycles. The Amaranth ``Channel`` is checked by the
+    lockstep tests above; this one covers its Verilog twin."""
     p = refresh_heavy(small("HBM2", page_policy="closed"))
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
@@ -487,6 +488,10 @@ def test_traces_ports_fast():
         _compare_trace(p, reqs, ports=3, line_bytes=64)
         _compare_trace(p, reqs, ports=3, line_bytes=64, max_outstanding=2 + 3 * k,
                        resp_backpressure=0.3, seed=k)
+        restarts = sorted(rng.sample(range(2000), 12))
+        _, ref = _compare_trace(p, reqs, ports=3, line_bytes=64, max_outstanding=2 + 3 * k,
+                                refresh_restarts=restarts)
+        assert ref.stats["refreshes"] > 0
 
 
 PORT_TRACE_CASES = [("small-HBM2", 2), ("small-HBM2", 4), ("HBM2", 4)]

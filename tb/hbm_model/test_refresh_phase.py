@@ -79,6 +79,30 @@ def test_back_to_back_same_phase_reference():
     assert len(set(without)) > 1, without
 
 
+def test_run_requests_restarts_skip_idle():
+    """``run_requests(refresh_restarts=...)`` skipping idle cycles equals stepping every cycle
+    (restarts inside idle stretches must not be skipped), and the restarts change the run."""
+    from hw.hbm_model.reference import run_requests
+    p = get_preset("HBM2").replace(channels=2, rows=64)
+    p = p.replace(timing=p.timing.replace(tREFI=400, tRFC=60))
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    reqs, t = [], 0
+    for r in traces.uniform_random(500, 1 << 24, seed=seed, write_fraction=0.3):
+        t += rng.choice((0, 0, 1, 3, 40))          # idle stretches between bursts
+        reqs.append(dataclasses.replace(r, issue_cycle=t))
+    restarts = sorted(rng.sample(range(t), 25))
+    fast = run_requests(p, reqs, refresh_restarts=restarts, max_outstanding=8)
+    slow = run_requests(p, reqs, refresh_restarts=restarts, max_outstanding=8, skip_idle=False)
+    plain = run_requests(p, reqs, max_outstanding=8)
+    key = lambda r: [(c.accept_cycle, c.complete_cycle) for c in r.completions]  # noqa: E731
+    assert key(fast) == key(slow) and fast.stats == slow.stats
+    assert fast.stats["precharges"] != plain.stats["precharges"] or key(fast) != key(plain)
+    with pytest.raises(ValueError, match="refresh_restarts"):
+        run_requests(p, reqs[:3], refresh_restarts=[5, 5])
+
+
 @pytest.mark.slow
 @pytest.mark.rtl
 def test_back_to_back_same_phase_system():

@@ -652,7 +652,8 @@ class HbmMemory(wiring.Component):
     refresh_restart : In(1)
         Restart the refresh interval (``docs/hbm_model.md`` §2 "Refresh restart"): high in cycle
         ``S``, a refresh becomes due in cycle ``S + 1`` (merged with one already due and not yet
-        issued) and the next ones in ``S + 1 + k * tREFI``. The systems pulse it with
+        issued), preceded by a PREA of every bank, open or not, and the next ones in
+        ``S + 1 + k * tREFI``. The systems pulse it with
         ``CTRL.START`` so that every run starts at the same refresh phase. No effect without
         refresh.
     stats : Out(ArrayLayout(64, len(stat_names)))

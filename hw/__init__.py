@@ -5,3 +5,10 @@
 ``hw.hbm_model``  the memory model (simulation only)
 ``hw.system``     the top level that Verilator builds
 """
+
+import time as _time
+
+#: When this process imported ``hw`` (seconds since the epoch): a source file of ``hw/`` changed
+#: later is not the code this process elaborates (``sim.verilator.cached_build`` checks it).
+IMPORTED_AT = _time.time()
+

@@ -140,6 +140,10 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
     is replaced by a placeholder and the waivers' contents are hashed instead, so every checkout
     and worktree of the repository shares one model per configuration.
 
+    When a Python source among ``inputs`` changed after this process imported ``hw``
+    (:func:`changed_since_import`), the index is neither read nor written: the model is the one
+    of the code this process generates from, found by the generated files' hash.
+
     Raises ``RuntimeError`` with the tail of ``build.log`` when ``build`` fails.
     """
     key = (key.replace(str(REPO), "<repository>") + "\0lint_waivers "
@@ -147,13 +151,22 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
     memo_key = f"{root}\0{key}"
     if memo_key in _memo:
         return _memo[memo_key]
+    inputs = sorted(inputs)
     digest = hashlib.sha256(key.encode())
-    for path in sorted(inputs):
+    for path in inputs:
         if path.is_file():
             digest.update(str(path.relative_to(REPO)).encode())
             digest.update(path.read_bytes())
     index = root / "index" / digest.hexdigest()[:16]
-    if index.is_file():
+    changed = changed_since_import(inputs)
+    if changed:
+        # This process elaborates the hw/ code it imported, not the files on disk: the index
+        # (keyed by the files on disk) must neither give nor take its model.
+        print(f"sim.verilator: {len(changed)} hw source file(s) changed since this process "
+              f"imported hw (e.g. {changed[0]}); generating from the imported code, not "
+              f"indexing the model", file=sys.stderr)
+        index = None
+    if index is not None and index.is_file():
         build_dir = Path(index.read_text().strip())
         if (build_dir / "BUILT").is_file():
             _memo[memo_key] = build_dir
@@ -184,10 +197,21 @@ def cached_build(key: str, inputs, generate, build, *, root: Path = BUILD_ROOT) 
                 raise RuntimeError(f"verilator build failed ({e}); {log}:\n{tail}") from None
             (build_dir / "build_seconds").write_text(f"{time.perf_counter() - t0:.1f}\n")
             (build_dir / "BUILT").write_text("ok\n")
-    index.parent.mkdir(parents=True, exist_ok=True)
-    index.write_text(f"{build_dir}\n")
+    if index is not None:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        index.write_text(f"{build_dir}\n")
     _memo[memo_key] = build_dir
     return build_dir
+
+
+def changed_since_import(inputs) -> list[Path]:
+    """The Python files among ``inputs`` modified after this process imported ``hw``
+    (``hw.IMPORTED_AT``): the Verilog this process generates comes from the code it imported,
+    so a model built now must not be indexed under the files' new contents (an edit during a
+    long test or benchmark once stored old Verilog under the new sources' key)."""
+    import hw
+    return [p for p in inputs
+            if p.suffix == ".py" and p.is_file() and p.stat().st_mtime > hw.IMPORTED_AT]
 
 
 def runner_build(build_dir: Path, sources, toplevel: str, *, parameters=None, waves: bool = False,

@@ -84,3 +84,32 @@ def test_verilog_is_generated_once_per_process_and_parameters(monkeypatch):
     assert verilator.generate_verilog(small, 1024, "HBM2") != first and len(calls) == 3
     verilator.generate_verilog(dataclasses.replace(small, lanes=2), 1024, "simple")
     assert len(calls) == 4
+
+
+def test_sources_changed_since_import_are_not_indexed(tmp_path, monkeypatch):
+    """A process that imported hw/ before an edit generates the old Verilog: it must not store
+    that model under the edited files' index entry, nor take the entry's model."""
+    import hw
+    inputs = [verilator.REPO / "hw" / "__init__.py", verilator.REPO / "hw" / "system.py"]
+    texts = iter(["module a; endmodule\n", "module b; endmodule\n", "module c; endmodule\n"])
+    builds = []
+
+    def generate():
+        return {"top.v": next(texts)}
+
+    def build(build_dir, paths):
+        builds.append(build_dir)
+
+    monkeypatch.setattr(verilator, "_memo", {})
+    monkeypatch.setattr(hw, "IMPORTED_AT", 0.0)            # every file changed after the import
+    assert verilator.changed_since_import(inputs) == inputs
+    stale = verilator.cached_build("k", inputs, generate, build, root=tmp_path)
+    assert not (tmp_path / "index").exists() and builds == [stale]
+    monkeypatch.setattr(hw, "IMPORTED_AT", float("inf"))   # nothing changed since the import
+    monkeypatch.setattr(verilator, "_memo", {})
+    assert verilator.changed_since_import(inputs) == []
+    fresh = verilator.cached_build("k", inputs, generate, build, root=tmp_path)
+    assert fresh != stale and len(list((tmp_path / "index").iterdir())) == 1
+    monkeypatch.setattr(verilator, "_memo", {})
+    assert verilator.cached_build("k", inputs, generate, build, root=tmp_path) == fresh
+    assert len(builds) == 2                                 # the index gave the second model

@@ -87,14 +87,25 @@ def _preset(memory):
     return get_preset(memory)
 
 
+#: generate_verilog's per-process memo: {(configuration, memory words, preset): Verilog text}
+_verilog_memo: dict[str, str] = {}
+
+
 def generate_verilog(config: TmuConfig, mem_words: int, memory="simple") -> str:
     """Verilog of the system top (``hw.system.System``) for a configuration and memory preset,
-    followed by the extra modules it instantiates (the HBM model's channel module)."""
-    from amaranth.back import verilog
-    from hw.system import System
-    top = System(config, memory=_preset(memory), mem_words=mem_words, storage="verilog")
-    text = verilog.convert(top, name=SYSTEM, emit_src=False)
-    return text + "".join(top.verilog_modules.values())
+    followed by the extra modules it instantiates (the HBM model's channel module).
+
+    Generated once per process and parameters (the default system takes ~60 s of Amaranth and
+    Yosys; ``make verilog``, the lint test and a model build ask for the same text)."""
+    preset = _preset(memory)
+    key = json.dumps([config.as_dict(), mem_words, repr(preset)], sort_keys=True)
+    if key not in _verilog_memo:
+        from amaranth.back import verilog
+        from hw.system import System
+        top = System(config, memory=preset, mem_words=mem_words, storage="verilog")
+        text = verilog.convert(top, name=SYSTEM, emit_src=False)
+        _verilog_memo[key] = text + "".join(top.verilog_modules.values())
+    return _verilog_memo[key]
 
 
 def _storage_verilog() -> Path:

@@ -30,7 +30,7 @@ from tb.golden_compare import assert_matches
 from tb.programs import Case, bag_frame
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
-from tb.tmu.test_microcode_builder import _run as run_builder
+from tb.tmu.builder_bench import layer_body_uops
 from tb.tmu.test_spmm_rate import CONFIG, LIMITS, _spmm_case
 
 
@@ -94,15 +94,8 @@ def _bag_case(name, rng, *, op="mul_arg", block=True, size=4, dim=4, ncols=None,
 
 def _body_streams(config, case):
     """The layer-1 body's STREAM uops as ``(id, chain)``, built by the microcode builder."""
-    prog = Program.decode(case.program, LIMITS)
-    [(fault, _, _, writes, _, pcs)] = run_builder(config, [(case, prog, None)],
-                                                   ready_probability=1.0, seed=0)
-    assert fault == 0
-    uops = [u for _, u in writes]
-    body = pcs[0][1]
-    end = next(i for i in range(body, len(uops))
-               if uops[i].kind == UopKind.NEXT and uops[i].id == 1)
-    return [(u.id, u.chain) for u in uops[body:end] if u.kind == UopKind.STREAM]
+    return [(u.id, u.chain) for u in layer_body_uops(config, case, LIMITS)
+            if u.kind == UopKind.STREAM]
 
 
 def _compiled_bag(rng, bags, rows=40, dim=8, lengths=None):

@@ -25,7 +25,7 @@ from tb.golden_compare import assert_matches
 from tb.programs import Case
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
-from tb.tmu.test_microcode_builder import _run as run_builder
+from tb.tmu.builder_bench import layer_body_uops
 from tb.tmu.test_spmm_rate import CONFIG, LIMITS
 
 
@@ -55,15 +55,9 @@ def test_spmv_is_one_uop_per_nonzero():
     seed = fresh_seed("fused load structure")
     case, _ = _spmv_case(np.random.default_rng(seed))
     prog = Program.decode(case.program, LIMITS)
-    [(fault, _, _, writes, _, pcs)] = run_builder(CONFIG, [(case, prog, None)],
-                                                   ready_probability=1.0, seed=0)
-    assert fault == 0
-    uops = [u for _, u in writes]
-    body = pcs[0][1]
-    end = next(i for i in range(body, len(uops))
-               if uops[i].kind == UopKind.NEXT and uops[i].id == 1)
-    assert end - body == 1, (seed, uops[body:end])
-    u = uops[body]
+    body = layer_body_uops(CONFIG, case, LIMITS)
+    assert len(body) == 1, (seed, body)
+    [u] = body
     assert (u.kind, u.fuse_act, u.fuse_act2, u.act2_load, u.fuse_next) == (
         UopKind.STREAM, 1, 1, 1, 1), seed
     second = prog.actions[u.act2_id].source

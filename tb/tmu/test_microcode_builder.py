@@ -16,40 +16,21 @@ after random delays, ``result.ready`` random). Checked against ``docs/rtl.md`` Â
 """
 
 import random
-import struct
 
 import pytest
-from amaranth.hdl import Module
-from amaranth.lib import wiring
 
-from hw.tmu.config_writer import ConfigWriter
 from hw.tmu.isa import FaultCode
 from hw.tmu.layouts import UopKind
-from hw.tmu.microcode_builder import MicrocodeBuilder
 from sw.runtime.isa import ActionKind, Limits, Program, SrcKind, StreamKind
 from tb.programs import block_cases, embedding_bag_case, lockstep_cases, random_case, random_v1_case
 from tb.seeds import fresh_seed
-from tb.sim_helpers import run_sim
-from tb.tmu.test_config_writer import reference, set_checker_facts
+from tb.tmu.builder_bench import run_builder as _run
+from tb.tmu.test_config_writer import reference
 from tb.tmu.test_spmm_rate import CONFIG, _spmm_case
 
 
 # The small build with 4 run-ahead engines (SpMM's rowptr[i], rowptr[i + 1], col[j], val[j]).
 SMALL = CONFIG
-
-
-class _Bench(wiring.Elaboratable):
-    def __init__(self, config):
-        self.writer = ConfigWriter(config)
-        self.builder = MicrocodeBuilder(config)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.writer = self.writer
-        m.submodules.builder = self.builder
-        m.d.comb += self.builder.start.eq(self.writer.start)
-        wiring.connect(m, self.writer.tables, self.builder.tables)
-        return m
 
 
 def _reference_engines(prog, ref, engines):
@@ -69,68 +50,6 @@ def _reference_engines(prog, ref, engines):
                       and ref["operand_read"] >> j & 1 and ref["global_base"] >> j & 1):
                     out.append((j, k, ref["affine_offset"][j]))
                     blocking.add(j)
-    return out
-
-
-def _run(config, items, *, ready_probability, seed):
-    bench = _Bench(config)
-    wr, bd = bench.writer, bench.builder
-    rng = random.Random(seed)
-    out = []
-
-    async def testbench(ctx):
-        for case, prog, fault in items:
-            words = list(struct.unpack(f"<{len(case.program) // 4}I", case.program))
-            for k in (wr.checked, bd.checked):
-                set_checker_facts(ctx, k, prog)
-            for i in range(config.args):
-                ctx.set(wr.args[i], (case.args[i] if i < len(case.args) else 0) & (2**64 - 1))
-            ctx.set(wr.start, 1)
-            await ctx.tick()
-            ctx.set(wr.start, 0)
-            counts = [len(prog.layers), len(prog.regions), len(prog.streams), len(prog.actions)]
-            base = 4
-            for section, c in enumerate(counts):
-                for number in range(c):
-                    ctx.set(wr.descriptor.valid, 1)
-                    ctx.set(wr.descriptor.payload, {"section": section, "number": number,
-                                                    "words": words[base:base + 4]})
-                    await ctx.tick()
-                    base += 4
-            ctx.set(wr.descriptor.valid, 0)
-            while rng.random() >= ready_probability:        # the check comes later
-                await ctx.tick()
-            ctx.set(bd.check.valid, 1)
-            ctx.set(bd.check.payload, {"fault": fault is not None,
-                                       "code": fault[0] if fault else 0,
-                                       "pc": fault[1] if fault else 0})
-            writes, result = [], None
-            for _ in range(5000):
-                ready = rng.random() < ready_probability
-                ctx.set(bd.result.ready, ready)
-                if ctx.get(bd.microcode.en):
-                    writes.append((ctx.get(bd.microcode.addr), ctx.get(bd.microcode.data)))
-                check_done = ctx.get(bd.check.valid) and ctx.get(bd.check.ready)
-                if ready and ctx.get(bd.result.valid):
-                    result = ctx.get(bd.result.payload)
-                await ctx.tick()
-                if check_done:
-                    ctx.set(bd.check.valid, 0)
-                if result is not None:
-                    break
-            else:
-                raise TimeoutError(case.name)
-            assert not ctx.get(bd.busy)
-            code = result.code.value if hasattr(result.code, "value") else int(result.code)
-            engines = [(ctx.get(bd.prefetch_stream[e]), ctx.get(bd.prefetch_layer[e]),
-                        ctx.get(bd.prefetch_offset[e]))
-                       for e in range(max(1, config.prefetchers))
-                       if ctx.get(bd.prefetch_valid) >> e & 1]
-            pcs = ([ctx.get(bd.body_pc[i]) for i in range(len(prog.layers))],
-                   [ctx.get(bd.exit_pc[i]) for i in range(len(prog.layers))])
-            out.append((result.fault, code, result.pc, writes, engines, pcs))
-
-    run_sim(bench, testbench)
     return out
 
 

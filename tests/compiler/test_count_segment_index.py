@@ -19,7 +19,6 @@ Random data draws a fresh seed each run and prints it (``EMBER_SEED`` replays it
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pytest
@@ -51,12 +50,6 @@ PAIRS = TEXT.replace(SIGNATURE_END, "%v_out: memref<?x?xf32>, %nq: index) -> ") 
                      "%qs = arith.muli %q, %c2 : index\n    %q1 = arith.addi %qs, %c1 : index") \
             .replace("memref.load %block_ptr[%q] ", "memref.load %block_ptr[%qs] ")
 
-
-@pytest.fixture
-def seed():
-    s = int(os.environ.get("EMBER_SEED", np.random.SeedSequence().entropy % 2**32))
-    print(f"seed {s}")
-    return s
 
 
 def _copy(args):

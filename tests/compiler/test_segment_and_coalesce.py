@@ -16,7 +16,6 @@ Random data draws a fresh seed each run and prints it (``EMBER_SEED`` replays it
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -29,12 +28,6 @@ from sw.runtime.handwritten.suite import handwritten_kernel
 from sw.runtime.isa import Limits
 from sw.workloads import WORKLOADS
 
-
-@pytest.fixture
-def seed():
-    s = int(os.environ.get("EMBER_SEED", np.random.SeedSequence().entropy % 2**32))
-    print(f"seed {s}")
-    return s
 
 
 def _copy(args):

@@ -2,6 +2,7 @@
 asks for it (the key once held the lint waivers' absolute path, so every worktree rebuilt every
 model: 57 minutes for the 8-unit system)."""
 
+import dataclasses
 from pathlib import Path
 
 import sim.verilator as verilator
@@ -62,3 +63,24 @@ def test_every_harness_source_is_built_and_in_the_cache_key(monkeypatch):
     for path in fast.HARNESS_SOURCES:
         name = path.relative_to(fast.HARNESS.parent).as_posix()
         assert seen["files"][name] == path.read_text(), name
+
+
+def test_verilog_is_generated_once_per_process_and_parameters(monkeypatch):
+    from amaranth.back import verilog as amaranth_verilog
+    from hw.tmu import TmuConfig
+    calls = []
+
+    def convert(top, **kwargs):
+        calls.append(kwargs["name"])
+        return f"module ember_system; // {len(calls)}\nendmodule\n"
+
+    monkeypatch.setattr(amaranth_verilog, "convert", convert)
+    monkeypatch.setattr(verilator, "_verilog_memo", {})
+    small = TmuConfig.small()
+    first = verilator.generate_verilog(small, 1024, "simple")
+    assert verilator.generate_verilog(small, 1024, "simple") == first and len(calls) == 1
+    # another memory size, preset or configuration is generated again
+    assert verilator.generate_verilog(small, 2048, "simple") != first and len(calls) == 2
+    assert verilator.generate_verilog(small, 1024, "HBM2") != first and len(calls) == 3
+    verilator.generate_verilog(dataclasses.replace(small, lanes=2), 1024, "simple")
+    assert len(calls) == 4

@@ -19,12 +19,6 @@ from sim.core_trace import ALU, LOAD, STORE, Trace
 NO_CACHE = dict(l1_bytes=0, l2_bytes=0)
 
 
-@pytest.fixture
-def seed():
-    s = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"seed = {s}")
-    return s
-
 
 def make_trace(instrs, forwarded=()) -> Trace:
     """``instrs``: (kind, deps, lines, latency) tuples; ``forwarded``: indices of loads served

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 
 from sim.core_trace import ALU, LINE_BYTES, LOAD, STORE, trace_kernel
@@ -17,12 +16,6 @@ from sw.workloads import WORKLOADS, widen
 
 warnings.simplefilter("ignore", UserWarning)
 
-
-@pytest.fixture
-def seed():
-    s = int(np.random.SeedSequence().entropy % (1 << 32))
-    print(f"seed = {s}")
-    return s
 
 
 @pytest.mark.parametrize("vector_bytes", [0, 64])

@@ -8,7 +8,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
-from ..dialects import slc, slcv
+from ..dialects import dlc, slc, slcv
 
 __all__ = ["functions", "loops", "is_loop", "innermost_loops", "constant_int", "index_constant",
            "function_block", "is_register", "replace_op", "child_loop", "parent_loop"]
@@ -84,3 +84,16 @@ def replace_op(old: Operation, new: Operation) -> None:
         a.replace_all_uses_with(b)
     old.detach()
     old.erase(safe_erase=False)
+
+
+def dlc_access_and_compute(fn: func.FuncOp):
+    """A DLC function's ``dlc.configure_access`` op, its ``dlc.compute_loop`` op and the
+    traversal units of the access configuration by layer (``{layer: dlc.TuOp}``); None when the
+    function lacks either op (it is not in DLC form)."""
+    block = fn.body.block
+    access = next((o for o in block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
+    compute = next((o for o in block.ops if isinstance(o, dlc.ComputeLoopOp)), None)
+    if access is None or compute is None:
+        return None
+    tus = {o.layer.value.data: o for o in access.body.block.ops if isinstance(o, dlc.TuOp)}
+    return access, compute, tus

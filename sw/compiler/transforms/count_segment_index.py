@@ -57,7 +57,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ..dialects import dlc
-from ._util import constant_int, functions, index_constant, is_register
+from ._util import constant_int, dlc_access_and_compute, functions, index_constant, is_register
 from .segment_callbacks import _ON_CORE
 
 __all__ = ["CountSegmentIndex", "count_segment_index"]
@@ -142,13 +142,11 @@ def _erase_unused(v: SSAValue) -> None:
 def count_segment_index(fn: func.FuncOp) -> int | None:
     """Apply the module docstring's rewrite to a DLC function in place; the core variable made,
     or None if the function was left alone."""
-    block = fn.body.block
-    access = next((o for o in block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
-    compute = next((o for o in block.ops if isinstance(o, dlc.ComputeLoopOp)), None)
-    if access is None or compute is None:
+    found = dlc_access_and_compute(fn)
+    if found is None:
         return None
+    access, compute, tus = found
     ops = list(access.body.block.ops)
-    tus = {o.layer.value.data: o for o in ops if isinstance(o, dlc.TuOp)}
     if sorted(tus) != [0, 1]:
         return None
     tu0, tu1 = tus[0], tus[1]

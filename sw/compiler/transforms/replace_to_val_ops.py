@@ -41,7 +41,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from ..dialects import dlc
-from ._util import constant_int, functions, index_constant
+from ._util import constant_int, dlc_access_and_compute, functions, index_constant
 from .align_queues import _registrations
 from .hoist_streams import _layer_of
 
@@ -70,11 +70,10 @@ def _insert_at_end(block, op: Operation) -> None:
 def replace_to_val_ops(fn: func.FuncOp) -> list[int]:
     """Apply the module docstring's rewrite to a DLC function in place; the variables made."""
     block = fn.body.block
-    access = next((o for o in block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
-    compute = next((o for o in block.ops if isinstance(o, dlc.ComputeLoopOp)), None)
-    if access is None or compute is None:
+    found = dlc_access_and_compute(fn)
+    if found is None:
         return []
-    tus = {o.layer.value.data: o for o in access.body.block.ops if isinstance(o, dlc.TuOp)}
+    access, compute, tus = found
     tu = tus.get(0)
     if tu is None or tu.lanes != 1 or _layer_of(tu.lb) != -1:
         return []

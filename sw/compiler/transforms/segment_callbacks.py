@@ -58,7 +58,7 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from ..dialects import dlc
-from ._util import functions
+from ._util import dlc_access_and_compute, functions
 from .hoist_streams import _layer_of
 
 __all__ = ["SegmentCallbacks", "segment_callbacks"]
@@ -85,13 +85,11 @@ def _defined_outside(value, case: dlc.CaseOp) -> bool:
 def segment_callbacks(fn: func.FuncOp) -> int | None:
     """Apply the module docstring's rewrite to a DLC function in place; the callback id moved to
     the segment, or None if the function was left alone."""
-    block = fn.body.block
-    access = next((o for o in block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
-    compute = next((o for o in block.ops if isinstance(o, dlc.ComputeLoopOp)), None)
-    if access is None or compute is None:
+    found = dlc_access_and_compute(fn)
+    if found is None:
         return None
+    access, compute, tus = found
     ops = list(access.body.block.ops)
-    tus = {o.layer.value.data: o for o in ops if isinstance(o, dlc.TuOp)}
     if len(tus) < 2:
         return None
     k = max(tus)

@@ -8,16 +8,20 @@ Otherwise the cycle is a *bubble*: nothing fires, and the words are read again a
 asked for.
 
 The next uop's words are fetched while the current one executes, from a predicted ``pc``
-computed from registers only (the held microcode word, ``pc`` and the layers' body addresses):
+computed from registers only (the held microcode word, ``pc``, the layer indices and upper
+bounds, the layers' body and exit addresses):
 
-* a ``NEXT`` (own uop or fused into a ``STREAM``/``ACT``): its layer's body (the loop-back);
+* a ``NEXT`` (own uop or fused into a ``STREAM``/``ACT``): its layer's body if the index
+  register plus the step is below the upper bound register (exact), else the exit (``pc + 1``,
+  or a fused ``NEXT``'s ``exit_pc``); in the LOCKSTEP layer always the body;
 * a ``LANE`` step (own uop or fused): the LOCKSTEP layer's body while lanes are left, else
   ``pc + 1``;
 * anything else (``ENTER`` of a non-empty range included): ``pc + 1``.
 
 The words are replaced only in a cycle in which the traversal writes ``pc`` (``advance``): a
 uop that stays (a full reorder buffer, a blocking load, a row of several chunks) keeps its
-words. A loop exit, an empty layer or a lane step leaving the vector iteration costs one bubble
+words. An empty layer (``ENTER``), the LOCKSTEP layer's exit or a lane step leaving the vector
+iteration costs one bubble
 (the fetch at the actual ``pc``); an engine-pop fallback step (its stream configuration is not
 the uop's) one bubble per step; the first uop of a run one or two. Tokens, faults and their
 order are those of the unit without the stage: only cycles are added.
@@ -57,6 +61,10 @@ class Fetch:
     running : Value
         The traversal is running (not idle): the words read this cycle are valid next cycle.
     lanes : LockstepLanes
+    loop : tuple of Value
+        ``(continues, body, exit)`` of the layer the held uop's ``NEXT`` (own or fused) steps,
+        from registers: the loop goes on (predicted: always in a LOCKSTEP layer), its body
+        address, its exit address.
 
     Attributes
     ----------
@@ -66,10 +74,9 @@ class Fetch:
         Every held word is the one the evaluation asks for: the uop may execute.
     """
 
-    def __init__(self, m, t, pc, advance, running, lanes):
+    def __init__(self, m, t, pc, advance, running, lanes, loop):
         c = t._cfg
         ubits, sbits, abits = index_bits(c.ucode_depth), index_bits(c.streams), index_bits(c.actions)
-        lbits = index_bits(c.layers)
         engines = max(1, c.prefetchers)
         self.uop = uop = Signal(Uop, name="fetched_uop")
         self.ready = ready = Signal(name="fetch_ready")
@@ -79,20 +86,20 @@ class Fetch:
         acfg_tag = Signal(abits, name="fetched_acfg_addr")
         acfg2_tag = Signal(abits, name="fetched_acfg2_addr")
 
-        body_pc = Array(t.body_pc[i] for i in range(c.layers))
         prefetch_streams = Array(t.prefetch_stream[i] for i in range(engines))
 
         # The predicted next pc, from registers only.
         predicted = Signal(ubits, name="predicted_pc")
         pc_inc = (pc + 1)[:ubits]
         lane_next = (Mux(lanes.more_lanes, lanes.body_pc, pc_inc) if lanes.enabled else pc_inc)
-        loop_layer = Mux(uop.kind == UopKind.NEXT, uop.id, uop.next_layer)[:lbits]
-        loop_back = pick(m, body_pc, loop_layer, ubits, "predicted_body_pc")
+        continues, loop_back, loop_exit = loop
         body_kind = (uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)
         with m.If(body_kind & uop.fuse_lane | (uop.kind == UopKind.LANE)):
             m.d.comb += predicted.eq(lane_next)
-        with m.Elif(body_kind & uop.fuse_next | (uop.kind == UopKind.NEXT)):
-            m.d.comb += predicted.eq(loop_back)
+        with m.Elif(uop.kind == UopKind.NEXT):
+            m.d.comb += predicted.eq(Mux(continues, loop_back, pc_inc))
+        with m.Elif(body_kind & uop.fuse_next):
+            m.d.comb += predicted.eq(Mux(continues, loop_back, loop_exit))
         with m.Else():
             m.d.comb += predicted.eq(pc_inc)
 

@@ -209,7 +209,11 @@ class Traversal(wiring.Component):
 
         with m.If(pc_write):
             m.d.sync += pc.eq(pc_next)
-        fetch = Fetch(m, self, pc, pc_write, self.busy, lanes)
+        loop_continues = Signal()
+        loop_body_pc = Signal(self._ubits)
+        loop_exit_pc = Signal(self._ubits)
+        fetch = Fetch(m, self, pc, pc_write, self.busy, lanes,
+                      (loop_continues, loop_body_pc, loop_exit_pc))
 
         # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
         # execute (a fallback step replaces it with a plain STREAM of a popped stream).
@@ -236,7 +240,10 @@ class Traversal(wiring.Component):
         actions = Actions(m, self, u, sources, stream, lanes)
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
-        next_layer_id = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
+        # (From the held microcode word: an engine-pop fallback step, the only change
+        # ``pops.uop`` makes, has no NEXT.)
+        next_layer_id = Mux(fetch.uop.kind == UopKind.NEXT, fetch.uop.id,
+                            fetch.uop.next_layer)[:self._lbits]
         next_index = Signal(signed(66))
         cont = Signal()
         next_layer_index = pick(m, idx, next_layer_id, signed(64), "next_layer_index")
@@ -251,6 +258,11 @@ class Traversal(wiring.Component):
                               lanes.first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
                               next_layer_index + next_layer_cfg.step)),
             cont.eq(next_index < next_layer_ub),
+            # The fetch stage's prediction (registers only, no lane multiply).
+            loop_continues.eq(next_layer_lockstep
+                              | (next_layer_index + next_layer_cfg.step < next_layer_ub)),
+            loop_body_pc.eq(next_layer_body_pc),
+            loop_exit_pc.eq(next_layer_exit_pc),
         ]
 
         def next_iteration():

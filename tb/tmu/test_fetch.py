@@ -1,5 +1,6 @@
 """The traversal's fetch stage (``hw/tmu/fetch.py``, ``docs/rtl.md`` §2.2): programs whose
-loops exit after 0, 1 or a few iterations (a mispredicted next uop: a refetch bubble), whose
+loops run 0 times (``ENTER`` of an empty range: a mispredicted next uop, a refetch bubble), 1
+or a few times (the exit predicted from the index and bound registers), whose
 uops stall (a full reorder buffer, output back-pressure, blocking loads), whose run-ahead
 engines stop before a faulting address (engine-pop fallback steps: a stream configuration
 refetch) and whose LOCKSTEP layers step lane by lane, in the Amaranth simulator, token by token
@@ -22,9 +23,9 @@ TINY_ROB = dataclasses.replace(SMALL, max_inflight=2, prefetchers=1, prefetch_de
 
 @pytest.mark.parametrize("config", [SMALL, TINY_ROB], ids=["small", "tiny_rob"])
 def test_short_loops_and_stalls(config):
-    """Bags of 0, 1, 2 and 3 lookups: every bag's inner loop exits after a few iterations
-    (the fetch predicted the loop-back), an empty bag's layer is skipped at ENTER (predicted
-    ``pc + 1``); a two-entry reorder buffer and back-pressure make uops stay for cycles."""
+    """Bags of 0, 1, 2 and 3 lookups: every bag's inner loop exits after a few iterations,
+    an empty bag's layer is skipped at ENTER (predicted ``pc + 1``: a refetch); a two-entry
+    reorder buffer and back-pressure make uops stay for cycles."""
     seed = fresh_seed("test_short_loops_and_stalls back-pressure")
     case = embedding_bag_case("short_loops", rows=6, dim=2, lengths=[1, 0, 3, 0, 0, 2, 1],
                               indices=[5, 0, 2, 4, 1, 3, 3], seed=seed % 1000)

@@ -2,9 +2,10 @@
 loops run 0 times (``ENTER`` of an empty range: a mispredicted next uop, a refetch bubble), 1
 or a few times (the exit predicted from the index and bound registers), whose
 uops stall (a full reorder buffer, output back-pressure, blocking loads), whose run-ahead
-engines stop before a faulting address (engine-pop fallback steps: a stream configuration
-refetch) and whose LOCKSTEP layers step lane by lane, in the Amaranth simulator, token by token
-against the golden model with random back-pressure (fresh seeds, printed)."""
+engine stops before a faulting address, and whose LOCKSTEP layers step lane by lane, in the
+Amaranth simulator, token by token against the golden model with random back-pressure (fresh
+seeds, printed). The engine-pop fallback steps (a stream configuration refetch per step) are
+covered by ``tb/tmu/test_spmm_rate.py::test_fault_behind_a_fused_pop``."""
 
 import dataclasses
 
@@ -37,8 +38,8 @@ def test_short_loops_and_stalls(config):
 
 @pytest.mark.parametrize("name", ["addr_range", "range_order"])
 def test_faults_after_loop_exits(name):
-    """A lookup past the table (the run-ahead engine stops before it: fallback steps, then
-    ``ADDR_RANGE`` in program order) and decreasing offsets (``RANGE_ORDER`` at ``ENTER``),
+    """A lookup past the table (the run-ahead engine stops before it, the traversal computes
+    the address and faults ``ADDR_RANGE`` in program order) and decreasing offsets (``RANGE_ORDER`` at ``ENTER``),
     after loop exits, with back-pressure."""
     seed = fresh_seed(f"test_faults_after_loop_exits[{name}] back-pressure")
     case = next(c for c in fault_cases(SMALL) if c.name == name)

@@ -128,9 +128,15 @@ def format_uop(u, engines) -> str:
         text = f"ACT      a{int(u.id)}"
     elif kind in (UopKind.ENTER, UopKind.NEXT, UopKind.LANE):
         text = f"{kind.name:<8} layer {int(u.id)}"
+        started = [f"e{e}" for e in range(16) if kind == UopKind.ENTER
+                   and int(u.start_engines) >> e & 1]
+        if started:      # docs/rtl.md §9.5 B: the layer's armed engines start with it
+            text += "  +start " + ",".join(started)
     elif kind == UopKind.PREFETCH:
         text = f"PREFETCH engine {int(u.id)} (s{engines[int(u.id)][0]})" \
             if int(u.id) < len(engines) else f"PREFETCH engine {int(u.id)}"
+        if int(u.arm):   # latches the engine's parameters; its layer's ENTER starts it
+            text += "  arm"
     if kind in (UopKind.STREAM, UopKind.ACT):
         if kind == UopKind.STREAM and int(u.fuse_act):
             text += f"  +act a{int(u.act_id)}"

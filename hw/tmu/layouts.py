@@ -16,7 +16,8 @@ class UopKind(enum.Enum, shape=3):
     ENTER  = 2   # evaluate layer ``id``'s bounds; empty range: jump to exit_pc[id]
     NEXT   = 3   # index[id] += step; in range: jump to body_pc[id]
     DONE   = 4   # push the DONE control token, then finish
-    PREFETCH = 5 # start run-ahead engine ``id`` for the layer just entered
+    PREFETCH = 5 # start run-ahead engine ``id`` for the layer just entered (``arm``: only
+                 # latch its stream's parameters; the layer's ENTER starts it, ``start_engines``)
     LANE     = 6 # LOCKSTEP layer ``id``: next active lane -> body_pc[id], else its ITER actions
 
 
@@ -39,6 +40,10 @@ class Uop(data.Struct):
     act2_load:  1   # with fuse_act2: the second action is an OPERAND of a non-blocking MEM
                     # stream (a lazy entry and its load); the first is then an immediate operand
                     # (docs/rtl.md §9.5 A)
+    start_engines: 16  # ENTER: when the range is not empty, start these run-ahead engines (bit
+                       # e: engine e, armed before) in the same cycle (docs/rtl.md §9.5 B)
+    arm:        1   # PREFETCH: latch engine ``id``'s stream parameters (base, stride, size,
+                    # region, offset) for the run, without starting it
 
 
 class LayerCfg(data.Struct):

@@ -1,7 +1,7 @@
 """Microcode builder: assigns the run-ahead engines and writes the traversal's microcode
 (``docs/rtl.md`` §2.1 steps 4-5, §2.2)."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,9 +26,13 @@ class MicrocodeBuilder(wiring.Component):
        first, then by stream id; a second pass gives the engines left to lazy affine loads that
        an OPERAND action reads and whose base is constant for the run (SpMM's ``val[j]``),
        which become blocking (not in a LOCKSTEP layer).
-    3. **Microcode**: per layer ``BEGIN`` actions, ``ENTER``, invariant streams, ``PREFETCH``,
-       then the body (streams, ``LANE``, ``ITER`` actions, the inner layers), then ``NEXT`` and
-       ``END`` actions from the innermost layer out, ``DONE``. Each uop is held one cycle
+    3. **Microcode**: first one ``PREFETCH`` with ``arm`` per engine whose stream's base is an
+       IMM or ARG (constant for the run: the engine latches its parameters once); then per
+       layer ``BEGIN`` actions, ``ENTER`` (``start_engines``: the layer's armed engines, started
+       in its cycle, ``docs/rtl.md`` §9.5 B), invariant streams, ``PREFETCH`` of its other
+       engines (their base may be one of those streams), then the body (streams, ``LANE``,
+       ``ITER`` actions, the inner layers), then ``NEXT`` and ``END`` actions from the
+       innermost layer out, ``DONE``. Each uop is held one cycle
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
        ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
 
@@ -116,6 +120,7 @@ class MicrocodeBuilder(wiring.Component):
         lockstep_valid, lockstep_layer = t.lockstep_valid, t.lockstep_layer
 
         promoted = Signal(c.streams)        # lazy affine loads given a spare engine
+        armed = Signal(self._engines)       # engines whose stream's base is an IMM or ARG
         m.d.comb += self.blocking.eq(t.blocking | promoted)
         assign_pass = Signal()
         e_next = Signal(range(self._engines + 1))
@@ -244,6 +249,7 @@ class MicrocodeBuilder(wiring.Component):
 
         with m.If(self.start):
             m.d.sync += [ucode_write_pc.eq(0), pend_valid.eq(0), self.prefetch_valid.eq(0),
+                         armed.eq(0),
                          self.stream_prefetched.eq(0), e_next.eq(0), assign_pass.eq(0),
                          promoted.eq(0), self.lockstep_vector_mode.eq(0)]
 
@@ -292,6 +298,7 @@ class MicrocodeBuilder(wiring.Component):
                         m.d.sync += [
                             promoted.bit_select(jb, 1).eq(1),
                             self.prefetch_valid.bit_select(e, 1).eq(1),
+                            armed.bit_select(e, 1).eq(t.global_base.bit_select(jb, 1)),
                             self.prefetch_stream[e].eq(j),
                             self.prefetch_layer[e].eq(k),
                             self.prefetch_offset[e].eq(pick(m, cand_c, j, signed(28), "cand_c_j")),
@@ -303,7 +310,7 @@ class MicrocodeBuilder(wiring.Component):
                 with m.Else():
                     m.d.sync += j.eq(0)
                     with m.If((k == 0) & assign_pass):
-                        m.next = "B_BEGIN"
+                        m.next = "B_ARM"
                     with m.Elif(k == 0):
                         m.d.sync += [assign_pass.eq(1), k.eq(nl - 1)]
                     with m.Else():
@@ -319,6 +326,22 @@ class MicrocodeBuilder(wiring.Component):
                     m.d.sync += j.eq(0)
                     then()
 
+            # Engines whose base is constant for the run latch their parameters once, before
+            # everything (``PREFETCH`` with ``arm``); their layer's ``ENTER`` starts them.
+            def engine_of_layer(e, layer):
+                return self.prefetch_valid.bit_select(e, 1) & (self.prefetch_layer[e] == layer)
+
+            with m.State("B_ARM"):
+                with m.If(j < self._engines):
+                    e = j[:eb]
+                    with m.If(self.prefetch_valid.bit_select(e, 1) & armed.bit_select(e, 1)):
+                        emit(UopKind.PREFETCH, j, hoisted=True)
+                        m.d.sync += pend.arm.eq(1)
+                    m.d.sync += j.eq(j + 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    m.next = "B_BEGIN"
+
             with m.State("B_BEGIN"):
                 def to_enter():
                     m.next = "B_ENTER"
@@ -326,6 +349,8 @@ class MicrocodeBuilder(wiring.Component):
 
             with m.State("B_ENTER"):
                 emit(UopKind.ENTER, k, hoisted=True)
+                m.d.sync += pend.start_engines.eq(
+                    Cat(engine_of_layer(e, k) & armed[e] for e in range(self._engines)))
                 m.next = "B_HOIST"
 
             # Invariant ALU/FWD streams: once per layer entry, before the engines start (an
@@ -342,7 +367,7 @@ class MicrocodeBuilder(wiring.Component):
             with m.State("B_PF"):
                 with m.If(j < self._engines):
                     e = j[:eb]
-                    with m.If(self.prefetch_valid.bit_select(e, 1) & (self.prefetch_layer[e] == k)):
+                    with m.If(engine_of_layer(e, k) & ~armed.bit_select(e, 1)):
                         emit(UopKind.PREFETCH, j, hoisted=True)
                     m.d.sync += j.eq(j + 1)
                 with m.Else():

@@ -22,6 +22,12 @@ class Prefetcher(wiring.Component):
     the first address that fails stops the engine (the traversal then faults on it in program
     order). The traversal takes the values from the head, in order, one per iteration.
 
+    *Armed starts* (``docs/rtl.md`` §9.5 B): ``arm`` latches the parameters that are constant for
+    the run (base, ``c``, stride, element size and sign, region) once, without starting; a
+    ``start`` with ``p_armed`` then takes them from the engine and only ``p_lb``, ``p_ub`` and
+    ``p_step`` from its inputs, so that the traversal's ``ENTER`` starts all engines of a layer
+    in one cycle (each with its own stream's parameters).
+
     *Continuation*: a range that starts where the previous one ended (CSR offsets) with the same
     base, stride, step and region continues the same sequence: a ``start`` whose ``p_lb`` is the
     index of the head keeps the engine's entries. Once an engine has continued, it also issues
@@ -51,9 +57,16 @@ class Prefetcher(wiring.Component):
         Forget everything (start of a run).
     start : In(1)
         Pulse with the ``p_*`` parameters valid. Only while ``idle``.
+    p_armed : In(1)
+        With ``start`` (and for ``idle``): the start's base, ``c``, stride, size, sign and
+        region are the ones ``arm`` latched, not ``p_*``.
+    arm : In(1)
+        Pulse (not with ``start``): latch ``p_base``, ``p_c``, ``p_stride``, ``p_log2``,
+        ``p_sign`` and the region for the armed starts, stop issuing and forget the sequence
+        (the next start is a new one, which waits for the outstanding responses).
     idle : Out(1)
-        A ``start`` with the current ``p_*`` is possible: it continues the sequence, or no
-        response is outstanding.
+        A ``start`` with the current ``p_*`` (and ``p_armed``) is possible: it continues the
+        sequence, or no response is outstanding.
     req_valid, req_addr, req_slot : Out
         A load to issue; ``req_valid`` never depends on ``req_grant``.
     req_grant : In(1)
@@ -86,6 +99,8 @@ class Prefetcher(wiring.Component):
         super().__init__({
             "clear":      In(1),
             "start":      In(1),
+            "p_armed":    In(1),
+            "arm":        In(1),
             "p_base":     In(signed(64)),   # bytes: value of the stream's a
             "p_lb":       In(signed(64)),   # elements
             "p_ub":       In(signed(64)),
@@ -159,12 +174,22 @@ class Prefetcher(wiring.Component):
         m.d.comb += data_r.addr.eq(head)
         head_offset = Signal(line_bits)
         m.d.comb += head_offset.eq(offset[head] + (sub << log2))
+        # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
+        armed = self.p_armed
+        start_base = Mux(armed, base, self.p_base)
+        start_c = Mux(armed, cc, self.p_c)
+        start_stride = Mux(armed, stride, self.p_stride)
+        start_log2 = Mux(armed, log2, self.p_log2)
+        start_sign = Mux(armed, sign, self.p_sign)
+        start_region_base = Mux(armed, region_base, self.p_region_base)
+        start_region_size = Mux(armed, region_size, self.p_region_size)
         match = Signal()
-        m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_base == base)
-                             & (self.p_stride == stride) & (self.p_c == cc)
-                             & (self.p_step == step) & (self.p_log2 == log2)
-                             & (self.p_sign == sign) & (self.p_region_base == region_base)
-                             & (self.p_region_size == region_size))
+        m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_step == step)
+                             & (armed | ((self.p_base == base) & (self.p_stride == stride)
+                                         & (self.p_c == cc) & (self.p_log2 == log2)
+                                         & (self.p_sign == sign)
+                                         & (self.p_region_base == region_base)
+                                         & (self.p_region_size == region_size))))
         m.d.comb += [
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
             self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
@@ -247,28 +272,36 @@ class Prefetcher(wiring.Component):
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
         with m.Elif(self.start):
-            first = self.p_lb + self.p_c
+            first = self.p_lb + start_c
+            start_region_end = start_region_base + start_region_size
             m.d.sync += [
                 active.eq(1),
                 params.eq(1),
                 seq.eq(0),
                 head_i.eq(self.p_lb),
-                base.eq(self.p_base),
-                stride.eq(self.p_stride),
-                cc.eq(self.p_c),
+                base.eq(start_base),
+                stride.eq(start_stride),
+                cc.eq(start_c),
                 cur_i.eq(self.p_lb),
-                addr.eq(self.p_base + first * self.p_stride),
-                delta.eq(self.p_step * self.p_stride),
+                addr.eq(start_base + first * start_stride),
+                delta.eq(self.p_step * start_stride),
                 ub.eq(self.p_ub),
                 step.eq(self.p_step),
-                log2.eq(self.p_log2),
-                sign.eq(self.p_sign),
-                region_base.eq(self.p_region_base),
-                region_size.eq(self.p_region_size),
-                limit.eq(Mux(self.p_region_base + self.p_region_size < self.mem_limit,
-                             self.p_region_base + self.p_region_size, self.mem_limit)),
-                contiguous.eq((self.p_step == 1) & (self.p_stride == (Const(1, 4) << self.p_log2))),
+                log2.eq(start_log2),
+                sign.eq(start_sign),
+                region_base.eq(start_region_base),
+                region_size.eq(start_region_size),
+                limit.eq(Mux(start_region_end < self.mem_limit, start_region_end,
+                             self.mem_limit)),
+                contiguous.eq((self.p_step == 1) & (start_stride == (Const(1, 4) << start_log2))),
                 head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0),
+            ]
+        with m.Elif(self.arm):
+            m.d.sync += [
+                active.eq(0), params.eq(0), seq.eq(0),
+                base.eq(self.p_base), stride.eq(self.p_stride), cc.eq(self.p_c),
+                log2.eq(self.p_log2), sign.eq(self.p_sign),
+                region_base.eq(self.p_region_base), region_size.eq(self.p_region_size),
             ]
         with m.If(self.clear):
             m.d.sync += [active.eq(0), params.eq(0), seq.eq(0), head.eq(0), tail.eq(0),

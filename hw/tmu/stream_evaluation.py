@@ -335,14 +335,20 @@ class StreamEvaluation:
         prefetch_layer_id = pick(m, Array(t.prefetch_layer[i] for i in engines),
                                   prefetch_engine, 8, "prefetch_layer_id")
         prefetch_layer_index = prefetch_layer_id[:lbits]
+        # ``ENTER`` starts the layer's armed engines (docs/rtl.md §9.5 B) with the bounds it
+        # evaluates (``a_v``, ``b_v``) and its layer's step.
+        is_enter = u.kind == UopKind.ENTER
         m.d.comb += [
             t.prefetch_base.eq(a_v),
-            t.prefetch_lower_bound.eq(pick(m, idx, prefetch_layer_index, signed(64),
-                                               "prefetch_lower_bound_value")),
-            t.prefetch_upper_bound.eq(pick(m, ubr, prefetch_layer_index, signed(64),
-                                               "prefetch_upper_bound_value")),
-            t.prefetch_step.eq(pick(m, layers, prefetch_layer_index, LayerCfg,
-                                        "prefetch_layer_cfg").step),
+            t.prefetch_lower_bound.eq(Mux(is_enter, a_v,
+                                          pick(m, idx, prefetch_layer_index, signed(64),
+                                               "prefetch_lower_bound_value"))),
+            t.prefetch_upper_bound.eq(Mux(is_enter, self.b_v,
+                                          pick(m, ubr, prefetch_layer_index, signed(64),
+                                               "prefetch_upper_bound_value"))),
+            t.prefetch_step.eq(Mux(is_enter, self.lay.step,
+                                   pick(m, layers, prefetch_layer_index, LayerCfg,
+                                        "prefetch_layer_cfg").step)),
             t.prefetch_start_offset.eq(pick(m, Array(t.prefetch_offset[i] for i in engines),
                                                 prefetch_engine, signed(28),
                                                 "prefetch_offset_value")),

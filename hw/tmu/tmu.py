@@ -177,6 +177,7 @@ class Tmu(wiring.Component):
             engines.append(eng)
             m.d.comb += [
                 eng.start.eq(trv.prefetch_start[e]),
+                eng.arm.eq(trv.prefetch_arm[e]), eng.p_armed.eq(trv.prefetch_armed),
                 eng.p_base.eq(trv.prefetch_base),
                 eng.p_lb.eq(trv.prefetch_lower_bound), eng.p_ub.eq(trv.prefetch_upper_bound),
                 eng.p_step.eq(trv.prefetch_step), eng.p_c.eq(trv.prefetch_start_offset),

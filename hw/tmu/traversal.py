@@ -49,7 +49,8 @@ class Traversal(wiring.Component):
 
     Microcode (built by :class:`~hw.tmu.decoder.Decoder`)::
 
-        ACT (BEGIN actions of layer 0) ; ENTER 0 ; STREAM (invariant) ; PREFETCH (engines)
+        PREFETCH arm (engines with an IMM/ARG base) ; ACT (BEGIN actions of layer 0)
+                ENTER 0 (+ starts its armed engines) ; STREAM (invariant) ; PREFETCH (others)
         body_0: STREAM (layer 0) ; ACT (ITER 0) ; ACT (BEGIN 1) ; ENTER 1 ; ...
         body_1: ...                                 ; innermost: STREAM ; ACT (ITER)
                 NEXT n-1 ; exit_(n-1): ACT (END n-1) ; NEXT n-2 ; ... ; NEXT 0 ; exit_0: ACT (END 0)
@@ -65,7 +66,8 @@ class Traversal(wiring.Component):
     ``STREAM`` may carry the first ``ITER`` action of its layer (``fuse_act``, the action sees
     the new value), a ``STREAM``+action or an ``ACT`` may carry a second action
     (``fuse_act2``: immediate, or after an immediate operand a load, ``act2_load``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
-    (``fuse_next``). See ``docs/rtl.md``.
+    (``fuse_next``). An ``ENTER`` of a non-empty range starts the layer's armed run-ahead engines
+    in its cycle (``start_engines``, ``docs/rtl.md`` §9.5 B). See ``docs/rtl.md``.
 
     An ISA v1 LOCKSTEP layer (``docs/rtl.md`` §9.3) runs in *vector mode* (streams evaluated
     once per vector iteration at lane 0) or lane by lane (the ``LANE`` step folded into the
@@ -151,6 +153,8 @@ class Traversal(wiring.Component):
             "stat_blocking":    Out(1),   # that load is a blocking one
             # Run-ahead engines (hw/tmu/prefetch.py): their assignment is in the configuration.
             "prefetch_start":         Out(E),
+            "prefetch_arm":           Out(E),   # PREFETCH with ``arm``: latch the parameters
+            "prefetch_armed":         Out(1),   # the start (ENTER) uses the latched ones
             "prefetch_base":          Out(signed(64)),
             "prefetch_lower_bound":   Out(signed(64)),
             "prefetch_upper_bound":   Out(signed(64)),
@@ -403,9 +407,16 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.ENTER):
                             k = u.id[:self._lbits]
                             lb, ub = stream.a_v, stream.b_v
+                            # A non-empty range starts the layer's armed engines in this
+                            # cycle (docs/rtl.md §9.5 B); the uop stays while one of them may
+                            # not start yet (``idle``, as a PREFETCH waits). An empty range
+                            # starts none.
+                            start_engines = Mux(lb < ub, u.start_engines[:self._engines], 0)
+                            m.d.comb += self.prefetch_armed.eq(1)
                             with m.If(stream.lay.check_order & (ub < lb)):
                                 stop(FaultCode.RANGE_ORDER, u.id)
-                            with m.Else():
+                            with m.Elif((start_engines & ~self.prefetch_idle) == 0):
+                                m.d.comb += self.prefetch_start.eq(start_engines)
                                 m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub)]
                                 with m.If(lanes.on & (k == lanes.layer_id)):
                                     m.d.sync += [lanes.first.eq(lb), lanes.lane.eq(0),
@@ -421,7 +432,11 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.LANE):
                             lane_step()
                         with m.Case(UopKind.PREFETCH):
-                            with m.If(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
+                            with m.If(u.arm):
+                                m.d.comb += self.prefetch_arm.bit_select(
+                                    stream.prefetch_engine, 1).eq(1)
+                                m.d.sync += pc.eq(pc + 1)
+                            with m.Elif(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
                                 m.d.comb += self.prefetch_start.bit_select(
                                     stream.prefetch_engine, 1).eq(1)
                                 goto(pc + 1)

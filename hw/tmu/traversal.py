@@ -435,7 +435,7 @@ class Traversal(wiring.Component):
                             with m.If(u.arm):
                                 m.d.comb += self.prefetch_arm.bit_select(
                                     stream.prefetch_engine, 1).eq(1)
-                                m.d.sync += pc.eq(pc + 1)
+                                goto(pc + 1)
                             with m.Elif(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
                                 m.d.comb += self.prefetch_start.bit_select(
                                     stream.prefetch_engine, 1).eq(1)

@@ -77,7 +77,9 @@ class MultiSystem(wiring.Component):
     image_clear, image_load : In(1)
         Memory model fast image load (``storage="verilog"``).
     stats_clear : In(1)
-        Restart the memory's statistics at this clock edge (``docs/hbm_model.md`` §5).
+        Restart the memory's statistics at this clock edge (``docs/hbm_model.md`` §5), and its
+        refresh interval (``refresh_restart``, §2 "Refresh restart": the job starts at the same
+        refresh phase as a ``System`` run).
     data_out : Out(DataBeatSignature(config.output_tokens)).array(units)
     ctrl_out : Out(stream.Signature(16)).array(units)
         Unit ``u``'s output queues.
@@ -150,6 +152,7 @@ class MultiSystem(wiring.Component):
         wiring.connect(m, wiring.flipped(self.backdoor), mem.backdoor)
         m.d.comb += [
             mem.stats_clear.eq(self.stats_clear),
+            mem.refresh_restart.eq(self.stats_clear),  # the job's common START: its refresh phase
             mem.image_clear.eq(self.image_clear),
             mem.image_load.eq(self.image_load),
         ]

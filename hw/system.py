@@ -74,7 +74,9 @@ class System(wiring.Component):
         Memory model storage, ``"verilog"`` (Verilator builds) or ``"memory"`` (Amaranth sim).
 
     The memory's statistics are readable through the core interface (``CSR.MEM_STATS``) and
-    restart with every ``CTRL.START``.
+    restart with every ``CTRL.START``; so does the memory's refresh interval (HBM presets:
+    ``refresh_restart``, ``docs/hbm_model.md`` §2 "Refresh restart": every run starts at the same
+    refresh phase, whatever ran before it in the same simulation).
 
     Members
     -------
@@ -127,6 +129,7 @@ class System(wiring.Component):
         m.d.comb += [
             cif.mem_stats.eq(mem.stats),
             mem.stats_clear.eq(tmu.ctl.start),
+            mem.refresh_restart.eq(tmu.ctl.start),     # every run at the same refresh phase
             mem.image_clear.eq(self.image_clear),
             mem.image_load.eq(self.image_load),
             self.busy.eq(tmu.ctl.busy),

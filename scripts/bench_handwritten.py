@@ -5,7 +5,11 @@ For every workload of ``sw/workloads.py`` the hand-written kernel
 (``scripts/bench_compiler.py``'s ``measure``) run on the same input, on the golden model (results
 checked against PyTorch and the sequential references, ``Workload.check``) and on the RTL under
 Verilator (all jobs of one kind in one simulator process; tokens compared one by one with the
-golden model, results checked again). Per workload it reports the access-unit cycles (RTL,
+golden model, results checked again; the C++ harness, ``engine="cpp"``, like
+``bench_compiler``). On an HBM preset every run starts at the same refresh phase and bank state:
+``hw.system.System`` pulses the memory's ``refresh_restart`` with START (``docs/hbm_model.md`` §2
+"Refresh restart"), so a compiled and a hand-written program see their refreshes at the same
+cycles of their runs, whatever ran before them. Per workload it reports the access-unit cycles (RTL,
 START to done) and the DAE cycles ``max(access, core)`` (``CoreCostModel``) of each, and
 
     compiled / hand-written = hand-written cycles / compiled cycles   (in %, Ember's Fig. 16 measure:
@@ -79,7 +83,8 @@ def measure_handwritten(workloads: Sequence[str], size: str, limits: Limits, *, 
         image = build_image(kernel, run_args)
         pending.append((row, w, kernel, args, r.access,
                         RtlJob(kernel.program.encode(), image.data, bind_arguments(kernel, run_args, image))))
-    results = run_many_on_rtl([p[-1] for p in pending], config=rtl_config_for(limits), memory=memory)
+    results = run_many_on_rtl([p[-1] for p in pending], config=rtl_config_for(limits), memory=memory,
+                              engine="cpp")
     for (row, w, kernel, args, gold, _), rr in zip(pending, results):
         if rr.fault_code:
             row["error"] = f"RTL fault {rr.fault_code} at {rr.fault_addr:#x}"
@@ -141,7 +146,8 @@ def main(argv=None) -> int:
         wr.writeheader()
         wr.writerows(rows)
 
-    print(f"{a.size} inputs, tmu_rtl, RTL memory {a.memory}; % = hand-written cycles / cycles")
+    print(f"{a.size} inputs, tmu_rtl, RTL memory {a.memory}; % = hand-written cycles / cycles"
+          + ("" if a.memory == "simple" else "; every run starts at the same refresh phase (refresh_restart)"))
     print(f"{'workload':14s} {'prog':>5s} {'data':>8s} {'ctrl':>6s} {'RTL cyc':>9s} {'RTL %':>6s} "
           f"{'DAE cyc':>9s} {'DAE %':>6s}")
     for r in rows:

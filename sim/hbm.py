@@ -32,7 +32,7 @@ import numpy as np
 
 from sim.verilator import BUILD_ROOT, REPO, VERILATOR_ARGS, _preset, cached_build
 
-__all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS"]
+__all__ = ["run_requests_on_rtl", "build_hbm_model", "TRACE_TAG_BITS", "MAX_REQUESTS", "MAX_RESTARTS"]
 
 
 TB_VERILOG = Path(__file__).resolve().parent / "hbm_top.v"
@@ -40,11 +40,13 @@ TOP = "ember_hbm_top"
 TRACE_TAG_BITS = 12           # 4096 tags: more than any preset can hold in flight (HBM3: 1536)
 MAX_REQUESTS = 1 << 20        # per run (the driver's arrays)
 READY_WORDS = 1 << 20         # resp.ready pattern: 64 Mi cycles at most
+MAX_RESTARTS = 1 << 12        # refresh restarts per run (the driver's array)
 
 
 def _flat_top(mem):
     """The model with each port group as one vector (``req_valid``, ``req_payload``, ...; port
-    ``k``'s payload at bits ``[k*W, (k+1)*W)``), the back door and ``stats_clear`` tied off."""
+    ``k``'s payload at bits ``[k*W, (k+1)*W)``), ``refresh_restart`` from the driver, the back
+    door and ``stats_clear`` tied off."""
     from amaranth.hdl import Cat, Module
     from amaranth.lib import data, wiring
     from amaranth.lib.wiring import In, Out
@@ -59,7 +61,7 @@ def _flat_top(mem):
             super().__init__({
                 "req_valid": In(P), "req_ready": Out(P), "req_payload": In(P * req_w),
                 "resp_valid": Out(P), "resp_ready": In(P), "resp_payload": Out(P * resp_w),
-                "image_load": In(1),
+                "image_load": In(1), "refresh_restart": In(1),
                 "stats": Out(data.ArrayLayout(64, len(mem.stat_names))),
             })
 
@@ -73,7 +75,8 @@ def _flat_top(mem):
                     self.resp_valid[k].eq(rs.valid), rs.ready.eq(self.resp_ready[k]),
                 ]
             m.d.comb += [self.resp_payload.eq(Cat(rs.payload.as_value() for rs in resps)),
-                         mem.image_load.eq(self.image_load), self.stats.eq(mem.stats)]
+                         mem.image_load.eq(self.image_load), self.stats.eq(mem.stats),
+                         mem.refresh_restart.eq(self.refresh_restart)]
             return m
 
     return FlatTop()
@@ -137,7 +140,8 @@ def _read_hex(path: Path) -> list[int]:
 
 def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | None = None,
                         resp_backpressure: float = 0.0, seed: int = 0, storage_words: int = 0,
-                        storage: np.ndarray | None = None, ports: int = 1, line_bytes: int = 8):
+                        storage: np.ndarray | None = None, ports: int = 1, line_bytes: int = 8,
+                        refresh_restarts: Sequence[int] = ()):
     """Run a request trace through the RTL memory model (Verilator) with the issue semantics of
     ``hw.hbm_model.reference.run_requests``.
 
@@ -164,6 +168,9 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
     line_bytes : int
         Data width of a port (8: 64-bit words; up to the preset's ``access_bytes``): reads
         return, and ``Request.data``/``wstrb`` carry, the aligned line.
+    refresh_restarts : sequence of int
+        Cycles in which the model's ``refresh_restart`` input is high (strictly increasing,
+        >= 0; at most ``MAX_RESTARTS``), as ``reference.run_requests``' argument of that name.
 
     Returns
     -------
@@ -180,7 +187,7 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
         up (``TRACE_TAG_BITS`` too small for this trace: the run would differ from the reference).
     """
     from hw.hbm_model.reference import (Completion, ReadyStream, Request, TraceResult,
-                                        check_line_bytes)
+                                        check_line_bytes, check_refresh_restarts)
     from sim.system import memory_stats_dict
     preset = _preset(preset)
     if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1 \
@@ -189,6 +196,10 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
                          f"{preset.name!r}), not {ports!r}" if preset.fixed_latency is not None
                          else f"ports must be a positive integer, not {ports!r}")
     check_line_bytes(preset, line_bytes)
+    restarts = check_refresh_restarts(refresh_restarts)
+    if len(restarts) > MAX_RESTARTS or (restarts and restarts[-1] >= 1 << 62):
+        raise ValueError(f"refresh_restarts must hold at most {MAX_RESTARTS} cycles below 2**62, "
+                         f"not {len(restarts)} up to {restarts[-1]}")
     if max_outstanding is not None and (not isinstance(max_outstanding, int)
                                         or isinstance(max_outstanding, bool) or max_outstanding < 1):
         raise ValueError(f"max_outstanding must be None or a positive integer, not {max_outstanding!r}")
@@ -241,6 +252,9 @@ def run_requests_on_rtl(preset, requests: Sequence, *, max_outstanding: int | No
                     f"+OUT_STATS={tmp / 'stats.hex'}", f"+OUT_INFO={tmp / 'info.hex'}"]
             if max_outstanding is not None:
                 plus.append(f"+LIMIT={max_outstanding}")
+            if restarts:
+                (tmp / "restart.hex").write_text(_hex_lines(restarts))
+                plus += [f"+RESTART={tmp / 'restart.hex'}", f"+NRESTART={len(restarts)}"]
             if ready_len:
                 nwords = ready_len // 64
                 rng = np.random.default_rng(seed)

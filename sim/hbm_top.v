@@ -14,6 +14,8 @@
 // The model is the flat wrapper ember_hbm_top of sim/hbm.py: port k's payload is bits
 // [k*W +: W] of req_payload / resp_payload (the StructLayouts of hw/hbm_model/ports.py).
 // Cycle 0 is the first cycle after reset (the model's reset also starts its refresh timer).
+// refresh_restart is high in the cycles listed in the +RESTART= file (+NRESTART= of them,
+// increasing; reference.run_requests' refresh_restarts).
 // Files (plusargs): +ADDR= +META= (issue_cycle[39:0], write[40]) +WDATA= (LINE_BITS per request)
 // +WSTRB= (LINE_BITS/8 per request) +IMAGE= (optional storage image) +READY= (optional); +N=
 // requests, +LIMIT= outstanding, +READY_LEN= cycles covered by +READY=; results: +OUT_ACCEPT=
@@ -25,7 +27,8 @@ module ember_hbm_tb #(
     parameter PORTS     = 1,
     parameter LINE_BITS = 64,
     parameter MAXN      = 1 << 20,
-    parameter MAXREADY  = 1 << 20
+    parameter MAXREADY  = 1 << 20,
+    parameter MAXRESTART = 1 << 12
 ) ();
     localparam LINE_BYTES = LINE_BITS / 8;
     localparam REQ_W  = 64 + TAG_BITS + 1 + LINE_BITS + LINE_BYTES;
@@ -41,6 +44,7 @@ module ember_hbm_tb #(
     reg [LINE_BITS-1:0]  req_wdata [0:MAXN-1];
     reg [LINE_BYTES-1:0] req_wstrb [0:MAXN-1];
     reg [63:0]           ready_bits [0:MAXREADY-1];
+    reg [63:0]           restart_at [0:MAXRESTART-1];
     reg [63:0]           out_accept [0:MAXN-1];
     reg [63:0]           out_complete [0:MAXN-1];
     reg [LINE_BITS-1:0]  out_data [0:MAXN-1];
@@ -49,8 +53,10 @@ module ember_hbm_tb #(
     reg [31:0]           tag_owner [0:(1 << TAG_BITS)-1];
     reg                  tag_busy  [0:(1 << TAG_BITS)-1];
 
-    reg [8*1024-1:0] f_addr, f_meta, f_wdata, f_wstrb, f_ready, f_acc, f_cmp, f_data, f_stats, f_info;
-    integer n_req = 0, limit = 0, ready_len = 0, use_ready = 0, i;
+    reg [8*1024-1:0] f_addr, f_meta, f_wdata, f_wstrb, f_ready, f_acc, f_cmp, f_data, f_stats, f_info,
+                     f_restart;
+    integer n_req = 0, limit = 0, ready_len = 0, use_ready = 0, n_restart = 0, i;
+    reg [31:0] ri = 0;                // next refresh restart
 
     reg [63:0] t = 0;                 // unit cycle
     reg [31:0] nxt = 0;               // first request not yet accepted
@@ -70,6 +76,7 @@ module ember_hbm_tb #(
     wire                    ready_now = !use_ready || ready_bits[t[25:6]][t[5:0]];
     wire [PORTS-1:0]        resp_ready = {PORTS{running && ready_now}};
     wire [64*NSTATS-1:0]    stats;
+    wire                    refresh_restart = running && ri < n_restart && restart_at[ri[11:0]] == t;
 
     // Offers of this cycle (a prefix of ports), acceptances and transfers.
     reg        stop, stall;
@@ -110,13 +117,22 @@ module ember_hbm_tb #(
         .clk(clk), .rst(rst),
         .req_valid(req_valid), .req_ready(req_ready), .req_payload(req_payload),
         .resp_valid(resp_valid), .resp_ready(resp_ready), .resp_payload(resp_payload),
-        .image_load(image_load), .stats(stats)
+        .image_load(image_load), .refresh_restart(refresh_restart), .stats(stats)
     );
 
     initial begin
         if (!$value$plusargs("N=%d", n_req)) n_req = 0;
         if (!$value$plusargs("LIMIT=%d", limit)) limit = 32'h7FFF_FFFF;
         if ($value$plusargs("READY_LEN=%d", ready_len)) use_ready = 1;
+        if (!$value$plusargs("NRESTART=%d", n_restart)) n_restart = 0;
+        if (n_restart > MAXRESTART) begin
+            $display("hbm_tb: NRESTART=%0d exceeds MAXRESTART=%0d", n_restart, MAXRESTART);
+            $finish;
+        end
+        if (n_restart > 0) begin
+            i = ($value$plusargs("RESTART=%s", f_restart));
+            $readmemh(f_restart, restart_at, 0, n_restart - 1);
+        end
         if (n_req > MAXN) begin
             $display("hbm_tb: N=%0d exceeds MAXN=%0d", n_req, MAXN);
             $finish;
@@ -170,6 +186,7 @@ module ember_hbm_tb #(
                 tag_busy[rtag] <= 1'b0;
             end
         end
+        if (refresh_restart) ri <= ri + 1;
         nxt <= nxt + n_acc;
         done <= done + n_resp;
         outstanding <= outstanding + n_acc - n_resp;

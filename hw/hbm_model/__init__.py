@@ -37,7 +37,8 @@ def memory_model(preset, *, words, tag_bits, storage="memory", init=None, ports=
         Data width of a port: 8 (the 64-bit word interface) or a line (``ports.py``).
 
     Both models have the same members: ``req``, ``resp`` (arrays of ``ports`` streams if
-    ``ports > 1``), ``backdoor``, ``image_clear``, ``image_load``, ``stats_clear``, ``stats`` (in
+    ``ports > 1``), ``backdoor``, ``image_clear``, ``image_load``, ``stats_clear``,
+    ``refresh_restart``, ``stats`` (in
     ``stat_names`` order), and the attributes ``addr_bits``, ``stat_names``, ``verilog_modules``
     (extra Verilog the design needs), ``ports``, ``line_bytes``.
 

@@ -15,8 +15,9 @@
 // c at the start of cycle t is max(0, ready - t)) but with no work in cycles without commands;
 // an event with d <= 1 changes nothing.
 // Per-entry "bank open" / "row hit" are read from the bank state (equal to hbm.py's per-entry flags).
-// The refresh tick (every t = k * REFI, k >= 1) is counted here rather than taken from refresh_tick
-// (same value; it is needed one cycle ahead). Parameters: hbm.py DerivedTiming (unit cycles) and
+// The refresh tick (every t = k * REFI, k >= 1; after refresh_restart was high in cycle S, every
+// t = S + 1 + k * REFI, k >= 0) is counted here rather than taken from refresh_tick (same value;
+// it is needed one cycle ahead). Parameters: hbm.py DerivedTiming (unit cycles) and
 // the preset; BANKS <= 64.
 module ember_hbm_channel #(
     parameter QUEUE_DEPTH = 64,
@@ -51,6 +52,7 @@ module ember_hbm_channel #(
     output reg  [OCC_BITS-1:0]           occupancy,
     output reg  [2*LANES-1:0]            enq_kind,
     input  wire                          refresh_tick,
+    input  wire                          refresh_restart,
     input  wire [TIME_BITS-1:0]          now,
     output reg                           resp_valid,
     output reg  [TAG_BITS-1:0]           resp_tag,
@@ -83,6 +85,7 @@ module ember_hbm_channel #(
     integer last_wr_group;
     // refresh
     reg pending_reg;
+    reg prea_all_reg;                  // a restart's refresh: PREA of every bank before REF
     integer phase;
     // response FIFO (issued column commands: tag, write, completion cycle)
     reg [TAG_BITS-1:0]  f_tag   [0:RESPONSE_DEPTH-1];
@@ -90,16 +93,18 @@ module ember_hbm_channel #(
     reg [TIME_BITS-1:0] f_due   [0:RESPONSE_DEPTH-1];
     integer f_head, f_level;
     // the decision for the current cycle
-    reg        d_act, d_ref, d_col, d_pending;
+    reg        d_act, d_ref, d_col, d_pending, d_prea_all, d_prea_go;
     integer    d_act_bank, d_col_idx;
     reg [ROW_BITS-1:0] d_act_row;
     reg [63:0] d_pre_mask;
 
     // -- temporaries ----------------------------------------------------------------------------
     integer i, k, b, g, cb, cg, col_idx, row_idx, slot, any_b;
-    reg cw, pend, tick, ok, all_ok;
+    reg cw, pend, prea, tick, ok, all_ok;
     reg [63:0] bank_hit, x, t;
     reg [TIME_BITS-1:0] next_now;
+
+    localparam [63:0] ALL_BANKS = BANKS >= 64 ? ~64'd0 : (64'd1 << BANKS) - 64'd1;
 
     function integer group_of(input integer bank);
         group_of = bank / BANKS_PER_GROUP;
@@ -128,9 +133,10 @@ module ember_hbm_channel #(
             faw3_at = 64'd0; ccd_s_at = 64'd0; wtr_s_at = 64'd0; wtr_l_at = 64'd0; rtw_at = 64'd0;
             last_wr_group = 0;
             for (i = 0; i < BANK_GROUPS; i = i + 1) begin rrd_l_at[i] = 64'd0; ccd_l_at[i] = 64'd0; end
-            pending_reg = 1'b0; phase = 0;
+            pending_reg = 1'b0; prea_all_reg = 1'b0; phase = 0;
             f_head = 0; f_level = 0;
             d_act = 1'b0; d_ref = 1'b0; d_col = 1'b0; d_pending = 1'b0;
+            d_prea_all = 1'b0; d_prea_go = 1'b0;
             d_act_bank = 0; d_col_idx = 0; d_act_row = 0; d_pre_mask = 64'd0;
         end
     endtask
@@ -183,6 +189,7 @@ module ember_hbm_channel #(
             if (d_ref) rfc_at = later(rfc_at, x, RFC);
             if (d_ref) pending_reg = 1'b0;
             else if (d_pending) pending_reg = 1'b1;
+            prea_all_reg = d_prea_all && !d_prea_go;
             // response FIFO: pop the taken head, push the column command
             if (resp_take && f_level != 0) begin
                 f_head = (f_head + 1) % RESPONSE_DEPTH;
@@ -215,10 +222,12 @@ module ember_hbm_channel #(
 
             // ---- decide the next cycle (t) from the state just computed --------------------------
             t = x + 64'd1;
-            phase = (phase == REFI - 1) ? 0 : phase + 1;
+            phase = (refresh_restart || phase == REFI - 1) ? 0 : phase + 1;
             tick = phase == 0;
             pend = REFRESH != 0 && (pending_reg || tick);
+            prea = REFRESH != 0 && (prea_all_reg || refresh_restart);
             d_act = 1'b0; d_ref = 1'b0; d_col = 1'b0; d_pre_mask = 64'd0; d_pending = pend;
+            d_prea_all = prea; d_prea_go = 1'b0;
             bank_hit = 64'd0;
             if (count != 0 || (pend && REFRESH != 0) || (CLOSED_PAGE != 0 && open_mask != 0)) begin
                 // scan 1: banks with a queued row hit; the oldest column candidate
@@ -240,10 +249,14 @@ module ember_hbm_channel #(
                 d_col_idx = col_idx < 0 ? 0 : col_idx;
                 if (pend) begin
                     all_ok = 1'b1;
-                    if (open_mask != 64'd0) begin
+                    if (open_mask != 64'd0 || prea) begin
+                        // PREA of the open banks; after a restart, of every bank
                         for (b = 0; b < BANKS; b = b + 1)
                             if (bk_open[b] && pre_at[b] > t) all_ok = 1'b0;
-                        if (all_ok) d_pre_mask = open_mask;
+                        if (all_ok) begin
+                            d_pre_mask = prea ? ALL_BANKS : open_mask;
+                            d_prea_go = 1'b1;
+                        end
                     end else begin
                         for (b = 0; b < BANKS; b = b + 1)
                             if (act_at[b] > t) all_ok = 1'b0;

@@ -63,6 +63,9 @@ class FixedLatencyMemory(wiring.Component):
     stats_clear : In(1); stats : Out(ArrayLayout(64, len(stat_names(1))))
         The statistics of ``docs/hbm_model.md`` §5 (``blocks.Statistics``, one channel; ``busy``
         counts accepted requests, as the reference model does; no row or queue statistics).
+    refresh_restart : In(1)
+        Unused (no refresh); present so that both memory models have the same members
+        (``HbmMemory.refresh_restart``).
     """
 
     def __init__(self, *, words, tag_bits, latency=32, storage="memory", init=None,
@@ -94,6 +97,7 @@ class FixedLatencyMemory(wiring.Component):
             "image_clear": In(1),
             "image_load":  In(1),
             "stats_clear": In(1),
+            "refresh_restart": In(1),
             "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
         })
 

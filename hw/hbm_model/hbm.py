@@ -9,7 +9,7 @@ checks the two against each other request by request). Structure (one concept pe
 * :class:`Channel` — one channel: its request queue (age-ordered, collapsing) and FR-FCFS
   scheduler, its banks (:class:`BankTimer`), its channel-wide timing (:class:`ChannelTimer`),
   refresh state and its response FIFO (issued column commands, each with its completion time);
-* :class:`RefreshTimer` — the all-channel ``tREFI`` tick;
+* :class:`RefreshTimer` — the all-channel ``tREFI`` tick (restarted by ``refresh_restart``);
 * :class:`ResponseArbiter` — one response per cycle, round-robin over the channels;
 * ``blocks.Storage`` / ``blocks.Statistics`` — data (read/written at acceptance, §4) and §5.
 
@@ -253,10 +253,14 @@ class ChannelTimer(wiring.Component):
 
 
 class RefreshTimer(wiring.Component):
-    """``tick`` in every cycle ``t = k * tREFI``, ``k >= 1`` (all channels at once, §2 "Refresh").
+    """``tick`` in every cycle ``t = k * tREFI``, ``k >= 1`` (all channels at once, §2 "Refresh"),
+    or, after ``restart`` was high in cycle ``S``, in every cycle ``S + 1 + k * tREFI``, ``k >= 0``
+    (§2 "Refresh restart": a refresh becomes due in the cycle after the restart, then every tREFI).
 
     Members
     -------
+    restart : In(1)
+        Restart the refresh interval (the systems pulse it with ``CTRL.START``).
     tick : Out(1)
     """
 
@@ -264,13 +268,14 @@ class RefreshTimer(wiring.Component):
         if refi < 1:
             raise ValueError(f"tREFI must be >= 1 unit cycle, not {refi}")
         self._refi = refi
-        super().__init__({"tick": Out(1)})
+        super().__init__({"restart": In(1), "tick": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        phase = Signal(range(self._refi))        # t mod tREFI
+        phase = Signal(range(self._refi))        # (t - origin) mod tREFI, origin 0 or S + 1
         first = Signal(init=1)                   # t == 0
-        m.d.sync += [phase.eq(Mux(phase == self._refi - 1, 0, phase + 1)), first.eq(0)]
+        m.d.sync += [phase.eq(Mux(self.restart | (phase == self._refi - 1), 0, phase + 1)),
+                     first.eq(0)]
         m.d.comb += self.tick.eq((phase == 0) & ~first)
         return m
 
@@ -311,7 +316,10 @@ class Channel(wiring.Component):
     enq_kind : Out(ArrayLayout(2, lanes))
         Classification of lane ``k``'s request against the bank state at the start of the next
         cycle, its first as a candidate: 0 hit, 1 miss (closed), 2 conflict (other row).
-    refresh_tick : In(1); now : In(TIME_BITS)
+    refresh_tick : In(1); refresh_restart : In(1); now : In(TIME_BITS)
+        ``refresh_tick``: a refresh becomes due (:class:`RefreshTimer`); ``refresh_restart``: the
+        memory's ``refresh_restart`` (unused here; ``channel.v`` counts the refresh interval
+        itself and restarts it with this input).
     resp_valid : Out(1); resp_tag : Out(tag_bits); resp_write : Out(1); resp_take : In(1)
         Head of the response FIFO once its completion time is reached; ``resp_take`` pops it.
     act, pre, ref, col : Out(1)
@@ -339,7 +347,7 @@ class Channel(wiring.Component):
             "enq_tag": In(data.ArrayLayout(tag_bits, lanes)), "enq_write": In(lanes),
             "full": Out(1), "occupancy": Out(range(q + 1)),
             "enq_kind": Out(data.ArrayLayout(2, lanes)),
-            "refresh_tick": In(1), "now": In(TIME_BITS),
+            "refresh_tick": In(1), "refresh_restart": In(1), "now": In(TIME_BITS),
             "resp_valid": Out(1), "resp_tag": Out(tag_bits), "resp_write": Out(1),
             "resp_take": In(1),
             "act": Out(1), "pre": Out(1), "ref": Out(1), "col": Out(1),
@@ -383,6 +391,13 @@ class Channel(wiring.Component):
         pending_reg = Signal()
         pending = Signal()
         m.d.comb += pending.eq(pending_reg | self.refresh_tick) if p.refresh else pending.eq(0)
+        # After a restart (its tick is the cycle after refresh_restart) the refresh is preceded
+        # by a PREA of every bank, open or not, so that the run starts from the same bank state.
+        restart_tick = Signal()
+        prea_all_reg = Signal()
+        prea_all = Signal()
+        m.d.sync += restart_tick.eq(self.refresh_restart)
+        m.d.comb += prea_all.eq(prea_all_reg | restart_tick) if p.refresh else prea_all.eq(0)
 
         # -- response FIFO: issued column commands, completion order = issue order ----------------
         m.submodules.resp_fifo = rf = fifo.SyncFIFO(width=self._tag_bits + 1 + TIME_BITS,
@@ -433,10 +448,11 @@ class Channel(wiring.Component):
         act_vec = Signal(B)        # one-hot ACT
         pre_vec = Signal(B)        # one-hot PRE, or every open bank (PREA)
         do_ref = Signal()
+        prea_go = Signal()
         with m.If(pending):
-            with m.If(is_open.any()):
+            with m.If(is_open.any() | prea_all):
                 with m.If((~is_open | pre_ready) == all_banks):
-                    m.d.comb += pre_vec.eq(is_open)
+                    m.d.comb += [pre_vec.eq(Mux(prea_all, all_banks, is_open)), prea_go.eq(1)]
             with m.Elif(act_ready == all_banks):
                 m.d.comb += do_ref.eq(1)
         with m.Elif(row_req.any()):
@@ -453,6 +469,7 @@ class Channel(wiring.Component):
             m.d.sync += pending_reg.eq(0)
         with m.Elif(pending):
             m.d.sync += pending_reg.eq(1)
+        m.d.sync += prea_all_reg.eq(prea_all & ~prea_go)
 
         rd_vec = Mux(col_go & ~col_write, col_bank, 0)
         wr_vec = Mux(col_go & col_write, col_bank, 0)
@@ -632,6 +649,13 @@ class HbmMemory(wiring.Component):
         Storage back door (``blocks.Storage``; 64-bit words).
     stats_clear : In(1)
         Restart the statistics at this clock edge (the system pulses it with ``CTRL.START``).
+    refresh_restart : In(1)
+        Restart the refresh interval (``docs/hbm_model.md`` §2 "Refresh restart"): high in cycle
+        ``S``, a refresh becomes due in cycle ``S + 1`` (merged with one already due and not yet
+        issued), preceded by a PREA of every bank, open or not, and the next ones in
+        ``S + 1 + k * tREFI``. The systems pulse it with
+        ``CTRL.START`` so that every run starts at the same refresh phase. No effect without
+        refresh.
     stats : Out(ArrayLayout(64, len(stat_names)))
         ``blocks.stat_names(preset.channels)`` order.
 
@@ -687,6 +711,7 @@ class HbmMemory(wiring.Component):
             "image_clear": In(1),
             "image_load":  In(1),
             "stats_clear": In(1),
+            "refresh_restart": In(1),
             "stats":       Out(data.ArrayLayout(64, len(self.stat_names))),
         })
 
@@ -715,6 +740,7 @@ class HbmMemory(wiring.Component):
         for k, dec in enumerate(decs):
             m.submodules[f"decoder_{k}"] = dec
         m.submodules.refresh = ref = RefreshTimer(t.refi)
+        m.d.comb += ref.restart.eq(self.refresh_restart)
         m.submodules.arbiter = arb = ResponseArbiter(C, P)
         m.submodules.stats = stats = Statistics(
             channels=C, queue_depth=Q, access_bytes=p.access_bytes, burst=t.burst,
@@ -759,7 +785,8 @@ class HbmMemory(wiring.Component):
                     ch.enq_bank[k].eq(dec.bank), ch.enq_row[k].eq(dec.row),
                     ch.enq_tag[k].eq(req.payload.tag), ch.enq_write[k].eq(req.payload.write),
                 ]
-            m.d.comb += [ch.refresh_tick.eq(ref.tick), ch.now.eq(now)]
+            m.d.comb += [ch.refresh_tick.eq(ref.tick), ch.refresh_restart.eq(self.refresh_restart),
+                         ch.now.eq(now)]
 
         # Storage at acceptance (§4, port order); a read's data and acceptance cycle by tag.
         wiring.connect(m, wiring.flipped(self.backdoor), st.backdoor)

@@ -40,7 +40,8 @@ import numpy as np
 from .presets import HbmPreset
 
 __all__ = ["Request", "Response", "Completion", "TraceResult", "HbmReference", "run_requests",
-           "HIST_BIN_CYCLES", "HIST_BINS", "hist_percentile", "ReadyStream", "check_line_bytes"]
+           "HIST_BIN_CYCLES", "HIST_BINS", "hist_percentile", "ReadyStream", "check_line_bytes",
+           "check_refresh_restarts"]
 
 #: Read-latency histogram: bin width (unit cycles) and number of bins (last bin open), §5.
 HIST_BIN_CYCLES = 4
@@ -254,7 +255,7 @@ class ReadyStream:
 class _Channel:
     __slots__ = ("queue", "open_row", "act", "pre", "rd", "wr", "last_col", "last_col_g",
                  "last_rd", "last_wr", "last_wr_g", "last_act", "last_act_g", "acts", "last_ref",
-                 "inflight", "resp", "pending_ref", "wake", "occ_since", "new")
+                 "inflight", "resp", "pending_ref", "prea_all", "wake", "occ_since", "new")
 
     def __init__(self, banks, groups):
         self.queue = []                  # entries (index, bank, group, row, write), oldest first
@@ -275,6 +276,7 @@ class _Channel:
         self.inflight = 0
         self.resp = deque()              # [complete_cycle, index, data, write], completion order
         self.pending_ref = False
+        self.prea_all = False            # a restart's refresh: PREA of every bank before REF
         self.wake = _INF
         self.occ_since = 0
         self.new = []
@@ -338,6 +340,7 @@ class HbmReference:
         self._ch = [_Channel(preset.banks, preset.bank_groups) for _ in range(C)]
         self._rr = 0
         self._next_ref = t.tREFI if (preset.refresh and not self._simple) else _INF
+        self._restart_due = False             # the refresh due at _next_ref follows a restart
         # simple preset: the fixed-latency pipe (§3)
         self._pipe = deque()                  # [advance count at acceptance, index, data, write]
         self._adv = 0                         # advancing cycles so far
@@ -406,7 +409,8 @@ class HbmReference:
         c = (addr >> self._fb["channel"][0]) & self._fb["channel"][1]
         return len(self._ch[c].queue) < self.preset.queue_depth
 
-    def step(self, offered: Sequence[Request] = (), resp_ready: bool = True) -> tuple[int, Response | None]:
+    def step(self, offered: Sequence[Request] = (), resp_ready: bool = True,
+             refresh_restart: bool = False) -> tuple[int, Response | None]:
         """Simulate one unit cycle (``ports == 1``).
 
         Parameters
@@ -416,6 +420,8 @@ class HbmReference:
             port). ``issue_cycle`` is ignored here.
         resp_ready : bool
             ``resp.ready`` this cycle.
+        refresh_restart : bool
+            The RTL's ``refresh_restart`` input this cycle (:meth:`restart_refresh`).
 
         Returns
         -------
@@ -425,11 +431,22 @@ class HbmReference:
         """
         if self.ports != 1:
             raise ValueError(f"step() serves one port; use step_ports() with ports={self.ports!r}")
-        n, out = self.step_ports(offered, resp_ready)
+        n, out = self.step_ports(offered, resp_ready, refresh_restart)
         return n, (out[0] if out else None)
 
-    def step_ports(self, offered: Sequence[Request | None] = (), resp_ready=True
-                   ) -> tuple[int, list[Response]]:
+    def restart_refresh(self, t: int) -> None:
+        """``refresh_restart`` high in cycle ``t`` (``docs/hbm_model.md`` §2 "Refresh restart"): a
+        refresh becomes due in cycle ``t + 1`` in every channel (merged with one already due and
+        not yet issued), preceded by a PREA of every bank, open or not, and the next ones in
+        ``t + 1 + k * tREFI``. Call it after simulating cycle
+        ``t`` and before cycle ``t + 1`` (``step``/``step_ports`` do, given ``refresh_restart``).
+        No effect without refresh or on a fixed-latency preset."""
+        if self.preset.refresh and not self._simple:
+            self._next_ref = t + 1
+            self._restart_due = True
+
+    def step_ports(self, offered: Sequence[Request | None] = (), resp_ready=True,
+                   refresh_restart: bool = False) -> tuple[int, list[Response]]:
         """Simulate one unit cycle with up to ``ports`` requests and responses.
 
         Parameters
@@ -439,6 +456,8 @@ class HbmReference:
             (entries beyond ``ports`` are ignored).
         resp_ready : bool or sequence of bool
             ``resp.ready`` of every response port, or one per port.
+        refresh_restart : bool
+            The RTL's ``refresh_restart`` input this cycle (:meth:`restart_refresh`).
 
         Returns
         -------
@@ -449,6 +468,8 @@ class HbmReference:
         """
         t = self.cycle
         n, out = self._cycle(t, offered, resp_ready)
+        if refresh_restart:
+            self.restart_refresh(t)
         self.cycle = t + 1
         return n, out
 
@@ -502,8 +523,10 @@ class HbmReference:
         if t >= self._next_ref:
             for ch in self._ch:
                 ch.pending_ref = True
+                ch.prea_all = ch.prea_all or self._restart_due
                 ch.wake = min(ch.wake, t)
             self._next_ref += self._t.tREFI
+            self._restart_due = False
         # response port: state at the start of t
         presented = self._present(t)
         accepted = self._admit(offered)
@@ -604,12 +627,13 @@ class HbmReference:
         open_row = ch.open_row
         if ch.pending_ref:
             opened = [b for b, r in enumerate(open_row) if r >= 0]
-            if opened:
-                e = max(self._pre_earliest(ch, b) for b in opened)
-                if e <= t:                                   # PREA
-                    for b in opened:
+            if opened or ch.prea_all:
+                e = max((self._pre_earliest(ch, b) for b in opened), default=_NEG)
+                if e <= t:                                   # PREA (after a restart: every bank)
+                    for b in (range(len(open_row)) if ch.prea_all else opened):
                         open_row[b] = -1
                         ch.pre[b] = t
+                    ch.prea_all = False
                     st["precharges"] += 1
                     ch.wake = t + 1
                 else:
@@ -745,7 +769,8 @@ class HbmReference:
 def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstanding: int | None = None,
                  ports: int = 1, resp_backpressure: float = 0.0, seed: int = 0,
                  storage_words: int = 0, storage: np.ndarray | None = None,
-                 skip_idle: bool = True, line_bytes: int = 8) -> TraceResult:
+                 skip_idle: bool = True, line_bytes: int = 8,
+                 refresh_restarts: Sequence[int] = ()) -> TraceResult:
     """Run a request trace through the reference model.
 
     Trace-issue semantics (the RTL trace runner mirrors them): requests are offered in trace
@@ -781,6 +806,10 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
         channel evaluated (:meth:`HbmReference.step_ports`) — same result, slower.
     line_bytes : int
         Data width of a port (:class:`HbmReference`); ``Completion.data`` is that line.
+    refresh_restarts : sequence of int
+        Cycles in which ``refresh_restart`` is high (:meth:`HbmReference.restart_refresh`),
+        strictly increasing, each >= 0; the run ends when the last request completes, whatever
+        restarts are left.
 
     Returns
     -------
@@ -804,6 +833,7 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
         if not isinstance(r.issue_cycle, int) or r.issue_cycle < 0:
             raise ValueError(f"requests[{i}].issue_cycle must be a non-negative integer, "
                              f"not {r.issue_cycle!r}")
+    restarts = check_refresh_restarts(refresh_restarts)
     if storage is not None:
         storage = np.asarray(storage, dtype=np.uint64).ravel()
         storage_words = max(storage_words, storage.size)
@@ -820,6 +850,7 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
     outstanding = 0
     t = 0
     P = ports
+    ri = 0            # next refresh restart
     while done < N:
         # offered requests in cycle t
         room = min(P, limit - outstanding)
@@ -829,7 +860,9 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
             offered.append(requests[i])
             i += 1
         model.cycle = t
-        n, out = model.step_ports(offered, ready(t))
+        restart = ri < len(restarts) and restarts[ri] == t
+        ri += restart
+        n, out = model.step_ports(offered, ready(t), restart)
         for k in range(n):
             completions[nxt + k] = Completion(nxt + k, t, -1, 0, bool(requests[nxt + k].write))
         nxt += n
@@ -843,10 +876,25 @@ def run_requests(preset: HbmPreset, requests: Sequence[Request], *, max_outstand
             t += 1
             continue
         t = _next_event(model, requests, t, nxt, outstanding, limit, ready)
+        if ri < len(restarts) and restarts[ri] < t and not model._simple:
+            t = restarts[ri]          # a restart before the next event (no-op on a fixed-latency pipe)
     cycles = t
     model.cycle = cycles
     stats = model.stats
     return TraceResult(completions=completions, stats=stats, cycles=cycles, preset=preset)
+
+
+def check_refresh_restarts(refresh_restarts) -> list[int]:
+    """``refresh_restarts`` as a list (strictly increasing non-negative integer cycles); raises
+    ``ValueError`` naming the argument and the first bad value otherwise."""
+    out, last = [], -1
+    for c in refresh_restarts:
+        if not isinstance(c, (int, np.integer)) or isinstance(c, bool) or c <= last:
+            raise ValueError(f"refresh_restarts must be strictly increasing non-negative integer "
+                             f"cycles, not {c!r} (after {last})")
+        out.append(int(c))
+        last = int(c)
+    return out
 
 
 def _next_event(model: HbmReference, requests, t, nxt, outstanding, limit, ready) -> int:

@@ -81,7 +81,7 @@ module {TOP} ();
         .req__valid(req_valid), .req__ready(req_ready), .req__payload(req_payload),
         .resp__valid(resp_valid), .resp__ready(resp_ready), .resp__payload(resp_payload),
         .backdoor__addr({bd_bits}'d0), .backdoor__data(64'd0), .backdoor__en(1'b0),
-        .image_clear(1'b0), .image_load(image_load), .stats_clear(1'b0),
+        .image_clear(1'b0), .image_load(image_load), .stats_clear(1'b0), .refresh_restart(1'b0),
         .stats(stats)
     );
 endmodule

@@ -95,28 +95,34 @@ def _image(seed):
 
 
 def _stats_equal(rtl, ref):
-    diff = {k: (rtl.get(k), v) for k, v in ref.items() if rtl.get(k) != v}
+    diff = {k: (rtl.get(k), v) for k, v in ref.items() if rtl.get(k) != v and k != "restarts"}
     assert not diff, f"statistics differ (rtl, reference): {diff}"
 
 
 # -- lockstep in the Amaranth simulator (fast) ------------------------------------------------------
 
-def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_cycles=20_000):
-    """Drive the RTL model and ``HbmReference.step`` with the same random valid/ready per cycle;
+def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_cycles=20_000,
+             p_restart=0.0, reference=HbmReference):
+    """Drive the RTL model and ``HbmReference.step`` (``reference``: the class) with the same
+    random valid/ready, and ``refresh_restart`` high with probability ``p_restart``, per cycle;
     fail at the first cycle where acceptance or the transferred response differ. Returns the
-    number of cycles and both statistics dicts."""
+    number of cycles and both statistics dicts (the reference's with ``restarts``, the number
+    of refresh restarts)."""
     image = _image(seed)
     dut = memory_model(preset, words=STORAGE_WORDS, tag_bits=tag_bits, storage="memory",
                        init=image.tolist())
-    ref = HbmReference(preset, storage_words=STORAGE_WORDS)
+    ref = reference(preset, storage_words=STORAGE_WORDS)
     ref.load(0, image)
     rng = random.Random(seed)
-    state = {}
+    state = {"restarts": 0}
 
     async def bench(ctx):
         nxt = done = 0
         in_flight = set()
         for cycle in range(max_cycles):
+            restart = p_restart > 0 and rng.random() < p_restart
+            ctx.set(dut.refresh_restart, restart)
+            state["restarts"] += restart
             r = reqs[nxt] if nxt < len(reqs) else None
             tag = nxt % (1 << tag_bits)
             offer = r is not None and tag not in in_flight and rng.random() < p_valid
@@ -131,7 +137,7 @@ def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_c
             if ctx.get(dut.resp.valid) and ready:
                 got = (ctx.get(dut.resp.payload.tag), bool(ctx.get(dut.resp.payload.write)),
                        ctx.get(dut.resp.payload.data))
-            n, resp = ref.step([r] if offer else [], ready)
+            n, resp = ref.step([r] if offer else [], ready, restart)
             want = None if resp is None else (resp.index % (1 << tag_bits), resp.write, resp.data)
             assert (accepted, got) == (bool(n), want), \
                 f"cycle {cycle}: RTL accepted {accepted}, response {got}; reference {bool(n)}, {want}"
@@ -157,6 +163,7 @@ def lockstep(preset, reqs, *, seed, p_valid=0.7, p_ready=0.75, tag_bits=6, max_c
     sim.run()
     assert state["done"] == len(reqs), f"only {state['done']} of {len(reqs)} requests completed"
     ref_stats = ref.stats
+    ref_stats["restarts"] = state["restarts"]
     return state["cycles"], state["rtl"], ref_stats
 
 
@@ -186,6 +193,48 @@ def test_lockstep_fast():
     cycles, rtl, ref = lockstep(p, reqs, seed=1)
     _stats_equal(rtl, ref)
     assert ref["refreshes"] > 0 and ref["row_conflicts"] > 0 and ref["writes"] > 0
+
+
+class _RestartIgnored(HbmReference):
+    """A wrong refresh restart: ``refresh_restart`` has no effect."""
+
+    def restart_refresh(self, t):
+        pass
+
+
+class _RestartLate(HbmReference):
+    """A wrong refresh restart: the refresh becomes due one cycle late (cycle ``t + 2``)."""
+
+    def restart_refresh(self, t):
+        super().restart_refresh(t + 1)
+
+
+def _restart_case(seed, n=400):
+    p = _variant("HBM2", {"refresh_heavy": True})
+    return p, pattern("mixed", n, p, seed=seed)
+
+
+def test_lockstep_refresh_restart():
+    """``refresh_restart`` (docs/hbm_model.md §2 "Refresh restart"): the Amaranth model against
+    the reference cycle by cycle, reduced HBM2 with a refresh every 300 cycles, restarts at
+    random cycles (about one per 150 cycles, so most refreshes follow a restart), fresh seed."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    p, reqs = _restart_case(seed)
+    _, rtl, ref = lockstep(p, reqs, seed=seed, p_restart=1 / 150)
+    _stats_equal(rtl, ref)
+    assert ref["restarts"] > 2 and ref["refreshes"] > 2, ref
+
+
+@pytest.mark.parametrize("broken", [_RestartIgnored, _RestartLate])
+def test_broken_refresh_restart_is_caught(broken):
+    """The restart check compares: a reference whose restart is ignored or one cycle late must
+    be reported (the contract's reference passes on the same stimulus, above)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    p, reqs = _restart_case(seed, n=600)
+    with pytest.raises(AssertionError, match="cycle|statistics"):
+        lockstep(p, reqs, seed=seed, p_valid=0.9, p_restart=1 / 100, reference=broken)
 
 
 @pytest.mark.slow
@@ -427,8 +476,9 @@ def test_traces_full_presets(name):
 def test_traces_ports_fast():
     """The fast-suite check of the Verilator model's channels (``channel.v``, ``stats.v``) with
     several line ports: a reduced HBM2 with closed pages and frequent refresh (PREA, REF, idle
-    PRE), 3 line ports, against ``reference.run_requests`` (fresh seed, printed). The Amaranth
-    ``Channel`` is checked by the lockstep tests above; this one covers its Verilog twin."""
+    PRE), 3 line ports, against ``reference.run_requests`` (fresh seed, printed), the last runs
+    with ``refresh_restart`` at random cycles. The Amaranth ``Channel`` is checked by the
+    lockstep tests above; this one covers its Verilog twin."""
     p = refresh_heavy(small("HBM2", page_policy="closed"))
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
@@ -438,6 +488,10 @@ def test_traces_ports_fast():
         _compare_trace(p, reqs, ports=3, line_bytes=64)
         _compare_trace(p, reqs, ports=3, line_bytes=64, max_outstanding=2 + 3 * k,
                        resp_backpressure=0.3, seed=k)
+        restarts = sorted(rng.sample(range(2000), 12))
+        _, ref = _compare_trace(p, reqs, ports=3, line_bytes=64, max_outstanding=2 + 3 * k,
+                                refresh_restarts=restarts)
+        assert ref.stats["refreshes"] > 0
 
 
 PORT_TRACE_CASES = [("small-HBM2", 2), ("small-HBM2", 4), ("HBM2", 4)]

@@ -157,7 +157,7 @@ class LockstepLanes:
         self.lf_sid = Signal(8, name="lf_sid")
         self.lf_code = Signal(FaultCode, name="lf_code")
         self.lf_addr = Signal(64, name="lf_addr")
-        self._body_pc = pick(m, body_pc, self.layer_id, index_bits(self._c.ucode_depth),
+        self.body_pc = pick(m, body_pc, self.layer_id, index_bits(self._c.ucode_depth),
                              "lockstep_body_pc")
         self.more_lanes = Signal(name="more_lanes")
         m.d.comb += self.more_lanes.eq(self.lane + 1 < self.count)
@@ -172,20 +172,21 @@ class LockstepLanes:
             m.d.sync += [self.lf_valid.eq(1), self.lf_sid.eq(stream_id),
                          self.lf_code.eq(code), self.lf_addr.eq(fault_addr)]
 
-    def lane_step(self, m, pc, indices, stream_id, stop, cur_fault=None, code=None,
+    def lane_step(self, m, goto, pc, indices, stream_id, stop, cur_fault=None, code=None,
                   fault_addr=None):
         """``LANE``: the next active lane, or (after the last) the first fault of the vector
         iteration in the golden model's order, or its ITER actions (``pc + 1``).
 
-        ``pc``, ``indices``: the traversal's microcode address and layer indices (registers);
+        ``goto(target)``: writes the traversal's microcode address ``pc`` (a register);
+        ``indices``: the layer indices (registers);
         ``stop(code, addr)``: stops the run with a fault. ``cur_fault``: the uop's own lane
         fault of this cycle (a fused ``LANE``), not yet recorded, with its ``code`` and
         ``fault_addr``; ``stream_id``: the uop's stream."""
         lf_valid, lf_code, lf_addr = self.lf_valid, self.lf_code, self.lf_addr
         with m.If(self.more_lanes):
             m.d.sync += [self.lane.eq(self.lane + 1),
-                         indices[self.layer_id].eq(indices[self.layer_id] + self.cfg.step),
-                         pc.eq(self._body_pc)]
+                         indices[self.layer_id].eq(indices[self.layer_id] + self.cfg.step)]
+            goto(self.body_pc)
         if cur_fault is not None:
             # This last lane's address overflow beats a recorded fault of the same stream
             # (the golden model checks overflow over all lanes first).
@@ -199,4 +200,5 @@ class LockstepLanes:
             with m.Elif(cur_fault):
                 stop(code, fault_addr)
         with m.Else():
-            m.d.sync += [self.lane.eq(0), pc.eq(pc + 1)]
+            m.d.sync += self.lane.eq(0)
+            goto(pc + 1)

@@ -29,6 +29,7 @@ from .actions import Actions
 from .config import TmuConfig
 from .datapath import extract
 from .engine_pop import EnginePops
+from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
 from .layouts import ActionCfg, LayerCfg, StreamCfg, Uop, UopKind
 from .lockstep_lanes import LockstepLanes
@@ -112,15 +113,21 @@ class Traversal(wiring.Component):
             "fault_addr": Out(64),
             "args":       In(data.ArrayLayout(64, c.args)),
             "mem_limit":  In(64),
+            # Microcode: asynchronous reads at ``pc`` and at the predicted next ``pc``; stream and
+            # action configuration: synchronous reads (the address of this cycle gives the word
+            # of the next), the fetch stage (hw/tmu/fetch.py); the operand's stream
+            # configuration: an asynchronous read.
             "ucode_addr": Out(self._ubits),
             "ucode_data": In(Uop),
-            "scfg_addr":  Out(self._sbits),
+            "ucode_predict_addr": Out(self._ubits),
+            "ucode_predict_data": In(Uop),
+            "scfg_fetch_addr":  Out(self._sbits),
             "scfg_data":  In(StreamCfg),
             "operand_cfg_addr": Out(self._sbits),
             "operand_cfg_data": In(StreamCfg),
-            "acfg_addr":  Out(self._abits),
+            "acfg_fetch_addr":  Out(self._abits),
             "acfg_data":  In(ActionCfg),
-            "acfg2_addr": Out(self._abits),
+            "acfg2_fetch_addr": Out(self._abits),
             "acfg2_data": In(ActionCfg),
             "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
             "blocking_resp_valid": In(1),
@@ -170,6 +177,12 @@ class Traversal(wiring.Component):
             "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
             "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts
         })
+        # The configuration addresses the uop being evaluated asks for (driven by
+        # stream_evaluation.py and actions.py; the fetch stage compares them with the held
+        # words' addresses).
+        self.scfg_addr = Signal(self._sbits, name="scfg_addr")
+        self.acfg_addr = Signal(self._abits, name="acfg_addr")
+        self.acfg2_addr = Signal(self._abits, name="acfg2_addr")
 
     def elaborate(self, platform):
         m = Module()
@@ -190,10 +203,27 @@ class Traversal(wiring.Component):
         # index of lane 0 of the vector iteration, ``lane`` the lane being evaluated or pushed,
         # ``count`` the active lanes.
         lanes = LockstepLanes(m, self, layers, ubr)
+        lanes.add_lane_step(m, body_pc)
+
+        # ``pc`` is written through ``goto``; the fetch stage (hw/tmu/fetch.py) holds the
+        # microcode and configuration words of the uop at ``pc`` and reads the next uop's.
+        pc_next = Signal(self._ubits)
+        pc_write = Signal()
+
+        def goto(target):
+            m.d.comb += [pc_write.eq(1), pc_next.eq(target)]
+
+        with m.If(pc_write):
+            m.d.sync += pc.eq(pc_next)
+        loop_continues = Signal()
+        loop_body_pc = Signal(self._ubits)
+        loop_exit_pc = Signal(self._ubits)
+        fetch = Fetch(m, self, pc, pc_write, self.busy, lanes,
+                      (loop_continues, loop_body_pc, loop_exit_pc))
 
         # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
         # execute (a fallback step replaces it with a plain STREAM of a popped stream).
-        pops = EnginePops(m, self.ucode_data, self._engines,
+        pops = EnginePops(m, fetch.uop, self._engines,
                           [self.prefetch_stream[i] for i in range(self._engines)],
                           self.prefetch_head_valid, self.prefetch_busy,
                           [self.prefetch_head_data[i] for i in range(self._engines)])
@@ -204,7 +234,6 @@ class Traversal(wiring.Component):
         pops.write_values(vals, self._sbits)
         # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.prefetch_pop.eq(pops.commit)
-        m.d.comb += self.ucode_addr.eq(pc)
         sources = OperandSources(m, self, pops, vals, idx, lanes)
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
@@ -217,7 +246,10 @@ class Traversal(wiring.Component):
         actions = Actions(m, self, u, sources, stream, lanes)
 
         # --- NEXT (own uop or fused) ------------------------------------------------------------
-        next_layer_id = Mux(u.kind == UopKind.NEXT, u.id, u.next_layer)[:self._lbits]
+        # (From the held microcode word: an engine-pop fallback step, the only change
+        # ``pops.uop`` makes, has no NEXT.)
+        next_layer_id = Mux(fetch.uop.kind == UopKind.NEXT, fetch.uop.id,
+                            fetch.uop.next_layer)[:self._lbits]
         next_index = Signal(signed(66))
         cont = Signal()
         next_layer_index = pick(m, idx, next_layer_id, signed(64), "next_layer_index")
@@ -232,10 +264,15 @@ class Traversal(wiring.Component):
                               lanes.first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
                               next_layer_index + next_layer_cfg.step)),
             cont.eq(next_index < next_layer_ub),
+            # The fetch stage's prediction (registers only, no lane multiply).
+            loop_continues.eq(next_layer_lockstep
+                              | (next_layer_index + next_layer_cfg.step < next_layer_ub)),
+            loop_body_pc.eq(next_layer_body_pc),
         ]
 
         def next_iteration():
-            m.d.sync += [idx[next_layer_id].eq(next_index), pc.eq(next_layer_body_pc)]
+            m.d.sync += idx[next_layer_id].eq(next_index)
+            goto(next_layer_body_pc)
             with m.If(next_layer_lockstep):
                 m.d.sync += [lanes.first.eq(next_index), lanes.lane.eq(0)]
                 m.d.comb += self.stat_vec_iter.eq(1)
@@ -252,17 +289,21 @@ class Traversal(wiring.Component):
         outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
         outer_body_pc = pick(m, body_pc, outer_id, self._ubits, "outer_body_pc")
         outer_exit_pc = pick(m, exit_pc, outer_id, self._ubits, "outer_exit_pc")
+        # The fetch stage's exit target: with ``next_outer``, the outer layer's body or exit
+        # (from registers, as the outer NEXT decides it).
+        m.d.comb += loop_exit_pc.eq(Mux(fetch.uop.next_outer,
+                                        Mux(outer_index < outer_ub, outer_body_pc, outer_exit_pc),
+                                        next_layer_exit_pc))
 
         def leave_layer(exit_pc_):
             with m.If(u.next_outer):
                 with m.If(outer_index < outer_ub):
-                    m.d.sync += [idx[outer_id].eq(outer_index), pc.eq(outer_body_pc)]
+                    m.d.sync += idx[outer_id].eq(outer_index)
+                    goto(outer_body_pc)
                 with m.Else():
-                    m.d.sync += pc.eq(outer_exit_pc)
+                    goto(outer_exit_pc)
             with m.Else():
-                m.d.sync += pc.eq(exit_pc_)
-
-        lanes.add_lane_step(m, body_pc)
+                goto(exit_pc_)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
         m.d.comb += self.stat_lane_eval.eq(
@@ -271,7 +312,7 @@ class Traversal(wiring.Component):
 
         def lane_step(cur_fault=None):
             m.d.comb += uop_done.eq(1)
-            lanes.lane_step(m, pc, idx, u.id, stop, cur_fault, s_code, s_faddr)
+            lanes.lane_step(m, goto, pc, idx, u.id, stop, cur_fault, s_code, s_faddr)
 
         def advance(cur_fault=None, fallback=pops.fallback, fallback_bit=pops.fallback_bit):
             with m.If(fallback):
@@ -291,7 +332,7 @@ class Traversal(wiring.Component):
                 with m.Else():
                     leave_layer(next_layer_exit_pc)
             with m.Else():
-                m.d.sync += pc.eq(pc + 1)
+                goto(pc + 1)
 
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)
@@ -325,11 +366,14 @@ class Traversal(wiring.Component):
 
             with m.State("RUN"):
                 m.d.comb += [
-                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & lanes.o_vector),
+                    self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & lanes.o_vector
+                                             & fetch.ready),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
+                with m.Elif(~fetch.ready):
+                    pass            # a fetch bubble: the uop's words are read (hw/tmu/fetch.py)
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
@@ -407,8 +451,8 @@ class Traversal(wiring.Component):
                                     m.d.sync += [lanes.first.eq(lb), lanes.lane.eq(0),
                                                  lanes.lf_valid.eq(0)]
                                     m.d.comb += self.stat_vec_iter.eq(lb < ub)
-                                m.d.sync += pc.eq(Mux(lb < ub, pc + 1,
-                                                      pick(m, exit_pc, k, self._ubits, "k_exit")))
+                                goto(Mux(lb < ub, pc + 1,
+                                         pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
                                 next_iteration()
@@ -420,11 +464,11 @@ class Traversal(wiring.Component):
                             with m.If(u.arm):
                                 m.d.comb += self.prefetch_arm.bit_select(
                                     stream.prefetch_engine, 1).eq(1)
-                                m.d.sync += pc.eq(pc + 1)
+                                goto(pc + 1)
                             with m.Elif(self.prefetch_idle.bit_select(stream.prefetch_engine, 1)):
                                 m.d.comb += self.prefetch_start.bit_select(
                                     stream.prefetch_engine, 1).eq(1)
-                                m.d.sync += pc.eq(pc + 1)
+                                goto(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.ctrl_w_rdy):
                                 m.d.comb += [self.ctrl_w_en.eq(1), self.ctrl_w_data.eq(DONE_TOKEN)]

@@ -12,12 +12,15 @@ the ``ENTER`` cycle; the other engines keep their ``PREFETCH`` uop after ``ENTER
   before a faulting address), the compiled EmbeddingBag (empty bags, ``indices`` cut) and a
   hand-written CSR whose inner layer has an armed engine and one with a stream base (a
   ``PREFETCH`` after ``ENTER``; a base past its region: that engine faults). Every memory
-  request the unit makes lies in a granted region (its line overlaps one).
+  request the unit makes lies in a granted region (its line overlaps one), and no engine starts
+  on an empty range (``lb >= ub``; tokens would not show it: starting the engines whatever the
+  range failed only this check).
 """
 
 import numpy as np
 from amaranth.sim import Simulator
 
+import hw.tmu.tmu as tmu_module
 import tb.tmu.amaranth_bench as amaranth_bench
 from hw.tmu.layouts import UopKind
 from hw.tmu.prefetch import Prefetcher
@@ -179,10 +182,19 @@ def _regions(case):
 
 
 def _run_checked(case, config, *, backpressure, seed, monkeypatch):
-    """``run_on_amaranth``; every accepted memory request's line must overlap a region."""
+    """``run_on_amaranth``; every accepted memory request's line must overlap a region, and no
+    run-ahead engine may start on an empty range (``lb >= ub``: an empty layer starts none)."""
     line = config.line_bytes
     regions = _regions(case)
-    outside = []
+    outside, empty_starts = [], []
+    engines = []
+
+    class RecordedPrefetcher(Prefetcher):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            engines.append(self)
+
+    monkeypatch.setattr(tmu_module, "Prefetcher", RecordedPrefetcher)
 
     def run_sim_watching(bench, testbench):
         async def watch(ctx):
@@ -193,6 +205,9 @@ def _run_checked(case, config, *, backpressure, seed, monkeypatch):
                         if not any(addr < base + size and addr + line > base
                                    for base, size in regions if size > 0):
                             outside.append(addr)
+                for e, eng in enumerate(engines):
+                    if ctx.get(eng.start) and ctx.get(eng.p_lb) >= ctx.get(eng.p_ub):
+                        empty_starts.append((e, ctx.get(eng.p_lb), ctx.get(eng.p_ub)))
                 await ctx.tick()
         sim = Simulator(bench)
         sim.add_clock(1e-6)
@@ -204,7 +219,9 @@ def _run_checked(case, config, *, backpressure, seed, monkeypatch):
     r = run_on_amaranth(case.program, case.memory, case.args, config=config,
                         backpressure=backpressure, seed=seed)
     assert_matches(case, r, config)
+    assert engines, "no run-ahead engine recorded"
     assert not outside, (case.name, seed, [hex(a) for a in outside[:4]])
+    assert not empty_starts, (case.name, seed, empty_starts[:4])
     return r
 
 

@@ -85,7 +85,14 @@ class TmuConfig:
         beat of up to this many tokens per cycle (the token sequence is the one of
         ``docs/isa.md``; ``docs/rtl.md`` §2.5). A power of two, 1..32. Default 8 (512 bits);
         16 is a 1024-bit beat (two 512-bit vectors per cycle), 32 a 2048-bit one (HBM2's peak,
-        256 B/cycle), drained from the reorder buffer at ``drain_lines`` lines per cycle.
+        256 B/cycle), drained from the reorder buffer at ``drain_lines`` entries per cycle.
+    drain_entries : int
+        Reorder-buffer entries drained into the packer per cycle, in order, 1..4 (at most
+        ``max_inflight``), or 0 (the default): automatic, ``max(2, min(4, 8 * output_tokens /
+        line_bytes))`` -- enough lines to fill a beat, and at least 2, so that an immediate
+        operand beside a line (a sparse matrix's value beside its dense row, SpMV's value beside
+        ``x[col]``) does not cost a cycle of its own (``docs/rtl.md`` §2.5). Read the value in
+        use from ``drain_lines``.
     """
     layers: int = 4
     streams: int = 16
@@ -106,6 +113,7 @@ class TmuConfig:
     line_bytes: int = 64
     memory_ports: int = 2
     output_tokens: int = 8
+    drain_entries: int = 0
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -158,6 +166,10 @@ class TmuConfig:
                 self.output_tokens not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"output_tokens must be 1, 2, 4, 8, 16 or 32, "
                              f"not {self.output_tokens!r}")
+        if not isinstance(self.drain_entries, int) or isinstance(self.drain_entries, bool) or \
+                not 0 <= self.drain_entries <= min(4, self.max_inflight):
+            raise ValueError(f"drain_entries must be 0 (automatic) or an integer in "
+                             f"1..{min(4, self.max_inflight)}, not {self.drain_entries!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
@@ -209,10 +221,14 @@ class TmuConfig:
 
     @property
     def drain_lines(self):
-        """Reorder-buffer entries (memory lines) drained into the packer per cycle, in order:
-        enough to fill a beat, ``output_tokens * 8 / line_bytes`` (1 for the default 512-bit
-        beat of 64-byte lines, 2 for a 1024-bit one), at least 1 and at most 4."""
-        return max(1, min(4, self.output_tokens * 8 // self.line_bytes))
+        """Reorder-buffer entries (memory lines or immediate operands) drained into the packer
+        per cycle, in order: ``drain_entries``, or when that is 0 enough lines to fill a beat,
+        ``output_tokens * 8 / line_bytes``, at least 2 and at most 4 (2 for the default
+        512-bit beat of 64-byte lines: a line and the immediate beside it; 4 for a 2048-bit
+        beat), never more than ``max_inflight``."""
+        if self.drain_entries:
+            return self.drain_entries
+        return min(self.max_inflight, max(2, min(4, self.output_tokens * 8 // self.line_bytes)))
 
     @property
     def tag_bits(self):

@@ -13,23 +13,39 @@ def test_defaults():
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
     assert c.tag_bits == 12 and c.rob_bits == 9 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
-    assert (c.row_lines, c.drain_lines) == (2, 1)
+    assert (c.row_lines, c.drain_lines, c.drain_entries) == (2, 2, 0)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3
 
 
 @pytest.mark.parametrize("ports, tokens, line_bytes, row_lines, drain_lines", [
-    (8, 16, 64, 8, 2), (4, 16, 64, 4, 2), (5, 16, 32, 5, 4), (8, 16, 16, 8, 4), (1, 1, 64, 1, 1),
+    (8, 16, 64, 8, 2), (4, 16, 64, 4, 2), (5, 16, 32, 5, 4), (8, 16, 16, 8, 4), (1, 1, 64, 1, 2),
     (8, 32, 64, 8, 4),
 ])
 def test_wide_output_and_many_ports(ports, tokens, line_bytes, row_lines, drain_lines):
     """A 1024-bit output and up to 8 memory ports build: the row issue block offers a line per
-    port per cycle, the reorder buffer drains the lines of a beat per cycle (at most 4)."""
+    port per cycle, the reorder buffer drains the lines of a beat per cycle (at least 2, at most
+    4)."""
     c = TmuConfig(memory_ports=ports, output_tokens=tokens, line_bytes=line_bytes)
     assert (c.row_lines, c.drain_lines) == (row_lines, drain_lines)
 
 
+@pytest.mark.parametrize("kwargs, drain_lines", [
+    ({"drain_entries": 1}, 1), ({"drain_entries": 3}, 3), ({"drain_entries": 4, "output_tokens": 1}, 4),
+    ({"max_inflight": 2, "prefetchers": 1, "prefetch_depth": 2, "output_tokens": 32}, 2),
+])
+def test_drain_entries(kwargs, drain_lines):
+    """``drain_entries`` sets the entries drained per cycle; 0 (automatic) never exceeds the
+    reorder buffer's depth."""
+    assert TmuConfig(**kwargs).drain_lines == drain_lines
+
+
 @pytest.mark.parametrize("kwargs, message", [
+    ({"drain_entries": 5}, "drain_entries must be 0 (automatic) or an integer in 1..4, not 5"),
+    ({"drain_entries": -1}, "drain_entries must be 0 (automatic) or an integer in 1..4, not -1"),
+    ({"drain_entries": True}, "drain_entries must be 0 (automatic) or an integer in 1..4, not True"),
+    ({"drain_entries": 4, "max_inflight": 2, "prefetchers": 1, "prefetch_depth": 2},
+     "drain_entries must be 0 (automatic) or an integer in 1..2, not 4"),
     ({"layers": 0}, "layers must be an integer in 1..255, not 0"),
     ({"args": 256}, "args must be an integer in 1..255, not 256"),
     ({"line_bytes": 128}, "line_bytes must be 8, 16, 32 or 64, not 128"),

@@ -175,7 +175,8 @@ def test_lines_after_an_immediate_still_move_one_per_cycle():
 
 
 @pytest.mark.parametrize("line_bytes,tokens,lanes", [(64, 16, 2), (32, 16, 4), (16, 4, 2),
-                                                     (64, 16, 1), (64, 32, 4)])
+                                                     (64, 16, 1), (64, 32, 4),
+                                                     (64, 8, 2), (16, 2, 2)])
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
 def test_several_entries_per_cycle_match_the_golden_packer(line_bytes, tokens, lanes,
                                                            backpressure):
@@ -249,3 +250,59 @@ def test_two_lines_per_cycle_fill_a_1024_bit_beat():
     assert beats == [[(line >> (64 * t)) & MASK64 for line in lines[k:k + 2] for t in range(8)]
                      for k in range(0, 8, 2)]
     assert cycles == list(range(cycles[0], cycles[0] + 4))
+
+
+@pytest.mark.parametrize("lanes, cycles_at_most", [(1, 32), (2, 18)])
+def test_a_line_and_an_immediate_per_cycle(lanes, cycles_at_most):
+    """SpMM's marshaling, a 64-byte row of f32 packed 4 bytes wide (8 tokens) then the
+    immediate ``val[j]`` (1 token), sixteen times, into the default 512-bit beat: with two
+    entries taken per cycle (``TmuConfig.drain_lines`` = 2, the default) the 144 tokens leave
+    in 18 beats, so the last entry is taken within 18 cycles (the output's rate of 8 tokens per
+    cycle); one entry per cycle takes the 32 cycles of the 32 entries. The tokens are the
+    golden packer's either way."""
+    rng = random.Random(fresh_seed(f"packer line and immediate {lanes}"))
+    entries = []
+    for k in range(16):
+        entries.append(dict(line=rng.getrandbits(512), offset=0, log2_size=2, sign=0, count=16,
+                            pack=1, flush=0))
+        entries.append(dict(line=rng.getrandbits(64), offset=0, log2_size=3, sign=0, count=1,
+                            pack=0, flush=k == 15))
+    expected = []
+    golden = _Packer(expected)
+    for e in entries:
+        for i in range(e["count"]):
+            golden.put(line_element(e["line"], e["offset"] + (i << e["log2_size"]),
+                                    e["log2_size"], e["sign"]), 8 >> e["pack"])
+        if e["flush"]:
+            golden.flush()
+    dut = Packer(64, 8, lanes)
+    ports = [dut.i] + ([dut.i_more[0]] if lanes > 1 else [])
+    tokens, last_taken = [], []
+
+    async def producer(ctx):
+        head, cycle = 0, 0
+        while head < len(entries) and cycle < 100:
+            for k, port in enumerate(ports):
+                ctx.set(port.valid, head + k < len(entries))
+                if head + k < len(entries):
+                    ctx.set(port.payload, entries[head + k])
+            await ctx.delay(1e-8)
+            taken = sum(ctx.get(p.ready) and head + k < len(entries) for k, p in enumerate(ports))
+            await ctx.tick()
+            cycle += 1
+            head += taken
+        last_taken.append(cycle)
+        for port in ports:
+            ctx.set(port.valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for _ in range(120):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                tokens.extend(beat.tokens[i] for i in range(beat.count))
+            await ctx.tick()
+
+    run_sim(dut, producer, consumer)
+    assert tokens == expected
+    assert last_taken and last_taken[0] <= cycles_at_most, last_taken

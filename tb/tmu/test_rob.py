@@ -131,7 +131,7 @@ def test_in_order_drain_with_out_of_order_responses(depth, line_bytes, ports, to
 
 @pytest.mark.parametrize("depth,line_bytes,ports,tokens,row_writes,drain,backpressure", [
     (32, 64, 8, 16, 8, 2, 0.5), (32, 64, 4, 16, 4, 2, 0.0), (32, 32, 5, 16, 3, 4, 0.3),
-    (16, 64, 2, 8, 2, 1, 0.5)])
+    (16, 64, 2, 8, 2, 1, 0.5), (16, 64, 2, 8, 2, 2, 0.5), (16, 16, 2, 2, 2, 2, 0.3)])
 def test_wide_drain_with_reserved_rows(depth, line_bytes, ports, tokens, row_writes, drain,
                                        backpressure):
     """Operands of random shapes (immediates, loads of runs of elements with random packing and

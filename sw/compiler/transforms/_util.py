@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 
 from ..dialects import dlc, slc, slcv
 
 __all__ = ["functions", "loops", "is_loop", "innermost_loops", "constant_int", "index_constant",
-           "function_block", "is_register", "replace_op", "child_loop", "parent_loop"]
+           "function_block", "is_register", "replace_op", "child_loop", "parent_loop",
+           "dlc_access_and_compute", "new_callback", "core_row_loop"]
 
 
 def functions(module: ModuleOp) -> list[func.FuncOp]:
@@ -97,3 +98,30 @@ def dlc_access_and_compute(fn: func.FuncOp):
         return None
     tus = {o.layer.value.data: o for o in access.body.block.ops if isinstance(o, dlc.TuOp)}
     return access, compute, tus
+
+
+def new_callback(event: str, like: Operation) -> tuple[slc.CallbackOp,
+                                                      Callable[[Operation], Operation]]:
+    """A new (unplaced) ``slc.callback`` on ``event`` at ``like``'s location, and ``put``: it
+    inserts an op at the end of the callback's body (before its terminator) and returns it."""
+    cb = slc.CallbackOp(event)
+    cb.location = like.location
+    block = cb.body.block
+    term = block.last_op
+
+    def put(op: Operation) -> Operation:
+        block.insert_op_before(op, term)
+        return op
+
+    return cb, put
+
+
+def core_row_loop(put: Callable[[Operation], Operation], lb: SSAValue, ub: SSAValue) -> Block:
+    """``put`` an ``arith.constant 1 : index`` (``%c1``) and an ``scf.for`` over ``lb .. ub`` step
+    1 with no iteration values; the loop's body block (one ``index`` argument, no ops yet: the
+    caller fills it and ends it with ``scf.yield``)."""
+    c1 = put(arith.ConstantOp(IntegerAttr(1, IndexType())))
+    c1.results[0].name_hint = "c1"
+    body = Block(arg_types=[IndexType()])
+    put(scf.ForOp(lb, ub, c1.results[0], [], Region(body)))
+    return body

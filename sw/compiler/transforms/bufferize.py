@@ -34,12 +34,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ..dialects import slc, slcv
-from ._util import constant_int, functions, innermost_loops, is_register, parent_loop
+from ._util import (constant_int, core_row_loop, functions, innermost_loops, is_register,
+                    new_callback, parent_loop)
 
 __all__ = ["Bufferize", "bufferize"]
 
@@ -67,15 +68,7 @@ def row_callback(loop: slc.ForOp, cb: slc.CallbackOp, event: str,
     where ``cb`` read the stream. Shared with ``simplify-streams``."""
     local = {r for o in loop.body.block.ops for r in o.results}
     gets = [o for o in cb.body.block.ops if isinstance(o, slc.FromStreamOp)]
-    new_cb = slc.CallbackOp(event)
-    new_cb.location = cb.location
-    eblock = new_cb.body.block
-    eterm = eblock.last_op
-
-    def put(op: Operation) -> Operation:
-        eblock.insert_op_before(op, eterm)
-        return op
-
+    new_cb, put = new_callback(event, cb)
     rows = {}
     for v, buf in buffers:
         fb = put(slcv.FromBufferOp(buf))
@@ -87,13 +80,10 @@ def row_callback(loop: slc.ForOp, cb: slc.CallbackOp, event: str,
             n = put(slc.FromStreamOp(g.stream))
             n.results[0].name_hint = g.result.name_hint
             outer[g.stream] = n.results[0]
-    c1 = put(arith.ConstantOp(IntegerAttr(1, IndexType())))
-    c1.results[0].name_hint = "c1"
-    row_body = Block(arg_types=[IndexType()])
+    row_body = core_row_loop(put, loop.lb, loop.ub)
     idx = row_body.args[0]
     idx.name_hint = next((g.result.name_hint for g in gets if g.stream is loop.index), None) \
         or loop.index.name_hint
-    put(scf.ForOp(loop.lb, loop.ub, c1.results[0], [], Region(row_body)))
     if constant_int(loop.lb) == 0:
         k = idx
     else:

@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ..dialects import slc, slcv
-from ._util import constant_int, functions, innermost_loops, is_loop, is_register, parent_loop
+from ._util import (constant_int, core_row_loop, functions, innermost_loops, is_loop,
+                    is_register, new_callback, parent_loop)
 
 __all__ = ["CoalesceRows", "coalesce_rows"]
 
@@ -140,15 +141,7 @@ def _coalesce(loop: slc.ForOp, fn: func.FuncOp) -> bool:
         blocks[b] = (new.result, row)
 
     # the callback: the blocks and the outer streams, then the old body per row on the core
-    new_cb = slc.CallbackOp("iter")
-    new_cb.location = cb.location
-    eblock = new_cb.body.block
-    eterm = eblock.last_op
-
-    def put(op: Operation) -> Operation:
-        eblock.insert_op_before(op, eterm)
-        return op
-
+    new_cb, put = new_callback("iter", cb)
     whole: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}     # old row memref -> (block, R)
     for g in gets:
         if isinstance(g, slcv.FromBufferOp):
@@ -174,12 +167,9 @@ def _coalesce(loop: slc.ForOp, fn: func.FuncOp) -> bool:
                 for v in g.stream.owner.operands:
                     if v is not loop.index:
                         outer_value(v)
-    c1 = put(arith.ConstantOp(IntegerAttr(1, IndexType())))
-    c1.results[0].name_hint = "c1"
-    row_body = Block(arg_types=[IndexType()])
+    row_body = core_row_loop(put, loop.lb, loop.ub)
     r = row_body.args[0]
     r.name_hint = loop.index.name_hint or "r"
-    put(scf.ForOp(loop.lb, loop.ub, c1.results[0], [], Region(row_body)))
     mapper: dict[SSAValue, SSAValue] = {}
     offsets: dict[SSAValue, SSAValue] = {}
     for g in gets:

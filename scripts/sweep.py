@@ -3,7 +3,8 @@
 
 A *hardware point* is one value of each hardware axis — lines in flight (``--max-inflight``),
 memory ports (``--ports``), output width in 64-bit tokens (``--output-tokens``), lanes
-(``--lanes``), memory preset (``--memory``) — i.e. one ``hw.tmu.TmuConfig`` and one Verilator
+(``--lanes``), reorder-buffer entries drained per cycle (``--drain-entries``), memory preset
+(``--memory``) — i.e. one ``hw.tmu.TmuConfig`` and one Verilator
 build (cached in ``build/rtl``). Each hardware point is one task: it compiles every workload of
 ``sw.workloads`` (``--workloads``) at every level (``--levels``) for that configuration's limits
 (``Limits.from_tmu_config``), runs each on the golden model, runs them all on the RTL in one
@@ -21,7 +22,8 @@ Per row (one workload × level × hardware point): access-unit cycles, core cycl
 cycles), line requests, mean and peak lines in flight, tokens.
 
 Usage: python scripts/sweep.py [--workloads eb_sum,spmm_cora] [--levels 3] [--memory HBM2]
-       [--max-inflight 128,512] [--ports 2] [--output-tokens 8] [--lanes 8] [--size small]
+       [--max-inflight 128,512] [--ports 2] [--output-tokens 8] [--lanes 8] [--drain-entries 1,2]
+       [--size small]
        [--jobs N | --ray ADDRESS] [--out build/sweep.csv]
 """
 
@@ -41,7 +43,8 @@ sys.path.insert(0, str(REPO))
 
 # hardware axes: CLI option -> TmuConfig field (memory is the preset, not a TmuConfig field)
 HARDWARE_AXES = {"max_inflight": "max_inflight", "ports": "memory_ports",
-                 "output_tokens": "output_tokens", "lanes": "lanes"}
+                 "output_tokens": "output_tokens", "lanes": "lanes",
+                 "drain_entries": "drain_entries"}
 
 
 def hardware_points(axes: dict[str, Sequence[int]], memories: Sequence[str]) -> list[dict]:
@@ -190,6 +193,9 @@ def main(argv=None) -> int:
     parser.add_argument("--ports", default="", help="memory ports, e.g. 1,2")
     parser.add_argument("--output-tokens", default="", help="output width in tokens, e.g. 2,4,8")
     parser.add_argument("--lanes", default="", help="lanes, e.g. 4,8")
+    parser.add_argument("--drain-entries", default="",
+                        help="reorder-buffer entries drained per cycle, 1..4, e.g. 1,2 "
+                             "(TmuConfig.drain_entries; default: the configuration's automatic 2)")
     parser.add_argument("--size", choices=("small", "full"), default="small",
                         help="workload inputs (sw.workloads; default small)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,

@@ -30,6 +30,8 @@ def test_hardware_points_are_the_product_of_the_given_axes():
     assert {"memory": "HBM2", "max_inflight": 512, "ports": 1} in pts
     cfg = sweep.config_for({"memory": "HBM2", "max_inflight": 64, "ports": 1, "output_tokens": 4})
     assert (cfg.max_inflight, cfg.memory_ports, cfg.output_tokens, cfg.prefetch_depth) == (64, 1, 4, 16)
+    assert sweep.config_for({"memory": "HBM2", "drain_entries": 1}).drain_lines == 1
+    assert sweep.config_for({"memory": "HBM2"}).drain_lines == 2
 
 
 def test_a_point_runs_every_workload_and_level_checked():
@@ -76,6 +78,7 @@ def test_ray_gives_the_plain_loop_rows():
     (["--memory", "DDR4"], "--memory: 'DDR4' is not one of"),
     (["--max-inflight", "64,x"], "--max-inflight: '64,x' is not a comma-separated list"),
     (["--ports", "0"], "--ports: '0': values must be >= 1"),
+    (["--drain-entries", "5"], "drain_entries must be 0 (automatic) or an integer in 1..4, not 5"),
 ])
 def test_cli_errors_exit_2_without_traceback(args, message):
     p = subprocess.run([sys.executable, str(REPO / "scripts" / "sweep.py"), *args],

@@ -1,10 +1,11 @@
 """Run-ahead engine for a blocking memory stream whose address is affine in its layer's index."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .datapath import extract
+from .multiport_memory import MultiPortMemory
 
 
 __all__ = ["Prefetcher"]
@@ -160,17 +161,19 @@ class Prefetcher(wiring.Component):
         sub     = Signal(range(max_elems))    # element of the head entry the head is at
         contiguous = Signal()                 # step 1, stride = element size: coalesce
 
-        # The responses' lines.
-        m.submodules.words = words = memory.Memory(shape=8 * self._line_bytes, depth=depth,
-                                                   init=[])
+        # The responses' lines: LUT RAM, one copy per response port and a live-value table
+        # (a memory written by several ports would be flip-flops on an FPGA).
+        m.submodules.words = words = MultiPortMemory(shape=8 * self._line_bytes, depth=depth,
+                                                     write_ports=self._ports, read_ports=1,
+                                                     read_domain="comb")
         for k in range(self._ports):
-            word_w = words.write_port()
+            word_w = words.write[k]
             m.d.comb += [
                 word_w.addr.eq(self.resp_slot[k]),
                 word_w.data.eq(self.resp_data[k]),
                 word_w.en.eq(self.resp_valid[k]),
             ]
-        data_r = words.read_port(domain="comb")
+        data_r = words.read[0]
         m.d.comb += data_r.addr.eq(head)
         head_offset = Signal(line_bits)
         m.d.comb += head_offset.eq(offset[head] + (sub << log2))

@@ -1,9 +1,10 @@
 """Reorder buffer: marshaled data operands in program order, line loads completing out of order."""
 
 from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .multiport_memory import MultiPortMemory
 from .packer import chunk_layout
 
 
@@ -38,10 +39,12 @@ class ReorderBuffer(wiring.Component):
     only with its slot already allocated. Control tokens are always immediate and need no
     reordering: they go to the control queue directly.
 
-    Storage is block RAM (``amaranth.lib.memory``): the lines (``depth`` x ``8 line_bytes``
-    bytes, one write port per response port, a read port per drained entry), the immediates
-    and the entries' descriptions (two banks each, even and odd slots, so that two entries can
-    be allocated per cycle; the descriptions of ``row_writes`` consecutive reserved entries are
+    Storage is block RAM (``amaranth.lib.memory``; where several ports write, a
+    :class:`~hw.tmu.multiport_memory.MultiPortMemory`: a copy per write and read port and a
+    live-value table): the lines (``depth`` x ``line_bytes`` bytes, one write port per response
+    port, a read port per drained entry: ``ports * drain`` copies), the immediates and the
+    entries' descriptions (two banks each, even and odd slots, so that two entries can be
+    allocated per cycle; the descriptions of ``row_writes`` consecutive reserved entries are
     written per cycle, ``ceil(row_writes / 2)`` write ports a bank), all read one cycle ahead at
     the next head.
 
@@ -163,29 +166,32 @@ class ReorderBuffer(wiring.Component):
         # Immediates and descriptions: even and odd banks. Lines: one memory, a write port per
         # response port. Read ports: drained entry ``k`` (slot ``head + k``) is read from bank
         # ``(head + k) % 2``, that bank's read port ``k // 2``.
+        # A memory written by several ports is a MultiPortMemory (a copy per write and read
+        # port and a live-value table), so that the FPGA flow maps it to block RAM, not to
+        # flip-flops (docs/synthesis.md).
         D = self._drain
+        row_ports = (self._row_writes + 1) // 2
         banks_w, banks_r = [], []
         for b in range(2):
             for kind, shape in (("value", 64), ("entry", layout)):
-                mem = memory.Memory(shape=shape, depth=half, init=[])
+                mem = MultiPortMemory(shape=shape, depth=half,
+                                      write_ports=1 + (row_ports if kind == "entry" else 0),
+                                      read_ports=(D + 1) // 2)
                 m.submodules[f"{kind}s{b}"] = mem
-                w = mem.write_port()
-                banks_w.append((b, kind, w))
-                writes = [w]
+                banks_w.append((b, kind, mem.write[0]))
                 if kind == "entry":      # the row issue block's descriptions
-                    for j in range((self._row_writes + 1) // 2):
-                        row_w = mem.write_port()
+                    for j in range(row_ports):
+                        row_w = mem.write[1 + j]
                         for k in reversed(range(2 * j, min(2 * j + 2, self._row_writes))):
                             with m.If(self.entry_en[k] & (self.entry_slot[k][0] == b)):
                                 m.d.comb += [row_w.addr.eq(self.entry_slot[k][1:]),
                                              row_w.data.eq(self.entry[k]), row_w.en.eq(1)]
-                        writes.append(row_w)
                 for j in range((D + 1) // 2):
-                    banks_r.append((b, kind, j, mem.read_port(transparent_for=writes)))
-        m.submodules.lines = lines = memory.Memory(shape=8 * self._line_bytes, depth=depth,
-                                                   init=[])
-        lines_w = [lines.write_port() for _ in range(self._ports)]
-        lines_r = [lines.read_port(transparent_for=lines_w) for _ in range(D)]
+                    banks_r.append((b, kind, j, mem.read[j]))
+        m.submodules.lines = lines = MultiPortMemory(shape=8 * self._line_bytes, depth=depth,
+                                                     write_ports=self._ports, read_ports=D)
+        lines_w = [lines.write[k] for k in range(self._ports)]
+        lines_r = [lines.read[k] for k in range(D)]
 
         # Allocation: an entry (or a reserved range) at ``tail``, an immediate after it.
         first_count = Signal(range(self._reserve_max + 1))

@@ -13,7 +13,9 @@ it first.
   random back-pressure: each hand-written variant with ``rowptr`` cut short (the engine of
   ``rowptr[i + 1]`` stops before the element past the region, the uop falls back and faults
   in program order) and whole; the compiled SpMM and EmbeddingBag with empty rows/bags and
-  ``rowptr``/``offsets`` cut.
+  ``rowptr``/``offsets`` cut; and engines whose element's index ``i + c`` (the skipped stream)
+  or exact address leaves the signed 64-bit range while the address's low 64 bits fall in the
+  region (the engine stops, the fallback faults ``ADDR_OVERFLOW``).
 """
 
 import dataclasses
@@ -22,7 +24,8 @@ import numpy as np
 
 from hw.tmu.layouts import UopKind
 from sw.compiler import compile_mlir
-from sw.runtime.isa import AluOp, Limits, Program, SrcKind, StreamKind
+from sw.runtime.isa import (Action, ActionKind, AluOp, Event, Fault, Layer, Limits, Program,
+                            Region, Source, SrcKind, Stream, StreamKind)
 from sw.workloads import WORKLOADS
 from tb.golden_compare import assert_matches
 from tb.programs import CSR_SKIP_VARIANTS, Case, csr_skip_case, random_case, random_v1_case
@@ -176,3 +179,39 @@ def test_compiled_spmm_and_bag_with_rowptr_cut_match_golden():
         _microcode(case)
         r = _run(_cut_rowptr(case, rng, rows), CONFIG, rng, seed)
         assert r.fault_code != 0, (case.name, seed)
+
+
+def _overflow_case(name, lb, *, c, stride):
+    """``i in [lb, lb + 2)`` pushing ``x[i + c]`` (``x`` at address 0, 4 elements; ``c`` 0:
+    ``b = INDEX 0``, else ``b`` = the stream ``i + c``, skipped), read through an ALU stream so
+    that an engine serves it: ``i + c`` or the exact address ``(i + c) * stride`` leaves the
+    signed 64-bit range while the address's low 64 bits fall inside ``x``."""
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    streams = [Stream(0, StreamKind.ALU, I(0), imm(c))] if c else []
+    x = len(streams)
+    streams += [Stream(0, StreamKind.MEM, R(2), S(0) if c else I(0), size=8, stride=stride),
+                Stream(0, StreamKind.ALU, S(x), imm(0))]
+    prog = Program(n_args=4, layers=[Layer(R(0), R(1))], regions=[Region(R(2), R(3))],
+                   streams=streams,
+                   actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(x + 1))])
+    memory = np.arange(4, dtype=np.int64).tobytes()
+    return Case(name, prog.encode(), memory, [lb, lb + 2, 0, len(memory)])
+
+
+def test_engine_stops_before_an_address_overflow():
+    """A run-ahead engine stops before an element whose index ``i + c`` wraps (the skipped
+    stream's ``wrapped`` bit, written by the fallback step, faults its reader) or whose exact
+    address leaves the signed 64-bit range (its low 64 bits inside the region): the traversal
+    faults ``ADDR_OVERFLOW`` in program order, as the golden model does."""
+    seed = fresh_seed("fused skip overflow")
+    rng = np.random.default_rng(seed)
+    cases = [_overflow_case("index_plus_c_wraps", (1 << 63) - 3, c=2, stride=0),
+             _overflow_case("address_wraps", (1 << 61) - 1, c=1, stride=8),      # 2**64
+             _overflow_case("index_address_wraps", 1 << 61, c=0, stride=8)]
+    for case in cases:
+        prog, _, engines, _, skipped = _microcode(case)
+        reader = len(prog.streams) - 2
+        assert [s for s, _, _ in engines] == [reader], (case.name, engines)
+        assert skipped == ({0} if reader else set()), (case.name, skipped)
+        r = _run(case, CONFIG, rng, seed)
+        assert (r.fault_code, r.fault_addr) == (int(Fault.ADDR_OVERFLOW), reader), case.name

@@ -21,6 +21,7 @@ it first.
 import dataclasses
 
 import numpy as np
+import pytest
 
 from hw.tmu.layouts import UopKind
 from sw.compiler import compile_mlir
@@ -215,3 +216,25 @@ def test_engine_stops_before_an_address_overflow():
         assert skipped == ({0} if reader else set()), (case.name, skipped)
         r = _run(case, CONFIG, rng, seed)
         assert (r.fault_code, r.fault_addr) == (int(Fault.ADDR_OVERFLOW), reader), case.name
+
+
+@pytest.mark.xfail(strict=True, reason="not fixed: a PREFETCH engine does not get its base's "
+                   "wrapped bit and loads at the wrapped base (docs/rtl.md §9.5 C, 'Not covered')")
+def test_engine_with_a_wrapped_base_faults():
+    """An engine started by a ``PREFETCH`` whose base, an outer stream, wrapped (``2**62 * 4``):
+    the golden model faults ``ADDR_OVERFLOW`` at the first element; the unit loads at the
+    wrapped base (0)."""
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    memory = np.arange(4, dtype=np.int64).tobytes()
+    prog = Program(n_args=4, layers=[Layer(imm(0), imm(1)), Layer(imm(0), imm(2))],
+                   regions=[Region(R(0), R(1))],
+                   streams=[Stream(0, StreamKind.ALU, R(2), R(3), op=AluOp.MUL),
+                            Stream(1, StreamKind.MEM, S(0), I(1), size=8, stride=8),
+                            Stream(1, StreamKind.ALU, S(1), imm(0))],
+                   actions=[Action(1, Event.ITER, ActionKind.OPERAND, source=S(2))])
+    case = Case("wrapped_base", prog.encode(), memory, [0, len(memory), 1 << 62, 4])
+    _, uops, engines, _, _ = _microcode(case)
+    assert [s for s, _, _ in engines] == [1]
+    assert any(u.kind == UopKind.PREFETCH and not u.arm for u in uops)
+    r = run_on_amaranth(case.program, case.memory, case.args, config=CONFIG)
+    assert_matches(case, r, CONFIG)

@@ -99,6 +99,9 @@ def decode_microcode(program: bytes, config: TmuConfig | None = None, *, max_cyc
                         if ctx.get(cfg.stream_prefetched) >> s & 1}
                 out["engines"] = [(ctx.get(cfg.prefetch_stream[e]), ctx.get(cfg.prefetch_layer[e]),
                                    ctx.get(cfg.prefetch_offset[e])) for e in sorted(used)]
+                out["skipped"] = [(e, ctx.get(cfg.prefetch_skipped_stream[e]))
+                                  for e in sorted(used)
+                                  if ctx.get(cfg.prefetch_skipped_valid) >> e & 1]
                 out["body_pc"] = [ctx.get(cfg.body_pc[i]) for i in range(config.layers)]
                 out["exit_pc"] = [ctx.get(cfg.exit_pc[i]) for i in range(config.layers)]
                 out["decode_cycles"] = cycle + 1
@@ -189,6 +192,10 @@ def main(argv=None) -> int:
     print(f"# {path} -O{a.level}: {len(r['uops'])} uops, decode {r['decode_cycles']} cycles")
     print("# engines: " + ", ".join(f"e{e}=s{s} (layer {lay}, offset {off})"
                                      for e, (s, lay, off) in enumerate(r["engines"])))
+    if r["skipped"]:
+        print("# skipped (no STREAM uop; evaluated before its engine's fallback step, "
+              "docs/rtl.md §9.5 C): " + ", ".join(f"s{s} (read by e{e})"
+                                                  for e, s in r["skipped"]))
     labels = {}
     for k in range(n):
         labels.setdefault(r["body_pc"][k], []).append(f"body_{k}")

@@ -22,7 +22,8 @@ __all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
            "block_row_after_load_case",
-           "lockstep_case", "lockstep_cases", "address_overflow_cases"]
+           "lockstep_case", "lockstep_cases", "address_overflow_cases", "csr_skip_case",
+           "CSR_SKIP_VARIANTS"]
 
 
 @dataclass
@@ -787,3 +788,67 @@ def address_overflow_cases(config):
             [0, 256, (1 << 63) - 3], version=1,
             layers=[Layer(imm(0), imm(3), mode=LayerMode.LOCKSTEP, lanes=lanes)])
     return out
+
+
+#: ``csr_skip_case`` variants: where ``i + 1`` (stream 0) has no STREAM uop (docs/rtl.md §9.5 C).
+CSR_SKIP_VARIANTS = {
+    "popped": {0},          # only rowptr[i + 1] reads it, popped by the length's uop
+    "action": set(),        # an action pushes it too
+    "alu_reader": set(),    # the length is rowptr[i + 1] - (i + 1): an ALU stream reads it
+    "last": set(),          # rowptr[i + 1] is the layer's last stream: its own uop
+    "unread": {0},          # one layer, nothing reads it
+    "unread_lockstep": set(),   # the same in a LOCKSTEP layer (left alone)
+}
+
+
+def csr_skip_case(name, variant, *, lengths=(2, 0, 3, 1), rowptr_cut=None, seed=0):
+    """A CSR traversal whose outer layer computes ``i + 1`` (stream 0, ``ADD(INDEX 0, IMM 1)``)
+    for ``rowptr[i + 1]`` (stream 2), as SpMV does (``CSR_SKIP_VARIANTS``: how it is read).
+
+    Two layers (``"unread*"``: one): ``i < rows``; ``j in [rowptr[i], rowptr[i + 1])``. Streams
+    ``i + 1``, ``rowptr[i]``, ``rowptr[i + 1]``, the row's length ``rowptr[i + 1] - rowptr[i]``
+    (``"alu_reader"``: ``rowptr[i + 1] - (i + 1)``; ``"last"``: none), ``col[j]``. Actions: the
+    length (``"last"``: ``i``) at the inner layer's BEGIN (``"action"``: then ``i + 1``),
+    ``col[j]`` each nonzero, a callback at its END. ``"unread"``: one layer pushing
+    ``rowptr[i]``; ``"unread_lockstep"``: that layer is LOCKSTEP (4 lanes, ISA v1).
+    ``rowptr_cut``: ``rowptr``'s region holds only that many elements (the first past it
+    faults ``ADDR_RANGE``; its run-ahead engine stops before it)."""
+    from sw.runtime.isa import LayerMode
+    if variant not in CSR_SKIP_VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(CSR_SKIP_VARIANTS)}, not {variant!r}")
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    rowptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    col = rng.integers(0, 1 << 40, max(1, int(rowptr[-1]))).astype(np.int64)
+    memory = rowptr.tobytes() + col.tobytes()
+    rows = len(lengths)
+    kept = len(rowptr) if rowptr_cut is None else rowptr_cut
+    args = [rows, 0, 8 * kept, 8 * len(rowptr), 8 * len(col)]
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    regions = [Region(R(1), R(2)), Region(R(3), R(4))]
+    streams = [Stream(0, StreamKind.ALU, I(0), imm(1)),
+               Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0)]
+    if variant.startswith("unread"):
+        lockstep = variant == "unread_lockstep"
+        prog = Program(n_args=5, version=1 if lockstep else 0,
+                       layers=[Layer(imm(0), R(0), mode=LayerMode.LOCKSTEP, lanes=4)
+                               if lockstep else Layer(imm(0), R(0))],
+                       regions=regions, streams=streams,
+                       actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(1))])
+        return Case(name, prog.encode(), memory, args)
+    streams.append(Stream(0, StreamKind.MEM, R(1), S(0), size=8, stride=8, region=0))
+    if variant == "alu_reader":
+        streams.append(Stream(0, StreamKind.ALU, S(2), S(0), op=AluOp.SUB))
+    elif variant != "last":
+        streams.append(Stream(0, StreamKind.ALU, S(2), S(1), op=AluOp.SUB))
+    col_stream = len(streams)
+    streams.append(Stream(1, StreamKind.MEM, R(3), I(1), size=8, stride=8, region=1))
+    actions = [Action(1, Event.BEGIN, ActionKind.OPERAND,
+                      source=I(0) if variant == "last" else S(3))]
+    if variant == "action":
+        actions.append(Action(1, Event.BEGIN, ActionKind.OPERAND, source=S(0)))
+    actions += [Action(1, Event.ITER, ActionKind.OPERAND, source=S(col_stream)),
+                Action(1, Event.END, ActionKind.CONTROL, callback=1)]
+    prog = Program(n_args=5, layers=[Layer(imm(0), R(0)), Layer(S(1), S(2), check_order=True)],
+                   regions=regions, streams=streams, actions=actions)
+    return Case(name, prog.encode(), memory, args)

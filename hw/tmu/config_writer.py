@@ -33,6 +33,8 @@ class ConfigWriter(wiring.Component):
       lane coefficient or whether it is a contiguous vector load (``docs/rtl.md`` §9.3);
     * a MEM stream whose address reads the ``MUL`` stream just before it: the chained uop's
       strength-reduced fields and its **chain** class (``hw/tmu/chain.py``);
+    * the ALU/FWD streams that nothing reads except affine MEM streams through their ``b``
+      (**skip candidates**: their ``STREAM`` uop may be dropped, ``docs/rtl.md`` §9.5 C);
     * action: its ``ActionCfg`` into the action configuration memory, its layer, event, kind,
       source, and the ISA v1 packer flush and vector flags.
 
@@ -74,7 +76,8 @@ class ConfigWriter(wiring.Component):
     def _detect_affine(self, m, d, w1, w2, kind, sub, layer, layer_of, idxplus, idxplus_c):
         """Stream ``d``: is it ``INDEX own + c``; is it a MEM stream whose address is
         ``a + (INDEX own + c) * stride`` with ``a`` invariant during its layer's traversal; is it
-        an ALU/FWD stream whose value is invariant (it is then evaluated once per layer entry)?"""
+        an ALU/FWD stream whose value is invariant (it is then evaluated once per layer entry)?
+        Returns whether ``d`` is affine through a stream (its ``b`` reads ``INDEX own + c``)."""
         sb = index_bits(self._cfg.streams)
         t = self.tables
         inv, cand = t.invariant, t.affine
@@ -112,6 +115,7 @@ class ConfigWriter(wiring.Component):
             m.d.sync += [cand.bit_select(d[:sb], 1).eq(1),
                          cand_c[d[:sb]].eq(pick(m, idxplus_c, vb[:sb], signed(28),
                                                 "idxplus_c_b"))]
+        return is_mem & invariant & via
 
     def _detect_lanes(self, m, d, w1, w2, w3, kind, sub, layer, layer_of, lockstep, step):
         """Stream ``d`` of a LOCKSTEP layer: its lane coefficient ``c`` (lane ``l``'s value is
@@ -186,6 +190,11 @@ class ConfigWriter(wiring.Component):
         m.d.comb += t.act_flush.eq(~act_join | act_last)
         # Streams whose value is ``INDEX own + c``.
         idxplus = Signal(c.streams)
+        # Streams read by a bound, an OPERAND action, or a stream other than as the ``b`` of an
+        # affine MEM stream (docs/rtl.md §9.5 C).
+        read_other = Signal(c.streams)
+        m.d.comb += t.skip_candidate.eq(~t.memory_stream & ~t.invariant & ~read_other)
+        via_stream = Array(t.affine_via_stream[i] for i in range(c.streams))
         idxplus_c = Array(Signal(signed(28), name=f"idxplus_c_{i}") for i in range(c.streams))
 
         def layer_of(v):
@@ -212,7 +221,8 @@ class ConfigWriter(wiring.Component):
                          t.act_reads.eq(0), t.memory_stream.eq(0), t.act_control.eq(0),
                          act_join.eq(0), act_last.eq(0), t.lockstep_valid.eq(0),
                          t.act_vec.eq(0), t.lane_affine.eq(0), t.lane_pos.eq(0),
-                         t.lane_neg.eq(0), t.contiguous_vector.eq(0), t.operand_read.eq(0)]
+                         t.lane_neg.eq(0), t.contiguous_vector.eq(0), t.operand_read.eq(0),
+                         read_other.eq(0), t.affine_via.eq(0)]
 
         desc = self.descriptor.payload
         d = desc.number
@@ -234,6 +244,7 @@ class ConfigWriter(wiring.Component):
                         t.lockstep_valid.eq(t.lockstep_valid | l_lockstep),
                         t.lockstep_layer.eq(Mux(l_lockstep, d, t.lockstep_layer)),
                         t.blocking.eq(t.blocking | stream_bit(w1) | stream_bit(w2)),
+                        read_other.eq(read_other | stream_bit(w1) | stream_bit(w2)),
                     ]
                 with m.Case(1):
                     region = t.regions[d[:index_bits(c.regions)]]
@@ -263,8 +274,14 @@ class ConfigWriter(wiring.Component):
                             (s_kind(w1) == SourceKind.IMM.value)
                             | (s_kind(w1) == SourceKind.ARG.value)),
                     ]
-                    self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer, layer_of,
-                                        idxplus, idxplus_c)
+                    via = self._detect_affine(m, d, w1, w2, st_kind, st_sub, st_layer,
+                                              layer_of, idxplus, idxplus_c) & ~is_blk
+                    m.d.sync += [
+                        t.affine_via.bit_select(d[:sbits], 1).eq(via),
+                        via_stream[d[:sbits]].eq(s_val(w2)),
+                        read_other.eq(read_other | stream_bit(w1) | Mux(via, 0, stream_bit(w2))
+                                      | Mux(is_blk, stream_bit(w3), 0)),
+                    ]
                     st_lockstep = (pick(m, layer_mode, st_layer[:lbits], 2, "st_mode")
                                    == LayerMode.LOCKSTEP.value)
                     chain.stream(d, w1, w2, w3, st_kind, st_sub, st_layer, st_lockstep,
@@ -309,6 +326,7 @@ class ConfigWriter(wiring.Component):
                                 m.d.sync += act_last[j_].eq(0)
                     m.d.sync += [
                         t.operand_read.eq(t.operand_read | Mux(is_op, stream_bit(w1), 0)),
+                        read_other.eq(read_other | Mux(is_op, stream_bit(w1), 0)),
                         act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
                         t.act_reads.bit_select(d[:abits], 1).eq(
                             is_op & (s_kind(w1) == SourceKind.STREAM.value)),

@@ -18,6 +18,10 @@ cycle, the popped values reaching its sources (and its fused actions') through a
   engine in ``pop_done``; the uop itself completes when no pop is left (a chained uop,
   ``hw/tmu/chain.py``, then evaluates its ALU stream and its MEM stream together, after its
   popped streams, as the golden model's id order wants).
+* An engine whose stream reads a *skipped* ALU stream (no ``STREAM`` uop of its own,
+  ``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C) gets one more fallback step, before
+  its own: a plain ``STREAM`` uop of the skipped stream, which writes its value register and
+  ``wrapped`` bit. It is marked in ``skip_done`` (cleared with ``pop_done``).
 """
 
 from amaranth.hdl import Const, Mux, Signal
@@ -45,12 +49,18 @@ class EnginePops:
         Per engine (``engines`` bits), ``Prefetcher.head_valid`` / ``busy``.
     head_data : list of Value
         Per engine, its head value (64 bits).
+    skipped_valid : Value
+        Per engine (``engines`` bits), its stream reads a skipped stream
+        (``TraversalConfigSignature.prefetch_skipped_valid``).
+    skipped_stream : list of Value
+        Per engine, that skipped stream (8 bits).
 
     Attributes
     ----------
     uop : Signal(Uop)
         The entry to execute: ``uop``, or in a fallback step a plain ``STREAM`` of the popped
-        stream with the lowest id (no fused action, ``NEXT`` or pop).
+        stream with the lowest id (no fused action, ``NEXT`` or pop), or first of the skipped
+        stream that stream reads.
     pending : Signal(engines)
         Pops of this uop not done yet.
     fallback : Signal
@@ -61,16 +71,22 @@ class EnginePops:
         Some popped engine's value is on its way: the uop waits.
     done : Signal(engines)
         Register: pops of the current uop already done (cleared when the uop completes).
+    skip_done : Signal(engines)
+        Register: fallback steps of the current uop that evaluated an engine's skipped stream.
     commit : Signal(engines)
         Driven by the traversal: the pops done this cycle (``pending`` when it proceeds).
     """
 
-    def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data):
+    def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data, skipped_valid,
+                 skipped_stream):
         E = engines
         self._m = m
         self._stream_of = stream_of
         self._head_data = head_data
         self.done = Signal(E, name="pop_done")
+        self.skip_done = Signal(E, name="skip_done")
+        self._skip_todo = Signal(E, name="skip_todo")
+        m.d.comb += self._skip_todo.eq(skipped_valid & ~self.skip_done)
         self.pending = Signal(E, name="pop_pending")
         self.commit = Signal(E, name="pop_commit")
         self.fallback = Signal(name="pop_fallback")
@@ -81,11 +97,14 @@ class EnginePops:
         dead = self.pending & ~head_valid & ~busy
         # The pending pop with the lowest stream id.
         best_valid, best_id, best_bit = Const(0), Const(0, 8), Const(0, E)
+        best_step = Const(0, 8)     # the stream the fallback step evaluates
         for e in range(E):
             better = self.pending[e] & (~best_valid | (stream_of[e] < best_id))
             best_valid = best_valid | self.pending[e]
             best_id = Mux(better, stream_of[e], best_id)
             best_bit = Mux(better, Const(1 << e, E), best_bit)
+            best_step = Mux(better, Mux(self._skip_todo[e], skipped_stream[e], stream_of[e]),
+                            best_step)
         m.d.comb += [
             self.fallback.eq(dead != 0),
             self.fallback_bit.eq(best_bit),
@@ -93,9 +112,18 @@ class EnginePops:
             self.uop.eq(uop),
         ]
         with m.If(self.fallback):
-            m.d.comb += [self.uop.id.eq(best_id), self.uop.fuse_act.eq(0),
+            m.d.comb += [self.uop.id.eq(best_step), self.uop.fuse_act.eq(0),
                          self.uop.fuse_act2.eq(0), self.uop.fuse_next.eq(0),
                          self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0)]
+
+    def update(self, clear, mark):
+        """Sync: the uop completes (``clear``: no pop of it is left), or a fallback step of
+        engine ``mark`` (one-hot) completes: its skipped stream's step if that is still to do,
+        else its own."""
+        self._m.d.sync += [
+            self.done.eq(Mux(clear, 0, self.done | self.commit | (mark & ~self._skip_todo))),
+            self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_todo))),
+        ]
 
     def bypass(self, sid, stored):
         """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid

@@ -10,6 +10,7 @@ from .isa import Event
 from .layouts import Uop, UopKind
 from .signatures import (CheckedProgramSignature, check_result_stream, ConfigTablesSignature,
                          index_bits, microcode_write_port)
+from .skipped_streams import SkippedStreams
 from .source_fields import pick
 
 
@@ -26,7 +27,10 @@ class MicrocodeBuilder(wiring.Component):
        first, then by stream id; a second pass gives the engines left to lazy affine loads that
        an OPERAND action reads and whose base is constant for the run (SpMM's ``val[j]``),
        which become blocking (not in a LOCKSTEP layer).
-    3. **Microcode**: first one ``PREFETCH`` with ``arm`` per engine whose stream's base is an
+    3. **Skipped streams**: the ALU streams whose only readers are engines' streams popped by a
+       later uop get no ``STREAM`` uop (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C);
+       each engine whose stream reads one is told which (``prefetch_skipped_*``).
+    4. **Microcode**: first one ``PREFETCH`` with ``arm`` per engine whose stream's base is an
        IMM or ARG (constant for the run: the engine latches its parameters once); then per
        layer ``BEGIN`` actions, ``ENTER`` (``start_engines``: the layer's armed engines, started
        in its cycle, ``docs/rtl.md`` §9.5 B), invariant streams, ``PREFETCH`` of its other
@@ -38,7 +42,8 @@ class MicrocodeBuilder(wiring.Component):
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
        ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
 
-    Timing: 1 cycle per stream per layer and pass for the assignment, about
+    Timing: 1 cycle per stream per layer and pass for the assignment, 1 per stream for the
+    skipped streams, about
     ``n_layers * (n_streams + 3 * n_actions) + engines`` for the microcode, 1 for ``result``.
     A faulty ``check`` goes straight through to ``result`` (same cycle).
 
@@ -66,6 +71,8 @@ class MicrocodeBuilder(wiring.Component):
     prefetch_stream, prefetch_layer, prefetch_offset : Out(ArrayLayout(..., engines))
     stream_prefetched, stream_prefetch_engine : Out
         The engine assignment (see ``TraversalConfigSignature``).
+    prefetch_skipped_valid, prefetch_skipped_stream : Out
+        Per engine, the skipped stream its stream reads (see ``TraversalConfigSignature``).
     body_pc, exit_pc : Out(ArrayLayout(ucode bits, config.layers))
         Microcode addresses of each layer's body and exit.
     lockstep_vector_mode : Out(1)
@@ -97,6 +104,8 @@ class MicrocodeBuilder(wiring.Component):
             "prefetch_offset":        Out(data.ArrayLayout(signed(28), self._engines)),
             "stream_prefetched":      Out(c.streams),
             "stream_prefetch_engine": Out(data.ArrayLayout(self._ebits, c.streams)),
+            "prefetch_skipped_valid":  Out(self._engines),
+            "prefetch_skipped_stream": Out(data.ArrayLayout(8, self._engines)),
             "body_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
             "exit_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
             "lockstep_vector_mode": Out(1),
@@ -129,6 +138,8 @@ class MicrocodeBuilder(wiring.Component):
 
         def layer_of(v):
             return pick(m, stream_layer, v, 8, "layer_of")
+
+        skips = SkippedStreams(m, c, t, stream_layer, self.stream_prefetched)
 
         # --- microcode emission with a one-entry delay (to amend fusion flags) -------------
         ucode_write_pc = Signal(self._ubits + 1)
@@ -261,7 +272,8 @@ class MicrocodeBuilder(wiring.Component):
             m.d.sync += [ucode_write_pc.eq(0), pend_valid.eq(0), self.prefetch_valid.eq(0),
                          armed.eq(0),
                          self.stream_prefetched.eq(0), e_next.eq(0), assign_pass.eq(0),
-                         promoted.eq(0), self.lockstep_vector_mode.eq(0)]
+                         promoted.eq(0), self.lockstep_vector_mode.eq(0),
+                         self.prefetch_skipped_valid.eq(0), *skips.clear()]
 
         m.d.comb += self.busy.eq(1)
         m.d.comb += self.result.payload.eq(self.check.payload)
@@ -320,7 +332,8 @@ class MicrocodeBuilder(wiring.Component):
                 with m.Else():
                     m.d.sync += j.eq(0)
                     with m.If((k == 0) & assign_pass):
-                        m.next = "B_ARM"
+                        m.d.sync += j.eq(ns - 1)
+                        m.next = "B_SKIP"
                     with m.Elif(k == 0):
                         m.d.sync += [assign_pass.eq(1), k.eq(nl - 1)]
                     with m.Else():
@@ -341,9 +354,26 @@ class MicrocodeBuilder(wiring.Component):
             def engine_of_layer(e, layer):
                 return self.prefetch_valid.bit_select(e, 1) & (self.prefetch_layer[e] == layer)
 
+            # Skipped streams (hw/tmu/skipped_streams.py): one pass, highest stream id first.
+            with m.State("B_SKIP"):
+                with m.If(j < ns):
+                    skips.scan(j)
+                    m.d.sync += j.eq(j - 1)
+                with m.Else():
+                    m.d.sync += j.eq(0)
+                    m.next = "B_ARM"
+
             with m.State("B_ARM"):
                 with m.If(j < self._engines):
                     e = j[:eb]
+                    skip_valid, skip_stream = skips.engine(
+                        pick(m, Array(self.prefetch_stream[i] for i in range(self._engines)),
+                             e, 8, "arm_stream"))
+                    m.d.sync += [
+                        self.prefetch_skipped_valid.bit_select(e, 1).eq(
+                            self.prefetch_valid.bit_select(e, 1) & skip_valid),
+                        self.prefetch_skipped_stream[e].eq(skip_stream),
+                    ]
                     with m.If(self.prefetch_valid.bit_select(e, 1) & armed.bit_select(e, 1)):
                         emit(UopKind.PREFETCH, j, hoisted=True)
                         m.d.sync += pend.arm.eq(1)
@@ -386,7 +416,8 @@ class MicrocodeBuilder(wiring.Component):
 
             with m.State("B_STREAMS"):
                 with m.If(j < ns):
-                    with m.If((stream_layer[j] == k) & ~inv.bit_select(jb, 1)):
+                    with m.If((stream_layer[j] == k) & ~inv.bit_select(jb, 1)
+                              & ~skips.skipped.bit_select(jb, 1)):
                         emit(UopKind.STREAM, j)
                     m.d.sync += j.eq(j + 1)
                 with m.Else():

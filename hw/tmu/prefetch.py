@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract
+from .datapath import extract, outside_int64
 from .multiport_memory import MultiPortMemory
 
 
@@ -21,7 +21,11 @@ class Prefetcher(wiring.Component):
     then issues ``a + (i + c) * stride`` for ``i = lb, lb + step, ...`` while ``i < ub``, at most
     ``depth`` ahead of the traversal, with the unit's alignment, region and memory-limit checks:
     the first address that fails stops the engine (the traversal then faults on it in program
-    order). The traversal takes the values from the head, in order, one per iteration.
+    order). So does the first element whose exact address ``a + (i + c) * stride``, or whose
+    index ``i + c`` (a stream ``ADD(INDEX L, IMM c)`` that would wrap), lies outside the signed
+    64-bit range (the traversal faults ``ADDR_OVERFLOW`` there, ``docs/isa.md`` §1 "Address
+    overflow"; the 64-bit address register alone would wrap back into a region). The traversal
+    takes the values from the head, in order, one per iteration.
 
     *Armed starts* (``docs/rtl.md`` §9.5 B): ``arm`` latches the parameters that are constant for
     the run (base, ``c``, stride, element size and sign, region) once, without starting; a
@@ -142,6 +146,9 @@ class Prefetcher(wiring.Component):
         cc      = Signal(signed(28))
         cur_i   = Signal(signed(66))
         addr    = Signal(signed(64))
+        # The exact address of ``cur_i``, or ``cur_i + c``, lies outside the signed 64-bit range
+        # (then ``addr`` is not the element's address): stop before it.
+        wraps   = Signal()
         delta   = Signal(signed(64))
         ub      = Signal(signed(64))
         step    = Signal(signed(28))
@@ -213,7 +220,7 @@ class Prefetcher(wiring.Component):
         in_range = cur_i < ub
         misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         end = addr + esize
-        ok = ~misaligned & (addr >= region_base) & (end <= limit)
+        ok = ~misaligned & (addr >= region_base) & (end <= limit) & ~wraps
         want = active & (in_range | seq) & (count != depth)
         # Elements of this request: contiguous ones up to the line's end, the range's end (until
         # continued) and the region's or memory's end (each element passes the checks).
@@ -250,10 +257,11 @@ class Prefetcher(wiring.Component):
                 elems[tail].eq(n),
                 tail.eq(tail + 1),
             ]
-            with m.If(contiguous):
-                m.d.sync += [cur_i.eq(cur_i + n), addr.eq(addr + (n << log2))]
-            with m.Else():
-                m.d.sync += [cur_i.eq(cur_i + step), addr.eq(addr + delta)]
+            # (``addr`` is exact here: ``wraps`` is clear when a request issues.)
+            next_i = Mux(contiguous, cur_i + n, cur_i + step)
+            next_addr = Mux(contiguous, addr + (n << log2), addr + delta)
+            m.d.sync += [cur_i.eq(next_i), addr.eq(next_addr),
+                         wraps.eq(outside_int64(next_addr) | outside_int64(next_i + cc))]
 
         # Arrivals and pops.
         set_mask = 0
@@ -276,6 +284,7 @@ class Prefetcher(wiring.Component):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
         with m.Elif(self.start):
             first = self.p_lb + start_c
+            first_addr = start_base + first * start_stride
             start_region_end = start_region_base + start_region_size
             m.d.sync += [
                 active.eq(1),
@@ -286,7 +295,8 @@ class Prefetcher(wiring.Component):
                 stride.eq(start_stride),
                 cc.eq(start_c),
                 cur_i.eq(self.p_lb),
-                addr.eq(start_base + first * start_stride),
+                addr.eq(first_addr),
+                wraps.eq(outside_int64(first_addr) | outside_int64(first)),
                 delta.eq(self.p_step * start_stride),
                 ub.eq(self.p_ub),
                 step.eq(self.p_step),

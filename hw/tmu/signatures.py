@@ -152,6 +152,12 @@ class ConfigTablesSignature(wiring.Signature):
     chain : Out(config.streams)
         MEM streams whose ``StreamCfg.chain`` is set: the ALU stream before them may be fused
         into their uop (``hw/tmu/chain.py``).
+    affine_via, affine_via_stream : Out(config.streams), Out(ArrayLayout(8, config.streams))
+        Affine MEM streams whose ``b`` is a stream (``INDEX own + c``) of their layer, and which.
+    skip_candidate : Out(config.streams)
+        ALU/FWD streams, not invariant, that no layer bound, no OPERAND action and no stream
+        reads, except as the ``b`` of an affine MEM stream (``affine_via``): their ``STREAM``
+        uop may be dropped (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C).
     act_layer : Out(ArrayLayout(8, config.actions))
     act_event : Out(ArrayLayout(2, config.actions))
     act_reads : Out(config.actions)
@@ -186,6 +192,9 @@ class ConfigTablesSignature(wiring.Signature):
             "global_base":       Out(S),
             "operand_read":      Out(S),
             "chain":             Out(S),
+            "affine_via":        Out(S),
+            "affine_via_stream": Out(data.ArrayLayout(8, S)),
+            "skip_candidate":    Out(S),
             "act_layer":         Out(data.ArrayLayout(8, A)),
             "act_event":         Out(data.ArrayLayout(2, A)),
             "act_reads":         Out(A),
@@ -216,6 +225,10 @@ class TraversalConfigSignature(wiring.Signature):
     stream_prefetched : Out(config.streams)
     stream_prefetch_engine : Out(ArrayLayout(engine bits, config.streams))
         Streams served by an engine, and which.
+    prefetch_skipped_valid, prefetch_skipped_stream : Out(E), Out(ArrayLayout(8, E))
+        Engine ``e``'s stream reads the *skipped* ALU stream ``prefetch_skipped_stream[e]``
+        (no ``STREAM`` uop: a fallback step of ``e`` evaluates it first; ``docs/rtl.md``
+        §9.5 C, ``hw/tmu/skipped_streams.py``).
     act_flush, act_vec, lockstep_valid, lockstep_layer, invariant, lane_pos, lane_neg,
     contiguous_vector : Out
         As in :class:`ConfigTablesSignature`.
@@ -237,6 +250,8 @@ class TraversalConfigSignature(wiring.Signature):
             "prefetch_offset":        Out(data.ArrayLayout(signed(28), E)),
             "stream_prefetched":      Out(S),
             "stream_prefetch_engine": Out(data.ArrayLayout(index_bits(E), S)),
+            "prefetch_skipped_valid":  Out(E),
+            "prefetch_skipped_stream": Out(data.ArrayLayout(8, E)),
             "act_flush":              Out(config.actions),
             "lockstep_valid":         Out(1),
             "lockstep_layer":         Out(8),

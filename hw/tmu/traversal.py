@@ -226,11 +226,13 @@ class Traversal(wiring.Component):
         pops = EnginePops(m, fetch.uop, self._engines,
                           [self.prefetch_stream[i] for i in range(self._engines)],
                           self.prefetch_head_valid, self.prefetch_busy,
-                          [self.prefetch_head_data[i] for i in range(self._engines)])
+                          [self.prefetch_head_data[i] for i in range(self._engines)],
+                          self.prefetch_skipped_valid,
+                          [self.prefetch_skipped_stream[i] for i in range(self._engines)])
         u = pops.uop
         pop_clear = Signal()                  # the uop completes: no pop of it is left
         pop_mark = Signal(self._engines)      # a fallback step completes: its engine's pop
-        m.d.sync += pops.done.eq(Mux(pop_clear, 0, pops.done | pops.commit | pop_mark))
+        pops.update(pop_clear, pop_mark)
         pops.write_values(vals, self._sbits)
         # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.prefetch_pop.eq(pops.commit)
@@ -361,7 +363,7 @@ class Traversal(wiring.Component):
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0),
                                  lanes.lane.eq(0), lanes.lf_valid.eq(0), lanes.first.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
-                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0)]
+                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):

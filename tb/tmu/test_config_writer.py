@@ -92,6 +92,20 @@ def reference(prog: Program, args):
             elif (is_(st.b, SrcKind.STREAM) and st.b.value in index_plus
                   and layer_of(st.b.value) == st.layer):
                 affine[i] = index_plus[st.b.value]
+    # Affine MEM streams whose b is an ``INDEX own + c`` stream of their layer (not BLOCK), and
+    # the skip candidates: ALU/FWD streams, not invariant, read only as such a b (§9.5 C).
+    affine_via = {i: st.b.value for i, st in enumerate(S)
+                  if i in affine and is_(st.b, SrcKind.STREAM) and not st.block}
+    read_other = [s.value for layer in prog.layers for s in (layer.lb, layer.ub)
+                  if is_(s, SrcKind.STREAM)]
+    read_other += [a.source.value for a in A
+                   if a.kind == ActionKind.OPERAND and is_(a.source, SrcKind.STREAM)]
+    read_other += [s.value for i, st in enumerate(S)
+                   for s in ((st.a,) + (() if i in affine_via else (st.b,))
+                             + ((st.count,) if st.block else ()))
+                   if is_(s, SrcKind.STREAM)]
+    skip_candidate = [i for i, st in enumerate(S) if st.kind in (StreamKind.ALU, StreamKind.FWD)
+                      and i not in invariant and i not in read_other]
     lockstep = [k for k, layer in enumerate(prog.layers) if layer.mode == LayerMode.LOCKSTEP]
     operand = [a.kind == ActionKind.OPERAND for a in A]
     last = [operand[i] and not any(operand[j] and (A[j].layer, A[j].event) == (a.layer, a.event)
@@ -109,6 +123,8 @@ def reference(prog: Program, args):
         invariant=_bits(invariant),
         affine=_bits(affine),
         affine_offset={i: c for i, c in affine.items()},
+        affine_via=affine_via,
+        skip_candidate=_bits(skip_candidate),
         memory_stream=_bits(i for i, st in enumerate(S) if st.kind == StreamKind.MEM),
         global_base=_bits(i for i, st in enumerate(S) if st.a.kind in (SrcKind.IMM, SrcKind.ARG)),
         operand_read=_bits(a.source.value for a in A
@@ -170,6 +186,9 @@ def _run(config, cases, *, valid_probability, seed):
                               for i in range(len(prog.regions))]
             got["affine_offset"] = {i: ctx.get(t.affine_offset[i])
                                     for i in range(len(prog.streams)) if got["affine"] >> i & 1}
+            got["affine_via"] = {i: ctx.get(t.affine_via_stream[i])
+                                 for i in range(len(prog.streams)) if ctx.get(t.affine_via) >> i & 1}
+            got["skip_candidate"] = ctx.get(t.skip_candidate) & ((1 << len(prog.streams)) - 1)
             got["lockstep"] = ((1, ctx.get(t.lockstep_layer)) if ctx.get(t.lockstep_valid)
                                else (0, None))
             for name in ("blocking", "invariant", "affine", "memory_stream", "global_base",

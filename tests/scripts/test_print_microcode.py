@@ -1,8 +1,8 @@
 """``scripts/print_microcode.py``: the RTL decoder's microcode for a compiled kernel, checked
 against the program it was built from (every action fires from exactly one place, every stream
-is evaluated by one ``STREAM`` uop, popped from its engine or chained, every layer has one
-``ENTER`` and one ``NEXT``, ``DONE`` last; ``docs/rtl.md`` §2.2), and the CLI's exit 2 on bad
-arguments."""
+is evaluated by one ``STREAM`` uop, popped from its engine or chained, or skipped (``i + 1``,
+``docs/rtl.md`` §9.5 C), every layer has one ``ENTER`` and one ``NEXT``, ``DONE`` last;
+``docs/rtl.md`` §2.2), and the CLI's exit 2 on bad arguments."""
 
 from __future__ import annotations
 
@@ -50,7 +50,10 @@ def test_embedding_bag_microcode_covers_the_program(capsys):
             acts += [int(u.act2_id)] * int(u.fuse_act2)
     assert UopKind(uops[-1].kind) == UopKind.DONE
     assert sorted(acts) == list(range(len(prog.actions)))
-    assert sorted(streams) == list(range(len(prog.streams)))
+    # i + 1 (stream 0) has no uop: the fallback of rowptr[i + 1]'s engine evaluates it
+    engine_of_s2 = next(e for e, (s, _, _) in enumerate(engines) if s == 2)
+    assert r["skipped"] == [(engine_of_s2, 0)]
+    assert sorted(streams + [0]) == list(range(len(prog.streams)))
     layers = list(range(len(prog.layers)))
     assert sorted(enters) == layers and sorted(nexts) == layers
     # the -O3 bag loop: one uop per lookup (index popped, row * dim chained, the row, NEXT)
@@ -60,7 +63,8 @@ def test_embedding_bag_microcode_covers_the_program(capsys):
 
     assert print_microcode.main([str(EB), "-O3"]) == 0
     out = capsys.readouterr().out
-    assert out.count("\n") == len(uops) + 2 + 2 * len(prog.layers)   # header, labels, uops
+    # header (with the skipped streams), labels, uops
+    assert out.count("\n") == len(uops) + 3 + 2 * len(prog.layers)
     assert "body_1:" in out and out.rstrip().endswith("DONE     0")
 
 

@@ -57,6 +57,19 @@ def _random_chunks(rng, line_bytes, n):
     return chunks, expected
 
 
+def ready_consumer(dut, cycles, out):
+    """A testbench coroutine always ready for the packer's beats for ``cycles`` cycles, each
+    beat's tokens appended to ``out``."""
+    async def consumer(ctx):
+        ctx.set(dut.o.ready, 1)
+        for _ in range(cycles):
+            if ctx.get(dut.o.valid):
+                beat = ctx.get(dut.o.payload)
+                out.extend(beat.tokens[i] for i in range(beat.count))
+            await ctx.tick()
+    return consumer
+
+
 def beat_consumer(dut, rng, backpressure, expected_tokens, out, counts):
     """A testbench coroutine taking the packer's beats at random (not ready with probability
     ``backpressure``): each beat's tokens appended to ``out`` and its count to ``counts``; it
@@ -161,15 +174,7 @@ def test_lines_after_an_immediate_still_move_one_per_cycle():
             taken.append(cycle)
         ctx.set(dut.i.valid, 0)
 
-    async def consumer(ctx):
-        ctx.set(dut.o.ready, 1)
-        for _ in range(20):
-            if ctx.get(dut.o.valid):
-                beat = ctx.get(dut.o.payload)
-                tokens.extend(beat.tokens[i] for i in range(beat.count))
-            await ctx.tick()
-
-    run_sim(dut, producer, consumer)
+    run_sim(dut, producer, ready_consumer(dut, 20, tokens))
     assert tokens == [first] + [(line >> (64 * t)) & MASK64 for line in lines for t in range(8)]
     assert taken == [1, 2, 3, 4, 5]
 
@@ -295,14 +300,6 @@ def test_a_line_and_an_immediate_per_cycle(lanes, cycles_at_most):
         for port in ports:
             ctx.set(port.valid, 0)
 
-    async def consumer(ctx):
-        ctx.set(dut.o.ready, 1)
-        for _ in range(120):
-            if ctx.get(dut.o.valid):
-                beat = ctx.get(dut.o.payload)
-                tokens.extend(beat.tokens[i] for i in range(beat.count))
-            await ctx.tick()
-
-    run_sim(dut, producer, consumer)
+    run_sim(dut, producer, ready_consumer(dut, 120, tokens))
     assert tokens == expected
     assert last_taken and last_taken[0] <= cycles_at_most, last_taken

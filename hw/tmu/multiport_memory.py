@@ -94,11 +94,15 @@ class MultiPortMemory(wiring.Component):
                 m.d.comb += [port.addr.eq(self.read[r].addr), self.read[r].data.eq(port.data)]
             return m
 
-        # The live-value table: which write port wrote each word last.
-        lvt = Array(Signal(range(W), name=f"live_{i}") for i in range(self._depth))
-        for w in range(W):                          # the higher-numbered port wins
-            with m.If(self.write[w].en):
-                m.d.sync += lvt[self.write[w].addr].eq(w)
+        # The live-value table: which write port wrote each word last. One decoder per word
+        # (an assignment through ``Array`` indexing would be a case over every address for
+        # every word: quadratic Verilog that Verilator takes 14 GB to compile at 512 words).
+        live_words = [Signal(range(W), name=f"live_{i}") for i in range(self._depth)]
+        for i, live_word in enumerate(live_words):
+            for w in range(W):                      # the higher-numbered port wins
+                with m.If(self.write[w].en & (self.write[w].addr == i)):
+                    m.d.sync += live_word.eq(w)
+        lvt = Array(live_words)
 
         for r in range(R):
             read = self.read[r]
@@ -110,15 +114,17 @@ class MultiPortMemory(wiring.Component):
                 m.d.comb += port.addr.eq(read.addr)
                 datas.append(port.data)
             live = Signal(range(W), name=f"live_read_{r}")
+            stored = Signal(range(W), name=f"live_stored_{r}")
+            m.d.comb += stored.eq(lvt[read.addr])
             if transparent:
                 # The word's writer after this cycle's writes, registered with the address.
-                writer = lvt[read.addr]
+                writer = stored
                 for w in range(W):
                     writer = Mux(self.write[w].en & (self.write[w].addr == read.addr),
                                  Const(w, range(W)), writer)
                 m.d.sync += live.eq(writer)
             else:
-                m.d.comb += live.eq(lvt[read.addr])
+                m.d.comb += live.eq(stored)
             data = datas[0]
             for w in range(1, W):
                 data = Mux(live == w, datas[w], data)

@@ -65,6 +65,11 @@ class Prefetcher(wiring.Component):
     p_armed : In(1)
         With ``start`` (and for ``idle``): the start's base, ``c``, stride, size, sign and
         region are the ones ``arm`` latched, not ``p_*``.
+    p_base_wrapped : In(1)
+        With ``start`` without ``p_armed``: ``p_base`` is a stream value that wrapped past 64
+        bits (``docs/isa.md`` §1). Every address of the stream faults ``ADDR_OVERFLOW``, so the
+        engine starts a new sequence and stops before its first element; the traversal's
+        fallback then evaluates the stream and faults in program order.
     arm : In(1)
         Pulse (not with ``start``): latch ``p_base``, ``p_c``, ``p_stride``, ``p_log2``,
         ``p_sign`` and the region for the armed starts, stop issuing and forget the sequence
@@ -107,6 +112,7 @@ class Prefetcher(wiring.Component):
             "p_armed":    In(1),
             "arm":        In(1),
             "p_base":     In(signed(64)),   # bytes: value of the stream's a
+            "p_base_wrapped": In(1),        # ... a stream value that wrapped (not armed)
             "p_lb":       In(signed(64)),   # elements
             "p_ub":       In(signed(64)),
             "p_step":     In(signed(28)),
@@ -194,7 +200,9 @@ class Prefetcher(wiring.Component):
         start_region_base = Mux(armed, region_base, self.p_region_base)
         start_region_size = Mux(armed, region_size, self.p_region_size)
         match = Signal()
-        m.d.comb += match.eq(params & (self.p_lb == head_i) & (self.p_step == step)
+        base_wrapped = self.p_base_wrapped & ~armed
+        m.d.comb += match.eq(params & ~base_wrapped & (self.p_lb == head_i)
+                             & (self.p_step == step)
                              & (armed | ((self.p_base == base) & (self.p_stride == stride)
                                          & (self.p_c == cc) & (self.p_log2 == log2)
                                          & (self.p_sign == sign)
@@ -296,7 +304,7 @@ class Prefetcher(wiring.Component):
                 cc.eq(start_c),
                 cur_i.eq(self.p_lb),
                 addr.eq(first_addr),
-                wraps.eq(outside_int64(first_addr) | outside_int64(first)),
+                wraps.eq(outside_int64(first_addr) | outside_int64(first) | base_wrapped),
                 delta.eq(self.p_step * start_stride),
                 ub.eq(self.p_ub),
                 step.eq(self.p_step),

@@ -340,6 +340,7 @@ class StreamEvaluation:
         is_enter = u.kind == UopKind.ENTER
         m.d.comb += [
             t.prefetch_base.eq(a_v),
+            t.prefetch_base_wrapped.eq(self._wraps(self._src_a)),
             t.prefetch_lower_bound.eq(Mux(is_enter, a_v,
                                           pick(m, idx, prefetch_layer_index, signed(64),
                                                "prefetch_lower_bound_value"))),

@@ -179,6 +179,7 @@ class Tmu(wiring.Component):
                 eng.start.eq(trv.prefetch_start[e]),
                 eng.arm.eq(trv.prefetch_arm[e]), eng.p_armed.eq(trv.prefetch_armed),
                 eng.p_base.eq(trv.prefetch_base),
+                eng.p_base_wrapped.eq(trv.prefetch_base_wrapped),
                 eng.p_lb.eq(trv.prefetch_lower_bound), eng.p_ub.eq(trv.prefetch_upper_bound),
                 eng.p_step.eq(trv.prefetch_step), eng.p_c.eq(trv.prefetch_start_offset),
                 eng.p_stride.eq(trv.prefetch_stride),

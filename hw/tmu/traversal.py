@@ -158,6 +158,7 @@ class Traversal(wiring.Component):
             "prefetch_arm":           Out(E),   # PREFETCH with ``arm``: latch the parameters
             "prefetch_armed":         Out(1),   # the start (ENTER) uses the latched ones
             "prefetch_base":          Out(signed(64)),
+            "prefetch_base_wrapped":  Out(1),   # the base is a stream value that wrapped
             "prefetch_lower_bound":   Out(signed(64)),
             "prefetch_upper_bound":   Out(signed(64)),
             "prefetch_step":          Out(signed(28)),

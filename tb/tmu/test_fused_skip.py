@@ -218,12 +218,11 @@ def test_engine_stops_before_an_address_overflow():
         assert (r.fault_code, r.fault_addr) == (int(Fault.ADDR_OVERFLOW), reader), case.name
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: a PREFETCH engine does not get its base's "
-                   "wrapped bit and loads at the wrapped base (docs/rtl.md §9.5 C, 'Not covered')")
 def test_engine_with_a_wrapped_base_faults():
     """An engine started by a ``PREFETCH`` whose base, an outer stream, wrapped (``2**62 * 4``):
-    the golden model faults ``ADDR_OVERFLOW`` at the first element; the unit loads at the
-    wrapped base (0)."""
+    the golden model faults ``ADDR_OVERFLOW`` at the first element, and so does the unit (the
+    engine gets the base's ``wrapped`` bit, ``p_base_wrapped``, and stops before the element;
+    without it the engine loaded at the wrapped base, 0)."""
     S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
     memory = np.arange(4, dtype=np.int64).tobytes()
     prog = Program(n_args=4, layers=[Layer(imm(0), imm(1)), Layer(imm(0), imm(2))],

@@ -273,7 +273,7 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
     dlc_fn = _kernel_fn(dlc_module)
     _check_isa(dlc_fn, limits, opt_level)
     from .backend.tmu import build_program, param_specs
-    access = build_program(dlc_fn, limits)
+    access = build_program(dlc_fn, limits, control_first=opt_level >= 3)
     results = dlc_fn.function_type.outputs.data
     kernel = Kernel(
         name=dlc_fn.sym_name.data,

@@ -176,3 +176,55 @@ def test_a_row_longer_than_max_block_is_refused_at_compile_time():
                                "more than max_block = 1024 of 'tmu_rtl' (Limits.max_block); compile at "
                                "-O2 or lower, or for a configuration with a larger max_block")
     assert compile_mlir(wide, opt_level=2).program.version == 1      # -O2 has no block streams
+
+
+def test_control_first_keeps_each_queue_in_order():
+    """``control_first``: a firing's control actions before its operands, each queue's order
+    unchanged, every firing keeping its own places in the list; the RTL and the golden model
+    give the same tokens for both orders (``tests/runtime/test_handwritten_suite.py`` runs the
+    hand-written programs, which all push control first)."""
+    import random
+
+    from sw.compiler.backend.tmu import control_first
+    from sw.runtime.isa import Action, ActionKind, Event, Source
+
+    rng = random.Random(7)
+    for _ in range(200):
+        actions = []
+        for n in range(rng.randint(0, 12)):
+            layer, event = rng.randint(0, 2), rng.choice(list(Event))
+            if rng.random() < 0.4:
+                actions.append(Action(layer, event, ActionKind.CONTROL, callback=n))
+            else:
+                actions.append(Action(layer, event, ActionKind.OPERAND, source=Source.imm(n)))
+        out = control_first(actions)
+        assert sorted(map(id, out)) == sorted(map(id, actions))
+        for key in {(a.layer, a.event) for a in actions}:
+            mine = [n for n, a in enumerate(actions) if (a.layer, a.event) == key]
+            assert [n for n, a in enumerate(out) if (a.layer, a.event) == key] == mine
+            group = [out[n] for n in mine]
+            kinds = [a.kind for a in group]
+            assert kinds == sorted(kinds, key=lambda k: k != ActionKind.CONTROL)
+            for kind in ActionKind:
+                assert [a for a in group if a.kind == kind] == \
+                    [actions[n] for n in mine if actions[n].kind == kind]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_transe_pushes_its_control_token_first_at_o3_only(level):
+    """At -O3 each firing's control token goes before its operands (TransE: before its three
+    rows, as in the hand-written program); -O0..-O2 keep the DLC's order (operands first)."""
+    from sw.compiler import compile_mlir
+    from sw.runtime.isa import ActionKind
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "transe_score.mlir")
+    with open(path) as f:
+        prog = compile_mlir(f.read(), limits=Limits.from_file("tmu_rtl"), opt_level=level).program
+    groups = {}
+    for a in prog.actions:
+        groups.setdefault((a.layer, a.event), []).append(a.kind)
+    mixed = [g for g in groups.values() if len(set(g)) == 2]
+    assert mixed                  # -O3: layer 0's iter; -O0..-O2: the element layer's iter and end
+    for kinds in mixed:
+        assert kinds.count(ActionKind.CONTROL) == 1
+        assert kinds.index(ActionKind.CONTROL) == (0 if level == 3 else len(kinds) - 1)

@@ -40,7 +40,7 @@ from .resources import ResourceError, to_program, to_tmu
 from ..errors import CompileError, location_of
 from ..frontends.mlir import element_type_name
 
-__all__ = ["AccessProgram", "build_program", "param_specs", "SUPPORTS_V1"]
+__all__ = ["AccessProgram", "build_program", "control_first", "param_specs", "SUPPORTS_V1"]
 
 #: The backend emits ISA version 1 (docs/isa.md §7) for configurations that have it.
 SUPPORTS_V1 = True
@@ -129,9 +129,10 @@ def param_specs(fn: func.FuncOp, in_image: set[int]) -> list[ParamSpec]:
 
 
 class _Builder:
-    def __init__(self, fn: func.FuncOp, limits: isa.Limits):
+    def __init__(self, fn: func.FuncOp, limits: isa.Limits, control_first: bool = False):
         self.fn = fn
         self.limits = limits
+        self.control_first = control_first
         self.program = isa.Program()
         self.args: list[ArgSpec] = []
         self.values: dict[SSAValue, isa.Source] = {}     # dlc streams / tu indices
@@ -292,6 +293,8 @@ class _Builder:
             else:
                 raise CompileError(f"unexpected '{op.name}' in dlc.configure_access", location_of(op))
         prog.n_args = len(self.args)
+        if self.control_first:
+            prog.actions = control_first(prog.actions)
         self.promote_broadcast()
         prog.version = prog.required_version()
         self.check_limits()
@@ -474,6 +477,33 @@ class _Builder:
                                    location_of(op) if op is not None else location_of(self.fn))
 
 
-def build_program(fn: func.FuncOp, limits: isa.Limits | None = None) -> AccessProgram:
-    """The access program of a DLC function."""
-    return _Builder(fn, limits or isa.Limits()).build()
+def control_first(actions: list[isa.Action]) -> list[isa.Action]:
+    """The actions with each firing's (``layer``, ``event``) ``CONTROL`` actions before its
+    ``OPERAND`` actions, each kind in its own order; every action keeps the place of one of its
+    firing's actions (``docs/compiler.md``, "Control tokens first").
+
+    The token streams are unchanged: control tokens and operands go to different queues, each
+    queue gets its tokens in the same order, and an action cannot fault (a firing's addresses
+    were checked when its streams were evaluated, ``docs/isa.md`` §1), so no run can tell the
+    two orders apart by its tokens. The unit's microcode does: a control token first rides in
+    the uop of the layer's last stream (``fuse_act``), as in the hand-written programs
+    (``sw/runtime/handwritten/suite.py``), where after a row (TransE's three rows) it was the
+    second action of the last row's uop."""
+    slots: dict[tuple, list[int]] = {}
+    for n, a in enumerate(actions):
+        slots.setdefault((a.layer, a.event), []).append(n)
+    out = list(actions)
+    for positions in slots.values():
+        group = [actions[n] for n in positions]
+        ordered = ([a for a in group if a.kind == isa.ActionKind.CONTROL]
+                   + [a for a in group if a.kind != isa.ActionKind.CONTROL])
+        for n, a in zip(positions, ordered):
+            out[n] = a
+    return out
+
+
+def build_program(fn: func.FuncOp, limits: isa.Limits | None = None, *,
+                  control_first: bool = False) -> AccessProgram:
+    """The access program of a DLC function. ``control_first`` (``-O3``): each firing's control
+    tokens are pushed before its operands (:func:`control_first`)."""
+    return _Builder(fn, limits or isa.Limits(), control_first).build()

@@ -25,7 +25,7 @@ chunk. Not a component: :class:`Actions` adds this logic to the traversal's ``Mo
 
 from amaranth.hdl import Const, Mux, Signal
 
-from .isa import ActionKind, ControlWord1, MemMode, SourceKind, StreamKind
+from .isa import ActionKind, ControlWord1, MemMode, SourceKind
 from .layouts import UopKind
 from .signatures import index_bits
 from .source_fields import pick
@@ -48,7 +48,7 @@ class Actions:
     ----------
     m : Module
     traversal : Traversal
-        Its action configuration (``acfg*``, ``operand_cfg*``, ``act_flush``, ``act_vec``,
+        Its action configuration (``acfg*``, ``act_flush``, ``act_vec``,
         ``blocking``, ``contiguous_vector``), reorder-buffer, control FIFO, request and row job
         ports are driven and read here.
     uop : Signal(Uop)
@@ -95,16 +95,21 @@ class Actions:
         self.op_v = sources.read(ac.src, bypass_en=fused, bypass_id=u.id,
                                  bypass_val=stream.s_result)
         # A second action that loads (driven in _second_action): the first is immediate (the
-        # decoder's rule), so the one operand stream configuration read is the second's.
+        # decoder's rule), so the one operand stream the uop loads from is the second's. Its
+        # kind and mode are copies in the (registered) action words, written by the decoder
+        # (``ActionCfg.operand_*``): no read of the stream configuration here.
         self._second_load = second_load = Signal(name="second_load")
-        m.d.comb += t.operand_cfg_addr.eq(Mux(second_load, t.acfg2_data.src.value,
-                                              ac.src.value)[:sbits])
-        self._operand_cfg = operand_cfg = t.operand_cfg_data
-        self.operand_mode = MemMode(operand_cfg.mode)
+        self._operand_mem = operand_mem = Signal(name="operand_mem")
+        operand_mode = Signal(4, name="operand_mode")
+        m.d.comb += [
+            operand_mem.eq(Mux(second_load, t.acfg2_data.operand_mem, ac.operand_mem)),
+            operand_mode.eq(Mux(second_load, t.acfg2_data.operand_mode, ac.operand_mode)),
+        ]
+        self.operand_mode = MemMode(operand_mode)
         self._is_ctl = ac.kind == ActionKind.CONTROL
         self._lazy = lazy = Signal(name="lazy")
         m.d.comb += lazy.eq((ac.kind == ActionKind.OPERAND) & (ac.src.kind == SourceKind.STREAM)
-                            & (operand_cfg.kind == StreamKind.MEM)
+                            & operand_mem
                             & ~t.blocking.bit_select(ac.src.value[:sbits], 1) & ~second_load)
 
     def _rows(self, m, stream):
@@ -161,7 +166,7 @@ class Actions:
             if has_block:
                 m.d.comb += o_block.eq(~self._second_load & (ac.kind == ActionKind.OPERAND)
                                        & (ac.src.kind == SourceKind.STREAM)
-                                       & (self._operand_cfg.kind == StreamKind.MEM)
+                                       & self._operand_mem
                                        & operand_mode.reserved)
             m.d.comb += [
                 row_cur_addr.eq(Mux(row_active, row_addr, op_v)),

@@ -36,7 +36,10 @@ class ConfigWriter(wiring.Component):
     * the ALU/FWD streams that nothing reads except affine MEM streams through their ``b``
       (**skip candidates**: their ``STREAM`` uop may be dropped, ``docs/rtl.md`` §9.5 C);
     * action: its ``ActionCfg`` into the action configuration memory, its layer, event, kind,
-      source, and the ISA v1 packer flush and vector flags.
+      source, and the ISA v1 packer flush and vector flags. An ``OPERAND`` action reading a
+      stream gets a copy of that stream's kind (MEM or not) and mode (``operand_mem``,
+      ``operand_mode``): the program checker hands over every stream before the first action
+      (phase 2 walks the sections in order), so the copy is the stream's final word.
 
     Parameters
     ----------
@@ -196,6 +199,8 @@ class ConfigWriter(wiring.Component):
         m.d.comb += t.skip_candidate.eq(~t.memory_stream & ~t.invariant & ~read_other)
         via_stream = Array(t.affine_via_stream[i] for i in range(c.streams))
         idxplus_c = Array(Signal(signed(28), name=f"idxplus_c_{i}") for i in range(c.streams))
+        # Each stream's mode, for the copy into the actions that read it (with ``memory_stream``).
+        stream_mode = Array(Signal(4, name=f"stream_mode_{i}") for i in range(c.streams))
 
         def layer_of(v):
             return pick(m, stream_layer, v, 8, "layer_of")
@@ -270,6 +275,7 @@ class ConfigWriter(wiring.Component):
                         t.blocking.eq(t.blocking | stream_bit(w1) | stream_bit(w2)
                                       | Mux(is_blk, stream_bit(w3), 0)),
                         t.memory_stream.bit_select(d[:sbits], 1).eq(is_mem),
+                        stream_mode[d[:sbits]].eq(st_sub),
                         t.global_base.bit_select(d[:sbits], 1).eq(
                             (s_kind(w1) == SourceKind.IMM.value)
                             | (s_kind(w1) == SourceKind.ARG.value)),
@@ -299,12 +305,18 @@ class ConfigWriter(wiring.Component):
                     is_ctl = ac_kind == ActionKind.CONTROL.value
                     is_iter = ac_event == Event.ITER.value
                     op_v1 = v1 & is_op
+                    reads_stream = is_op & (s_kind(w1) == SourceKind.STREAM.value)
+                    op_sid = s_val(w1)[:sbits]
                     m.d.comb += [
                         self.action_table.addr.eq(d),
                         self.action_table.en.eq(1),
                         self.action_table.data.kind.eq(ac_kind),
                         self.action_table.data.src.eq(w1),
                         self.action_table.data.pack.eq(Mux(op_v1, ow0.pack, 0)),
+                        self.action_table.data.operand_mem.eq(
+                            reads_stream & t.memory_stream.bit_select(op_sid, 1)),
+                        self.action_table.data.operand_mode.eq(
+                            Mux(reads_stream, pick(m, stream_mode, op_sid, 4, "operand_mode"), 0)),
                     ]
                     # The packer flushes after an OPERAND action without JOIN and after the
                     # last OPERAND action of a firing.

@@ -27,8 +27,9 @@ the uop's) one bubble per step; the first uop of a run one or two. Tokens, fault
 order are those of the unit without the stage: only cycles are added.
 
 Left asynchronous: the microcode reads themselves (a register's address: ``pc`` and the
-predicted ``pc``, feeding the configuration read addresses) and the operand's stream
-configuration (``operand_cfg``), read at an address from the registered action configuration.
+predicted ``pc``, feeding the configuration read addresses). The operand stream's kind and mode,
+which the actions need, are not read from ``scfg``: the decoder copies them into the action
+words (``ActionCfg.operand_mem``, ``operand_mode``), held here like the rest of the word.
 """
 
 from amaranth.hdl import Array, Mux, Signal

@@ -90,3 +90,10 @@ class ActionCfg(data.Struct):
     kind: ActionKind
     src:  Source         # OPERAND: the source; CONTROL: callback id in bits [15:0]
     pack: 2              # OPERAND, ISA v1: 2**pack elements of 8 >> pack bytes per data token
+    # An OPERAND action whose source is a stream: copies of that stream's ``StreamCfg`` fields
+    # the action needs (its kind is MEM; its ``mode``, a ``MemMode`` for a MEM stream), written
+    # by the decoder (streams are written before actions), so that the traversal reads them
+    # from the registered action word instead of a second read of ``scfg``. 0 for any other
+    # action.
+    operand_mem:  1
+    operand_mode: 4

@@ -138,7 +138,9 @@ class Tmu(wiring.Component):
 
         # Configuration memories, written by the decoder, read by the traversal: the stream and
         # action configuration through synchronous read ports (the traversal's fetch stage,
-        # hw/tmu/fetch.py), the microcode and the operand's stream configuration asynchronously.
+        # hw/tmu/fetch.py), the microcode asynchronously. (The operand stream's kind and mode,
+        # which the actions need, are copied into the action words by the decoder: ``scfg`` has
+        # one read port.)
         m.submodules.scfg = scfg = memory.Memory(shape=StreamCfg, depth=c.streams, init=[])
         m.submodules.acfg = acfg = memory.Memory(shape=ActionCfg, depth=c.actions, init=[])
         m.submodules.ucode = ucode = memory.Memory(shape=Uop, depth=c.ucode_depth, init=[])
@@ -149,14 +151,12 @@ class Tmu(wiring.Component):
         # (The memories are written only while the decoder runs, before the traversal starts:
         # no read port needs to be transparent.)
         scfg_r1 = scfg.read_port(domain="sync")
-        scfg_r2 = scfg.read_port(domain="comb")
         acfg_r  = acfg.read_port(domain="sync")
         acfg_r2 = acfg.read_port(domain="sync")
         ucode_r = ucode.read_port(domain="comb")
         ucode_r2 = ucode.read_port(domain="comb")
         m.d.comb += [
             scfg_r1.addr.eq(trv.scfg_fetch_addr), trv.scfg_data.eq(scfg_r1.data),
-            scfg_r2.addr.eq(trv.operand_cfg_addr), trv.operand_cfg_data.eq(scfg_r2.data),
             acfg_r.addr.eq(trv.acfg_fetch_addr), trv.acfg_data.eq(acfg_r.data),
             acfg_r2.addr.eq(trv.acfg2_fetch_addr), trv.acfg2_data.eq(acfg_r2.data),
             ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),

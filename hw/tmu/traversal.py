@@ -115,16 +115,14 @@ class Traversal(wiring.Component):
             "mem_limit":  In(64),
             # Microcode: asynchronous reads at ``pc`` and at the predicted next ``pc``; stream and
             # action configuration: synchronous reads (the address of this cycle gives the word
-            # of the next), the fetch stage (hw/tmu/fetch.py); the operand's stream
-            # configuration: an asynchronous read.
+            # of the next), the fetch stage (hw/tmu/fetch.py). The operand stream's kind and
+            # mode come with the action words (``ActionCfg.operand_*``).
             "ucode_addr": Out(self._ubits),
             "ucode_data": In(Uop),
             "ucode_predict_addr": Out(self._ubits),
             "ucode_predict_data": In(Uop),
             "scfg_fetch_addr":  Out(self._sbits),
             "scfg_data":  In(StreamCfg),
-            "operand_cfg_addr": Out(self._sbits),
-            "operand_cfg_data": In(StreamCfg),
             "acfg_fetch_addr":  Out(self._abits),
             "acfg_data":  In(ActionCfg),
             "acfg2_fetch_addr": Out(self._abits),

@@ -2,8 +2,8 @@
 descriptors in program order with random gaps (``descriptor.valid`` low; the writer is always
 ready), against the definitions of ``docs/rtl.md`` §2.1 step 3 evaluated in Python on the
 program as ``sw.runtime.isa.Program.decode`` reads it: layer and region registers (regions
-resolved from the arguments), one configuration-memory write per stream and action at its id,
-and the classes the microcode builder and the traversal use (blocking, invariant, affine and its
+resolved from the arguments), one configuration-memory write per stream and action at its id
+(an operand action's copy of its stream's kind and mode included), and the classes the microcode builder and the traversal use (blocking, invariant, affine and its
 offset, MEM, global base, operand-read, action flags, packer flush)."""
 
 import random
@@ -236,3 +236,12 @@ def test_tables_match_the_definitions(valid_probability):
             assert cfg.src.as_bits() == w[1], (case.name, aid)
             assert cfg.pack == (a.pack if prog.version == 1 and a.kind == ActionKind.OPERAND
                                 else 0), (case.name, aid)
+            # An OPERAND action reading a stream carries that stream's kind (MEM or not) and
+            # mode, as written into the stream configuration memory (the traversal reads them
+            # from the action word, not from ``scfg``); any other action 0.
+            if a.kind == ActionKind.OPERAND and a.source.kind == SrcKind.STREAM:
+                scfg = writes["stream"][a.source.value][1]
+                want = (int(scfg.kind.value) == int(StreamKind.MEM), scfg.mode)
+            else:
+                want = (0, 0)
+            assert (cfg.operand_mem, cfg.operand_mode) == want, (case.name, aid)

@@ -5,13 +5,15 @@ uops stall (a full reorder buffer, output back-pressure, blocking loads), whose 
 engine stops before a faulting address, and whose LOCKSTEP layers step lane by lane, in the
 Amaranth simulator, token by token against the golden model with random back-pressure (fresh
 seeds, printed). The engine-pop fallback steps (a stream configuration refetch per step) are
-covered by ``tb/tmu/test_spmm_rate.py::test_fault_behind_a_fused_pop``."""
+covered by ``tb/tmu/test_spmm_rate.py::test_fault_behind_a_fused_pop``. The operand stream's
+kind and mode come with the action words: no asynchronous ``scfg`` read is left."""
 
 import dataclasses
 
 import pytest
 
-from hw.tmu import TmuConfig
+from hw.tmu import Tmu, TmuConfig
+from hw.tmu.traversal import Traversal
 from tb.golden_compare import assert_matches
 from tb.programs import embedding_bag_case, fault_cases, lockstep_case
 from tb.seeds import fresh_seed
@@ -64,3 +66,12 @@ def test_lane_steps():
                         seed=seed + 1)
     assert r.fault_code != 0
     assert_matches(case, r, SMALL)
+
+
+def test_no_asynchronous_stream_configuration_read():
+    """The traversal reads the stream configuration through the fetch stage only (one
+    synchronous port of ``scfg``); the operand's kind and mode are in the action words."""
+    assert not [n for n in Traversal(SMALL).signature.members if n.startswith("operand_cfg")]
+    m = Tmu(SMALL).elaborate(None)
+    assert [p.domain for p in m.submodules.scfg.read_ports] == ["sync"]
+    assert [p.domain for p in m.submodules.acfg.read_ports] == ["sync", "sync"]

@@ -1,6 +1,7 @@
 """A sequence of programs per unit on the multi-unit system (``sim.multi.run_sequences_on_rtl``,
 ``sw.runtime.multi_unit.run_mapped``; ``run_sequence`` in ``sim/harness/sequence.h``): two units
-on one HBM2 model (the cached K = 2 build of ``test_multi_system.py``), tiny EmbeddingBag tables
+on one HBM2 model (the cached K = 2 build of ``test_multi_system.py`` at ``TmuConfig.small()``:
+~2 minutes to build where the default unit's K = 2 build takes 8-16), tiny EmbeddingBag tables
 mapped to units, run back to back on each unit:
 
 * every call's tokens equal the golden model's for its registers on the shared image, and its
@@ -23,19 +24,21 @@ from hw.tmu import TmuConfig
 from sim.multi import UnitJob, run_sequences_on_rtl
 from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
+from sw.runtime.isa import Limits
 from sw.runtime.multi_unit import mapped_image, run_mapped
 from tb.seeds import fresh_seed
 
 pytestmark = pytest.mark.rtl
 
-CFG = TmuConfig()
-MEMORY = "HBM2"          # the K = 2 model test_multi_system.py builds (64 Ki words)
+CFG = TmuConfig.small()  # the K = 2 model test_multi_system.py builds (64 Ki words)
+MEMORY = "HBM2"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _kernel():
     path = EXAMPLES / "embedding_bag_sum.mlir"
-    return compile_mlir(path.read_text(), filename=path.name, opt_level=3)
+    return compile_mlir(path.read_text(), filename=path.name, opt_level=3,
+                        limits=Limits.from_tmu_config(CFG))
 
 
 def _call(rng, rows, dim, bags, max_pooling, min_pooling=0):

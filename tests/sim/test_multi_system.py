@@ -5,6 +5,10 @@
   for its slice, the results equal ``torch.nn.functional.embedding_bag`` bit for bit;
 * a unit that faults stops alone; the other finishes its slice;
 * argument checks of ``sim.system.run_multi_on_rtl``.
+
+The fast suite runs two units of ``TmuConfig.small()`` (a ~2-minute Verilator build; the arbiter,
+the shared memory and the harness do not depend on the unit's sizes); the default unit's K = 2
+build (8-16 minutes on two cores) runs the EmbeddingBag test under ``-m slow`` only.
 """
 
 from pathlib import Path
@@ -17,6 +21,7 @@ from hw.tmu import TmuConfig
 from sim.system import UnitJob, run_multi_on_rtl, run_on_rtl
 from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
+from sw.runtime.isa import Limits
 from sw.runtime.isa import Fault
 from sw.runtime.multi_unit import run_partitioned
 from sw.runtime.partition import shared_image, split_embedding_bag
@@ -25,7 +30,8 @@ from tb.seeds import fresh_seed, seed_range
 
 pytestmark = pytest.mark.rtl
 
-CFG = TmuConfig()
+CFG = TmuConfig.small()
+DEFAULT = TmuConfig()
 MEMORY = "HBM2"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: host-side measurements, not results of the run
@@ -38,9 +44,10 @@ def _comparable(r):
             r.memory_stats, r.memory)
 
 
-def _eb_kernel():
+def _eb_kernel(config=CFG):
     path = EXAMPLES / "embedding_bag_sum.mlir"
-    return compile_mlir(path.read_text(), filename=path.name, opt_level=3)
+    return compile_mlir(path.read_text(), filename=path.name, opt_level=3,
+                        limits=Limits.from_tmu_config(config))
 
 
 @pytest.mark.slow      # its own K = 1 HBM2 build: 5-25 minutes (CI budget); K = 2 runs in the fast suite
@@ -50,11 +57,11 @@ def test_one_unit_is_system_cycle_for_cycle():
     cases += [random_case(s) for s in seed_range(base, 2)]
     for n, case in enumerate(cases):
         for backpressure in (0.0, 0.3):
-            single = run_on_rtl(case.program, case.memory, case.args, config=CFG,
+            single = run_on_rtl(case.program, case.memory, case.args, config=DEFAULT,
                                 memory=MEMORY, engine="cpp", backpressure=backpressure, seed=n)
             multi = run_multi_on_rtl([UnitJob(case.program, case.args, backpressure=backpressure,
                                               seed=n)], case.memory, units=1, memory=MEMORY,
-                                     config=CFG)
+                                     config=DEFAULT)
             assert multi.makespan == multi.units[0].cycles
             assert _comparable(multi.units[0]) == _comparable(single), (case.name, backpressure)
 
@@ -68,15 +75,17 @@ def _eb_call(rng, rows, dim, bags, max_pooling):
     return table, indices, offsets
 
 
-def test_two_units_embedding_bag_equal_golden_and_torch():
+@pytest.mark.parametrize("config", [CFG, pytest.param(DEFAULT, marks=pytest.mark.slow)],
+                         ids=["small", "default"])
+def test_two_units_embedding_bag_equal_golden_and_torch(config):
     seed = fresh_seed("multi-unit EmbeddingBag")
     rng = np.random.default_rng(seed)
     table, indices, offsets = _eb_call(rng, rows=1500, dim=64, bags=40, max_pooling=12)
-    kernel = _eb_kernel()
+    kernel = _eb_kernel(config)
     out = np.zeros((len(offsets) - 1, table.shape[1]), np.float32)
     parts = split_embedding_bag(indices, offsets, units=2)
     unit_args = [[table, p.indices, p.offsets, out[p.start:p.stop]] for p in parts]
-    run = run_partitioned(kernel, unit_args, shared=[0], memory=MEMORY, config=CFG,
+    run = run_partitioned(kernel, unit_args, shared=[0], memory=MEMORY, config=config,
                           backpressure=0.2, seed=seed)
     # each unit's tokens: the golden model's for its slice, from the same image and registers
     image, regs = shared_image(kernel, unit_args, shared=[0])

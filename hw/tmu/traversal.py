@@ -15,6 +15,8 @@ modules that add their logic to the traversal's ``Module``:
   control tokens, row chunks for the row issue block;
 * ``lockstep_lanes.py``: the LOCKSTEP layer's lanes (active lanes, lane values, lane stepping
   and the order of lane faults);
+* ``loop_control.py``: ``NEXT`` (own or fused), ``next_outer`` and the fetch stage's loop
+  prediction;
 * ``engine_pop.py`` (run-ahead engine pops carried by a uop) and ``chain.py`` (the chained ALU
   slot).
 """
@@ -31,8 +33,9 @@ from .datapath import extract
 from .engine_pop import EnginePops
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
-from .layouts import ActionCfg, LayerCfg, StreamCfg, Uop, UopKind
+from .layouts import ActionCfg, StreamCfg, Uop, UopKind
 from .lockstep_lanes import LockstepLanes
+from .loop_control import LoopControl
 from .operand_sources import OperandSources
 from .rob import alloc_layout
 from .row_issue import row_job_layout
@@ -246,65 +249,14 @@ class Traversal(wiring.Component):
         # The action(s) (hw/tmu/actions.py; the LOCKSTEP lane values are added on the way).
         actions = Actions(m, self, u, sources, stream, lanes)
 
-        # --- NEXT (own uop or fused) ------------------------------------------------------------
-        # (From the held microcode word: an engine-pop fallback step, the only change
-        # ``pops.uop`` makes, has no NEXT.)
-        next_layer_id = Mux(fetch.uop.kind == UopKind.NEXT, fetch.uop.id,
-                            fetch.uop.next_layer)[:self._lbits]
-        next_index = Signal(signed(66))
-        cont = Signal()
-        next_layer_index = pick(m, idx, next_layer_id, signed(64), "next_layer_index")
-        next_layer_ub = pick(m, ubr, next_layer_id, signed(64), "next_layer_ub")
-        next_layer_cfg = pick(m, layers, next_layer_id, LayerCfg, "next_layer_cfg")
-        next_layer_body_pc = pick(m, body_pc, next_layer_id, self._ubits, "next_layer_body_pc")
-        next_layer_exit_pc = pick(m, exit_pc, next_layer_id, self._ubits, "next_layer_exit_pc")
-        next_layer_lockstep = lanes.on & (next_layer_id == lanes.layer_id)
-        m.d.comb += [
-            # A LOCKSTEP layer's next vector iteration starts lanes * step further.
-            next_index.eq(Mux(next_layer_lockstep,
-                              lanes.first + (next_layer_cfg.lanes_m1 + 1) * next_layer_cfg.step,
-                              next_layer_index + next_layer_cfg.step)),
-            cont.eq(next_index < next_layer_ub),
-            # The fetch stage's prediction (registers only, no lane multiply).
-            loop_continues.eq(next_layer_lockstep
-                              | (next_layer_index + next_layer_cfg.step < next_layer_ub)),
-            loop_body_pc.eq(next_layer_body_pc),
-        ]
-
-        def next_iteration():
-            m.d.sync += idx[next_layer_id].eq(next_index)
-            goto(next_layer_body_pc)
-            with m.If(next_layer_lockstep):
-                m.d.sync += [lanes.first.eq(next_index), lanes.lane.eq(0)]
-                m.d.comb += self.stat_vec_iter.eq(1)
-
-        # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
-        # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same
-        # cycle, instead of jumping to its exit, where that NEXT is.
-        outer_id = Signal(self._lbits)
-        m.d.comb += outer_id.eq(next_layer_id - 1)
-        outer_index = Signal(signed(66))
-        outer_cfg = pick(m, layers, outer_id, LayerCfg, "outer_layer_cfg")
-        m.d.comb += outer_index.eq(pick(m, idx, outer_id, signed(64), "outer_layer_index")
-                                   + outer_cfg.step)
-        outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
-        outer_body_pc = pick(m, body_pc, outer_id, self._ubits, "outer_body_pc")
-        outer_exit_pc = pick(m, exit_pc, outer_id, self._ubits, "outer_exit_pc")
-        # The fetch stage's exit target: with ``next_outer``, the outer layer's body or exit
-        # (from registers, as the outer NEXT decides it).
-        m.d.comb += loop_exit_pc.eq(Mux(fetch.uop.next_outer,
-                                        Mux(outer_index < outer_ub, outer_body_pc, outer_exit_pc),
-                                        next_layer_exit_pc))
+        # NEXT (own uop or fused), next_outer and the fetch stage's loop prediction
+        # (hw/tmu/loop_control.py).
+        loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
+                           (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
+        cont = loop.cont
 
         def leave_layer(exit_pc_):
-            with m.If(u.next_outer):
-                with m.If(outer_index < outer_ub):
-                    m.d.sync += idx[outer_id].eq(outer_index)
-                    goto(outer_body_pc)
-                with m.Else():
-                    goto(outer_exit_pc)
-            with m.Else():
-                goto(exit_pc_)
+            loop.leave_layer(exit_pc_, u.next_outer)
 
         uop_done = Signal()        # the uop completes (advance / lane_step)
         m.d.comb += self.stat_lane_eval.eq(
@@ -329,9 +281,9 @@ class Traversal(wiring.Component):
                 lane_step(cur_fault)
             with m.Elif(u.fuse_next):
                 with m.If(cont):
-                    next_iteration()
+                    loop.next_iteration()
                 with m.Else():
-                    leave_layer(next_layer_exit_pc)
+                    leave_layer(loop.exit_pc)
             with m.Else():
                 goto(pc + 1)
 
@@ -456,7 +408,7 @@ class Traversal(wiring.Component):
                                          pick(m, exit_pc, k, self._ubits, "k_exit")))
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
-                                next_iteration()
+                                loop.next_iteration()
                             with m.Else():
                                 leave_layer(pc + 1)
                         with m.Case(UopKind.LANE):

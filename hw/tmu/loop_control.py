@@ -1,0 +1,119 @@
+"""Loop control of the traversal: ``NEXT`` (its own uop or fused into a ``STREAM``/``ACT``),
+``next_outer`` and the fetch stage's loop prediction (``docs/isa.md`` §1 "Execution order",
+``docs/rtl.md`` §2.2 and §9.5 D).
+
+Adds its logic to the traversal's ``Module``; ``traversal.py`` calls :meth:`LoopControl.next_iteration`
+and :meth:`LoopControl.leave_layer` from its FSM.
+"""
+
+from amaranth.hdl import Mux, Signal, signed
+
+from .layouts import LayerCfg, UopKind
+from .source_fields import pick
+
+
+__all__ = ["LoopControl"]
+
+
+class LoopControl:
+    """The ``NEXT`` of the fetched uop (``NEXT k``, or a ``STREAM``/``ACT`` with ``fuse_next``).
+
+    Parameters
+    ----------
+    m : Module
+        The traversal's module.
+    traversal : Traversal
+        For ``stat_vec_iter`` (a vector iteration of the LOCKSTEP layer starts).
+    uop : Uop
+        The held microcode word (``fetch.uop``; an engine-pop fallback step, the only change
+        ``pops.uop`` makes, has no ``NEXT``).
+    registers : (idx, ubr, layers, body_pc, exit_pc)
+        ``Array``s indexed by layer: indices, upper bounds, layer configurations (``LayerCfg``)
+        and the layers' body and exit microcode addresses.
+    lanes : LockstepLanes
+        The LOCKSTEP layer (its next vector iteration starts ``lanes × step`` further).
+    goto : callable
+        ``goto(pc)`` writes the microcode address.
+    prediction : (loop_continues, loop_body_pc, loop_exit_pc)
+        The fetch stage's inputs (``hw/tmu/fetch.py``), driven here from registers only: whether
+        the loop goes on, its body and its exit target (the outer layer's body or exit with
+        ``next_outer``).
+    ubits : int
+        Bits of a microcode address.
+    lbits : int
+        Bits of a layer number.
+
+    Members
+    -------
+    cont : Signal
+        The layer's next index is below its upper bound.
+    exit_pc : Signal
+        The layer's exit (where a fused ``NEXT`` leaving the range jumps).
+    """
+
+    def __init__(self, m, traversal, uop, registers, lanes, goto, prediction, ubits, lbits):
+        idx, ubr, layers, body_pc, exit_pc = registers
+        loop_continues, loop_body_pc, loop_exit_pc = prediction
+        self._m, self._t, self._idx, self._lanes, self._goto = m, traversal, idx, lanes, goto
+
+        layer_id = Mux(uop.kind == UopKind.NEXT, uop.id, uop.next_layer)[:lbits]
+        self._layer_id = layer_id
+        self.next_index = next_index = Signal(signed(66), name="next_index")
+        self.cont = cont = Signal(name="cont")
+        index = pick(m, idx, layer_id, signed(64), "next_layer_index")
+        ub = pick(m, ubr, layer_id, signed(64), "next_layer_ub")
+        cfg = pick(m, layers, layer_id, LayerCfg, "next_layer_cfg")
+        self.body_pc = pick(m, body_pc, layer_id, ubits, "next_layer_body_pc")
+        self.exit_pc = pick(m, exit_pc, layer_id, ubits, "next_layer_exit_pc")
+        self.lockstep = lanes.on & (layer_id == lanes.layer_id)
+        m.d.comb += [
+            # A LOCKSTEP layer's next vector iteration starts lanes * step further.
+            next_index.eq(Mux(self.lockstep, lanes.first + (cfg.lanes_m1 + 1) * cfg.step,
+                              index + cfg.step)),
+            cont.eq(next_index < ub),
+            # The fetch stage's prediction (registers only, no lane multiply).
+            loop_continues.eq(self.lockstep | (index + cfg.step < ub)),
+            loop_body_pc.eq(self.body_pc),
+        ]
+
+        # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
+        # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same
+        # cycle, instead of jumping to its exit, where that NEXT is.
+        self._outer_id = outer_id = Signal(lbits, name="outer_id")
+        m.d.comb += outer_id.eq(layer_id - 1)
+        self._outer_index = outer_index = Signal(signed(66), name="outer_index")
+        outer_cfg = pick(m, layers, outer_id, LayerCfg, "outer_layer_cfg")
+        m.d.comb += outer_index.eq(pick(m, idx, outer_id, signed(64), "outer_layer_index")
+                                   + outer_cfg.step)
+        self._outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
+        self._outer_body_pc = pick(m, body_pc, outer_id, ubits, "outer_body_pc")
+        self._outer_exit_pc = pick(m, exit_pc, outer_id, ubits, "outer_exit_pc")
+        # The fetch stage's exit target: with ``next_outer``, the outer layer's body or exit
+        # (from registers, as the outer NEXT decides it).
+        m.d.comb += loop_exit_pc.eq(Mux(uop.next_outer,
+                                        Mux(outer_index < self._outer_ub, self._outer_body_pc,
+                                            self._outer_exit_pc),
+                                        self.exit_pc))
+
+    def next_iteration(self):
+        """The layer's next iteration: its index and a jump to its body (a LOCKSTEP layer's
+        next vector iteration restarts at lane 0)."""
+        m, lanes = self._m, self._lanes
+        m.d.sync += self._idx[self._layer_id].eq(self.next_index)
+        self._goto(self.body_pc)
+        with m.If(self.lockstep):
+            m.d.sync += [lanes.first.eq(self.next_index), lanes.lane.eq(0)]
+            m.d.comb += self._t.stat_vec_iter.eq(1)
+
+    def leave_layer(self, exit_pc, next_outer):
+        """The layer's range is done: jump to ``exit_pc``, or with ``next_outer`` perform the
+        outer layer's ``NEXT`` (its next iteration or its exit)."""
+        m = self._m
+        with m.If(next_outer):
+            with m.If(self._outer_index < self._outer_ub):
+                m.d.sync += self._idx[self._outer_id].eq(self._outer_index)
+                self._goto(self._outer_body_pc)
+            with m.Else():
+                self._goto(self._outer_exit_pc)
+        with m.Else():
+            self._goto(exit_pc)

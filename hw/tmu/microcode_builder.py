@@ -1,7 +1,7 @@
 """Microcode builder: assigns the run-ahead engines and writes the traversal's microcode
 (``docs/rtl.md`` §2.1 steps 4-5, §2.2)."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,6 +10,7 @@ from .isa import Event
 from .layouts import Uop, UopKind
 from .signatures import (CheckedProgramSignature, check_result_stream, ConfigTablesSignature,
                          index_bits, microcode_write_port)
+from .microcode_emission import MicrocodeEmission
 from .skipped_streams import SkippedStreams
 from .source_fields import pick
 
@@ -141,132 +142,14 @@ class MicrocodeBuilder(wiring.Component):
 
         skips = SkippedStreams(m, c, t, stream_layer, self.stream_prefetched)
 
-        # --- microcode emission with a one-entry delay (to amend fusion flags) -------------
-        ucode_write_pc = Signal(self._ubits + 1)
-        pend       = Signal(Uop)
-        pend_valid = Signal()
-        pend_hoist = Signal()       # the pending uop runs once per layer entry: fuse nothing into it
-        pend_chained = Signal(8)    # the pending uop has ``chain``: the ALU stream it evaluates
+        # Microcode emission with a one-entry delay, to amend fusion flags
+        # (hw/tmu/microcode_emission.py).
+        emission = MicrocodeEmission(m, self, c, t, (act_sid, act_layer, act_event, stream_blk, na),
+                                     layer_of, (self._ubits, sb, ab, eb))
+        ucode_write_pc, pend, pend_valid = emission.write_pc, emission.pend, emission.pend_valid
+        emit, pend_write = emission.emit, emission.write_pending
         k          = Signal(8)      # build: current layer
         j          = Signal(8)      # build: scan position
-
-        def pend_write(uop):
-            m.d.comb += [
-                self.microcode.addr.eq(ucode_write_pc),
-                self.microcode.data.eq(uop),
-                self.microcode.en.eq(pend_valid),
-            ]
-            m.d.sync += ucode_write_pc.eq(ucode_write_pc + pend_valid)
-
-        def replace(kind, id_):
-            """Write the pending uop and make ``kind id_`` the pending one."""
-            pend_write(pend)
-            m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_), pend_valid.eq(1)]
-
-        def emit(kind, id_, hoisted=False):
-            """Append a uop; returns its microcode address (before the append)."""
-            addr = ucode_write_pc + pend_valid
-            m.d.sync += pend_hoist.eq(hoisted)
-            if kind == UopKind.ACT:
-                sid = pick(m, act_sid, id_[:ab], 8, "act_sid_j")[:sb]
-                # A vector action (lane by lane, or a vector and its masked lanes) is neither
-                # fused into another uop nor carries a second action. A BLOCK row (one cycle
-                # per chunk of lines, docs/rtl.md §2.4) may be fused into a STREAM uop and
-                # carry a second action, which fires with its last chunk; it is not a second
-                # action itself.
-                row = act_reads.bit_select(id_[:ab], 1) & stream_blk.bit_select(sid, 1)
-                multi = t.act_vec.bit_select(id_[:ab], 1)
-                pend_multi = ((pend.kind == UopKind.ACT)
-                              & t.act_vec.bit_select(pend.id[:ab], 1))
-                # A chained uop's actions would see D's old value: they may not read D.
-                reads_chained = (pend.chain & act_reads.bit_select(id_[:ab], 1)
-                                 & (pick(m, act_sid, id_[:ab], 8, "act_sid_chain") == pend_chained))
-                absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                          & ~pend.fuse_act & ~pend.fuse_lane & ~multi & ~reads_chained
-                          & ~self.blocking.bit_select(pend.id[:sb], 1))
-                immediate = ~(act_reads.bit_select(id_[:ab], 1)
-                              & stream_mem.bit_select(sid, 1)
-                              & ~self.blocking.bit_select(sid, 1))
-                first = Mux(pend.kind == UopKind.ACT, pend.id, pend.act_id)[:ab]
-                two_ctl = act_ctl.bit_select(first, 1) & act_ctl.bit_select(id_[:ab], 1)
-                # The second action may be a load (a lazy entry through the reorder buffer's
-                # port 2, docs/rtl.md §9.5 A) when the first is an immediate operand: a uop
-                # still issues at most one load and allocates at most two entries.
-                first_sid = pick(m, act_sid, first, 8, "act_sid_first")[:sb]
-                first_reads_mem = (act_reads.bit_select(first, 1)
-                                   & (stream_mem.bit_select(first_sid, 1)
-                                      | stream_blk.bit_select(first_sid, 1)))
-                first_immediate = (~act_ctl.bit_select(first, 1)
-                                   & ~(first_reads_mem & ~self.blocking.bit_select(first_sid, 1))
-                                   & ~(act_reads.bit_select(first, 1)
-                                       & stream_blk.bit_select(first_sid, 1)))
-                absorb2 = (pend_valid & ~pend_hoist & ~pend.fuse_act2
-                           & (immediate | first_immediate) & ~two_ctl
-                           & ~multi & ~row & ~pend_multi & ~reads_chained
-                           & ((pend.kind == UopKind.ACT)
-                              | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
-                with m.If(absorb):
-                    m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_), pend_hoist.eq(0)]
-                with m.Elif(absorb2):
-                    m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_),
-                                 pend.act2_load.eq(~immediate), pend_hoist.eq(0)]
-                with m.Else():
-                    replace(kind, id_)
-            elif kind == UopKind.NEXT:
-                fused = Signal(Uop)
-                can = pend_valid & ~pend_hoist & ~pend.fuse_lane & (
-                    (pend.kind == UopKind.STREAM) | (pend.kind == UopKind.ACT))
-                # Leaving the range of a layer without END actions, its exit is the outer
-                # layer's NEXT: the same uop performs it (docs/rtl.md §9.5 D).
-                outer = Signal()
-                no_end = Const(1)
-                for a in range(c.actions):
-                    no_end = no_end & ~((a < na) & (act_layer[a] == id_)
-                                        & (act_event[a] == Event.END.value))
-                m.d.comb += [fused.eq(pend), outer.eq((id_ != 0) & no_end)]
-                with m.If(can):
-                    m.d.comb += [fused.fuse_next.eq(1), fused.next_layer.eq(id_),
-                                 fused.next_outer.eq(outer)]
-                pend_write(fused)
-                m.d.sync += [pend.eq(Uop.const({"kind": kind})), pend.id.eq(id_),
-                             pend.next_outer.eq(outer), pend_valid.eq(1)]
-            elif kind == UopKind.LANE:
-                # Folded into the layer's last STREAM uop when there is one (``fuse_lane``).
-                with m.If(pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)):
-                    m.d.sync += pend.fuse_lane.eq(1)
-                with m.Else():
-                    replace(kind, id_)
-            elif kind == UopKind.STREAM and not hoisted:
-                # A body stream served by a run-ahead engine needs no evaluation: the next
-                # stream's uop pops it (``pop``, one bit per engine; docs/rtl.md §2.2). Not in
-                # a LOCKSTEP layer (lane values go to ``vreg``).
-                psid = pend.id[:sb]
-                pop_absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                              & ~pend.fuse_act & ~pend.fuse_act2 & ~pend.fuse_next
-                              & ~pend.fuse_lane
-                              & self.stream_prefetched.bit_select(psid, 1)
-                              & ~(lockstep_valid & (layer_of(pend.id) == lockstep_layer)))
-                pend_engine = pick(m, Array(self.stream_prefetch_engine[i]
-                                            for i in range(c.streams)),
-                                   psid, eb, "pend_engine")
-                # A chained MEM stream (hw/tmu/chain.py) takes the ALU stream just before it
-                # into its uop (``chain``), with that uop's pops.
-                chain_absorb = (pend_valid & ~pend_hoist & (pend.kind == UopKind.STREAM)
-                                & ~pend.fuse_act & ~pend.fuse_act2 & ~pend.fuse_next
-                                & ~pend.fuse_lane & ~pend.chain
-                                & t.chain.bit_select(id_[:sb], 1)
-                                & ~self.blocking.bit_select(id_[:sb], 1)
-                                & (pend.id + 1 == id_))
-                with m.If(pop_absorb):
-                    m.d.sync += [pend.id.eq(id_),
-                                 pend.pop.eq(pend.pop | (Const(1, 16) << pend_engine)[:16])]
-                with m.Elif(chain_absorb):
-                    m.d.sync += [pend.id.eq(id_), pend.chain.eq(1), pend_chained.eq(pend.id)]
-                with m.Else():
-                    replace(kind, id_)
-            else:
-                replace(kind, id_)
-            return addr
 
         with m.If(self.start):
             m.d.sync += [ucode_write_pc.eq(0), pend_valid.eq(0), self.prefetch_valid.eq(0),

@@ -2,8 +2,8 @@
 ``next_outer`` and the fetch stage's loop prediction (``docs/isa.md`` §1 "Execution order",
 ``docs/rtl.md`` §2.2 and §9.5 D).
 
-Adds its logic to the traversal's ``Module``; ``traversal.py`` calls :meth:`LoopControl.next_iteration`
-and :meth:`LoopControl.leave_layer` from its FSM.
+Adds its logic to the traversal's ``Module``; ``traversal.py`` calls
+:meth:`LoopControl.next_iteration` and :meth:`LoopControl.leave_layer` from its FSM.
 """
 
 from amaranth.hdl import Mux, Signal, signed

@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 
 from .config import TmuConfig
 from .isa import Event
-from .layouts import Uop, UopKind
+from .layouts import UopKind
+from .microcode_emission import MicrocodeEmission
 from .signatures import (CheckedProgramSignature, check_result_stream, ConfigTablesSignature,
                          index_bits, microcode_write_port)
-from .microcode_emission import MicrocodeEmission
 from .skipped_streams import SkippedStreams
 from .source_fields import pick
 

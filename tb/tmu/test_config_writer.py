@@ -3,8 +3,9 @@ descriptors in program order with random gaps (``descriptor.valid`` low; the wri
 ready), against the definitions of ``docs/rtl.md`` §2.1 step 3 evaluated in Python on the
 program as ``sw.runtime.isa.Program.decode`` reads it: layer and region registers (regions
 resolved from the arguments), one configuration-memory write per stream and action at its id
-(an operand action's copy of its stream's kind and mode included), and the classes the microcode builder and the traversal use (blocking, invariant, affine and its
-offset, MEM, global base, operand-read, action flags, packer flush)."""
+(an operand action's copy of its stream's kind and mode included), and the classes the
+microcode builder and the traversal use (blocking, invariant, affine and its offset, MEM,
+global base, operand-read, action flags, packer flush)."""
 
 import random
 import struct

@@ -187,8 +187,9 @@ def test_control_first_keeps_each_queue_in_order():
 
     from sw.compiler.backend.tmu import control_first
     from sw.runtime.isa import Action, ActionKind, Event, Source
+    from tb.seeds import fresh_seed
 
-    rng = random.Random(7)
+    rng = random.Random(fresh_seed("control_first"))
     for _ in range(200):
         actions = []
         for n in range(rng.randint(0, 12)):

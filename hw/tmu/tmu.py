@@ -13,6 +13,7 @@ from .isa import FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop
 from .packer import Packer
 from .prefetch import Prefetcher
+from .request_arbiter import RequestArbiter
 from .rob import ReorderBuffer
 from .row_issue import RowIssue
 from .traversal import Traversal
@@ -76,8 +77,10 @@ class Tmu(wiring.Component):
     ctl : In(TmuControlSignature(config))
         Control, status, program load, arguments, counters.
     req : Out(MemRequestSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
-        Line requests, up to one per port per cycle: the traversal's first, then the row issue
-        block's, then the run-ahead engines' in engine order, on the lowest-numbered ports. Tag
+        Line requests, up to one per port per cycle, each a cycle after its requester made it
+        (a two-entry buffer per requester, ``RequestArbiter``): the traversal's first, then the
+        row issue block's, then the run-ahead engines' in engine order, on the lowest-numbered
+        ports. Tag
         ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
         blocking load (at most one in flight); kind 2, a run-ahead engine's slot (``engine *
         prefetch_depth + slot``); ``epoch`` flips at every start, and a response whose epoch is
@@ -194,10 +197,10 @@ class Tmu(wiring.Component):
                 eng.pop.eq(trv.prefetch_pop[e]),
             ]
 
-        # Memory requests: the traversal first, then the engines in index order (deepest layer
-        # first, as the decoder assigns them), on the lowest free ports: requester ``r`` gets
-        # port ``k`` when ``k`` requesters before it are valid. Tags: {kind, index}, kind 0 ROB
-        # slot, 1 blocking, 2 prefetch slot. ``valid`` never depends on ``ready``.
+        # Memory requests: each requester's loads through a buffer of its own onto the ports
+        # (hw/tmu/request_arbiter.py), the traversal first, then the row issue block's lanes,
+        # then the engines in index order (deepest layer first, as the decoder assigns them).
+        # Tags: {epoch, kind, index}, kind 0 ROB slot, 1 blocking, 2 prefetch slot.
         kind_lo = c.rob_bits
         pbits = (c.prefetch_depth - 1).bit_length()
         epoch = Signal()            # parity of the run: flips at every start
@@ -210,42 +213,26 @@ class Tmu(wiring.Component):
         for e, eng in enumerate(engines):
             requesters.append((eng.req_valid, eng.req_addr,
                                (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.req_bytes, 1))
-        issue_count = Signal(range(P + 1))
-        issue_bytes = Signal(range(64 * P + 1))
-        issue_blocking = Signal(range(P + 1))
-        before = Const(0, range(len(requesters) + 1))    # valid requesters so far
-        grants = []
-        port_bytes = [Signal(8, name=f"issue_bytes_{k}") for k in range(P)]
-        port_blocking = [Signal(name=f"issue_blocking_{k}") for k in range(P)]
-        for r, (valid, addr, tag, nbytes, blocking) in enumerate(requesters):
-            grant = Signal(name=f"grant_{r}")
-            tag_bits = Signal(kind_lo + 2, name=f"tag_{r}")     # {kind, index}
-            m.d.comb += tag_bits.eq(tag)
-            for k in range(P):
-                with m.If(valid & (before == k)):
-                    m.d.comb += [
-                        self.req[k].valid.eq(1),
-                        self.req[k].payload.addr.eq(addr),
-                        self.req[k].payload.tag.eq(Cat(tag_bits, epoch)),
-                        port_bytes[k].eq(nbytes),
-                        port_blocking[k].eq(blocking),
-                        grant.eq(self.req[k].ready),
-                    ]
-            grants.append(grant)
-            counted = Signal(range(len(requesters) + 1), name=f"valid_before_{r + 1}")
-            m.d.comb += counted.eq(before + valid)
-            before = counted
+        m.submodules.arbiter = arbiter = RequestArbiter(len(requesters), P, kind_lo, c.line_bytes)
+        for request, (valid, addr, tag, nbytes, blocking) in zip(arbiter.requests, requesters):
+            m.d.comb += [
+                request.valid.eq(valid),
+                request.payload.addr.eq(addr),
+                request.payload.tag.eq(tag),
+                request.payload.useful_bytes.eq(nbytes),
+                request.payload.blocking.eq(blocking),
+            ]
+        grants = [request.ready for request in arbiter.requests]
         m.d.comb += trv.req.ready.eq(grants[0])
         for k in range(row_lines):
             m.d.comb += row_issue.req_grant[k].eq(grants[1 + k])
         for eng, grant in zip(engines, grants[1 + row_lines:]):
             m.d.comb += eng.req_grant.eq(grant)
-        fired = [self.req[k].valid & self.req[k].ready for k in range(P)]
-        m.d.comb += [
-            issue_count.eq(sum(fired)),
-            issue_bytes.eq(sum(Mux(fired[k], port_bytes[k], 0) for k in range(P))),
-            issue_blocking.eq(sum(fired[k] & port_blocking[k] for k in range(P))),
-        ]
+        for k in range(P):
+            wiring.connect(m, arbiter.req[k], wiring.flipped(self.req[k]))
+        m.d.comb += arbiter.epoch.eq(epoch)
+        issue_count, issue_bytes, issue_blocking = (
+            arbiter.issued, arbiter.issued_bytes, arbiter.issued_blocking)
 
         # Responses: routed by kind, any kind on any port.
         blocking_data = Const(0, 8 * c.line_bytes)
@@ -330,7 +317,7 @@ class Tmu(wiring.Component):
             self.ctl.fault_code.eq(fault_code), self.ctl.fault_addr.eq(fault_addr),
         ]
         start = self.ctl.start & ~busy
-        m.d.comb += rob.clear.eq(start)
+        m.d.comb += [rob.clear.eq(start), arbiter.clear.eq(start)]
         for eng in engines:
             m.d.comb += eng.clear.eq(start)
         with m.If(start):

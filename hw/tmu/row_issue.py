@@ -39,10 +39,11 @@ class RowIssue(wiring.Component):
     so no request faults.
 
     With ``lines`` > 1 the next ``lines`` lines of a run are offered at once (request ``k`` is
-    the line after request ``k - 1``, in the same run); the memory ports grant them in order
-    (request ``k`` only with request ``k - 1``: a refused port refuses the ports above it,
-    ``docs/hbm_model.md`` §2), so a row leaves at up to ``lines`` lines per cycle (one per
-    memory port, ``TmuConfig.row_lines``).
+    the line after request ``k - 1``, in the same run), so a row leaves at up to ``lines`` lines
+    per cycle (one per memory port, ``TmuConfig.row_lines``). The grants are each lane's own
+    (the request buffers' registered readies, ``RequestArbiter``) and need not come in order:
+    request ``k`` is offered only while requests ``0 .. k - 1`` are granted, so the requests
+    taken in a cycle are always the run's next lines, none twice.
 
     Parameters
     ----------
@@ -57,9 +58,10 @@ class RowIssue(wiring.Component):
     job : In(stream.Signature(row_job_layout(config)))
         Runs, in program order.
     req_valid, req_addr, req_slot : Out(ArrayLayout(..., lines))
-        Request ``k``: the run's next line ``k``; ``req_valid`` does not depend on ``req_grant``.
+        Request ``k``: the run's next line ``k``; ``req_valid[k]`` does not depend on
+        ``req_grant[k]`` (it does on ``req_grant[0 .. k - 1]``, which must not depend on it).
     req_grant : In(lines)
-        Request ``k`` is accepted this cycle (only with requests ``0 .. k - 1``).
+        Request ``k`` would be accepted this cycle (in any combination).
     issue_bytes : Out(ArrayLayout(8, lines))
         Bytes of the elements served by request ``k`` (useful bytes).
     entry_en, entry_slot, entry : Out(ArrayLayout(..., lines))
@@ -139,9 +141,10 @@ class RowIssue(wiring.Component):
                 count[k].eq(Mux(left_at[k] < in_line[k], left_at[k], in_line[k])),
                 last[k].eq(left_at[k] <= in_line[k]),
             ]
+        # Request k while requests 0 .. k - 1 are taken: the lines taken are a prefix.
         offered = [have]
         for k in range(1, L):
-            offered.append(offered[k - 1] & ~last[k - 1])
+            offered.append(offered[k - 1] & ~last[k - 1] & self.req_grant[k - 1])
         for k in range(L):
             m.d.comb += [
                 self.req_valid[k].eq(offered[k]),
@@ -162,8 +165,6 @@ class RowIssue(wiring.Component):
 
         # Requests granted this cycle (a prefix: ``fired``) and where the run goes on.
         fired = [offered[k] & self.req_grant[k] for k in range(L)]
-        for k in range(1, L):
-            fired[k] = fired[k] & fired[k - 1]
         final_last = Signal()          # the last granted request was the run's last line
         final_left = Signal.like(left)
         m.d.comb += [final_last.eq(last[0]), final_left.eq(left_at[0] - count[0])]

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract, outside_int64
+from .datapath import extract
 from .multiport_memory import MultiPortMemory
 
 
@@ -258,9 +258,12 @@ class Prefetcher(wiring.Component):
         m.d.comb += in_line.eq((self._line_bytes - addr[0:line_bits]) >> log2)
         cut = Signal()                          # the range ends inside this line
         m.d.comb += cut.eq(~seq & below(left, in_line))
-        n_range = Mux(cut, left, in_line)
-        n_fit = Mux(below(fit, n_range), fit, n_range)
-        m.d.comb += n.eq(Mux(~contiguous, 1, Mux(below(idx_left, n_fit), idx_left, n_fit)))
+        # (Low bits only: a count that cuts ``n`` lies in ``0 .. max_elems``, or the request
+        # fails its checks. A wide multiplexer here would make each ``below`` a wide comparator.)
+        n_range = Mux(cut, left[:low], in_line)
+        n_fit = Mux(below(fit, n_range), fit[:low], n_range)
+        m.d.comb += n.eq(Mux(~contiguous, 1,
+                             Mux(below(idx_left, n_fit), idx_left[:low], n_fit)))
         m.d.comb += [
             self.req_valid.eq(want & ok),
             self.req_addr.eq(addr[:64]),
@@ -321,7 +324,9 @@ class Prefetcher(wiring.Component):
                 cc.eq(start_c),
                 cur_i.eq(self.p_lb),
                 addr.eq(first_addr),
-                wraps.eq(outside_int64(first_addr) | base_wrapped),
+                # (Bit tests, not ``outside_int64``'s comparators: no carry chain after the
+                # multiplier's.)
+                wraps.eq((first_addr[63:].any() & ~first_addr[63:].all()) | base_wrapped),
                 i_min.eq(-(1 << 63) - start_c),
                 i_end.eq((1 << 63) - start_c),
                 delta.eq(self.p_step * start_stride),

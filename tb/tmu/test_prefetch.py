@@ -89,6 +89,11 @@ def test_stops_before_an_address_that_would_fault():
                   region_base=0, region_size=64)
     issued, popped, _ = _run(params, words=words, take=8)
     assert issued == [] and popped == []
+    # The exact first address 2**65 (lb 2**61, stride 16) is 0 in 65 bits: still nothing.
+    params = dict(base=0, lb=1 << 61, ub=(1 << 61) + 8, step=1, c=0, stride=16, log2=3, sign=0,
+                  region_base=0, region_size=64)
+    issued, popped, _ = _run(params, words=words, take=8)
+    assert issued == [] and popped == []
 
 
 def test_contiguous_ranges_continue_the_sequence():
@@ -207,6 +212,13 @@ def test_stops_at_the_signed_64_bit_range_inside_a_line():
     issued, popped, _ = _run(params, words=words, take=10)
     assert issued == [top - 16, top - 8]
     assert popped == [1, 2, 3, 4]
+    # Negative addresses are signed 64-bit ones: a region across 0.
+    words = {(-16) & MASK64: 0x0000_0002_0000_0001, (-8) & MASK64: 3, 0: 4, 8: 5}
+    params = dict(base=-16, lb=0, ub=4, step=1, c=0, stride=8, log2=3, sign=0,
+                  region_base=-64, region_size=128)
+    issued, popped, _ = _run(params, words=words, take=10)
+    assert issued == [(-16) & MASK64, (-8) & MASK64, 0, 8]
+    assert popped == [0x0000_0002_0000_0001, 3, 4, 5]
 
 
 def test_stops_before_an_index_below_the_signed_64_bit_range():

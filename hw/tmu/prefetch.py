@@ -47,6 +47,13 @@ class Prefetcher(wiring.Component):
     run up to ``depth * line_bytes / size`` elements ahead. The responses' lines are kept (one
     block RAM of ``depth`` lines) and the head's element extracted from its entry's line.
 
+    *Issue timing*: the request offered is two registers, its index ``cur_i`` (elements) and its
+    exact address ``addr`` (bytes, 65 bits); each of its checks and its element count is one
+    adder or comparator on registers (the signed 64-bit range of ``i + c`` is a pair of index
+    bounds set at the start, the address's a test of its top bits), and so is the next
+    request's index and address (the next line's first element, the range's end inside the
+    line, or ``+ step`` elements and ``+ step * stride`` bytes): a grant only loads them.
+
     Parameters
     ----------
     depth : int

@@ -318,8 +318,12 @@ class Prefetcher(wiring.Component):
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
         with m.Elif(self.start):
-            first = self.p_lb + start_c
-            first_addr = start_base + first * start_stride
+            # The first address, bytes. Its offset ``span = (lb + c) * stride`` takes 97 bits;
+            # one of 2**65 or more in magnitude puts the address outside the signed 64-bit
+            # range whatever the base, so the sum is 67 bits wide, not 98 (a shorter chain).
+            span = (self.p_lb + start_c) * start_stride
+            huge = span[65:].any() & ~span[65:].all()
+            first_addr = start_base + span[:66].as_signed()
             start_region_end = start_region_base + start_region_size
             m.d.sync += [
                 active.eq(1),
@@ -332,8 +336,9 @@ class Prefetcher(wiring.Component):
                 cur_i.eq(self.p_lb),
                 addr.eq(first_addr),
                 # (Bit tests, not ``outside_int64``'s comparators: no carry chain after the
-                # multiplier's.)
-                wraps.eq((first_addr[63:].any() & ~first_addr[63:].all()) | base_wrapped),
+                # adder's.)
+                wraps.eq(huge | (first_addr[63:].any() & ~first_addr[63:].all())
+                         | base_wrapped),
                 i_min.eq(-(1 << 63) - start_c),
                 i_end.eq((1 << 63) - start_c),
                 delta.eq(self.p_step * start_stride),

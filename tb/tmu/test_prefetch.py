@@ -89,11 +89,14 @@ def test_stops_before_an_address_that_would_fault():
                   region_base=0, region_size=64)
     issued, popped, _ = _run(params, words=words, take=8)
     assert issued == [] and popped == []
-    # The exact first address 2**65 (lb 2**61, stride 16) is 0 in 65 bits: still nothing.
-    params = dict(base=0, lb=1 << 61, ub=(1 << 61) + 8, step=1, c=0, stride=16, log2=3, sign=0,
-                  region_base=0, region_size=64)
-    issued, popped, _ = _run(params, words=words, take=8)
-    assert issued == [] and popped == []
+    # Exact first addresses 2**65 (lb 2**61, stride 16), 2**66 + 16 and 2**65 + 8 (an offset
+    # below 2**65 and a base near 2**63) are 0, 16 and 8 in 65 bits: still nothing.
+    for base, lb in ((0, 1 << 61), (0, (1 << 62) + 1),
+                     ((1 << 63) - 8, (1 << 61) - (1 << 59) + 1)):
+        params = dict(base=base, lb=lb, ub=lb + 8, step=1, c=0, stride=16, log2=3, sign=0,
+                      region_base=0, region_size=64)
+        issued, popped, _ = _run(params, words=words, take=8)
+        assert issued == [] and popped == [], base
 
 
 def test_contiguous_ranges_continue_the_sequence():

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract, outside_int64
+from .datapath import extract
 from .multiport_memory import MultiPortMemory
 
 
@@ -46,6 +46,13 @@ class Prefetcher(wiring.Component):
     an *entry* is one line request and up to ``line_bytes / size`` elements, so ``depth`` entries
     run up to ``depth * line_bytes / size`` elements ahead. The responses' lines are kept (one
     block RAM of ``depth`` lines) and the head's element extracted from its entry's line.
+
+    *Issue timing*: the request offered is two registers, its index ``cur_i`` (elements) and its
+    exact address ``addr`` (bytes, 65 bits); each of its checks and its element count is one
+    adder or comparator on registers (the signed 64-bit range of ``i + c`` is a pair of index
+    bounds set at the start, the address's a test of its top bits), and so is the next
+    request's index and address (the next line's first element, the range's end inside the
+    line, or ``+ step`` elements and ``+ step * stride`` bytes): a grant only loads them.
 
     Parameters
     ----------
@@ -150,11 +157,15 @@ class Prefetcher(wiring.Component):
         base    = Signal(signed(64))
         stride  = Signal(signed(32))
         cc      = Signal(signed(28))
-        cur_i   = Signal(signed(66))
-        addr    = Signal(signed(64))
-        # The exact address of ``cur_i``, or ``cur_i + c``, lies outside the signed 64-bit range
-        # (then ``addr`` is not the element's address): stop before it.
+        cur_i   = Signal(signed(66))            # elements: index of the next request
+        # Its exact address, bytes (65 bits: one step past the signed 64-bit range).
+        addr    = Signal(signed(65))
+        # The start's address lay outside the signed 64-bit range, or its base wrapped: the
+        # sequence issues nothing.
         wraps   = Signal()
+        # ``i + c`` lies in the signed 64-bit range for ``i_min <= i < i_end`` (elements).
+        i_min   = Signal(signed(66))
+        i_end   = Signal(signed(66))
         delta   = Signal(signed(64))
         ub      = Signal(signed(64))
         step    = Signal(signed(28))
@@ -215,30 +226,18 @@ class Prefetcher(wiring.Component):
             self.esize.eq(Const(1, 4) << log2),
         ]
 
-        # Issue. The end of the region or of the memory, whichever comes first (``limit``), is a
-        # register: set from ``p_*`` at a start, recomputed from the registers (and ``mem_limit``)
-        # in the other cycles, so that an issue decision has one subtraction before its
-        # comparisons, not three adders in series.
+        # Issue. The request offered is the registers ``cur_i`` and ``addr``; each of its checks
+        # and its element count is one adder or comparator on registers, and so is the next
+        # request's index and address (an issue only loads them, below).
+        # The end of the region or of the memory, whichever comes first (``limit``, bytes), is a
+        # register: set from ``p_*`` at a start, recomputed from the registers (and
+        # ``mem_limit``) in the other cycles.
         limit = Signal(signed(66))
         region_end = Signal(signed(66))
         m.d.comb += region_end.eq(region_base + region_size)
         m.d.sync += limit.eq(Mux(region_end < self.mem_limit, region_end, self.mem_limit))
         esize = Signal(4)
         m.d.comb += esize.eq(Const(1, 4) << log2)
-        in_range = cur_i < ub
-        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
-        end = addr + esize
-        ok = ~misaligned & (addr >= region_base) & (end <= limit) & ~wraps
-        want = active & (in_range | seq) & (count != depth)
-        # Elements of this request: contiguous ones up to the line's end, the range's end (until
-        # continued) and the region's or memory's end (each element passes the checks).
-        fit = Signal(signed(67))
-        m.d.comb += fit.eq((limit - addr) >> log2)
-        left = Signal(signed(67))
-        m.d.comb += left.eq(ub - cur_i)
-        n = Signal(range(max_elems + 1))
-        in_line = Signal(range(max_elems + 1))
-        m.d.comb += in_line.eq((self._line_bytes - addr[0:line_bits]) >> log2)
         # ``x < y`` for a wide signed ``x`` and ``y`` <= max_elems, without a wide comparator:
         # negative, or no bit above the low ones and the low bits below ``y``.
         low = max_elems.bit_length()
@@ -246,16 +245,47 @@ class Prefetcher(wiring.Component):
         def below(x, y):
             return x[-1] | ((x[low:] == 0) & (x[:low] < y))
 
-        n_range = Signal(range(max_elems + 1))
-        m.d.comb += n_range.eq(Mux(~seq & below(left, in_line), left, in_line))
-        m.d.comb += n.eq(Mux(~contiguous, 1, Mux(below(fit, n_range), fit, n_range)))
+        # Elements from the request on: to the range's end, to the limit (each element ends at
+        # or before it), to the first index whose ``i + c`` leaves the signed 64-bit range.
+        left = Signal(signed(67))
+        fit = Signal(signed(67))
+        idx_left = Signal(signed(67))
+        m.d.comb += [left.eq(ub - cur_i), fit.eq((limit - addr) >> log2),
+                     idx_left.eq(i_end - cur_i)]
+        in_range = ~below(left, 1)
+        misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
+        outside = addr[63] != addr[64]          # the exact address is not a signed 64-bit one
+        ok = (~misaligned & (addr >= region_base) & ~below(fit, 1) & ~outside & ~wraps
+              & (cur_i >= i_min) & ~below(idx_left, 1))
+        want = active & (in_range | seq) & (count != depth)
+        # Elements of this request: contiguous ones up to the line's end, the range's end (until
+        # continued), the limit and the last index in range (each element passes the checks).
+        n = Signal(range(max_elems + 1))
+        in_line = Signal(range(max_elems + 1))
+        m.d.comb += in_line.eq((self._line_bytes - addr[0:line_bits]) >> log2)
+        cut = Signal()                          # the range ends inside this line
+        m.d.comb += cut.eq(~seq & below(left, in_line))
+        # (Low bits only: a count that cuts ``n`` lies in ``0 .. max_elems``, or the request
+        # fails its checks. A wide multiplexer here would make each ``below`` a wide comparator.)
+        n_range = Mux(cut, left[:low], in_line)
+        n_fit = Mux(below(fit, n_range), fit[:low], n_range)
+        m.d.comb += n.eq(Mux(~contiguous, 1,
+                             Mux(below(idx_left, n_fit), idx_left[:low], n_fit)))
         m.d.comb += [
             self.req_valid.eq(want & ok),
-            self.req_addr.eq(addr),
+            self.req_addr.eq(addr[:64]),
             self.req_slot.eq(tail),
             self.req_bytes.eq(n << log2),
             self.busy.eq((count != 0) | (active & in_range & ok)),
         ]
+        # The next request. Contiguous: the next line's first element, or, when the range ends
+        # inside this line, the range's end (``ub``, in this line; ``cut`` does not wait for
+        # ``n``). When the limit or the index cut ``n`` shorter, the next one fails its checks
+        # either way (the addresses and indices only grow), so the engine stops there.
+        next_line = Cat(Const(0, line_bits), addr[line_bits:] + 1)
+        at_ub = Cat((addr[:line_bits] + (left[:low] << log2))[:line_bits], addr[line_bits:])
+        next_i = Mux(contiguous, Mux(cut, ub, cur_i + in_line), cur_i + step)
+        next_addr = Mux(contiguous, Mux(cut, at_ub, next_line), addr + delta)
         issue = self.req_valid & self.req_grant
         with m.If(want & ~ok):
             m.d.sync += active.eq(0)          # an address that would fault: stop
@@ -264,12 +294,9 @@ class Prefetcher(wiring.Component):
                 offset[tail].eq(addr[0:line_bits]),
                 elems[tail].eq(n),
                 tail.eq(tail + 1),
+                cur_i.eq(next_i),
+                addr.eq(next_addr),
             ]
-            # (``addr`` is exact here: ``wraps`` is clear when a request issues.)
-            next_i = Mux(contiguous, cur_i + n, cur_i + step)
-            next_addr = Mux(contiguous, addr + (n << log2), addr + delta)
-            m.d.sync += [cur_i.eq(next_i), addr.eq(next_addr),
-                         wraps.eq(outside_int64(next_addr) | outside_int64(next_i + cc))]
 
         # Arrivals and pops.
         set_mask = 0
@@ -291,8 +318,12 @@ class Prefetcher(wiring.Component):
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
         with m.Elif(self.start):
-            first = self.p_lb + start_c
-            first_addr = start_base + first * start_stride
+            # The first address, bytes. Its offset ``span = (lb + c) * stride`` takes 97 bits;
+            # one of 2**65 or more in magnitude puts the address outside the signed 64-bit
+            # range whatever the base, so the sum is 67 bits wide, not 98 (a shorter chain).
+            span = (self.p_lb + start_c) * start_stride
+            huge = span[65:].any() & ~span[65:].all()
+            first_addr = start_base + span[:66].as_signed()
             start_region_end = start_region_base + start_region_size
             m.d.sync += [
                 active.eq(1),
@@ -304,7 +335,12 @@ class Prefetcher(wiring.Component):
                 cc.eq(start_c),
                 cur_i.eq(self.p_lb),
                 addr.eq(first_addr),
-                wraps.eq(outside_int64(first_addr) | outside_int64(first) | base_wrapped),
+                # (Bit tests, not ``outside_int64``'s comparators: no carry chain after the
+                # adder's.)
+                wraps.eq(huge | (first_addr[63:].any() & ~first_addr[63:].all())
+                         | base_wrapped),
+                i_min.eq(-(1 << 63) - start_c),
+                i_end.eq((1 << 63) - start_c),
                 delta.eq(self.p_step * start_stride),
                 ub.eq(self.p_ub),
                 step.eq(self.p_step),

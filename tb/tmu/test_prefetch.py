@@ -89,6 +89,14 @@ def test_stops_before_an_address_that_would_fault():
                   region_base=0, region_size=64)
     issued, popped, _ = _run(params, words=words, take=8)
     assert issued == [] and popped == []
+    # Exact first addresses 2**65 (lb 2**61, stride 16), 2**66 + 16 and 2**65 + 8 (an offset
+    # below 2**65 and a base near 2**63) are 0, 16 and 8 in 65 bits: still nothing.
+    for base, lb in ((0, 1 << 61), (0, (1 << 62) + 1),
+                     ((1 << 63) - 8, (1 << 61) - (1 << 59) + 1)):
+        params = dict(base=base, lb=lb, ub=lb + 8, step=1, c=0, stride=16, log2=3, sign=0,
+                      region_base=0, region_size=64)
+        issued, popped, _ = _run(params, words=words, take=8)
+        assert issued == [] and popped == [], base
 
 
 def test_contiguous_ranges_continue_the_sequence():
@@ -184,3 +192,130 @@ def test_contiguous_elements_share_line_requests(cut_by):
     assert issued == firsts, (seed, issued)
     sx = [(v - (1 << 32)) & MASK64 if v >> 31 else v for v in (elems[i] for i in range(lb, last))]
     assert popped == sx, seed
+
+
+def test_stops_at_the_signed_64_bit_range_inside_a_line():
+    """Contiguous bytes whose index ``i + c`` reaches 2**63 - 1 in the middle of a line: the
+    request for that line carries the elements up to it and the engine stops there (the
+    traversal faults ADDR_OVERFLOW on the next one); an exact address reaching 2**63 at a line's
+    start stops it too, though the region and the memory go on."""
+    c = 100
+    lb = (1 << 63) - c - 5                              # i + c = 2**63 - 5 + k
+    words = {0xF8: 0x1716_1514_1312_1110, 0x100: 0x2726_2524_2322_2120}
+    params = dict(base=-(1 << 63) + 0x102, lb=lb, ub=(1 << 63) - 1, step=1, c=c, stride=1,
+                  log2=0, sign=0, region_base=0, region_size=0x200)
+    issued, popped, _ = _run(params, words=words, take=10)
+    assert issued == [0xFD, 0x100]                      # 3 elements, then 2 (not the line's 8)
+    assert popped == [0x15, 0x16, 0x17, 0x20, 0x21]
+    # 4-byte elements up to the address 2**63 - 4; the region runs 64 bytes past 2**63.
+    top = 1 << 63
+    words = {top - 16: 0x0000_0002_0000_0001, top - 8: 0x0000_0004_0000_0003}
+    params = dict(base=top - 16, lb=0, ub=100, step=1, c=0, stride=4, log2=2, sign=0,
+                  region_base=top - 64, region_size=128)
+    issued, popped, _ = _run(params, words=words, take=10)
+    assert issued == [top - 16, top - 8]
+    assert popped == [1, 2, 3, 4]
+    # Negative addresses are signed 64-bit ones: a region across 0.
+    words = {(-16) & MASK64: 0x0000_0002_0000_0001, (-8) & MASK64: 3, 0: 4, 8: 5}
+    params = dict(base=-16, lb=0, ub=4, step=1, c=0, stride=8, log2=3, sign=0,
+                  region_base=-64, region_size=128)
+    issued, popped, _ = _run(params, words=words, take=10)
+    assert issued == [(-16) & MASK64, (-8) & MASK64, 0, 8]
+    assert popped == [0x0000_0002_0000_0001, 3, 4, 5]
+
+
+def test_stops_before_an_index_below_the_signed_64_bit_range():
+    """A descending index (step -1, stride 0: one address): ``i + c`` reaches -2**63 after
+    three elements, and the fourth is not issued."""
+    lb = -(1 << 63) + 4
+    params = dict(base=0x100, lb=lb, ub=lb + 1, step=-1, c=-2, stride=0, log2=3, sign=0,
+                  region_base=0, region_size=0x200)
+    issued, popped, _ = _run(params, words={0x100: 42}, take=10, depth=8)
+    assert issued == [0x100] * 3
+    assert popped == [42] * 3
+
+
+def _run_ranges(params, ranges, element, *, line_bytes=64, depth=4, cycles=2000):
+    """Start the engine on each ``(lb, ub)`` of ``ranges`` in turn (once ``idle``), grant every
+    request, answer it 3 cycles later (line of elements of ``1 << params["log2"]`` bytes,
+    ``element(address)``), pop the range's values; return (issued addresses, values popped,
+    the number issued after each range). Raises ``AssertionError`` after ``cycles`` cycles."""
+    dut = Prefetcher(depth, line_bytes)
+    size = 1 << params["log2"]
+    issued, popped, marks = [], [], []
+
+    async def testbench(ctx):
+        ctx.set(dut.mem_limit, MASK64)
+        for name, value in params.items():
+            ctx.set(getattr(dut, f"p_{name}"), value)
+        pending = []
+        cycle = 0
+
+        async def step_cycle(pop=False):
+            nonlocal cycle
+            assert cycle < cycles, (issued, popped)
+            ctx.set(dut.resp_valid, 0)
+            if pending and pending[0][0] <= cycle:
+                _, slot, addr = pending.pop(0)
+                line = addr & -line_bytes
+                ctx.set(dut.resp_valid, 1)
+                ctx.set(dut.resp_slot[0], slot)
+                ctx.set(dut.resp_data[0], sum(element(line + size * k) << (8 * size * k)
+                                              for k in range(line_bytes // size)))
+            ctx.set(dut.req_grant, 1)
+            if ctx.get(dut.req_valid):
+                issued.append(ctx.get(dut.req_addr))
+                pending.append((cycle + 3, ctx.get(dut.req_slot), ctx.get(dut.req_addr)))
+            ctx.set(dut.pop, pop)
+            if pop:
+                popped.append(ctx.get(dut.head_data))
+            await ctx.tick()
+            ctx.set(dut.pop, 0)
+            cycle += 1
+
+        for lb, ub in ranges:
+            ctx.set(dut.p_lb, lb)
+            ctx.set(dut.p_ub, ub)
+            while not ctx.get(dut.idle):
+                await step_cycle()
+            ctx.set(dut.start, 1)
+            await step_cycle()
+            ctx.set(dut.start, 0)
+            for _ in range(lb, ub):
+                while not ctx.get(dut.head_valid):
+                    await step_cycle()
+                await step_cycle(pop=True)
+            for _ in range(6):
+                await step_cycle()
+            marks.append(len(issued))
+
+    run_sim(dut, testbench)
+    return issued, popped, marks
+
+
+def test_a_range_ending_inside_a_line_continues_there():
+    """4-byte elements, 64-byte lines: [0, 3) is one request for 3 elements; its continuation
+    [3, 5) issues from the 4th element (address 12) up to the line's end, then whole lines past
+    ub; [5, 40) pops them; [2, 4) restarts at index 2."""
+    params = dict(base=0, step=1, c=0, stride=4, log2=2, sign=0, region_base=0,
+                  region_size=4 * 128)
+    issued, popped, marks = _run_ranges(params, [(0, 3), (3, 5), (5, 40), (2, 4)],
+                                        lambda a: 7000 + a // 4)
+    assert issued[:marks[0]] == [0]
+    assert issued[:4] == [0, 12, 64, 128]
+    assert issued[marks[2]] == 8                     # the restart
+    assert popped == [7000 + n for n in range(40)] + [7002, 7003]
+
+
+def test_a_continuation_stops_at_the_signed_64_bit_index_inside_a_line():
+    """Bytes at ``i - L`` for ``i`` from ``L = 2**63 - 40``: [L, L + 3) cut inside the first
+    line, its continuation runs to the last index below 2**63 (address 39, same line) and
+    stops there."""
+    top = 1 << 63
+    low = top - 40
+    params = dict(base=-low, step=1, c=0, stride=1, log2=0, sign=0, region_base=0,
+                  region_size=256)
+    issued, popped, _ = _run_ranges(params, [(low, low + 3), (low + 3, low + 5),
+                                             (low + 5, top - 1)], lambda a: a + 1)
+    assert issued == [0, 3]
+    assert popped == [a + 1 for a in range(39)]

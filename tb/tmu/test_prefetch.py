@@ -102,64 +102,14 @@ def test_stops_before_an_address_that_would_fault():
 def test_contiguous_ranges_continue_the_sequence():
     """[0, 3), then [3, 5), then [5, 8): loads are issued once each, in order; after the first
     continuation the engine runs past ub; a non-contiguous range restarts it."""
-    dut = Prefetcher(4)
-    words = {8 * n: 500 + n for n in range(16)}
-    issued, popped = [], []
-    base = dict(base=0, step=1, c=0, stride=8, log2=3, sign=0, region_base=0, region_size=8 * 16)
-
-    async def testbench(ctx):
-        ctx.set(dut.mem_limit, MASK64)
-        for name, value in base.items():
-            ctx.set(getattr(dut, f"p_{name}"), value)
-        pending = []
-        cycle = 0
-
-        async def step_cycle(pop=False):
-            nonlocal cycle
-            due = [p for p in pending if p[0] <= cycle]
-            if due:
-                pending.remove(due[0])
-                ctx.set(dut.resp_valid, 1)
-                ctx.set(dut.resp_slot[0], due[0][1])
-                ctx.set(dut.resp_data[0], words[due[0][2]])
-            else:
-                ctx.set(dut.resp_valid, 0)
-            ctx.set(dut.req_grant, 1)
-            if ctx.get(dut.req_valid):
-                issued.append(ctx.get(dut.req_addr))
-                pending.append((cycle + 3, ctx.get(dut.req_slot), ctx.get(dut.req_addr)))
-            ctx.set(dut.pop, pop)
-            if pop:
-                popped.append(ctx.get(dut.head_data))
-            await ctx.tick()
-            ctx.set(dut.pop, 0)
-            cycle += 1
-
-        async def run_range(lb, ub):
-            ctx.set(dut.p_lb, lb)
-            ctx.set(dut.p_ub, ub)
-            while not ctx.get(dut.idle):
-                await step_cycle()
-            ctx.set(dut.start, 1)
-            await step_cycle()
-            ctx.set(dut.start, 0)
-            for _ in range(lb, ub):
-                while not ctx.get(dut.head_valid):
-                    await step_cycle()
-                await step_cycle(pop=True)
-            for _ in range(6):
-                await step_cycle()
-
-        await run_range(0, 3)
-        assert issued == [0, 8, 16]                  # no speculation before a continuation
-        await run_range(3, 5)
-        assert issued[:5] == [0, 8, 16, 24, 32]
-        assert len(issued) > 5                        # ran past ub = 5
-        await run_range(5, 8)
-        await run_range(2, 4)                         # not contiguous: restart from index 2
-        assert issued.count(16) == 2
-
-    run_sim(dut, testbench)
+    params = dict(base=0, step=1, c=0, stride=8, log2=3, sign=0, region_base=0,
+                  region_size=8 * 16)
+    issued, popped, marks = _run_ranges(params, [(0, 3), (3, 5), (5, 8), (2, 4)],
+                                        lambda address: 500 + address // 8, line_bytes=8)
+    assert marks[0] == 3 and issued[:3] == [0, 8, 16]   # no speculation before a continuation
+    assert issued[:5] == [0, 8, 16, 24, 32]
+    assert marks[1] > 5                                  # ran past ub = 5
+    assert issued.count(16) == 2                         # not contiguous: restart from index 2
     assert popped == [500 + n for n in range(8)] + [502, 503]
 
 

@@ -14,7 +14,7 @@ from tb.sim_helpers import run_sim
 INDEX_BITS = 5
 
 
-@pytest.mark.parametrize("requesters, ports", [(1, 1), (3, 1), (4, 2), (7, 2), (6, 4)])
+@pytest.mark.parametrize("requesters, ports", [(1, 1), (4, 2), (7, 2), (6, 4)])
 def test_loads_leave_in_priority_order_a_cycle_later(requesters, ports):
     seed = fresh_seed(f"request arbiter {requesters}x{ports}")
     rng = random.Random(seed)
@@ -29,8 +29,8 @@ def test_loads_leave_in_priority_order_a_cycle_later(requesters, ports):
 
     async def bench(ctx):
         pending = [None] * requesters                 # the payload each requester offers
-        for cycle in range(3000):
-            epoch = (cycle // 500) % 2
+        for cycle in range(1200):
+            epoch = (cycle // 300) % 2
             clear = rng.random() < 0.01
             ctx.set(dut.epoch, epoch)
             ctx.set(dut.clear, clear)

@@ -1,6 +1,6 @@
 """The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -80,8 +80,7 @@ class Tmu(wiring.Component):
         Line requests, up to one per port per cycle, each a cycle after its requester made it
         (a two-entry buffer per requester, ``RequestArbiter``): the traversal's first, then the
         row issue block's, then the run-ahead engines' in engine order, on the lowest-numbered
-        ports. Tag
-        ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
+        ports. Tag ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
         blocking load (at most one in flight); kind 2, a run-ahead engine's slot (``engine *
         prefetch_depth + slot``); ``epoch`` flips at every start, and a response whose epoch is
         not the current run's (a load left in flight by a run that faulted or was aborted) is
@@ -231,8 +230,6 @@ class Tmu(wiring.Component):
         for k in range(P):
             wiring.connect(m, arbiter.req[k], wiring.flipped(self.req[k]))
         m.d.comb += arbiter.epoch.eq(epoch)
-        issue_count, issue_bytes, issue_blocking = (
-            arbiter.issued, arbiter.issued_bytes, arbiter.issued_blocking)
 
         # Responses: routed by kind, any kind on any port.
         blocking_data = Const(0, 8 * c.line_bytes)
@@ -354,9 +351,9 @@ class Tmu(wiring.Component):
             counters.clear.eq(start),
             counters.count.eq(busy & ~ending),
             self.ctl.counters.eq(counters.counters),
-            ev.issued.eq(issue_count),
-            ev.issued_bytes.eq(issue_bytes),
-            ev.issued_blocking.eq(issue_blocking),
+            ev.issued.eq(arbiter.issued),
+            ev.issued_bytes.eq(arbiter.issued_bytes),
+            ev.issued_blocking.eq(arbiter.issued_blocking),
             ev.responses.eq(response_count),
             ev.data_tokens.eq(Mux(self.data.valid & self.data.ready, self.data.payload.count, 0)),
             ev.control_tokens.eq(self.ctrl.valid & self.ctrl.ready),

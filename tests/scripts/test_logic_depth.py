@@ -118,3 +118,15 @@ def test_flow_finds_the_deep_logic_between_registers(tmp_path):
     assert "adders" in design["blocks"] and "xors" not in design["blocks"]
     assert paths["xors"]["length"] < design["length"]
     assert "| `design` |" in logic_depth.markdown(list(paths.values()))
+
+
+@pytest.mark.parametrize("block, module_hint", [("traversal", "pop_fallback"),
+                                                ("prefetch", "i_min")])
+def test_a_block_alone_is_written_under_the_top_name(tmp_path, block, module_hint):
+    """``--block``: the block's RTLIL, its top module named ``TOP`` (what the Yosys steps select),
+    holding the block's own signals and not the thin top's."""
+    path = logic_depth.write_block_rtlil(block, "small", tmp_path / "top.il")
+    text = path.read_text()
+    assert f"module \\{logic_depth.TOP}\n" in text
+    assert module_hint in text
+    assert "SynthTop" not in text and "row_issue" not in text

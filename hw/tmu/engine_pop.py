@@ -14,7 +14,12 @@ cycle, the popped values reaching its sources (and its fused actions') through a
   (``hw/tmu/prefetch.py``). The uop then falls back to evaluating its popped streams one per
   cycle, lowest stream id first (the golden model's order), as plain ``STREAM`` uops: a live
   engine's value is popped, the stopped one's address is computed and faults in program order
-  (or, if it does not fault, loaded as a blocking load). Each completed fallback step marks its
+  (or, if it does not fault, loaded as a blocking load). The decision is registered: in the
+  cycle an engine is found stopped the uop only waits (``enter``) and the step's stream, its
+  engine and ``fallback`` are latched, so that the step that follows is selected by registers,
+  not by the engines' state through the whole evaluation (``docs/synthesis.md``, "The
+  fallback decision registered"). ``fallback`` stays set until the step completes (through a
+  blocking load's wait, if the step issues one). Each completed fallback step marks its
   engine in ``pop_done``; the uop itself completes when no pop is left (a chained uop,
   ``hw/tmu/chain.py``, then evaluates its ALU stream and its MEM stream together, after its
   popped streams, as the golden model's id order wants).
@@ -64,9 +69,14 @@ class EnginePops:
     pending : Signal(engines)
         Pops of this uop not done yet.
     fallback : Signal
-        This cycle is a fallback step.
+        Register: a fallback step is under way (the uop is ``uop`` with the latched stream).
     fallback_bit : Signal(engines)
-        One-hot: the engine of the fallback step.
+        Register: one-hot, the engine of the fallback step.
+    stopped : Signal
+        Outside a fallback step, a pending pop's engine has stopped: the traversal waits this
+        cycle and drives ``enter``.
+    enter : Signal
+        Driven by the traversal: latch the fallback step (stream, engine) for the next cycle.
     wait : Signal
         Some popped engine's value is on its way: the uop waits.
     done : Signal(engines)
@@ -91,6 +101,9 @@ class EnginePops:
         self.commit = Signal(E, name="pop_commit")
         self.fallback = Signal(name="pop_fallback")
         self.fallback_bit = Signal(E, name="pop_fallback_engine")
+        self._fallback_step = Signal(8, name="pop_fallback_stream")
+        self.stopped = Signal(name="pop_engine_stopped")
+        self.enter = Signal(name="pop_fallback_enter")
         self.wait = Signal(name="pop_wait")
         self.uop = Signal(Uop, name="uop")
         m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
@@ -106,20 +119,24 @@ class EnginePops:
             best_step = Mux(better, Mux(self._skip_todo[e], skipped_stream[e], stream_of[e]),
                             best_step)
         m.d.comb += [
-            self.fallback.eq(dead != 0),
-            self.fallback_bit.eq(best_bit),
+            self.stopped.eq(~self.fallback & (dead != 0)),
             self.wait.eq((self.pending & ~head_valid) != 0),
             self.uop.eq(uop),
         ]
+        with m.If(self.enter):
+            m.d.sync += [self.fallback.eq(1), self.fallback_bit.eq(best_bit),
+                         self._fallback_step.eq(best_step)]
         with m.If(self.fallback):
-            m.d.comb += [self.uop.id.eq(best_step), self.uop.fuse_act.eq(0),
+            m.d.comb += [self.uop.id.eq(self._fallback_step), self.uop.fuse_act.eq(0),
                          self.uop.fuse_act2.eq(0), self.uop.fuse_next.eq(0),
                          self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0)]
 
     def update(self, clear, mark):
         """Sync: the uop completes (``clear``: no pop of it is left), or a fallback step of
         engine ``mark`` (one-hot) completes: its skipped stream's step if that is still to do,
-        else its own."""
+        else its own. Either ends the fallback step."""
+        with self._m.If(clear | (mark != 0)):
+            self._m.d.sync += self.fallback.eq(0)
         self._m.d.sync += [
             self.done.eq(Mux(clear, 0, self.done | self.commit | (mark & ~self._skip_todo))),
             self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_todo))),

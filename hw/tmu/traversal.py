@@ -267,10 +267,10 @@ class Traversal(wiring.Component):
             m.d.comb += uop_done.eq(1)
             lanes.lane_step(m, goto, pc, idx, u.id, stop, cur_fault, s_code, s_faddr)
 
-        def advance(cur_fault=None, fallback=pops.fallback, fallback_bit=pops.fallback_bit):
-            with m.If(fallback):
+        def advance(cur_fault=None):
+            with m.If(pops.fallback):
                 # A fallback step of the uop's pops: the uop stays.
-                m.d.comb += pop_mark.eq(fallback_bit)
+                m.d.comb += pop_mark.eq(pops.fallback_bit)
             with m.Else():
                 m.d.comb += pop_clear.eq(1)
                 advance_uop(cur_fault)
@@ -293,8 +293,7 @@ class Traversal(wiring.Component):
         blocking_log2_size = Signal(2)
         blocking_sign      = Signal()
         blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
-        blocking_fallback  = Signal()     # ... for a fallback step of engine pops
-        blocking_fallback_bit = Signal(self._engines)
+        # (a fallback step's blocking load: ``pops.fallback`` stays set until it completes)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -314,7 +313,8 @@ class Traversal(wiring.Component):
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0),
                                  lanes.lane.eq(0), lanes.lf_valid.eq(0), lanes.first.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
-                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0)]
+                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
+                                 pops.fallback.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):
@@ -330,9 +330,13 @@ class Traversal(wiring.Component):
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(~pops.fallback):
+                            with m.If(~pops.fallback & ~pops.stopped):
                                 m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
-                            with m.If(~pops.fallback & pops.wait):
+                            with m.If(pops.stopped):
+                                # A popped engine stopped: the fallback step, from registers,
+                                # next cycle (hw/tmu/engine_pop.py).
+                                m.d.comb += pops.enter.eq(1)
+                            with m.Elif(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
                             with m.Elif(stream.s_fault & stream.s_lockstep
                                         & ~self.lockstep_vector_mode):
@@ -365,9 +369,7 @@ class Traversal(wiring.Component):
                                     self.stat_blocking.eq(1),
                                 ]
                                 with m.If(self.req.ready):
-                                    m.d.sync += [blocking_fallback.eq(pops.fallback),
-                                                 blocking_fallback_bit.eq(pops.fallback_bit),
-                                                 blocking_stream_id.eq(u.id),
+                                    m.d.sync += [blocking_stream_id.eq(u.id),
                                                  blocking_offset.eq(
                                                      stream.addr[0:c.line_offset_bits]),
                                                  blocking_log2_size.eq(stream.log2),
@@ -444,7 +446,7 @@ class Traversal(wiring.Component):
                                                             blocking_offset, blocking_log2_size,
                                                             blocking_sign)),
                                      vreg_w.en.eq(blocking_lockstep)]
-                    advance(fallback=blocking_fallback, fallback_bit=blocking_fallback_bit)
+                    advance()
                     m.next = "RUN"
 
             with m.State("FINISH"):

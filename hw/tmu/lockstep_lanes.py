@@ -62,7 +62,11 @@ class LockstepLanes:
     lane : Signal(8)
         Register: the lane being evaluated (lane by lane) or pushed (a vector operand).
     count : Signal(8)
-        The active lanes of the vector iteration (``1..lanes``).
+        Register: the active lanes of the vector iteration (``1..lanes``), written with
+        ``first`` (:meth:`set_first`), so that no uop computes it from ``first`` and the bound.
+    span : Signal(signed(40))
+        Register: ``(count - 1) * step``, the distance from lane 0's index to the last active
+        lane's (the last lane's wrap check, ``hw/tmu/stream_evaluation.py``).
     cfg : Signal(LayerCfg)
         The LOCKSTEP layer's descriptor (``step``, ``lanes_m1``).
     """
@@ -79,17 +83,32 @@ class LockstepLanes:
         self.first = Signal(signed(64), name="first")
         self.lane = Signal(8, name="lane")
         self.count = Signal(8, name="count")
+        self.span = Signal(signed(40), name="span")
         self.cfg = pick(m, layers, self.layer_id, LayerCfg, "lockstep_cfg")
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
-            active_bits = []
-            for l_ in range(c.lanes):
-                a_ = Signal(name=f"lane_active_{l_}")
-                m.d.comb += a_.eq((self.first + l_ * self.cfg.step < self.ub)
-                                  & (l_ <= self.cfg.lanes_m1))
-                active_bits.append(a_)
-            m.d.comb += self.count.eq(sum(active_bits))
+
+    def set_first(self, m, first, ub):
+        """Sync: the vector iteration whose lane 0 has index ``first`` (truncated to 64 bits,
+        as the register keeps it) under the upper bound ``ub`` starts next cycle: ``first``,
+        ``count`` (the lanes ``l <= lanes_m1`` with ``first + l * step < ub``) and ``span``."""
+        if not self.enabled:
+            m.d.sync += self.first.eq(first)
+            return
+        first_ = Signal(signed(64), name="next_first")
+        m.d.comb += first_.eq(first)
+        active_bits = []
+        for l_ in range(self._c.lanes):
+            a_ = Signal(name=f"next_lane_active_{l_}")
+            m.d.comb += a_.eq((first_ + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
+            active_bits.append(a_)
+        count = Signal(8, name="next_count")
+        m.d.comb += count.eq(sum(active_bits))
+        span = -self.cfg.step                 # count 0 (never in a vector iteration)
+        for k in range(1, self._c.lanes + 1):
+            span = Mux(count == k, (k - 1) * self.cfg.step, span)
+        m.d.sync += [self.first.eq(first_), self.count.eq(count), self.span.eq(span)]
 
     def add_lane_values(self, m, uop, action, operand_value, stream_result, o_vector_load):
         """The lane values of the layer's streams (``vreg``, written as each lane is evaluated)

@@ -102,7 +102,8 @@ class LoopControl:
         m.d.sync += self._idx[self._layer_id].eq(self.next_index)
         self._goto(self.body_pc)
         with m.If(self.lockstep):
-            m.d.sync += [lanes.first.eq(self.next_index), lanes.lane.eq(0)]
+            lanes.set_first(m, self.next_index, lanes.ub)
+            m.d.sync += lanes.lane.eq(0)
             m.d.comb += self._t.stat_vec_iter.eq(1)
 
     def leave_layer(self, exit_pc, next_outer):

@@ -297,8 +297,7 @@ class StreamEvaluation:
             affine_exact = Signal(signed(66), name="affine_exact")
             m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
                                             Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
-            span = Signal(signed(40), name="span")
-            m.d.comb += span.eq((lanes.count - 1) * lanes.cfg.step)
+            span = lanes.span           # (count - 1) * step, a register
             last_exact = Signal(signed(68), name="last_exact")
             m.d.comb += last_exact.eq(affine_exact + Mux(t.lane_pos.bit_select(sid_, 1), span,
                                                          Mux(t.lane_neg.bit_select(sid_, 1),

@@ -83,3 +83,42 @@ def test_random_vector_mode_programs(n):
     r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL, backpressure=0.3,
                         seed=seed)
     assert_matches(case, r, SMALL)
+
+
+def _last_lane_wrap_case(n: int):
+    """A LOCKSTEP layer of ``SMALL.lanes`` lanes over ``0 .. n`` in vector mode:
+    ``s0 = i + big`` with ``big = 2**63 - lanes + 1`` (the last lane of a full vector wraps,
+    lane 0 does not), ``s1 = s0 - big`` (back in range, but its operand wrapped) and ``s2`` the
+    contiguous load at ``s1``. The golden model faults ``ADDR_OVERFLOW`` exactly when some
+    active lane of ``s0`` wraps: ``n = lanes``, not ``n = lanes - 1``."""
+    from sw.runtime.isa import (Action, ActionKind, AluOp, Event, Layer, LayerMode, Program,
+                                Region, Source, Stream, StreamKind)
+    from tb.programs import Case
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    lanes = SMALL.lanes
+    big = 2**63 - lanes + 1
+    layers = [Layer(imm(0), imm(1), mode=LayerMode.BROADCAST),
+              Layer(imm(0), R(3), imm(1), mode=LayerMode.LOCKSTEP, lanes=lanes)]
+    streams = [Stream(1, StreamKind.ALU, I(1), R(2), op=AluOp.ADD),
+               Stream(1, StreamKind.ALU, S(0), R(2), op=AluOp.SUB),
+               Stream(1, StreamKind.MEM, R(0), S(1), size=8, stride=8, region=0)]
+    actions = [Action(1, Event.ITER, ActionKind.OPERAND, source=S(2)),
+               Action(0, Event.END, ActionKind.CONTROL, callback=7)]
+    program = Program(n_args=4, version=1, layers=layers, regions=[Region(R(0), R(1))],
+                      streams=streams, actions=actions)
+    memory = bytes(range(64))
+    return Case(f"last_lane_wrap_{n}", program.encode(), memory, [0, 64, big, n])
+
+
+@pytest.mark.parametrize("n", [SMALL.lanes, SMALL.lanes - 1])
+def test_last_active_lane_wrap_is_checked_in_vector_mode(n):
+    """Vector mode evaluates ``s0`` once, at lane 0; its ``wrapped`` bit must still come from
+    the last *active* lane (``span = (count - 1) * step``): with every lane active the last
+    one wraps and the load reading ``s1`` faults ``ADDR_OVERFLOW``; with the last lane masked
+    nothing wraps and the vector loads."""
+    case = _last_lane_wrap_case(n)
+    golden = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(SMALL))
+    assert (golden.fault_code == Fault.ADDR_OVERFLOW) == (n == SMALL.lanes)
+    r = run_on_amaranth(case.program, case.memory, case.args, config=SMALL)
+    assert_matches(case, r, SMALL)
+    assert r.stats["vector_iterations"] == 1

@@ -313,7 +313,7 @@ class Actions:
         ``on_fire`` (a callable adding the uop's completion) with its last chunk; a vector
         operand pushed lane by lane with its last lane."""
         t, lanes = self._t, self._lanes
-        lane, count, lockstep_cfg = lanes.lane, lanes.count, lanes.cfg
+        count, lockstep_cfg = lanes.count, lanes.cfg
         o_vector, o_lane, v_val, v_last = lanes.o_vector, lanes.o_lane, lanes.v_val, lanes.v_last
         op_v, row_active, pad_active = self.op_v, self.row_active, self.pad_active
         row_addr, row_left, row_last = self.row_addr, self.row_left, self.row_last
@@ -347,10 +347,10 @@ class Actions:
                 with m.Elif(o_vector_load & pad_active & ~pad_last):
                     m.d.sync += pad_left.eq(pad_left - 8)
                 with m.Elif(o_lane & ~v_last):
-                    m.d.sync += lane.eq(lane + 1)
+                    lanes.next_lane(m)
                 with m.Else():
                     with m.If(o_lane):
-                        m.d.sync += lane.eq(0)
+                        lanes.restart_lane(m)
                     m.d.sync += [row_active.eq(0), pad_active.eq(0)]
                     on_fire()
         with m.Else():

@@ -60,7 +60,11 @@ class LockstepLanes:
     first : Signal(signed(64))
         Register: the index of lane 0 of the current vector iteration.
     lane : Signal(8)
-        Register: the lane being evaluated (lane by lane) or pushed (a vector operand).
+        Register: the lane being evaluated (lane by lane) or pushed (a vector operand); written
+        only through :meth:`restart_lane` and :meth:`next_lane`.
+    lane_offset : Signal(signed(40))
+        Register: ``lane * step``, kept with ``lane`` (no multiplier after the ``lane``
+        register).
     count : Signal(8)
         Register: the active lanes of the vector iteration (``1..lanes``), written with
         ``first`` (:meth:`set_first`), so that no uop computes it from ``first`` and the bound.
@@ -82,12 +86,22 @@ class LockstepLanes:
         self.on = Signal(name="lockstep_on")
         self.first = Signal(signed(64), name="first")
         self.lane = Signal(8, name="lane")
+        self.lane_offset = Signal(signed(40), name="lane_offset")
         self.count = Signal(8, name="count")
         self.span = Signal(signed(40), name="span")
         self.cfg = pick(m, layers, self.layer_id, LayerCfg, "lockstep_cfg")
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
+
+    def restart_lane(self, m):
+        """Sync: lane 0 next cycle."""
+        m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0)]
+
+    def next_lane(self, m):
+        """Sync: the next lane next cycle (``lane + 1``, ``lane_offset + step``)."""
+        m.d.sync += [self.lane.eq(self.lane + 1),
+                     self.lane_offset.eq(self.lane_offset + self.cfg.step)]
 
     def set_first(self, m, first, ub):
         """Sync: the vector iteration whose lane 0 has index ``first`` (truncated to 64 bits,
@@ -151,15 +165,14 @@ class LockstepLanes:
             ]
             # Vector mode: lane ``l`` of a stream is lane 0's value (``op_v``) + c * l * step.
             o_stream_id = action.src.value[:sbits]
-            lane_off = Signal(signed(64), name="lane_off")
-            m.d.comb += lane_off.eq(lane * cfg.step)
+            lane_off = self.lane_offset          # lane * step, a register
             v_fast = operand_value + Mux(t.lane_pos.bit_select(o_stream_id, 1), lane_off,
                                          Mux(t.lane_neg.bit_select(o_stream_id, 1), -lane_off, 0))
             vstream = Mux(t.invariant.bit_select(o_stream_id, 1), operand_value,
                           Mux(t.lockstep_vector_mode, v_fast, vreg_r.data))
             m.d.comb += v_val.eq(Mux(~v_active, 0,
                                      Mux(action.src.kind == SourceKind.STREAM, vstream,
-                                         self.first + lane * cfg.step)))
+                                         self.first + lane_off)))
 
     def add_lane_step(self, m, body_pc):
         """The lane stepping of the ``LANE`` uop and the vector iteration's recorded fault.
@@ -203,8 +216,8 @@ class LockstepLanes:
         ``fault_addr``; ``stream_id``: the uop's stream."""
         lf_valid, lf_code, lf_addr = self.lf_valid, self.lf_code, self.lf_addr
         with m.If(self.more_lanes):
-            m.d.sync += [self.lane.eq(self.lane + 1),
-                         indices[self.layer_id].eq(indices[self.layer_id] + self.cfg.step)]
+            self.next_lane(m)
+            m.d.sync += indices[self.layer_id].eq(indices[self.layer_id] + self.cfg.step)
             goto(self.body_pc)
         if cur_fault is not None:
             # This last lane's address overflow beats a recorded fault of the same stream
@@ -219,5 +232,5 @@ class LockstepLanes:
             with m.Elif(cur_fault):
                 stop(code, fault_addr)
         with m.Else():
-            m.d.sync += self.lane.eq(0)
+            self.restart_lane(m)
             goto(pc + 1)

@@ -103,7 +103,7 @@ class LoopControl:
         self._goto(self.body_pc)
         with m.If(self.lockstep):
             lanes.set_first(m, self.next_index, lanes.ub)
-            m.d.sync += lanes.lane.eq(0)
+            lanes.restart_lane(m)
             m.d.comb += self._t.stat_vec_iter.eq(1)
 
     def leave_layer(self, exit_pc, next_outer):

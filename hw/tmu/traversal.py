@@ -311,7 +311,8 @@ class Traversal(wiring.Component):
                     # Nothing of an earlier run survives a start (a run that faulted or was
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0),
-                                 lanes.lane.eq(0), lanes.lf_valid.eq(0), lanes.first.eq(0),
+                                 lanes.lane.eq(0), lanes.lane_offset.eq(0), lanes.lf_valid.eq(0),
+                                 lanes.first.eq(0),
                                  lanes.count.eq(0), lanes.span.eq(0)]
                     m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
@@ -405,7 +406,8 @@ class Traversal(wiring.Component):
                                 m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub)]
                                 with m.If(lanes.on & (k == lanes.layer_id)):
                                     lanes.set_first(m, lb, ub)
-                                    m.d.sync += [lanes.lane.eq(0), lanes.lf_valid.eq(0)]
+                                    lanes.restart_lane(m)
+                                    m.d.sync += lanes.lf_valid.eq(0)
                                     m.d.comb += self.stat_vec_iter.eq(lb < ub)
                                 goto(Mux(lb < ub, pc + 1,
                                          pick(m, exit_pc, k, self._ubits, "k_exit")))

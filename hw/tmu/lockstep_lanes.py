@@ -67,7 +67,8 @@ class LockstepLanes:
         register).
     count : Signal(8)
         Register: the active lanes of the vector iteration (``1..lanes``), written with
-        ``first`` (:meth:`set_first`), so that no uop computes it from ``first`` and the bound.
+        ``first`` (:meth:`start_vector_iteration`), so that no uop computes it from ``first``
+        and the bound.
     span : Signal(signed(40))
         Register: ``(count - 1) * step``, the distance from lane 0's index to the last active
         lane's (the last lane's wrap check, ``hw/tmu/stream_evaluation.py``).
@@ -103,26 +104,39 @@ class LockstepLanes:
         m.d.sync += [self.lane.eq(self.lane + 1),
                      self.lane_offset.eq(self.lane_offset + self.cfg.step)]
 
-    def set_first(self, m, first, ub):
-        """Sync: the vector iteration whose lane 0 has index ``first`` (truncated to 64 bits,
-        as the register keeps it) under the upper bound ``ub`` starts next cycle: ``first``,
-        ``count`` (the lanes ``l <= lanes_m1`` with ``first + l * step < ub``) and ``span``."""
+    def vector_iteration(self, m, first, ub, name):
+        """The registers of a vector iteration whose lane 0 has index ``first`` (truncated to
+        64 bits, as the register keeps it) under the upper bound ``ub``: ``(first, count,
+        span)``, ``count`` the lanes ``l <= lanes_m1`` with ``first + l * step < ub``. Call it
+        outside any ``If`` (the logic must not depend on when it is used: an assignment inside
+        a condition would put that condition in front of the adders), then
+        :meth:`start_vector_iteration` where it starts."""
+        first_ = Signal(signed(64), name=f"{name}_first")
+        count = Signal(8, name=f"{name}_count")
+        span = Signal(signed(40), name=f"{name}_span")
         if not self.enabled:
-            m.d.sync += self.first.eq(first)
-            return
-        first_ = Signal(signed(64), name="next_first")
+            m.d.comb += first_.eq(first)
+            return first_, count, span
         m.d.comb += first_.eq(first)
         active_bits = []
         for l_ in range(self._c.lanes):
-            a_ = Signal(name=f"next_lane_active_{l_}")
+            a_ = Signal(name=f"{name}_lane_active_{l_}")
             m.d.comb += a_.eq((first_ + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
             active_bits.append(a_)
-        count = Signal(8, name="next_count")
         m.d.comb += count.eq(sum(active_bits))
-        span = -self.cfg.step                 # count 0 (never in a vector iteration)
+        span_ = -self.cfg.step                # count 0 (never in a vector iteration)
         for k in range(1, self._c.lanes + 1):
-            span = Mux(count == k, (k - 1) * self.cfg.step, span)
-        m.d.sync += [self.first.eq(first_), self.count.eq(count), self.span.eq(span)]
+            span_ = Mux(count == k, (k - 1) * self.cfg.step, span_)
+        m.d.comb += span.eq(span_)
+        return first_, count, span
+
+    def start_vector_iteration(self, m, iteration):
+        """Sync: the vector iteration ``iteration`` (from :meth:`vector_iteration`) starts
+        next cycle: ``first``, ``count`` and ``span`` written."""
+        first_, count, span = iteration
+        m.d.sync += self.first.eq(first_)
+        if self.enabled:
+            m.d.sync += [self.count.eq(count), self.span.eq(span)]
 
     def add_lane_values(self, m, uop, action, operand_value, stream_result, o_vector_load):
         """The lane values of the layer's streams (``vreg``, written as each lane is evaluated)

@@ -75,6 +75,8 @@ class LoopControl:
             loop_continues.eq(self.lockstep | (index + cfg.step < ub)),
             loop_body_pc.eq(self.body_pc),
         ]
+        # The LOCKSTEP layer's next vector iteration (its active lanes), outside any condition.
+        self._next_vector = lanes.vector_iteration(m, self.next_index, lanes.ub, "next_vector")
 
         # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
         # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same
@@ -102,7 +104,7 @@ class LoopControl:
         m.d.sync += self._idx[self._layer_id].eq(self.next_index)
         self._goto(self.body_pc)
         with m.If(self.lockstep):
-            lanes.set_first(m, self.next_index, lanes.ub)
+            lanes.start_vector_iteration(m, self._next_vector)
             lanes.restart_lane(m)
             m.d.comb += self._t.stat_vec_iter.eq(1)
 

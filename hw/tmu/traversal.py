@@ -245,6 +245,8 @@ class Traversal(wiring.Component):
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions)
         stream.connect_engines(m, idx, ubr, layers)
         s_code, s_faddr = stream.s_code, stream.s_faddr
+        # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
+        enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")
 
         # The action(s) (hw/tmu/actions.py; the LOCKSTEP lane values are added on the way).
         actions = Actions(m, self, u, sources, stream, lanes)
@@ -405,7 +407,7 @@ class Traversal(wiring.Component):
                                 m.d.comb += self.prefetch_start.eq(start_engines)
                                 m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub)]
                                 with m.If(lanes.on & (k == lanes.layer_id)):
-                                    lanes.set_first(m, lb, ub)
+                                    lanes.start_vector_iteration(m, enter_vector)
                                     lanes.restart_lane(m)
                                     m.d.sync += lanes.lf_valid.eq(0)
                                     m.d.comb += self.stat_vec_iter.eq(lb < ub)

@@ -9,7 +9,7 @@ Normalisation removes what a pure refactor legitimately changes without changing
   same netlist up to the renaming of those auto-numbered wires (a changed connection still
   shows, since the renumbering is a bijection on each text).
 
-Usage (in a worktree, ``PYTHONPATH=$PWD``)::
+Usage (the repository the script lies in is the code converted, a worktree included)::
 
     python3 scripts/verilog_equivalence.py write /tmp/before      # on the old code
     python3 scripts/verilog_equivalence.py write /tmp/after       # on the new code
@@ -26,6 +26,9 @@ import pathlib
 import re
 import sys
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:          # this checkout's hw/, not an installed one
+    sys.path.insert(0, str(REPO))
 
 CONFIGS = ("small", "default")
 

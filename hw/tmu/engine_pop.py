@@ -18,8 +18,9 @@ cycle, the popped values reaching its sources (and its fused actions') through a
   cycle an engine is found stopped the uop only waits (``enter``) and the step's stream, its
   engine and ``fallback`` are latched, so that the step that follows is selected by registers,
   not by the engines' state through the whole evaluation (``docs/synthesis.md``, "The
-  fallback decision registered"). ``fallback`` stays set until the step completes (through a
-  blocking load's wait, if the step issues one). Each completed fallback step marks its
+  traversal alone, and three cuts at the front of its uop"). ``fallback`` stays set until the
+  step completes (through a blocking load's wait, if the step issues one). Each completed
+  fallback step marks its
   engine in ``pop_done``; the uop itself completes when no pop is left (a chained uop,
   ``hw/tmu/chain.py``, then evaluates its ALU stream and its MEM stream together, after its
   popped streams, as the golden model's id order wants).

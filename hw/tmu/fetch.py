@@ -23,8 +23,9 @@ uop that stays (a full reorder buffer, a blocking load, a row of several chunks)
 words. An empty layer (``ENTER``), the LOCKSTEP layer's exit or a lane step leaving the vector
 iteration costs one bubble
 (the fetch at the actual ``pc``); an engine-pop fallback step (its stream configuration is not
-the uop's) one bubble per step, after the cycle that latches the step (``engine_pop.py``); the first uop of a run one or two. Tokens, faults and their
-order are those of the unit without the stage: only cycles are added.
+the uop's) one bubble per step, after the cycle that latches the step (``engine_pop.py``); the
+first uop of a run one or two. Tokens, faults and their order are those of the unit without the
+stage: only cycles are added.
 
 Left asynchronous: the microcode reads themselves (a register's address: ``pc`` and the
 predicted ``pc``, feeding the configuration read addresses). The operand stream's kind and mode,

@@ -95,6 +95,12 @@ class LockstepLanes:
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
 
+    def clear(self, m):
+        """Sync: nothing of an earlier run survives (lane, vector iteration, recorded lane
+        fault); the traversal calls it at a start."""
+        m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0), self.lf_valid.eq(0),
+                     self.first.eq(0), self.count.eq(0), self.span.eq(0)]
+
     def restart_lane(self, m):
         """Sync: lane 0 next cycle."""
         m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0)]
@@ -114,16 +120,17 @@ class LockstepLanes:
         first_ = Signal(signed(64), name=f"{name}_first")
         count = Signal(8, name=f"{name}_count")
         span = Signal(signed(40), name=f"{name}_span")
-        if not self.enabled:
-            m.d.comb += first_.eq(first)
-            return first_, count, span
         m.d.comb += first_.eq(first)
+        if not self.enabled:
+            return first_, count, span
         active_bits = []
         for l_ in range(self._c.lanes):
             a_ = Signal(name=f"{name}_lane_active_{l_}")
             m.d.comb += a_.eq((first_ + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
             active_bits.append(a_)
         m.d.comb += count.eq(sum(active_bits))
+        # (count - 1) * step as a select of constant multiples of step: no multiplier after
+        # the population count.
         span_ = -self.cfg.step                # count 0 (never in a vector iteration)
         for k in range(1, self._c.lanes + 1):
             span_ = Mux(count == k, (k - 1) * self.cfg.step, span_)

@@ -312,10 +312,8 @@ class Traversal(wiring.Component):
                                  self.fault_addr.eq(0)]
                     # Nothing of an earlier run survives a start (a run that faulted or was
                     # aborted in the middle of a row or a vector iteration included).
-                    m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0),
-                                 lanes.lane.eq(0), lanes.lane_offset.eq(0), lanes.lf_valid.eq(0),
-                                 lanes.first.eq(0),
-                                 lanes.count.eq(0), lanes.span.eq(0)]
+                    m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0)]
+                    lanes.clear(m)
                     m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
                                  pops.fallback.eq(0)]

@@ -16,6 +16,16 @@ measured, not copied: ``scripts/bench_compiler.py``'s ``measure`` compiles each 
 memory preset, checks tokens against the golden model and results against PyTorch, and gives
 the access unit's cycles, the core cost model's cycles and ``DAE = max(access, core)``.
 
+**The execute side on the same core.** The coupled core above pops at a flat rate
+(``CoreCostModel``: 6 cycles per callback). ``execute_side`` runs the DAE kernel's compute loop
+(the DLC ``dlc.compute_loop`` over the golden model's tokens, ``sim.execute_trace``) on the *same*
+out-of-order core model as the baseline, tokens always ready (the execute side's own bound), checks
+its results against PyTorch, and fits the coupled core's cycles per callback to it
+(``fitted_cycles_per_control``, at least 1); the RTL then runs coupled again with that rate
+(``dae_fitted_cycles``, ``speedup_fitted``). Both traces keep an accumulator that is stored and
+loaded again in a register (scalar replacement, ``promote``; ``--no-promote``: every such load is
+store-to-load forwarded, 5 cycles, as before 2026-11-27).
+
 ``speedup = core-only cycles / DAE cycles`` (> 1: the DAE system is faster). Cycles are memory
 (unit) cycles for both (``CoreConfig.clock_ratio`` 1 by default: the core runs at the unit's
 clock; ``--clock-ratio 3`` models 3 GHz cores on both sides: the core-only model runs at
@@ -45,6 +55,7 @@ for p in (REPO, REPO / "scripts"):
 from hw.hbm_model.presets import get_preset  # noqa: E402
 from sim.core_only import CoreConfig, run_core  # noqa: E402
 from sim.core_trace import trace_kernel  # noqa: E402
+from sim.execute_trace import trace_execute  # noqa: E402
 from sw.compiler.frontends.mlir import parse_mlir  # noqa: E402
 from sw.workloads import BENCH_WORKLOADS, WORKLOADS  # noqa: E402
 
@@ -55,12 +66,15 @@ FIELDS = ["workload", "class", "memory", "mshrs", "caches", "core_only_cycles",
           "core_only_bytes_per_cycle", "instructions", "loads", "load_bytes", "memory_requests",
           "l1_hits", "l2_hits", "merged", "mshr_mean", "mshr_peak", "mshr_wait_cycles",
           "row_hit_rate", "read_latency_mean", "dae_level", "dae_access_cycles",
-          "dae_core_cycles", "dae_cycles", "speedup", "error"]
+          "dae_core_cycles", "dae_cycles", "speedup", "promote", "execute_ooo_cycles",
+          "execute_instructions", "fitted_cycles_per_control", "execute_fit_cycles",
+          "dae_fitted_access_cycles", "dae_fitted_cycles", "speedup_fitted", "error"]
 
 
 def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: int = 64,
-                   clock_ratio: int = 1) -> list[dict]:
-    """Run the core-only model for ``workloads`` x ``mshrs`` x the two cache settings.
+                   clock_ratio: int = 1, promote: bool = True) -> list[dict]:
+    """Run the core-only model for ``workloads`` x ``mshrs`` x the two cache settings
+    (``promote``: scalar replacement of stored-then-loaded values, ``sim.core_trace``).
 
     Raises ``AssertionError`` if the sequential form's results differ from the workload's
     reference."""
@@ -69,7 +83,8 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     for name in workloads:
         w = BENCH_WORKLOADS[name]
         args = w.make(size, 0)                 # the same inputs as bench_compiler's measure
-        tr = trace_kernel(parse_mlir(w.path.read_text(), w.example), args, vector_bytes=vector_bytes)
+        tr = trace_kernel(parse_mlir(w.path.read_text(), w.example), args, vector_bytes=vector_bytes,
+                          promote=promote)
         w.check(w.make(size, 0), list(tr.results))
         for caches, over in CACHES.items():
             for m in mshrs:
@@ -85,20 +100,78 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
                     mshr_wait_cycles=r.mshr_wait_cycles,
                     row_hit_rate=s["row_hits"] / classified if classified else 0.0,
                     read_latency_mean=s["read_latency_sum"] / s["reads"] if s["reads"] else 0.0,
-                    error=""))
+                    promote=promote, error=""))
     return rows
+
+
+def fit_cycles_per_control(pops, target: int, tokens_per_cycle: int) -> int:
+    """The cycles per callback (>= 1) for which ``CoreCostModel.cycles(pops)`` at
+    ``tokens_per_cycle`` comes nearest ``target`` cycles (``pops``: operands per callback,
+    ``DONE`` excluded)."""
+    from sw.runtime.execute import CoreCostModel
+    n = len(pops)
+    if n == 0:
+        return 1
+    base = CoreCostModel(dispatch=1, per_callback=0, tokens_per_cycle=tokens_per_cycle).cycles(pops)
+    # cycles(pops) = base + n * (cpc - 1): the nearest integer cpc, at least 1
+    return max(1, round((target - base) / n) + 1)
+
+
+def cost_with(cycles_per_control: int, tokens_per_cycle: int):
+    """A ``CoreCostModel`` of ``cycles_per_control`` cycles per callback (dispatch up to 2 of
+    them) popping ``tokens_per_cycle`` tokens per cycle."""
+    from sw.runtime.execute import CoreCostModel
+    dispatch = min(2, cycles_per_control)
+    return CoreCostModel(dispatch=dispatch, per_callback=cycles_per_control - dispatch,
+                         tokens_per_cycle=tokens_per_cycle)
+
+
+def execute_side(workloads, size: str, memory: str, level: int, config: str, *,
+                 vector_bytes: int = 64, clock_ratio: int = 1, promote: bool = True,
+                 tokens_per_cycle: int = 8) -> dict[str, dict]:
+    """The DAE kernel's execute side (its DLC compute loop over the golden model's tokens) on the
+    core-only model's core (``CoreConfig``, 16 misses in flight, tokens always ready):
+    workload -> ``execute_ooo_cycles`` (memory cycles), ``execute_instructions``, the coupled
+    core's ``fitted_cycles_per_control`` and ``execute_fit_cycles`` (``CoreCostModel``'s
+    estimate with it). ``tokens_per_cycle`` is per core cycle.
+
+    Raises ``AssertionError`` if the execute side's results differ from the workload's reference."""
+    from sw.compiler.pipelines import run_pipeline
+    from sw.runtime.drivers import run_kernel
+    from sw.runtime.isa import Limits
+    limits = Limits.from_file(config)
+    preset = get_preset(memory)
+    out = {}
+    for name in workloads:
+        w = BENCH_WORKLOADS[name]
+        comp = run_pipeline(w.path.read_text(), filename=w.example, limits=limits,
+                            opt_level=level)
+        r = run_kernel(comp.kernel, w.make(size, 0), "golden", limits=limits)
+        tr = trace_execute(comp.dlc, w.make(size, 0), r.access.data_tokens,
+                           r.access.control_tokens, vector_bytes=vector_bytes, promote=promote)
+        w.check(w.make(size, 0), list(tr.results))
+        cycles = run_core(tr, preset, CoreConfig(clock_ratio=clock_ratio)).cycles
+        pops = r.execute.pops_per_control[:-1]           # DONE last, with 0
+        per_memory_cycle = tokens_per_cycle * clock_ratio
+        cpc = fit_cycles_per_control(pops, cycles, per_memory_cycle)
+        out[name] = dict(execute_ooo_cycles=cycles, execute_instructions=len(tr),
+                         fitted_cycles_per_control=cpc,
+                         execute_fit_cycles=cost_with(cpc, per_memory_cycle).cycles(pops))
+    return out
 
 
 def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
              output_tokens: int | None = None, memory_ports: int | None = None,
-             tokens_per_cycle: int | None = None, clock_ratio: int = 1) -> dict[str, dict]:
+             tokens_per_cycle: int | None = None, clock_ratio: int = 1,
+             cost=None) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
     ``dae_cycles`` is when the core model popped DONE): workload -> its row.
 
     ``output_tokens`` / ``memory_ports`` change the RTL build (``TmuConfig``; default the
     configuration's), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
     default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
-    cost model in memory cycles: ``CoreCostModel.in_memory_cycles``)."""
+    cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``cost`` (a
+    ``CoreCostModel`` in memory cycles) replaces both."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
@@ -106,8 +179,9 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     rtl_config_for(limits)
     changes = {k: v for k, v in (("output_tokens", output_tokens),
                                  ("memory_ports", memory_ports)) if v is not None}
-    cost = (CoreCostModel() if tokens_per_cycle is None else
-            CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
+    if cost is None:
+        cost = (CoreCostModel() if tokens_per_cycle is None else
+                CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
                                                memory=memory, coupled=True, cost=cost,
                                                config_changes=changes)}
@@ -141,6 +215,12 @@ def main(argv=None) -> int:
                     help="64-bit tokens the DAE side's core pops per cycle (CoreCostModel; "
                          "default 8 = one 512-bit vector; 16 = two 512-bit loads per cycle, "
                          "as Golden Cove / Sapphire Rapids' L1D serves with AVX-512)")
+    ap.add_argument("--no-promote", action="store_true",
+                    help="no scalar replacement in the core traces: a value stored and loaded "
+                         "again is store-to-load forwarded (the model before 2026-11-27)")
+    ap.add_argument("--no-fit", action="store_true",
+                    help="skip the execute side on the out-of-order core and the coupled run at "
+                         "its fitted rate")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_core_only.csv"))
     a = ap.parse_args(argv)
     unknown = [n for n in a.workloads if n not in BENCH_WORKLOADS]
@@ -165,8 +245,9 @@ def main(argv=None) -> int:
     except ValueError as e:
         ap.error(str(e))
     warnings.simplefilter("ignore", UserWarning)
+    promote = not a.no_promote
     rows = core_only_rows(a.workloads, a.size, a.memory, a.mshrs, vector_bytes=a.vector_bytes,
-                          clock_ratio=a.clock_ratio)
+                          clock_ratio=a.clock_ratio, promote=promote)
     if not a.no_rtl:
         dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
                        output_tokens=a.output_tokens, memory_ports=a.memory_ports,
@@ -179,6 +260,25 @@ def main(argv=None) -> int:
                 continue
             r.update(dae_access_cycles=d["rtl_cycles"], dae_core_cycles=d["core_cycles"],
                      dae_cycles=d["dae_cycles"], speedup=r["core_only_cycles"] / d["dae_cycles"])
+        if not a.no_fit:
+            tpc = a.tokens_per_cycle or 8
+            ex = execute_side(a.workloads, a.size, a.memory, a.level, a.config,
+                              vector_bytes=a.vector_bytes, clock_ratio=a.clock_ratio,
+                              promote=promote, tokens_per_cycle=tpc)
+            fitted = {}
+            for name in a.workloads:
+                cost = cost_with(ex[name]["fitted_cycles_per_control"], tpc * a.clock_ratio)
+                fitted.update(dae_rows([name], a.size, a.memory, a.level, a.config,
+                                       output_tokens=a.output_tokens, memory_ports=a.memory_ports,
+                                       cost=cost))
+            for r in rows:
+                r.update(ex[r["workload"]])
+                d = fitted[r["workload"]]
+                if d.get("error") or r["error"]:
+                    r["error"] = r["error"] or d["error"]
+                    continue
+                r.update(dae_fitted_access_cycles=d["rtl_cycles"], dae_fitted_cycles=d["dae_cycles"],
+                         speedup_fitted=r["core_only_cycles"] / d["dae_cycles"])
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:
@@ -194,8 +294,9 @@ def main(argv=None) -> int:
           + f", core clock {a.clock_ratio}x the memory's")
     print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
           + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)
-          + " |")
-    print("|---" * (4 + 2 * len(a.mshrs) + 1) + "|")
+          + " | execute side (OoO) | fitted cycles/callback | DAE (fitted) | "
+          + " | ".join(f"speedup (fitted) M={m}" for m in a.mshrs) + " |")
+    print("|---" * (4 + 2 * len(a.mshrs) + 1 + 3 + len(a.mshrs)) + "|")
     by = {(r["workload"], r["caches"], r["mshrs"]): r for r in rows}
     for name in a.workloads:
         for caches in CACHES:
@@ -205,7 +306,10 @@ def main(argv=None) -> int:
             print(f"| {name} | {caches} | " + " | ".join(f"{r['core_only_cycles']:,}" for r in rs)
                   + f" | {cell(d.get('dae_access_cycles'), ',')} | {cell(d.get('dae_core_cycles'), ',')}"
                   f" | {cell(d.get('dae_cycles'), ',')} | "
-                  + " | ".join(cell(r.get("speedup"), ".2f") for r in rs) + " |")
+                  + " | ".join(cell(r.get("speedup"), ".2f") for r in rs)
+                  + f" | {cell(d.get('execute_ooo_cycles'), ',')} | {cell(d.get('fitted_cycles_per_control'), 'd')}"
+                  f" | {cell(d.get('dae_fitted_cycles'), ',')} | "
+                  + " | ".join(cell(r.get("speedup_fitted"), ".2f") for r in rs) + " |")
     if not a.no_rtl:
         print("\nspeedup (core-only / DAE), geometric mean per class:")
         classes = sorted({r["class"] for r in rows})
@@ -215,7 +319,11 @@ def main(argv=None) -> int:
                 for cls in classes:
                     g = geomean([r["speedup"] for r in rows if r["class"] == cls and r["caches"] == caches
                                  and r["mshrs"] == m and r.get("speedup")])
-                    parts.append(f"{cls} {g:.2f}" if g else f"{cls} -")
+                    gf = geomean([r["speedup_fitted"] for r in rows if r["class"] == cls
+                                  and r["caches"] == caches and r["mshrs"] == m
+                                  and r.get("speedup_fitted")])
+                    parts.append((f"{cls} {g:.2f}" if g else f"{cls} -")
+                                 + (f" (fitted {gf:.2f})" if gf else ""))
                 print(f"  {caches:6s} M={m:<3d} " + ", ".join(parts))
     print(f"wrote {out}")
     return 0

@@ -141,13 +141,15 @@ class _Mem:
 
 
 class _Tracer:
-    def __init__(self, vector_bytes: int, latency: OpLatency):
+    def __init__(self, vector_bytes: int, latency: OpLatency, promote: bool = False):
         self.t = Trace()
         self.vector_bytes = vector_bytes
         self.lat = latency
+        self.promote = promote
         self.env: dict = {}        # SSAValue -> value
         self.prod: dict = {}       # SSAValue -> producing instruction or None
         self.last_store: dict = {}   # byte address -> STORE instruction
+        self.stored: dict = {}     # byte address -> producer of the value last stored there
         self.top = 0
         self.chunk: dict | None = None   # op -> instruction number while a vector chunk runs
         self.decoded: dict = {}    # op -> _Decoded (xDSL accessors read once per op, not per run)
@@ -246,6 +248,11 @@ class _Tracer:
             addr = m.base + int(np.ravel_multi_index(idx, m.array.shape)) * m.itemsize if idx \
                 else m.base
             store = self.last_store.get(addr)
+            if store is not None and self.promote:
+                # scalar replacement: the value is still in the register it was stored from
+                env[d.result] = m.array[idx] if idx else m.array[()]
+                prod[d.result] = self.stored.get(addr)
+                return None
             i = self.emit(op, LOAD, self.deps_of(d.indices) + [store], mem=m, addr=addr,
                           size=m.itemsize, store=store)
             env[d.result] = m.array[idx] if idx else m.array[()]
@@ -260,6 +267,7 @@ class _Tracer:
                           size=m.itemsize)
             m.array[idx] = env[d.value]
             self.last_store[addr] = i
+            self.stored[addr] = prod.get(d.value)
             return None
         if name == "memref.alloc":
             t = op.memref.type
@@ -459,7 +467,7 @@ _FP_OPS = {
 
 
 def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
-                 latency: OpLatency | None = None) -> Trace:
+                 latency: OpLatency | None = None, promote: bool = False) -> Trace:
     """Run the single ``func.func`` of ``module`` on ``args`` and return its instruction stream.
 
     Parameters
@@ -497,7 +505,7 @@ def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
     if len(args) != len(block.args):
         raise ValueError(f"args must have {len(block.args)} entries (the function's parameters), "
                          f"not {len(args)}")
-    tr = _Tracer(vector_bytes, latency or OpLatency())
+    tr = _Tracer(vector_bytes, latency or OpLatency(), promote)
     bound = []
     for n, (a, value) in enumerate(zip(block.args, args)):
         if isinstance(a.type, MemRefType):

@@ -1,0 +1,295 @@
+"""The execute side's instruction stream: a kernel's DLC compute loop run over the access unit's
+tokens, for the out-of-order core model (``sim.core_only``).
+
+The DAE system's core runs only the compute loop (Ember's DLC ``compute_loop``, arXiv 2504.09870
+§5; ``docs/isa.md`` §4): it pops a control token, runs the ``dlc.case`` it names, and that case
+pops its operands from the data queue. ``trace_execute(module, args, data_tokens,
+control_tokens)`` interprets the DLC module the compiler produced (its ``func.func`` with the
+``dlc.configure_access`` region skipped: the access unit runs it) over the tokens the golden
+model or the RTL pushed, and records the instructions a compiled core program would execute, in
+the form of ``sim.core_trace`` so that :func:`sim.core_only.run_core` runs the execute side on
+the *same* core model as the core-only baseline (Golden Cove: width, reorder buffer, load ports,
+caches, latencies):
+
+* a **queue pop** is a ``LOAD`` that touches no memory line (it completes ``l1_latency`` cycles
+  after issue and takes a load port, as an L1D hit; ``Trace.array`` names the queue): one per control token, and one per
+  64 bytes of data tokens popped at once (``dlc.pop_packed``, ``dlc.pop_buffer``: a 512-bit
+  vector load of up to 8 tokens), one per token of ``dlc.pop_operand``. Pops depend on nothing:
+  the access unit is assumed to be ahead (this gives the execute side's own bound; the coupled
+  simulation adds the waits);
+* a buffered operand (``dlc.pop_buffer``) is stored into a scratch buffer (one ``STORE`` per
+  64 bytes, after its pop), whose later loads are served by store-to-load forwarding;
+* ``dlc.get_var``/``set_var`` are register moves (free), ``dlc.increment_var`` an integer add;
+* the dispatch on the control token is a branch, predicted perfectly, as every branch of the
+  core-only trace: a case's instructions do not depend on the pop of its token;
+* everything else (``scf``, ``arith``, ``math``, ``memref``: the case bodies' arithmetic, the
+  loads and stores of the results) as ``sim.core_trace`` records it, innermost loops vectorised
+  by the same rule (a loop that pops counts its pops as 8-byte elements, so a chunk pops at
+  most one 64-byte vector of tokens per pop operation).
+
+Tokens are decoded as the compiler's Python backend does (``sw.compiler.backend.python``:
+``_pop_packed``, ``_pop_buf``; ``docs/compiler.md`` "Queue alignment"), so ``Trace.results``
+are the kernel's results: tests compare them with the workload's reference, and with the
+tokens consumed exactly.
+
+Supported: scalar pops (``dlc.pop_operand``, ``dlc.pop_packed`` of scalars) and row buffers
+(``dlc.pop_buffer``), i.e. the ``-O0``, ``-O2`` and ``-O3`` forms of the workloads in
+``sw.workloads``; a vector operand (``-O1``'s vector layers: ``vector`` dialect values) raises
+``ValueError`` naming the operation.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
+
+from .core_trace import ALU, LOAD, STORE, OpLatency, Trace, _Mem, _Tracer, element_type_name
+
+__all__ = ["trace_execute", "DONE_TOKEN"]
+
+DONE_TOKEN = 0xFFFF
+_VECTOR_TOKENS = 8            # 64-bit tokens per 512-bit queue pop
+_MASK64 = (1 << 64) - 1
+
+
+class _Queue:
+    """What a pop reads (``Trace.array`` of its instruction: ``control queue``, ``data queue``)."""
+    def __init__(self, name: str):
+        self.name = name
+
+
+CONTROL_QUEUE, DATA_QUEUE = _Queue("control queue"), _Queue("data queue")
+
+
+def _scalar_kind(t) -> tuple[str, int]:
+    """NumPy dtype name and byte size of a scalar result type of a pop."""
+    if isinstance(t, IndexType):
+        return "int64", 8
+    name = element_type_name(t)
+    if name is None:
+        raise ValueError(f"a popped value must be a scalar integer, index or float, not {t}")
+    return name, np.dtype(name).itemsize
+
+
+def _element(raw: int, dtype: str, size: int):
+    """One element at its natural size from the low bytes of ``raw``."""
+    if dtype == "bool":
+        return bool(raw & 1)
+    value = np.frombuffer((raw & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), dtype)[0]
+    return int(value) if dtype.startswith("int") else value
+
+
+class _ExecuteTracer(_Tracer):
+    def __init__(self, vector_bytes, latency, promote, data_tokens, control_tokens):
+        super().__init__(vector_bytes, latency, promote)
+        self.data = [int(t) & _MASK64 for t in data_tokens]
+        self.control = [int(t) for t in control_tokens]
+        self.pos = 0                         # next data token
+        self.vars: dict = {}                 # core variable -> (value, producer)
+        self.scratch: dict = {}              # pop_buffer op -> (base, capacity in bytes)
+        self.done = False
+
+    # -- the queues -----------------------------------------------------------------------------
+
+    def take(self, n: int, what) -> list[int]:
+        if self.pos + n > len(self.data):
+            raise ValueError(f"data_tokens must hold every operand the compute loop pops: "
+                             f"{what} needs {n} at token {self.pos}, {len(self.data)} pushed")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def pop_instructions(self, op, ntok: int) -> list[int]:
+        """The queue pops of ``ntok`` tokens popped together (one per 64 bytes)."""
+        return [self.emit(op, LOAD, [], mem=DATA_QUEUE, size=8 * min(_VECTOR_TOKENS, ntok - k))
+                for k in range(0, max(ntok, 1), _VECTOR_TOKENS)]
+
+    # -- interpretation -------------------------------------------------------------------------
+
+    def run_op(self, op):
+        name = op.name
+        if name in ("dlc.configure_access", "dlc.yield"):
+            return None
+        if name == "dlc.compute_loop":
+            self.compute_loop(op)
+            return None
+        if name == "dlc.set_var":
+            self.vars[op.var.value.data] = (self.env[op.value], self.prod.get(op.value))
+            return None
+        if name == "dlc.get_var":
+            value, producer = self.vars.get(op.var.value.data, (0, None))
+            self.env[op.result], self.prod[op.result] = value, producer
+            return None
+        if name == "dlc.increment_var":
+            k = op.var.value.data
+            value, producer = self.vars.get(k, (0, None))
+            i = self.emit(op, ALU, [producer], latency=self.lat.integer)
+            self.vars[k] = (value + op.step.value.data, i)
+            return None
+        if name == "dlc.pop_operand":
+            dtype, size = _scalar_kind(op.result.type)
+            (raw,) = self.take(1, op.name)
+            (i,) = self.pop_instructions(op, 1)
+            self.env[op.result], self.prod[op.result] = _element(raw, dtype, size), i
+            return None
+        if name == "dlc.pop_packed":
+            self.pop_packed(op)
+            return None
+        if name == "dlc.pop_buffer":
+            self.pop_buffer(op)
+            return None
+        if name.startswith(("dlc.", "vector.")):
+            raise ValueError(f"module must use scalar pops and row buffers only (-O0, -O2, -O3), "
+                             f"not {name!r}")
+        return super().run_op(op)
+
+    def compute_loop(self, op) -> None:
+        cases = {c.id.value.data: c for c in op.body.block.ops if c.name == "dlc.case"}
+        for n, token in enumerate(self.control):
+            self.emit(op, LOAD, [], mem=CONTROL_QUEUE, size=8)     # the control token's pop
+            if token == DONE_TOKEN:
+                self.done = True
+                return
+            if token not in cases:
+                raise ValueError(f"control_tokens[{n}] must name a dlc.case "
+                                 f"({sorted(cases)} or DONE), not {token}")
+            self.run_block(cases[token].body.block)
+        raise ValueError("control_tokens must end with DONE (0xFFFF)")
+
+    def pop_packed(self, op) -> None:
+        """Scalars at their natural size and alignment, the group padded to a token boundary."""
+        layout, off = [], 0
+        for r in op.values:
+            dtype, size = _scalar_kind(r.type)
+            width = 8 if dtype == "bool" else size
+            off = -(-off // width) * width
+            layout.append((r, dtype, size, off))
+            off += width
+        ntok = -(-off // 8)
+        data = b"".join(t.to_bytes(8, "little") for t in self.take(ntok, op.name))
+        first = self.pop_instructions(op, ntok)[0]
+        for r, dtype, size, at in layout:
+            raw = int.from_bytes(data[at:at + max(size, 1)], "little")
+            self.env[r], self.prod[r] = _element(raw, dtype, max(size, 1)), first
+
+    def pop_buffer(self, op) -> None:
+        """``n`` elements (rows of ``lanes`` lanes from a token boundary each, one token per
+        element unless packed) stored into a scratch buffer."""
+        t = op.result.type
+        dtype = element_type_name(t.get_element_type())
+        if dtype is None or dtype == "bool":
+            raise ValueError(f"a popped buffer must have a numeric element type, not {t}")
+        size = np.dtype(dtype).itemsize
+        n = int(self.env[op.length])
+        lanes = op.lane_count
+        packed = op.packed is not None
+        chunks = [lanes] * (-(-n // lanes)) if lanes > 1 else ([n] if n else [])
+        values, ntok = [], 0
+        for c in chunks:
+            k = -(-c * size // 8) if packed else c
+            toks = self.take(k, op.name)
+            ntok += k
+            if packed:
+                raw = b"".join(x.to_bytes(8, "little") for x in toks)[:c * size]
+                values.append(np.frombuffer(raw, dtype))
+            else:
+                values.append(np.array([_element(x, dtype, size) for x in toks], dtype=dtype))
+        row = (np.concatenate(values) if values else np.zeros(0, dtype))[:n].copy()
+        base, capacity = self.scratch.get(op, (None, 0))
+        if row.nbytes > capacity:
+            base = self.place(f"scratch{len(self.t.bases)}", row).base
+            self.scratch[op] = (base, row.nbytes)
+        mem = _Mem(f"scratch:{op.result.name_hint or 'buffer'}", row, base)
+        pops = self.pop_instructions(op, ntok)
+        for k, pop in enumerate(pops):
+            lo = k * 64
+            if lo >= row.nbytes:
+                break
+            s = self.emit(op, STORE, [pop], mem=mem, addr=base + lo, size=min(64, row.nbytes - lo))
+            for a in range(base + lo, base + min(lo + 64, row.nbytes), size):
+                self.last_store[a] = s
+                self.stored[a] = pop
+        self.env[op.result], self.prod[op.result] = mem, None
+
+    def _vector_width(self, op) -> int:
+        if not self.vector_bytes:
+            return 1
+        widest = 0
+        for inner in op.body.walk():
+            if inner is op:
+                continue
+            if inner.name in ("scf.for", "scf.if", "dlc.pop_buffer"):
+                return 1
+            if inner.name in ("memref.load", "memref.store"):
+                widest = max(widest, self.env[inner.memref].itemsize)
+            elif inner.name.startswith("dlc.pop"):
+                widest = max(widest, 8)
+        return max(1, self.vector_bytes // widest) if widest else 1
+
+
+def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
+                  control_tokens: Sequence[int], *, vector_bytes: int = 64,
+                  latency: OpLatency | None = None, promote: bool = False) -> Trace:
+    """Run the DLC compute loop of ``module`` over the access unit's tokens and return the
+    execute side's instruction stream (module docstring).
+
+    Parameters
+    ----------
+    module : xdsl ModuleOp or func.FuncOp
+        The compiler's DLC stage of one kernel (``sw.compiler.pipelines.run_pipeline(text,
+        until="dlc", opt_level=...)``, or ``Compilation.dlc``).
+    args : sequence
+        The kernel's arguments, as for :func:`sim.core_trace.trace_kernel` (copied).
+    data_tokens, control_tokens : sequence of int
+        What the access unit pushed (64-bit data tokens; 16-bit control tokens ending with
+        ``DONE`` = 0xFFFF), e.g. ``run_kernel(kernel, args, "golden").access``.
+    vector_bytes : int
+        Vector register bytes of innermost loops (64: AVX-512, as the core-only trace; 0: scalar).
+    latency : OpLatency, optional
+
+    Returns
+    -------
+    Trace
+        ``results`` are the kernel's results.
+
+    Raises
+    ------
+    ValueError
+        ``module`` not one function, the wrong number of ``args``, a pop of a vector operand, a
+        control token naming no case, the tokens running out or left over (the message names
+        which), ``vector_bytes`` negative.
+    """
+    if not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes < 0:
+        raise ValueError(f"vector_bytes must be a non-negative integer, not {vector_bytes!r}")
+    funcs = [module] if isinstance(module, func.FuncOp) else \
+        [op for op in module.ops if isinstance(op, func.FuncOp)] if isinstance(module, ModuleOp) else []
+    if len(funcs) != 1:
+        raise ValueError(f"module must be a func.FuncOp or a ModuleOp holding exactly one, "
+                         f"not {module!r:.80}")
+    block = funcs[0].body.block
+    if len(args) != len(block.args):
+        raise ValueError(f"args must have {len(block.args)} entries (the function's parameters), "
+                         f"not {len(args)}")
+    tr = _ExecuteTracer(vector_bytes, latency or OpLatency(), promote, data_tokens, control_tokens)
+    bound = []
+    for n, (a, value) in enumerate(zip(block.args, args)):
+        if isinstance(a.type, MemRefType):
+            dtype = element_type_name(a.type.get_element_type())
+            if dtype is None:
+                raise ValueError(f"args[{n}] must be a memref of a NumPy element type, not {a.type}")
+            bound.append((tr.place(a.name_hint or f"arg{n}", np.array(value, dtype=dtype, copy=True)),
+                          None))
+        else:
+            bound.append((np.asarray(value).item(), None))
+    out = tr.run_block(block, bound)
+    if not tr.done:
+        raise ValueError("module must have a dlc.compute_loop (the execute side)")
+    if tr.pos != len(tr.data):
+        raise ValueError(f"data_tokens must be consumed exactly: the compute loop popped {tr.pos} "
+                         f"of {len(tr.data)}")
+    tr.finish()
+    tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
+    return tr.t

@@ -1,0 +1,120 @@
+"""The execute side's instruction stream (sim/execute_trace.py) and scalar replacement in the core
+traces (sim/core_trace.py ``promote``).
+
+Independent references: the workloads' PyTorch/NumPy references for the results (the execute side
+interprets the compiler's DLC compute loop over the golden model's tokens, so its results are
+the kernel's), and counts of bags and lookups read from the inputs for the queue pops.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from hw.hbm_model.presets import get_preset
+from sim.core_only import CoreConfig, run_core
+from sim.core_trace import ALU, LOAD, STORE, trace_kernel
+from sim.execute_trace import trace_execute
+from sw.compiler.frontends.mlir import parse_mlir
+from sw.compiler.pipelines import run_pipeline
+from sw.runtime.drivers import run_kernel
+from sw.workloads import WORKLOADS
+
+warnings.simplefilter("ignore", UserWarning)
+
+# (workload, level) pairs whose execute side pops scalars and row buffers only (-O1 pops vectors)
+SUPPORTED = [(n, lvl) for n in WORKLOADS for lvl in (0, 2, 3)
+             if not (lvl == 2 and n in ("kg_transe", "spattn_gather"))]
+
+
+def _compiled(name, level, seed):
+    w = WORKLOADS[name]
+    comp = run_pipeline(w.path.read_text(), opt_level=level)
+    args = w.make("small", seed)
+    tokens = run_kernel(comp.kernel, w.make("small", seed), "golden").access
+    return w, comp, args, tokens
+
+
+@pytest.mark.parametrize("promote", [False, True])
+@pytest.mark.parametrize("name,level", SUPPORTED)
+def test_the_execute_side_computes_the_workload(name, level, promote, seed):
+    w, comp, args, tokens = _compiled(name, level, seed)
+    tr = trace_execute(comp.dlc, args, tokens.data_tokens, tokens.control_tokens, promote=promote)
+    w.check(w.make("small", seed), list(tr.results))       # PyTorch
+    # one pop per control token, and no instruction waits for one (the dispatch is predicted)
+    control_pops = {i for i, a in enumerate(tr.array) if a == "control queue"}
+    assert len(control_pops) == len(tokens.control_tokens)
+    assert not any(control_pops & set(deps) for deps in tr.deps)
+    assert all(tr.kind[i] == LOAD and not tr.lines[i] for i in control_pops)
+
+
+def test_embedding_bag_pops_one_vector_per_row_and_one_per_token(seed):
+    """-O3 EmbeddingBag sum: per bag a control pop and its length's pop, per lookup one pop of
+    the packed row (at most 64 bytes: one 512-bit vector of tokens), then the DONE pop."""
+    w, comp, args, tokens = _compiled("eb_sum", 3, seed)
+    table, indices, offsets, out = args
+    assert table.shape[1] * table.itemsize <= 64
+    tr = trace_execute(comp.dlc, args, tokens.data_tokens, tokens.control_tokens)
+    bags, lookups = len(offsets) - 1, int(offsets[-1])
+    assert tr.array.count("control queue") == bags + 1
+    assert tr.array.count("data queue") == bags + lookups
+    # each row is stored into the scratch buffer once, after its pop
+    scratch_stores = [i for i, (k, a) in enumerate(zip(tr.kind, tr.array))
+                      if k == STORE and a.startswith("scratch:")]
+    assert len(scratch_stores) == lookups
+    assert all(len(tr.deps[i]) == 1 and tr.kind[tr.deps[i][0]] == LOAD for i in scratch_stores)
+
+
+def test_scalar_replacement_keeps_the_accumulator_in_a_register(seed):
+    """Scalar form of the EmbeddingBag sum: without ``promote`` every lookup loads out[b, d]
+    (forwarded from the previous store); with it only the first touch of each out[b, d] loads,
+    and the adds of a bag's column chain through registers."""
+    w = WORKLOADS["eb_sum"]
+    args = w.make("small", seed)
+    table, indices, offsets, out = args
+    bags, lookups, dim = len(offsets) - 1, int(offsets[-1]), table.shape[1]
+    module = parse_mlir(w.path.read_text())
+    plain = trace_kernel(module, w.make("small", seed), vector_bytes=0)
+    promoted = trace_kernel(module, w.make("small", seed), vector_bytes=0, promote=True)
+    w.check(w.make("small", seed), list(promoted.results))
+    out_loads = lambda tr: [i for i, (k, a) in enumerate(zip(tr.kind, tr.array))  # noqa: E731
+                            if k == LOAD and a == "out"]
+    assert len(out_loads(plain)) == lookups * dim
+    nonempty = sum(1 for b in range(bags) if offsets[b + 1] > offsets[b])
+    assert len(out_loads(promoted)) == nonempty * dim
+    assert not any(promoted.forwarded[i] for i in out_loads(promoted))
+    # an add's accumulator operand is the previous add (through the stored value), not a load
+    adds = [i for i, k in enumerate(promoted.kind) if k == ALU and promoted.latency[i] == 4]
+    assert any(any(promoted.kind[d] == ALU and promoted.latency[d] == 4 for d in promoted.deps[i])
+               for i in adds)
+    # and it is faster on the same core: no 5-cycle forwarding on the accumulation chain
+    preset = get_preset("simple")
+    assert run_core(promoted, preset).cycles <= run_core(plain, preset).cycles
+
+
+def test_the_execute_side_runs_on_the_core_model(seed):
+    w, comp, args, tokens = _compiled("spmv_csr", 3, seed)
+    tr = trace_execute(comp.dlc, args, tokens.data_tokens, tokens.control_tokens, promote=True)
+    r = run_core(tr, get_preset("HBM2"), CoreConfig())
+    assert r.instructions == len(tr) and r.cycles >= len(tr) / CoreConfig().width
+
+
+def test_bad_tokens_and_modules_are_named(seed):
+    w, comp, args, tokens = _compiled("eb_sum", 3, seed)
+    data, control = list(tokens.data_tokens), list(tokens.control_tokens)
+    with pytest.raises(ValueError, match="data_tokens must be consumed exactly"):
+        trace_execute(comp.dlc, args, data + [0], control)
+    with pytest.raises(ValueError, match="data_tokens must hold every operand"):
+        trace_execute(comp.dlc, args, data[:-1], control)
+    with pytest.raises(ValueError, match=r"control_tokens\[0\] must name a dlc.case"):
+        trace_execute(comp.dlc, args, data, [77] + control)
+    with pytest.raises(ValueError, match="control_tokens must end with DONE"):
+        trace_execute(comp.dlc, args, data, control[:-1])
+    with pytest.raises(ValueError, match="args must have 4 entries"):
+        trace_execute(comp.dlc, args[:3], data, control)
+    with pytest.raises(ValueError, match="vector_bytes must be a non-negative integer"):
+        trace_execute(comp.dlc, args, data, control, vector_bytes=-1)
+    w1, comp1, args1, tokens1 = _compiled("eb_sum", 1, seed)
+    with pytest.raises(ValueError, match="scalar integer, index or float, not vector<8xf32>"):
+        trace_execute(comp1.dlc, args1, tokens1.data_tokens, tokens1.control_tokens)

@@ -104,40 +104,20 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     return rows
 
 
-def fit_cycles_per_control(pops, target: int, tokens_per_cycle: int) -> int:
-    """The cycles per callback (>= 1) for which ``CoreCostModel.cycles(pops)`` at
-    ``tokens_per_cycle`` comes nearest ``target`` cycles (``pops``: operands per callback,
-    ``DONE`` excluded)."""
-    from sw.runtime.execute import CoreCostModel
-    n = len(pops)
-    if n == 0:
-        return 1
-    base = CoreCostModel(dispatch=1, per_callback=0, tokens_per_cycle=tokens_per_cycle).cycles(pops)
-    # cycles(pops) = base + n * (cpc - 1): the nearest integer cpc, at least 1
-    return max(1, round((target - base) / n) + 1)
-
-
-def cost_with(cycles_per_control: int, tokens_per_cycle: int):
-    """A ``CoreCostModel`` of ``cycles_per_control`` cycles per callback (dispatch up to 2 of
-    them) popping ``tokens_per_cycle`` tokens per cycle."""
-    from sw.runtime.execute import CoreCostModel
-    dispatch = min(2, cycles_per_control)
-    return CoreCostModel(dispatch=dispatch, per_callback=cycles_per_control - dispatch,
-                         tokens_per_cycle=tokens_per_cycle)
-
-
 def execute_side(workloads, size: str, memory: str, level: int, config: str, *,
                  vector_bytes: int = 64, clock_ratio: int = 1, promote: bool = True,
                  tokens_per_cycle: int = 8) -> dict[str, dict]:
     """The DAE kernel's execute side (its DLC compute loop over the golden model's tokens) on the
     core-only model's core (``CoreConfig``, 16 misses in flight, tokens always ready):
     workload -> ``execute_ooo_cycles`` (memory cycles), ``execute_instructions``, the coupled
-    core's ``fitted_cycles_per_control`` and ``execute_fit_cycles`` (``CoreCostModel``'s
-    estimate with it). ``tokens_per_cycle`` is per core cycle.
+    core's ``cost`` (``CoreCostModel.fitted``, in memory cycles), its
+    ``fitted_cycles_per_control`` and ``execute_fit_cycles`` (its estimate).
+    ``tokens_per_cycle`` is per core cycle.
 
     Raises ``AssertionError`` if the execute side's results differ from the workload's reference."""
     from sw.compiler.pipelines import run_pipeline
     from sw.runtime.drivers import run_kernel
+    from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
     limits = Limits.from_file(config)
     preset = get_preset(memory)
@@ -152,11 +132,10 @@ def execute_side(workloads, size: str, memory: str, level: int, config: str, *,
         w.check(w.make(size, 0), list(tr.results))
         cycles = run_core(tr, preset, CoreConfig(clock_ratio=clock_ratio)).cycles
         pops = r.execute.pops_per_control[:-1]           # DONE last, with 0
-        per_memory_cycle = tokens_per_cycle * clock_ratio
-        cpc = fit_cycles_per_control(pops, cycles, per_memory_cycle)
+        cost = CoreCostModel.fitted(pops, cycles, tokens_per_cycle * clock_ratio)
         out[name] = dict(execute_ooo_cycles=cycles, execute_instructions=len(tr),
-                         fitted_cycles_per_control=cpc,
-                         execute_fit_cycles=cost_with(cpc, per_memory_cycle).cycles(pops))
+                         fitted_cycles_per_control=cost.cycles_per_control,
+                         execute_fit_cycles=cost.cycles(pops), cost=cost)
     return out
 
 
@@ -267,12 +246,11 @@ def main(argv=None) -> int:
                               promote=promote, tokens_per_cycle=tpc)
             fitted = {}
             for name in a.workloads:
-                cost = cost_with(ex[name]["fitted_cycles_per_control"], tpc * a.clock_ratio)
                 fitted.update(dae_rows([name], a.size, a.memory, a.level, a.config,
                                        output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                                       cost=cost))
+                                       cost=ex[name]["cost"]))
             for r in rows:
-                r.update(ex[r["workload"]])
+                r.update({k: v for k, v in ex[r["workload"]].items() if k != "cost"})
                 d = fitted[r["workload"]]
                 if d.get("error") or r["error"]:
                     r["error"] = r["error"] or d["error"]

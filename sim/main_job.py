@@ -54,12 +54,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
                    help="how the RTL is simulated (default cpp: the Verilator C++ harness "
                         "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
-    p.add_argument("--core", choices=("model", "free"), default=None,
-                   help="the execute side behind the output queues (rtl target): model = the core "
+    p.add_argument("--core", choices=("fitted", "model", "free"), default=None,
+                   help="the execute side behind the output queues (rtl target): fitted = the core "
                         "model (sw.runtime.execute.CoreCostModel) consuming the queues in the same "
-                        "simulation, coupled, so the run gives the DAE cycles; free = a consumer that "
-                        "takes every token when offered (or with --backpressure). Default: model on "
-                        "the cpp engine without --backpressure, free otherwise")
+                        "simulation, coupled, so the run gives the DAE cycles, at the cycles per "
+                        "callback fitted to the kernel's execute side run on the core-only "
+                        "baseline's out-of-order core (sim.execute_trace; compiled programs); "
+                        "model = the same at the flat default rate (6 cycles per callback); free = "
+                        "a consumer that takes every token when offered (or with --backpressure). "
+                        "Default: fitted (model for --program handwritten) on the cpp engine "
+                        "without --backpressure, free otherwise")
     p.add_argument("--core-only-mshrs", type=int, default=DEFAULT_CORE_ONLY_MSHRS, metavar="M",
                    help="also run the core-only baseline (sim.core_only: an out-of-order core doing "
                         "the same gathers itself, M L1 misses in flight, on the same memory model) and "
@@ -198,18 +202,51 @@ def print_memory_stats(stats: dict, preset_name: str, cycles: int) -> None:
 
 
 def _kernel(ns):
-    """The kernel to run: the compiler's output for ``--kernel``, or the hand-written program."""
+    """The kernel to run (the compiler's output for ``--kernel``, or the hand-written program)
+    and its DLC module (the compute loop; None for the hand-written program)."""
     if ns.program == "handwritten":
         from sw.runtime.handwritten import embedding_bag_kernel
-        return embedding_bag_kernel("float32", "sum")
-    from sw.compiler import compile_mlir
+        return embedding_bag_kernel("float32", "sum"), None
+    from sw.compiler.pipelines import run_pipeline
     from sw.runtime.isa import Limits
     path = Path(ns.kernel)
     if not path.is_file():
         raise FileNotFoundError(f"--kernel {ns.kernel!r} does not exist")
     limits = Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG))
-    return compile_mlir(path.read_text(), filename=str(path),
-                        opt_level=getattr(ns, "opt_level", DEFAULT_OPT_LEVEL), limits=limits)
+    comp = run_pipeline(path.read_text(), filename=str(path), limits=limits,
+                        opt_level=getattr(ns, "opt_level", DEFAULT_OPT_LEVEL))
+    return comp.kernel, comp.dlc
+
+
+def _fitted_cost(kernel, dlc, args, ns):
+    """The coupled core's rate fitted to the execute side on the core-only baseline's core.
+
+    The golden model's tokens go through the kernel's DLC compute loop (``sim.execute_trace``,
+    accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
+    default Golden Cove ``CoreConfig``, the same memory preset) with every token ready; the
+    ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
+    returned, after a line saying so. Raises ``AssertionError`` if the execute side's results
+    differ from the golden run's."""
+    from hw.hbm_model.presets import get_preset
+    from sim.core_only import CoreConfig, run_core
+    from sim.execute_trace import trace_execute
+    from sw.runtime.drivers import run_kernel
+    from sw.runtime.execute import CoreCostModel
+    golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
+    trace = trace_execute(dlc, [np.array(a, copy=True) for a in args], golden.access.data_tokens,
+                          golden.access.control_tokens, promote=True)
+    assert all(np.array_equal(a, b) for a, b in zip(trace.results, golden.results)), \
+        "the execute side's trace computed other results than the execute side"
+    cycles = run_core(trace, get_preset(getattr(ns, "memory", DEFAULT_MEMORY)), CoreConfig()).cycles
+    pops = golden.execute.pops_per_control[:-1]            # DONE last, with 0
+    cost = CoreCostModel.fitted(pops, cycles)
+    print(f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop over "
+          f"the golden model's {len(golden.access.control_tokens)} control and "
+          f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "
+          f"{len(trace)} instructions; the coupled core's rate fitted to it: "
+          f"{cost.cycles_per_control} cycles per callback, {cost.tokens_per_cycle} tokens per "
+          f"cycle ({cost.cycles(pops)} cycles without waiting)")
+    return cost
 
 
 def _coupled(ns) -> bool:
@@ -223,12 +260,12 @@ def _coupled(ns) -> bool:
     core, engine = getattr(ns, "core", None), getattr(ns, "engine", "cpp")
     if ns.target != "rtl":
         return False
-    if core == "model":
+    if core in ("model", "fitted"):
         if engine != "cpp":
-            raise ValueError(f"--core model needs --engine cpp (the C++ harness simulates the core), "
-                             f"not --engine {engine}")
+            raise ValueError(f"--core {core} needs --engine cpp (the C++ harness simulates the "
+                             f"core), not --engine {engine}")
         if ns.backpressure:
-            raise ValueError(f"--core model sets the back-pressure itself; --backpressure "
+            raise ValueError(f"--core {core} sets the back-pressure itself; --backpressure "
                              f"{ns.backpressure} needs --core free")
         return True
     return core is None and engine == "cpp" and not ns.backpressure
@@ -236,7 +273,8 @@ def _coupled(ns) -> bool:
 
 def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles) -> bool:
     """Run the core-only baseline (``sim.core_only``, ``ns.core_only_mshrs`` MSHRs, the default
-    Golden Cove caches, the same memory preset) on the kernel's sequential form over the same
+    Golden Cove caches, the same memory preset; accumulators kept in registers, ``promote``) on
+    the kernel's sequential form over the same
     inputs, print its cycles and DAE ÷ core-only (the unit's cycles when the run was not coupled),
     and return whether its result matches ``expected``."""
     from hw.hbm_model.presets import get_preset
@@ -245,7 +283,8 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles) -> bool:
     from sw.compiler.frontends.mlir import parse_mlir
     path = Path(ns.kernel) if ns.program == "compiled" else DEFAULT_KERNEL
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    trace = trace_kernel(parse_mlir(path.read_text(), str(path)), [x, g.indices, g.offsets, out])
+    trace = trace_kernel(parse_mlir(path.read_text(), str(path)), [x, g.indices, g.offsets, out],
+                         promote=True)
     result = run_core(trace, get_preset(ns.memory), CoreConfig(mshrs=ns.core_only_mshrs))
     same = np.allclose(trace.results[0], expected, rtol=1e-5, atol=1e-5)
     dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")
@@ -258,13 +297,19 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles) -> bool:
 
 def _run(g, x, ns, coupled=False):
     from sw.runtime.drivers import run_kernel
+    kernel, dlc = _kernel(ns)
     options = {}
+    out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
                    "backpressure": ns.backpressure, "seed": ns.seed,
                    "engine": getattr(ns, "engine", "cpp"), "coupled": coupled}
-    out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    result = run_kernel(_kernel(ns), [x, g.indices, g.offsets, out], ns.target, **options)
+        if coupled and getattr(ns, "core", None) in (None, "fitted") and dlc is not None:
+            options["cost"] = _fitted_cost(kernel, dlc, [x, g.indices, g.offsets, out], ns)
+        elif coupled:
+            print("coupled core at the flat default rate (sw.runtime.execute.CoreCostModel: "
+                  "6 cycles per callback, 8 tokens per cycle)")
+    result = run_kernel(kernel, [x, g.indices, g.offsets, out], ns.target, **options)
     return np.asarray(result.results[0]), result
 
 

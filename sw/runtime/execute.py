@@ -90,6 +90,24 @@ class CoreCostModel:
                              tokens_per_cycle=self.tokens_per_cycle * clock_ratio,
                              buffer_beats=self.buffer_beats * clock_ratio)
 
+    @classmethod
+    def fitted(cls, pops: Sequence[int], target_cycles: int, tokens_per_cycle: int = 8) -> "CoreCostModel":
+        """The model popping ``tokens_per_cycle`` tokens per cycle whose cycles per callback
+        (at least 1; ``dispatch`` up to 2 of them) make :meth:`cycles` of ``pops`` nearest
+        ``target_cycles``: the flat rate fitted to a cycle-level run of the same callbacks (e.g.
+        the execute side on the out-of-order core model, ``sim.execute_trace``).
+
+        Raises ``ValueError`` if ``target_cycles`` is not an int >= 0 or ``tokens_per_cycle``
+        not an int >= 1."""
+        if not isinstance(target_cycles, int) or isinstance(target_cycles, bool) or target_cycles < 0:
+            raise ValueError(f"target_cycles must be an int >= 0, not {target_cycles!r}")
+        unit = cls(dispatch=1, per_callback=0, tokens_per_cycle=tokens_per_cycle)
+        n = len(pops)
+        # cycles(pops) = unit.cycles(pops) + n * (c - 1): the nearest integer c >= 1
+        c = max(1, round((target_cycles - unit.cycles(pops)) / n) + 1) if n else 1
+        dispatch = min(2, c)
+        return cls(dispatch=dispatch, per_callback=c - dispatch, tokens_per_cycle=tokens_per_cycle)
+
     def callback_cycles(self, operands: int) -> int:
         """Cycles of one callback that pops ``operands`` tokens, without waiting."""
         return self.cycles_per_control + -(-operands // self.tokens_per_cycle)

@@ -116,3 +116,23 @@ def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):
     assert unit <= dae, out
     assert estimate - 64 <= dae < unit + estimate, out
     assert "8 MSHRs" in out and "DAE / core-only speedup" in out and "PASS" in out
+
+
+def test_the_default_core_rate_is_fitted_to_the_execute_side_on_the_baseline_core(capsys):
+    """By default the coupled core runs at the cycles per callback fitted to the kernel's execute
+    side on the core-only baseline's out-of-order core: the fitted estimate is within half a
+    cycle per callback of that core's cycles (unless the 1-cycle floor holds); ``--core model``
+    keeps the flat 6 cycles per callback and prints so."""
+    assert main_job.main(_args("--nodes", "60", "--memory", "simple", "--core-only-mshrs", "0")) == 0
+    out = capsys.readouterr().out
+    line = out.split("execute side on the core-only baseline's core")[1].split("\n")[0]
+    callbacks = int(line.split("golden model's ")[1].split(" control")[0]) - 1     # DONE
+    ooo = int(line.split("all ready): ")[1].split(" cycles")[0])
+    cpc = int(line.split("fitted to it: ")[1].split(" cycles per callback")[0])
+    estimate = int(line.split("per cycle (")[1].split(" cycles")[0])
+    assert cpc >= 1 and (cpc == 1 or abs(estimate - ooo) <= callbacks / 2 + 1), line
+    assert "PASS" in out
+    assert main_job.main(_args("--nodes", "60", "--memory", "simple", "--core-only-mshrs", "0",
+                               "--core", "model")) == 0
+    out = capsys.readouterr().out
+    assert "flat default rate" in out and "execute side on the core-only" not in out

@@ -39,16 +39,3 @@ def test_bad_arguments_exit_2(argv, msg, capsys):
         bench_core_only.main(["--no-rtl", *argv])
     assert e.value.code == 2 and msg in capsys.readouterr().err
 
-
-@pytest.mark.parametrize("target", [0, 1, 7, 40, 123, 1000])
-def test_fitted_cycles_per_callback_is_the_nearest(target):
-    """Against a search over every rate: the fitted cycles per callback give the estimate nearest
-    the target (ties to either), never below 1."""
-    from sw.runtime.execute import CoreCostModel
-    pops = [0, 3, 8, 9, 17, 1]
-    cpc = bench_core_only.fit_cycles_per_control(pops, target, 8)
-    est = lambda c: bench_core_only.cost_with(c, 8).cycles(pops)  # noqa: E731
-    best = min(abs(est(c) - target) for c in range(1, 400))
-    assert cpc >= 1 and abs(est(cpc) - target) == best
-    assert bench_core_only.cost_with(cpc, 8).cycles_per_control == cpc
-    assert isinstance(bench_core_only.cost_with(1, 8), CoreCostModel)

@@ -48,7 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from sw.compiler import CompileError, compile_mlir  # noqa: E402
+from sw.compiler import CompileError  # noqa: E402
+from sw.compiler.pipelines import run_pipeline  # noqa: E402
 from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel  # noqa: E402
 from sw.runtime.execute import CoreCostModel  # noqa: E402
 from sw.runtime.golden import AccessFault  # noqa: E402
@@ -64,13 +65,16 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 #: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level. ``rtl_*``
 #: counters are the unit's (docs/rtl.md §2.7): loads issued, cycles the traversal waited for a
 #: blocking load, cycles an action waited for a reorder-buffer entry; data tokens per cycle near 1
-#: means the 64-bit data queue (one token per cycle) is the access unit's limit.
+#: means the 64-bit data queue (one token per cycle) is the access unit's limit. ``core_rate``:
+#: ``flat`` (``cost``) or ``fitted`` (``fit``: the rate fitted to ``execute_ooo_cycles``, the
+#: execute side on the core-only baseline's core; ``flat (...)`` where it cannot be traced).
 FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
           "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
           "rtl_rob_full_cycles", "dae_cycles", "dae_speedup", "dae_estimate", "core_starved_cycles",
-          "rtl_out_stall_cycles", "memory", "config", "compile_ms", "error"]
+          "rtl_out_stall_cycles", "core_rate", "execute_ooo_cycles", "fitted_cycles_per_control",
+          "memory", "config", "compile_ms", "error"]
 
 
 def _copy(args):
@@ -120,9 +124,30 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostModel, *,
+                clock_ratio: int = 1):
+    """The execute side on the core-only baseline's core and the coupled rate fitted to it.
+
+    ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) in
+    ``sim.execute_trace`` (accumulators in registers), its results are checked with
+    ``workload.check``, and the trace runs on ``sim.core_only.run_core`` (``CoreConfig`` with
+    ``clock_ratio``, memory preset ``memory``); returns ``(cycles, CoreCostModel.fitted(pops,
+    cycles, cost.tokens_per_cycle))`` (memory cycles). Raises ``ValueError`` when the compute
+    loop pops what the trace does not model (vector operands, ``-O1``)."""
+    from hw.hbm_model.presets import get_preset
+    from sim.core_only import CoreConfig, run_core
+    from sim.execute_trace import trace_execute
+    trace = trace_execute(dlc, _copy(args), tokens.data_tokens, tokens.control_tokens,
+                          promote=True)
+    workload.check(_copy(args), list(trace.results))
+    cycles = run_core(trace, get_preset(memory), CoreConfig(clock_ratio=clock_ratio)).cycles
+    return cycles, CoreCostModel.fitted(pops, cycles, cost.tokens_per_cycle)
+
+
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
             rtl: bool = False, memory: str = "simple", cost: CoreCostModel | None = None,
-            coupled: bool = False, config_changes: dict | None = None) -> list[dict]:
+            coupled: bool = False, config_changes: dict | None = None, fit: bool = False,
+            clock_ratio: int = 1) -> list[dict]:
     """Compile, run and measure ``workloads`` × ``levels``; one dict per row, keys ``FIELDS``.
 
     ``config_changes`` (e.g. ``{"output_tokens": 16, "memory_ports": 8}``) replaces fields of the
@@ -137,9 +162,14 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
     DONE, ``dae_estimate`` the cross-check ``max(access, core)`` with the free-running access
     cycles unknown (the run is coupled: ``rtl_cycles`` then includes the core's back-pressure).
     Without it ``dae_cycles`` is ``max(rtl_cycles, core_cycles)``.
+
+    With ``fit`` each kernel's core runs at the rate fitted to its execute side on the
+    core-only baseline's core (:func:`fitted_cost`, ``clock_ratio`` core cycles per memory
+    cycle; ``cost`` gives the tokens per cycle, and the rate where the execute side cannot be
+    traced).
     """
     cost = cost or CoreCostModel()
-    rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, job)
+    rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, cost, job)
     for name in workloads:
         w = BENCH_WORKLOADS[name]
         text = w.path.read_text()
@@ -151,10 +181,11 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             rows.append(row)
             t0 = time.perf_counter()
             try:
-                kernel = compile_mlir(text, filename=w.example, limits=limits, opt_level=level)
+                comp = run_pipeline(text, filename=w.example, limits=limits, opt_level=level)
             except CompileError as e:
                 row["error"] = f"does not compile for {limits.name}: {e.message}"
                 continue
+            kernel = comp.kernel
             row["compile_ms"] = round(1000 * (time.perf_counter() - t0), 1)
             p = kernel.program
             row.update(isa=p.version, descriptors=len(p.layers) + len(p.regions) + len(p.streams)
@@ -167,29 +198,39 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                 continue
             w.check(_copy(args), r.results)
             nd, nc = len(r.access.data_tokens), len(r.access.control_tokens)
+            row_cost, row["core_rate"] = cost, "flat"
+            pops = r.execute.pops_per_control[:-1]            # DONE last, with 0
+            if fit:
+                try:
+                    ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
+                                                clock_ratio=clock_ratio)
+                    row.update(core_rate="fitted", execute_ooo_cycles=ooo,
+                               fitted_cycles_per_control=row_cost.cycles_per_control)
+                except ValueError as e:
+                    row["core_rate"] = f"flat ({e})"
             row.update(data_tokens=nd, control_tokens=nc, data_per_lookup=nd / lookups,
-                       control_per_lookup=nc / lookups, core_cycles=r.execute.core_cycles)
+                       control_per_lookup=nc / lookups, core_cycles=row_cost.cycles(pops))
             if rtl:
                 from sim.system import RtlJob
                 run_args = _copy(args)
                 image = build_image(kernel, run_args)
                 regs = bind_arguments(kernel, run_args, image)
-                core = dict(core=cost, core_schedule=r.execute.pops_per_control) if coupled else {}
-                pending.append((row, w, kernel, args, r.access,
+                core = dict(core=row_cost, core_schedule=r.execute.pops_per_control) if coupled else {}
+                pending.append((row, w, kernel, args, r.access, row_cost,
                                 RtlJob(p.encode(), image.data, regs, **core)))
     if pending:
         from sim.system import run_many_on_rtl
         config = dataclasses.replace(rtl_config_for(limits), **(config_changes or {}))
         results = run_many_on_rtl([job for *_, job in pending], config=config,
                                   memory=memory, engine="cpp")
-        for (row, w, kernel, args, gold, _), rr in zip(pending, results):
+        for (row, w, kernel, args, gold, row_cost, _), rr in zip(pending, results):
             if rr.fault_code:
                 row["error"] = f"RTL fault {rr.fault_code} at {rr.fault_addr:#x}"
                 continue
             assert rr.data_tokens == gold.data_tokens and rr.control_tokens == gold.control_tokens, \
                 f"{row['workload']} -O{row['level']}: RTL tokens differ from the golden model's"
             replay = ReplayTransport(kernel.program.encode(), AccessRun.from_rtl(rr))
-            res = run_kernel(kernel, _copy(args), replay, cost=cost)
+            res = run_kernel(kernel, _copy(args), replay, cost=row_cost)
             w.check(_copy(args), res.results)
             cyc = max(rr.cycles, 1)
             row.update(rtl_cycles=rr.cycles, rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / cyc,
@@ -254,6 +295,11 @@ def main(argv=None) -> int:
                          "not max(access, core))")
     ap.add_argument("--rtl", action="store_true",
                     help="also run every workload x level on the RTL (Verilator) for cycles")
+    ap.add_argument("--fit", action="store_true",
+                    help="the core's rate per kernel fitted to its execute side run on the "
+                         "core-only baseline's out-of-order core (sim.execute_trace; -O1's "
+                         "vector pops keep the flat rate), instead of the flat 6 cycles per "
+                         "callback")
     ap.add_argument("--memory", choices=MEMORIES, default="simple",
                     help="memory model behind the RTL (default simple = fixed 32-cycle latency; "
                          "HBM2/HBM3 = docs/hbm_model.md presets, builds take minutes)")
@@ -277,7 +323,7 @@ def main(argv=None) -> int:
         ap.error(f"--config: {e}")
     warnings.simplefilter("ignore", UserWarning)
     rows = measure(a.workloads, levels, a.size, limits, rtl=a.rtl, memory=a.memory,
-                   coupled=a.coupled)
+                   coupled=a.coupled, fit=a.fit)
 
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

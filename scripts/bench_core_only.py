@@ -17,14 +17,15 @@ memory preset, checks tokens against the golden model and results against PyTorc
 the access unit's cycles, the core cost model's cycles and ``DAE = max(access, core)``.
 
 **The execute side on the same core.** The coupled core above pops at a flat rate
-(``CoreCostModel``: 6 cycles per callback). ``execute_side`` runs the DAE kernel's compute loop
-(the DLC ``dlc.compute_loop`` over the golden model's tokens, ``sim.execute_trace``) on the *same*
-out-of-order core model as the baseline, tokens always ready (the execute side's own bound), checks
-its results against PyTorch, and fits the coupled core's cycles per callback to it
+(``CoreCostModel``: 6 cycles per callback). ``bench_compiler.fitted_cost`` runs the DAE kernel's
+compute loop (the DLC ``dlc.compute_loop`` over the golden model's tokens, ``sim.execute_trace``)
+on the *same* out-of-order core model as the baseline, tokens always ready (the execute side's own
+bound), checks its results against PyTorch, and fits the coupled core's cycles per callback to it
 (``fitted_cycles_per_control``, at least 1); the RTL then runs coupled again with that rate
-(``dae_fitted_cycles``, ``speedup_fitted``). Both traces keep an accumulator that is stored and
-loaded again in a register (scalar replacement, ``promote``; ``--no-promote``: every such load is
-store-to-load forwarded, 5 cycles, as before 2026-11-27).
+(``dae_fitted_cycles``, ``speedup_fitted``; ``--no-fit`` skips it). Both traces keep an
+accumulator that is stored and loaded again in a register (scalar replacement, ``promote``;
+``--no-promote``: the baseline's every such load is store-to-load forwarded, 5 cycles, as before
+2026-11-27).
 
 ``speedup = core-only cycles / DAE cycles`` (> 1: the DAE system is faster). Cycles are memory
 (unit) cycles for both (``CoreConfig.clock_ratio`` 1 by default: the core runs at the unit's
@@ -55,7 +56,6 @@ for p in (REPO, REPO / "scripts"):
 from hw.hbm_model.presets import get_preset  # noqa: E402
 from sim.core_only import CoreConfig, run_core  # noqa: E402
 from sim.core_trace import trace_kernel  # noqa: E402
-from sim.execute_trace import trace_execute  # noqa: E402
 from sw.compiler.frontends.mlir import parse_mlir  # noqa: E402
 from sw.workloads import BENCH_WORKLOADS, WORKLOADS  # noqa: E402
 
@@ -67,7 +67,7 @@ FIELDS = ["workload", "class", "memory", "mshrs", "caches", "core_only_cycles",
           "l1_hits", "l2_hits", "merged", "mshr_mean", "mshr_peak", "mshr_wait_cycles",
           "row_hit_rate", "read_latency_mean", "dae_level", "dae_access_cycles",
           "dae_core_cycles", "dae_cycles", "speedup", "promote", "execute_ooo_cycles",
-          "execute_instructions", "fitted_cycles_per_control", "execute_fit_cycles",
+          "fitted_cycles_per_control", "execute_fit_cycles",
           "dae_fitted_access_cycles", "dae_fitted_cycles", "speedup_fitted", "error"]
 
 
@@ -104,53 +104,19 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
     return rows
 
 
-def execute_side(workloads, size: str, memory: str, level: int, config: str, *,
-                 vector_bytes: int = 64, clock_ratio: int = 1, promote: bool = True,
-                 tokens_per_cycle: int = 8) -> dict[str, dict]:
-    """The DAE kernel's execute side (its DLC compute loop over the golden model's tokens) on the
-    core-only model's core (``CoreConfig``, 16 misses in flight, tokens always ready):
-    workload -> ``execute_ooo_cycles`` (memory cycles), ``execute_instructions``, the coupled
-    core's ``cost`` (``CoreCostModel.fitted``, in memory cycles), its
-    ``fitted_cycles_per_control`` and ``execute_fit_cycles`` (its estimate).
-    ``tokens_per_cycle`` is per core cycle.
-
-    Raises ``AssertionError`` if the execute side's results differ from the workload's reference."""
-    from sw.compiler.pipelines import run_pipeline
-    from sw.runtime.drivers import run_kernel
-    from sw.runtime.execute import CoreCostModel
-    from sw.runtime.isa import Limits
-    limits = Limits.from_file(config)
-    preset = get_preset(memory)
-    out = {}
-    for name in workloads:
-        w = BENCH_WORKLOADS[name]
-        comp = run_pipeline(w.path.read_text(), filename=w.example, limits=limits,
-                            opt_level=level)
-        r = run_kernel(comp.kernel, w.make(size, 0), "golden", limits=limits)
-        tr = trace_execute(comp.dlc, w.make(size, 0), r.access.data_tokens,
-                           r.access.control_tokens, vector_bytes=vector_bytes, promote=promote)
-        w.check(w.make(size, 0), list(tr.results))
-        cycles = run_core(tr, preset, CoreConfig(clock_ratio=clock_ratio)).cycles
-        pops = r.execute.pops_per_control[:-1]           # DONE last, with 0
-        cost = CoreCostModel.fitted(pops, cycles, tokens_per_cycle * clock_ratio)
-        out[name] = dict(execute_ooo_cycles=cycles, execute_instructions=len(tr),
-                         fitted_cycles_per_control=cost.cycles_per_control,
-                         execute_fit_cycles=cost.cycles(pops), cost=cost)
-    return out
-
-
 def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
              output_tokens: int | None = None, memory_ports: int | None = None,
              tokens_per_cycle: int | None = None, clock_ratio: int = 1,
-             cost=None) -> dict[str, dict]:
+             fit: bool = False) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
     ``dae_cycles`` is when the core model popped DONE): workload -> its row.
 
     ``output_tokens`` / ``memory_ports`` change the RTL build (``TmuConfig``; default the
     configuration's), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
     default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
-    cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``cost`` (a
-    ``CoreCostModel`` in memory cycles) replaces both."""
+    cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``fit``: each kernel's
+    core at the rate fitted to its execute side on the baseline's core
+    (``bench_compiler.fitted_cost``: ``execute_ooo_cycles``, ``fitted_cycles_per_control``)."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
@@ -158,12 +124,12 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     rtl_config_for(limits)
     changes = {k: v for k, v in (("output_tokens", output_tokens),
                                  ("memory_ports", memory_ports)) if v is not None}
-    if cost is None:
-        cost = (CoreCostModel() if tokens_per_cycle is None else
-                CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
+    cost = (CoreCostModel() if tokens_per_cycle is None else
+            CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
                                                memory=memory, coupled=True, cost=cost,
-                                               config_changes=changes)}
+                                               config_changes=changes, fit=fit,
+                                               clock_ratio=clock_ratio)}
 
 
 def geomean(values):
@@ -195,8 +161,9 @@ def main(argv=None) -> int:
                          "default 8 = one 512-bit vector; 16 = two 512-bit loads per cycle, "
                          "as Golden Cove / Sapphire Rapids' L1D serves with AVX-512)")
     ap.add_argument("--no-promote", action="store_true",
-                    help="no scalar replacement in the core traces: a value stored and loaded "
-                         "again is store-to-load forwarded (the model before 2026-11-27)")
+                    help="no scalar replacement in the core-only baseline's trace: a value stored "
+                         "and loaded again is store-to-load forwarded (the baseline before "
+                         "2026-11-27; the execute side's trace keeps it)")
     ap.add_argument("--no-fit", action="store_true",
                     help="skip the execute side on the out-of-order core and the coupled run at "
                          "its fitted rate")
@@ -240,22 +207,19 @@ def main(argv=None) -> int:
             r.update(dae_access_cycles=d["rtl_cycles"], dae_core_cycles=d["core_cycles"],
                      dae_cycles=d["dae_cycles"], speedup=r["core_only_cycles"] / d["dae_cycles"])
         if not a.no_fit:
-            tpc = a.tokens_per_cycle or 8
-            ex = execute_side(a.workloads, a.size, a.memory, a.level, a.config,
-                              vector_bytes=a.vector_bytes, clock_ratio=a.clock_ratio,
-                              promote=promote, tokens_per_cycle=tpc)
-            fitted = {}
-            for name in a.workloads:
-                fitted.update(dae_rows([name], a.size, a.memory, a.level, a.config,
-                                       output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                                       cost=ex[name]["cost"]))
+            fitted = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
+                              output_tokens=a.output_tokens, memory_ports=a.memory_ports,
+                              tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio,
+                              fit=True)
             for r in rows:
-                r.update({k: v for k, v in ex[r["workload"]].items() if k != "cost"})
                 d = fitted[r["workload"]]
                 if d.get("error") or r["error"]:
                     r["error"] = r["error"] or d["error"]
                     continue
-                r.update(dae_fitted_access_cycles=d["rtl_cycles"], dae_fitted_cycles=d["dae_cycles"],
+                r.update(execute_ooo_cycles=d.get("execute_ooo_cycles"),
+                         fitted_cycles_per_control=d.get("fitted_cycles_per_control"),
+                         execute_fit_cycles=d["core_cycles"],
+                         dae_fitted_access_cycles=d["rtl_cycles"], dae_fitted_cycles=d["dae_cycles"],
                          speedup_fitted=r["core_only_cycles"] / d["dae_cycles"])
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,10 @@ the *same* core model as the core-only baseline (Golden Cove: width, reorder buf
 caches, latencies):
 
 * a **queue pop** is a ``LOAD`` that touches no memory line (it completes ``l1_latency`` cycles
-  after issue and takes a load port, as an L1D hit; ``Trace.array`` names the queue): one per control token, and one per
-  64 bytes of data tokens popped at once (``dlc.pop_packed``, ``dlc.pop_buffer``: a 512-bit
-  vector load of up to 8 tokens), one per token of ``dlc.pop_operand``. Pops depend on nothing:
+  after issue and takes a load port, as an L1D hit; ``Trace.array`` names the queue): one per
+  control token, and one per 64 bytes of data tokens popped at once (``dlc.pop_packed``,
+  ``dlc.pop_buffer``: a 512-bit vector load of up to 8 tokens), one per token of
+  ``dlc.pop_operand``. Pops depend on nothing:
   the access unit is assumed to be ahead (this gives the execute side's own bound; the coupled
   simulation adds the waits);
 * a buffered operand (``dlc.pop_buffer``) is stored into a scratch buffer (one ``STORE`` per
@@ -264,8 +265,12 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
     """
     if not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes < 0:
         raise ValueError(f"vector_bytes must be a non-negative integer, not {vector_bytes!r}")
-    funcs = [module] if isinstance(module, func.FuncOp) else \
-        [op for op in module.ops if isinstance(op, func.FuncOp)] if isinstance(module, ModuleOp) else []
+    if isinstance(module, func.FuncOp):
+        funcs = [module]
+    elif isinstance(module, ModuleOp):
+        funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    else:
+        funcs = []
     if len(funcs) != 1:
         raise ValueError(f"module must be a func.FuncOp or a ModuleOp holding exactly one, "
                          f"not {module!r:.80}")
@@ -279,9 +284,10 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
         if isinstance(a.type, MemRefType):
             dtype = element_type_name(a.type.get_element_type())
             if dtype is None:
-                raise ValueError(f"args[{n}] must be a memref of a NumPy element type, not {a.type}")
-            bound.append((tr.place(a.name_hint or f"arg{n}", np.array(value, dtype=dtype, copy=True)),
-                          None))
+                raise ValueError(f"args[{n}] must be a memref of a NumPy element type, "
+                                 f"not {a.type}")
+            array = np.array(value, dtype=dtype, copy=True)
+            bound.append((tr.place(a.name_hint or f"arg{n}", array), None))
         else:
             bound.append((np.asarray(value).item(), None))
     out = tr.run_block(block, bound)

@@ -91,7 +91,8 @@ class CoreCostModel:
                              buffer_beats=self.buffer_beats * clock_ratio)
 
     @classmethod
-    def fitted(cls, pops: Sequence[int], target_cycles: int, tokens_per_cycle: int = 8) -> "CoreCostModel":
+    def fitted(cls, pops: Sequence[int], target_cycles: int,
+               tokens_per_cycle: int = 8) -> "CoreCostModel":
         """The model popping ``tokens_per_cycle`` tokens per cycle whose cycles per callback
         (at least 1; ``dispatch`` up to 2 of them) make :meth:`cycles` of ``pops`` nearest
         ``target_cycles``: the flat rate fitted to a cycle-level run of the same callbacks (e.g.

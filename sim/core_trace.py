@@ -493,19 +493,37 @@ def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
         of ``args``, an element type without a NumPy dtype, or an operation outside the
         frontend's subset.
     """
+    _check_vector_bytes(vector_bytes)
+    tr = _Tracer(vector_bytes, latency or OpLatency(), promote)
+    block, bound = _bind(tr, module, args)
+    out = tr.run_block(block, bound)
+    tr.finish()
+    tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
+    return tr.t
+
+
+def _check_vector_bytes(vector_bytes) -> None:
     if not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes < 0:
         raise ValueError(f"vector_bytes must be a non-negative integer, not {vector_bytes!r}")
-    funcs = [module] if isinstance(module, func.FuncOp) else \
-        [op for op in module.ops if isinstance(op, func.FuncOp)] if isinstance(module, ModuleOp) else []
+
+
+def _bind(tr: _Tracer, module, args: Sequence) -> tuple:
+    """The single function of ``module`` and its parameters bound to ``args`` (memrefs placed in
+    ``tr``'s layout as copies): ``(block, [(value, None), ...])``. Raises ``ValueError`` (module
+    not one function, the wrong number of args, an element type without a NumPy dtype)."""
+    if isinstance(module, func.FuncOp):
+        funcs = [module]
+    elif isinstance(module, ModuleOp):
+        funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    else:
+        funcs = []
     if len(funcs) != 1:
         raise ValueError(f"module must be a func.FuncOp or a ModuleOp holding exactly one, "
                          f"not {module!r:.80}")
-    fn = funcs[0]
-    block = fn.body.block
+    block = funcs[0].body.block
     if len(args) != len(block.args):
         raise ValueError(f"args must have {len(block.args)} entries (the function's parameters), "
                          f"not {len(args)}")
-    tr = _Tracer(vector_bytes, latency or OpLatency(), promote)
     bound = []
     for n, (a, value) in enumerate(zip(block.args, args)):
         if isinstance(a.type, MemRefType):
@@ -517,7 +535,4 @@ def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
             bound.append((tr.place(a.name_hint or f"arg{n}", arr), None))
         else:
             bound.append((np.asarray(value).item(), None))
-    out = tr.run_block(block, bound)
-    tr.finish()
-    tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
-    return tr.t
+    return block, bound

@@ -44,10 +44,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType
 
-from .core_trace import ALU, LOAD, STORE, OpLatency, Trace, _Mem, _Tracer, element_type_name
+from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vector_bytes, _Mem,
+                         _Tracer, element_type_name)
 
 __all__ = ["trace_execute", "DONE_TOKEN"]
 
@@ -263,33 +263,9 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
         control token naming no case, the tokens running out or left over (the message names
         which), ``vector_bytes`` negative.
     """
-    if not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes < 0:
-        raise ValueError(f"vector_bytes must be a non-negative integer, not {vector_bytes!r}")
-    if isinstance(module, func.FuncOp):
-        funcs = [module]
-    elif isinstance(module, ModuleOp):
-        funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    else:
-        funcs = []
-    if len(funcs) != 1:
-        raise ValueError(f"module must be a func.FuncOp or a ModuleOp holding exactly one, "
-                         f"not {module!r:.80}")
-    block = funcs[0].body.block
-    if len(args) != len(block.args):
-        raise ValueError(f"args must have {len(block.args)} entries (the function's parameters), "
-                         f"not {len(args)}")
+    _check_vector_bytes(vector_bytes)
     tr = _ExecuteTracer(vector_bytes, latency or OpLatency(), promote, data_tokens, control_tokens)
-    bound = []
-    for n, (a, value) in enumerate(zip(block.args, args)):
-        if isinstance(a.type, MemRefType):
-            dtype = element_type_name(a.type.get_element_type())
-            if dtype is None:
-                raise ValueError(f"args[{n}] must be a memref of a NumPy element type, "
-                                 f"not {a.type}")
-            array = np.array(value, dtype=dtype, copy=True)
-            bound.append((tr.place(a.name_hint or f"arg{n}", array), None))
-        else:
-            bound.append((np.asarray(value).item(), None))
+    block, bound = _bind(tr, module, args)
     out = tr.run_block(block, bound)
     if not tr.done:
         raise ValueError("module must have a dlc.compute_loop (the execute side)")

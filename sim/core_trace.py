@@ -327,11 +327,20 @@ class _Tracer:
         for inner in op.body.walk():
             if inner is op:
                 continue
-            if isinstance(inner, (scf.ForOp, scf.IfOp)):
+            if self._stops_vectorising(inner):
                 return 1
-            if isinstance(inner, (memref.LoadOp, memref.StoreOp)):
-                widest = max(widest, self.env[inner.memref].itemsize)
+            widest = max(widest, self._element_bytes(inner))
         return max(1, self.vector_bytes // widest) if widest else 1
+
+    def _stops_vectorising(self, inner: Operation) -> bool:
+        """Whether a loop holding ``inner`` stays scalar (it is not an innermost loop)."""
+        return isinstance(inner, (scf.ForOp, scf.IfOp))
+
+    def _element_bytes(self, inner: Operation) -> int:
+        """Bytes of the element ``inner`` moves per iteration (0: none)."""
+        if isinstance(inner, (memref.LoadOp, memref.StoreOp)):
+            return self.env[inner.memref].itemsize
+        return 0
 
 
 class _Decoded:

@@ -215,20 +215,12 @@ class _ExecuteTracer(_Tracer):
                 self.stored[a] = pop
         self.env[op.result], self.prod[op.result] = mem, None
 
-    def _vector_width(self, op) -> int:
-        if not self.vector_bytes:
-            return 1
-        widest = 0
-        for inner in op.body.walk():
-            if inner is op:
-                continue
-            if inner.name in ("scf.for", "scf.if", "dlc.pop_buffer"):
-                return 1
-            if inner.name in ("memref.load", "memref.store"):
-                widest = max(widest, self.env[inner.memref].itemsize)
-            elif inner.name.startswith("dlc.pop"):
-                widest = max(widest, 8)
-        return max(1, self.vector_bytes // widest) if widest else 1
+    def _stops_vectorising(self, inner) -> bool:
+        return super()._stops_vectorising(inner) or inner.name == "dlc.pop_buffer"
+
+    def _element_bytes(self, inner) -> int:
+        # a pop moves 8-byte tokens: a chunk pops at most one 64-byte vector per pop operation
+        return 8 if inner.name.startswith("dlc.pop") else super()._element_bytes(inner)
 
 
 def trace_execute(module, args: Sequence, data_tokens: Sequence[int],

@@ -133,7 +133,7 @@ def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostMo
     ``workload.check``, and the trace runs on ``sim.core_only.run_core`` (``CoreConfig`` with
     ``clock_ratio``, memory preset ``memory``); returns ``(cycles, CoreCostModel.fitted(pops,
     cycles, cost.tokens_per_cycle))`` (memory cycles). Raises ``ValueError`` when the compute
-    loop pops what the trace does not model (vector operands, ``-O1``)."""
+    loop holds an operation the trace does not model."""
     from hw.hbm_model.presets import get_preset
     from sim.core_only import CoreConfig, run_core
     from sim.execute_trace import trace_execute
@@ -297,9 +297,8 @@ def main(argv=None) -> int:
                     help="also run every workload x level on the RTL (Verilator) for cycles")
     ap.add_argument("--fit", action="store_true",
                     help="the core's rate per kernel fitted to its execute side run on the "
-                         "core-only baseline's out-of-order core (sim.execute_trace; -O1's "
-                         "vector pops keep the flat rate), instead of the flat 6 cycles per "
-                         "callback")
+                         "core-only baseline's out-of-order core (sim.execute_trace), instead "
+                         "of the flat 6 cycles per callback")
     ap.add_argument("--memory", choices=MEMORIES, default="simple",
                     help="memory model behind the RTL (default simple = fixed 32-cycle latency; "
                          "HBM2/HBM3 = docs/hbm_model.md presets, builds take minutes)")

@@ -104,8 +104,7 @@ STEPS = [
           "control_per_lookup"],
          ["workload"], "dae_speedup", "DAE speedup over -O0",
          "DAE cycles: the simulated core (coupled) popped DONE, at the rate fitted to each kernel's "
-         "execute side on the core-only baseline's out-of-order core (`--fit`; -O1 keeps the flat "
-         "6 cycles per callback). Ember Fig. 13: 6.5x-21x from -O0 to -O3.", keep_rows={"level": "3"}),
+         "execute side on the core-only baseline's out-of-order core (`--fit`). Ember Fig. 13: 6.5x-21x from -O0 to -O3.", keep_rows={"level": "3"}),
     Step("handwritten", "Issue 11, table 4: compiled ÷ hand-written",
          ["scripts/bench_handwritten.py", "--size", "full", "--memory", "HBM2"],
          ["scripts/bench_handwritten.py", "--size", "small", "--levels", "3"], "--out",

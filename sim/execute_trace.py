@@ -33,10 +33,10 @@ Tokens are decoded as the compiler's Python backend does (``sw.compiler.backend.
 are the kernel's results: tests compare them with the workload's reference, and with the
 tokens consumed exactly.
 
-Supported: scalar pops (``dlc.pop_operand``, ``dlc.pop_packed`` of scalars) and row buffers
-(``dlc.pop_buffer``), i.e. the ``-O0``, ``-O2`` and ``-O3`` forms of the workloads in
-``sw.workloads``; a vector operand (``-O1``'s vector layers: ``vector`` dialect values) raises
-``ValueError`` naming the operation.
+Every level's compute loop of the workloads in ``sw.workloads`` is supported: scalar and vector
+pops (``dlc.pop_operand``, ``dlc.pop_packed``), row buffers (``dlc.pop_buffer``) and ``-O1``'s
+``vector`` operations (``sim.vector_ops``); an operation outside them raises ``ValueError``
+naming it.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import IndexType
 
 from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vector_bytes, _Mem,
                          _Tracer, element_type_name)
+from .vector_ops import VectorOps, is_vector
 
 __all__ = ["trace_execute", "DONE_TOKEN"]
 
@@ -83,7 +84,7 @@ def _element(raw: int, dtype: str, size: int):
     return int(value) if dtype.startswith("int") else value
 
 
-class _ExecuteTracer(_Tracer):
+class _ExecuteTracer(VectorOps, _Tracer):
     def __init__(self, vector_bytes, latency, promote, data_tokens, control_tokens):
         super().__init__(vector_bytes, latency, promote)
         self.data = [int(t) & _MASK64 for t in data_tokens]
@@ -131,10 +132,15 @@ class _ExecuteTracer(_Tracer):
             self.vars[k] = (value + op.step.value.data, i)
             return None
         if name == "dlc.pop_operand":
-            dtype, size = _scalar_kind(op.result.type)
-            (raw,) = self.take(1, op.name)
-            (i,) = self.pop_instructions(op, 1)
-            self.env[op.result], self.prod[op.result] = _element(raw, dtype, size), i
+            t = op.result.type
+            if is_vector(t):
+                value, ntok = self.pop_vector(op, t)
+            else:
+                dtype, size = _scalar_kind(t)
+                (raw,) = self.take(1, op.name)
+                value, ntok = _element(raw, dtype, size), 1
+            self.env[op.result] = value
+            self.prod[op.result] = self.pop_instructions(op, ntok)[-1]
             return None
         if name == "dlc.pop_packed":
             self.pop_packed(op)
@@ -142,10 +148,24 @@ class _ExecuteTracer(_Tracer):
         if name == "dlc.pop_buffer":
             self.pop_buffer(op)
             return None
+        if self.vector_op(op):
+            return None
         if name.startswith(("dlc.", "vector.")):
-            raise ValueError(f"module must use scalar pops and row buffers only (-O0, -O2, -O3), "
+            raise ValueError(f"module must use the compiler's execute-side operations, "
                              f"not {name!r}")
         return super().run_op(op)
+
+    def pop_vector(self, op, t) -> tuple:
+        """A vector operand, one token per lane, or a mask pushed as its count of active lanes
+        (``docs/compiler.md`` "Operands in the data queue"): ``(value, tokens popped)``."""
+        lanes = t.get_shape()[0]
+        dtype = element_type_name(t.element_type)
+        if dtype == "bool":
+            (count,) = self.take(1, op.name)
+            return np.arange(lanes) < count, 1
+        dtype, size = _scalar_kind(t.element_type)
+        raw = self.take(lanes, op.name)
+        return np.array([_element(x, dtype, size) for x in raw], dtype=dtype), lanes
 
     def compute_loop(self, op) -> None:
         cases = {c.id.value.data: c for c in op.body.block.ops if c.name == "dlc.case"}
@@ -161,20 +181,34 @@ class _ExecuteTracer(_Tracer):
         raise ValueError("control_tokens must end with DONE (0xFFFF)")
 
     def pop_packed(self, op) -> None:
-        """Scalars at their natural size and alignment, the group padded to a token boundary."""
+        """Scalars, vectors (lanes at their natural size) and masks (an 8-byte count) at their
+        natural alignment, the group padded to a token boundary (``_pop_packed``)."""
         layout, off = [], 0
         for r in op.values:
-            dtype, size = _scalar_kind(r.type)
-            width = 8 if dtype == "bool" else size
-            off = -(-off // width) * width
-            layout.append((r, dtype, size, off))
-            off += width
+            if is_vector(r.type):
+                lanes = r.type.get_shape()[0]
+                if element_type_name(r.type.element_type) == "bool":
+                    kind, dtype, size, n = "mask", "int64", 8, 1
+                else:
+                    (dtype, size), kind, n = _scalar_kind(r.type.element_type), "vector", lanes
+            else:
+                (dtype, size), kind, n = _scalar_kind(r.type), "scalar", 1
+            off = -(-off // size) * size
+            layout.append((r, kind, dtype, size, n, off))
+            off += size * n
         ntok = -(-off // 8)
         data = b"".join(t.to_bytes(8, "little") for t in self.take(ntok, op.name))
-        first = self.pop_instructions(op, ntok)[0]
-        for r, dtype, size, at in layout:
-            raw = int.from_bytes(data[at:at + max(size, 1)], "little")
-            self.env[r], self.prod[r] = _element(raw, dtype, max(size, 1)), first
+        last = self.pop_instructions(op, ntok)[-1]
+        for r, kind, dtype, size, n, at in layout:
+            raw = [int.from_bytes(data[at + k * size:at + (k + 1) * size], "little")
+                   for k in range(n)]
+            if kind == "mask":
+                value = np.arange(r.type.get_shape()[0]) < raw[0]
+            elif kind == "vector":
+                value = np.array([_element(x, dtype, size) for x in raw], dtype=dtype)
+            else:
+                value = _element(raw[0], dtype, size)
+            self.env[r], self.prod[r] = value, last
 
     def pop_buffer(self, op) -> None:
         """``n`` elements (rows of ``lanes`` lanes from a token boundary each, one token per
@@ -216,7 +250,8 @@ class _ExecuteTracer(_Tracer):
         self.env[op.result], self.prod[op.result] = mem, None
 
     def _stops_vectorising(self, inner) -> bool:
-        return super()._stops_vectorising(inner) or inner.name == "dlc.pop_buffer"
+        return (super()._stops_vectorising(inner) or inner.name == "dlc.pop_buffer"
+                or inner.name.startswith("vector."))
 
     def _element_bytes(self, inner) -> int:
         # a pop moves 8-byte tokens: a chunk pops at most one 64-byte vector per pop operation
@@ -251,8 +286,8 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
     Raises
     ------
     ValueError
-        ``module`` not one function, the wrong number of ``args``, a pop of a vector operand, a
-        control token naming no case, the tokens running out or left over (the message names
+        ``module`` not one function, the wrong number of ``args``, an operation the trace does
+        not model, a control token naming no case, the tokens running out or left over (the message names
         which), ``vector_bytes`` negative.
     """
     _check_vector_bytes(vector_bytes)

@@ -13,8 +13,9 @@ instruction (an AVX-512 instruction on up to 16 lanes), as in ``sim.core_trace``
   ``OpLatency``'s latency; a vector ``arith.constant`` is free.
 
 Semantics follow the compiler's Python backend (``sw.compiler.backend.python``: ``_mload``,
-``_mstore``, masks as ``arange(lanes) < n``); f32 ``math.fma`` is computed in float64 and rounded
-once to f32, as ``sim.core_trace`` does for scalars.
+``_mstore``, masks as ``arange(lanes) < n``); f32 ``math.fma`` is computed in float64 and then
+rounded to f32, as ``sim.core_trace`` does for scalars (the float64 sum is itself rounded, so the
+last bit can differ from the backend's single rounding: results are compared within a bound).
 """
 
 from __future__ import annotations

@@ -246,7 +246,8 @@ def _fitted_cost(kernel, dlc, args, ns):
           f"the golden model's {len(golden.access.control_tokens)} control and "
           f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "
           f"{len(trace)} instructions; the coupled core's rate fitted to it: "
-          f"{cost.cycles_per_control} cycles per callback, {cost.tokens_per_cycle} tokens per "
+          f"{cost.cycles_per_control} cycle{'s' if cost.cycles_per_control != 1 else ''} per "
+          f"callback, {cost.tokens_per_cycle} tokens per "
           f"cycle ({cost.cycles(pops)} cycles without waiting)")
     return cost
 

@@ -128,7 +128,7 @@ def test_the_default_core_rate_is_fitted_to_the_execute_side_on_the_baseline_cor
     line = out.split("execute side on the core-only baseline's core")[1].split("\n")[0]
     callbacks = int(line.split("golden model's ")[1].split(" control")[0]) - 1     # DONE
     ooo = int(line.split("all ready): ")[1].split(" cycles")[0])
-    cpc = int(line.split("fitted to it: ")[1].split(" cycles per callback")[0])
+    cpc = int(line.split("fitted to it: ")[1].split(" cycle")[0])
     estimate = int(line.split("per cycle (")[1].split(" cycles")[0])
     assert cpc >= 1 and (cpc == 1 or abs(estimate - ooo) <= callbacks / 2 + 1), line
     assert "PASS" in out

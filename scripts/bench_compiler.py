@@ -67,7 +67,7 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 #: blocking load, cycles an action waited for a reorder-buffer entry; data tokens per cycle near 1
 #: means the 64-bit data queue (one token per cycle) is the access unit's limit. ``core_rate``:
 #: ``flat`` (``cost``) or ``fitted`` (``fit``: the rate fitted to ``execute_ooo_cycles``, the
-#: execute side on the core-only baseline's core; ``flat (...)`` where it cannot be traced).
+#: execute side on the core-only baseline's core).
 FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
@@ -128,20 +128,18 @@ def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostMo
                 clock_ratio: int = 1):
     """The execute side on the core-only baseline's core and the coupled rate fitted to it.
 
-    ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) in
-    ``sim.execute_trace`` (accumulators in registers), its results are checked with
-    ``workload.check``, and the trace runs on ``sim.core_only.run_core`` (``CoreConfig`` with
-    ``clock_ratio``, memory preset ``memory``); returns ``(cycles, CoreCostModel.fitted(pops,
-    cycles, cost.tokens_per_cycle))`` (memory cycles). Raises ``ValueError`` when the compute
-    loop holds an operation the trace does not model."""
+    ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) on the
+    baseline's core (``sim.execute_trace.run_execute_side``: ``CoreConfig`` with
+    ``clock_ratio``, memory preset ``memory``), its results are checked with
+    ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles,
+    cost.tokens_per_cycle))`` (memory cycles)."""
     from hw.hbm_model.presets import get_preset
-    from sim.core_only import CoreConfig, run_core
-    from sim.execute_trace import trace_execute
-    trace = trace_execute(dlc, _copy(args), tokens.data_tokens, tokens.control_tokens,
-                          promote=True)
+    from sim.core_only import CoreConfig
+    from sim.execute_trace import run_execute_side
+    trace, result = run_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens,
+                                     get_preset(memory), CoreConfig(clock_ratio=clock_ratio))
     workload.check(_copy(args), list(trace.results))
-    cycles = run_core(trace, get_preset(memory), CoreConfig(clock_ratio=clock_ratio)).cycles
-    return cycles, CoreCostModel.fitted(pops, cycles, cost.tokens_per_cycle)
+    return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
 
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
@@ -165,8 +163,7 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
 
     With ``fit`` each kernel's core runs at the rate fitted to its execute side on the
     core-only baseline's core (:func:`fitted_cost`, ``clock_ratio`` core cycles per memory
-    cycle; ``cost`` gives the tokens per cycle, and the rate where the execute side cannot be
-    traced).
+    cycle; ``cost`` gives the tokens per cycle).
     """
     cost = cost or CoreCostModel()
     rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, cost, job)
@@ -201,13 +198,10 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             row_cost, row["core_rate"] = cost, "flat"
             pops = r.execute.pops_per_control[:-1]            # DONE last, with 0
             if fit:
-                try:
-                    ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
-                                                clock_ratio=clock_ratio)
-                    row.update(core_rate="fitted", execute_ooo_cycles=ooo,
-                               fitted_cycles_per_control=row_cost.cycles_per_control)
-                except ValueError as e:
-                    row["core_rate"] = f"flat ({e})"
+                ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
+                                            clock_ratio=clock_ratio)
+                row.update(core_rate="fitted", execute_ooo_cycles=ooo,
+                           fitted_cycles_per_control=row_cost.cycles_per_control)
             row.update(data_tokens=nd, control_tokens=nc, data_per_lookup=nd / lookups,
                        control_per_lookup=nc / lookups, core_cycles=row_cost.cycles(pops))
             if rtl:

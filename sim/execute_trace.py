@@ -46,11 +46,12 @@ from typing import Sequence
 import numpy as np
 from xdsl.dialects.builtin import IndexType
 
+from .core_only import CoreConfig, CoreResult, run_core
 from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vector_bytes, _Mem,
                          _Tracer, element_type_name)
 from .vector_ops import VectorOps, is_vector
 
-__all__ = ["trace_execute", "DONE_TOKEN"]
+__all__ = ["trace_execute", "run_execute_side", "DONE_TOKEN"]
 
 DONE_TOKEN = 0xFFFF
 _VECTOR_TOKENS = 8            # 64-bit tokens per 512-bit queue pop
@@ -302,3 +303,16 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
     tr.finish()
     tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
     return tr.t
+
+
+def run_execute_side(module, args: Sequence, data_tokens: Sequence[int],
+                     control_tokens: Sequence[int], preset,
+                     config: CoreConfig | None = None) -> tuple[Trace, CoreResult]:
+    """The execute side on the core-only baseline's core: :func:`trace_execute` with
+    accumulators in registers (``promote``, as the baseline's trace in the benchmarks and
+    ``make sim``), run by :func:`sim.core_only.run_core` on ``preset`` (a
+    ``hw.hbm_model.presets`` preset) with ``config`` (default Golden Cove) and every token
+    ready. Returns the trace (its ``results`` are the kernel's, for the caller to check) and the
+    core's result (``cycles``: memory cycles). Raises what :func:`trace_execute` raises."""
+    trace = trace_execute(module, args, data_tokens, control_tokens, promote=True)
+    return trace, run_core(trace, preset, config or CoreConfig())

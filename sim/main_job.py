@@ -228,18 +228,18 @@ def _fitted_cost(kernel, dlc, args, ns):
     returned, after a line saying so. Raises ``AssertionError`` if the execute side's results
     differ from the golden run's (beyond float32 rounding)."""
     from hw.hbm_model.presets import get_preset
-    from sim.core_only import CoreConfig, run_core
-    from sim.execute_trace import trace_execute
+    from sim.execute_trace import run_execute_side
     from sw.runtime.drivers import run_kernel
     from sw.runtime.execute import CoreCostModel
     golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
-    trace = trace_execute(dlc, [np.array(a, copy=True) for a in args], golden.access.data_tokens,
-                          golden.access.control_tokens, promote=True)
+    trace, result = run_execute_side(dlc, args, golden.access.data_tokens,
+                                     golden.access.control_tokens,
+                                     get_preset(getattr(ns, "memory", DEFAULT_MEMORY)))
     # (within float32 rounding: the trace rounds a f32 fma twice, the execute side once)
     same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5)
                for a, b in zip(trace.results, golden.results))
     assert same, "the execute side's trace computed other results than the execute side"
-    cycles = run_core(trace, get_preset(getattr(ns, "memory", DEFAULT_MEMORY)), CoreConfig()).cycles
+    cycles = result.cycles
     pops = golden.execute.pops_per_control[:-1]            # DONE last, with 0
     cost = CoreCostModel.fitted(pops, cycles)
     print(f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop over "

@@ -15,7 +15,7 @@ import pytest
 from hw.hbm_model.presets import get_preset
 from sim.core_only import CoreConfig, run_core
 from sim.core_trace import ALU, LOAD, STORE, trace_kernel
-from sim.execute_trace import trace_execute
+from sim.execute_trace import run_execute_side, trace_execute
 from sw.compiler.frontends.mlir import parse_mlir
 from sw.compiler.pipelines import run_pipeline
 from sw.runtime.drivers import run_kernel
@@ -92,10 +92,18 @@ def test_scalar_replacement_keeps_the_accumulator_in_a_register(seed):
 
 
 def test_the_execute_side_runs_on_the_core_model(seed):
+    """run_execute_side: the promoted trace on the baseline's core, the caller's arrays
+    untouched."""
     w, comp, args, tokens = _compiled("spmv_csr", 3, seed)
-    tr = trace_execute(comp.dlc, args, tokens.data_tokens, tokens.control_tokens, promote=True)
-    r = run_core(tr, get_preset("HBM2"), CoreConfig())
+    before = [a.copy() for a in args]
+    tr, r = run_execute_side(comp.dlc, args, tokens.data_tokens, tokens.control_tokens,
+                             get_preset("HBM2"))
+    w.check(w.make("small", seed), list(tr.results))
+    assert all((a == b).all() for a, b in zip(args, before))
     assert r.instructions == len(tr) and r.cycles >= len(tr) / CoreConfig().width
+    promoted = trace_execute(comp.dlc, args, tokens.data_tokens, tokens.control_tokens,
+                             promote=True)
+    assert (promoted.kind, promoted.deps) == (tr.kind, tr.deps)
 
 
 def test_bad_tokens_and_modules_are_named(seed):

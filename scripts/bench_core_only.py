@@ -23,9 +23,9 @@ on the *same* out-of-order core model as the baseline, tokens always ready (the 
 bound), checks its results against PyTorch, and fits the coupled core's cycles per callback to it
 (``fitted_cycles_per_control``, at least 1); the RTL then runs coupled again with that rate
 (``dae_fitted_cycles``, ``speedup_fitted``; ``--no-fit`` skips it). Both traces keep an
-accumulator that is stored and loaded again in a register (scalar replacement, ``promote``;
-``--no-promote``: the baseline's every such load is store-to-load forwarded, 5 cycles, as before
-2026-11-27).
+accumulator that is stored and loaded again in a register and store it once, after its last
+update (scalar promotion, ``promote``; ``--no-promote``: the baseline's every such load is
+store-to-load forwarded, 5 cycles, and every update stored, as before 2026-11-27).
 
 ``speedup = core-only cycles / DAE cycles`` (> 1: the DAE system is faster). Cycles are memory
 (unit) cycles for both (``CoreConfig.clock_ratio`` 1 by default: the core runs at the unit's

@@ -150,6 +150,10 @@ class _Tracer:
         self.prod: dict = {}       # SSAValue -> producing instruction or None
         self.last_store: dict = {}   # byte address -> STORE instruction
         self.stored: dict = {}     # byte address -> producer of the value last stored there
+        # promote: per STORE instruction, how many addresses it is still the last store of; one
+        # with none left (every address written again, none read from memory) is dropped
+        self.live_addresses: dict = {}   # STORE instruction -> int
+        self.read_stores: set = set()    # STOREs a LOAD reads from memory (never dropped)
         self.top = 0
         self.chunk: dict | None = None   # op -> instruction number while a vector chunk runs
         self.decoded: dict = {}    # op -> _Decoded (xDSL accessors read once per op, not per run)
@@ -187,8 +191,46 @@ class _Tracer:
             self.chunk[op] = i
         return i
 
+    def record_store(self, i: int, addr: int, producer) -> None:
+        """Store instruction ``i`` writes the byte address ``addr`` with the value of instruction
+        ``producer`` (or None): later loads of ``addr`` are forwarded from it, or, with
+        ``promote``, read that value's register; and the earlier store of ``addr`` is then
+        overwritten before any load from memory, one address fewer that it must write."""
+        before = self.last_store.get(addr)
+        if before != i:
+            if before is not None:
+                self.live_addresses[before] -= 1
+            self.live_addresses[i] = self.live_addresses.get(i, 0) + 1
+        self.last_store[addr] = i
+        self.stored[addr] = producer
+
+    def _sink_stores(self) -> None:
+        """With ``promote``: drop every STORE all of whose addresses were stored again before
+        any load read them from memory. Scalar replacement keeps a stored value in its register
+        for every later load of its address (``memref.load``); a compiler doing that (LLVM's
+        LICM scalar promotion) also sinks the store, so that only the last value of each
+        address is written (here: the last store stays, where it was). Renumbers the trace."""
+        t = self.t
+        dead = {i for i, n in self.live_addresses.items() if n == 0 and i not in self.read_stores}
+        if not dead:
+            return
+        new, keep = {}, []
+        for i in range(len(t.kind)):
+            if i not in dead:
+                new[i] = len(keep)
+                keep.append(i)
+        for i in keep:
+            if any(d in dead for d in t.deps[i]):
+                raise AssertionError(f"instruction {i} depends on a dropped store")
+        for name in ("kind", "latency", "array", "addrs", "nbytes", "lines", "forwarded"):
+            old = getattr(t, name)
+            setattr(t, name, [old[i] for i in keep])
+        t.deps = [{new[d] for d in t.deps[i]} for i in keep]
+
     def finish(self):
         t = self.t
+        if self.promote:
+            self._sink_stores()
         for i, k in enumerate(t.kind):
             t.deps[i] = tuple(sorted(t.deps[i]))
             if k == ALU:
@@ -266,8 +308,7 @@ class _Tracer:
             i = self.emit(op, STORE, self.deps_of(d.operands_of_store), mem=m, addr=addr,
                           size=m.itemsize)
             m.array[idx] = env[d.value]
-            self.last_store[addr] = i
-            self.stored[addr] = prod.get(d.value)
+            self.record_store(i, addr, prod.get(d.value))
             return None
         if name == "memref.alloc":
             t = op.memref.type
@@ -490,6 +531,13 @@ def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
     vector_bytes : int
         Vector register bytes for innermost loops (64: AVX-512; 0: scalar code), >= 0.
     latency : OpLatency, optional
+    promote : bool
+        Scalar promotion, as LLVM's LICM does for a location it proves unaliased: a value that
+        is stored and loaded again stays in a register (the load is no instruction; its
+        consumers depend on the stored value's producer), and a store whose every address is
+        stored again before any load reads it from memory is dropped, so that each address is
+        written once, with its last value (an accumulator ``out[b, d] += ...``: one load before
+        the bag, one store after it). The results do not change.
 
     Returns
     -------

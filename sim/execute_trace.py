@@ -246,8 +246,7 @@ class _ExecuteTracer(VectorOps, _Tracer):
                 break
             s = self.emit(op, STORE, [pop], mem=mem, addr=base + lo, size=min(64, row.nbytes - lo))
             for a in range(base + lo, base + min(lo + 64, row.nbytes), size):
-                self.last_store[a] = s
-                self.stored[a] = pop
+                self.record_store(s, a, pop)
         self.env[op.result], self.prod[op.result] = mem, None
 
     def _stops_vectorising(self, inner) -> bool:

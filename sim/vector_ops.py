@@ -7,7 +7,9 @@ instruction (an AVX-512 instruction on up to 16 lanes), as in ``sim.core_trace``
 * ``vector.maskedload`` / ``vector.maskedstore``: a ``LOAD`` / ``STORE`` of the active lanes'
   addresses (``base[*lead, last + l]`` for lane ``l``); with ``promote`` a masked load whose
   active lanes were all written by one store is that store's value (scalar replacement of a
-  vector accumulator), no instruction;
+  vector accumulator), no instruction, and a masked store whose every lane is stored again
+  before any load reads it is dropped (``sim.core_trace``'s store sinking); a masked load that
+  does read stored lanes from memory keeps those stores;
 * ``vector.create_mask``, ``vector.broadcast``, ``vector.extract`` and vector-typed ``arith`` /
   ``math`` (add, sub, mul, div, maximum, minimum, fma, sqrt, neg): an ``ALU`` instruction with
   ``OpLatency``'s latency; a vector ``arith.constant`` is free.
@@ -122,6 +124,7 @@ class VectorOps:
             prod[op.result] = sources.pop()          # the stored vector, still in its register
             return
         store = max(stores) if addrs and None not in stores else None
+        self.read_stores |= stores - {None}           # read from memory: they stay
         deps = self.deps_of([*op.indices, op.mask, op.pass_thru]) + list(stores - {None})
         i = self.emit(op, LOAD, deps, mem=m, addr=addrs[0] if addrs else None,
                       size=m.itemsize, store=store)
@@ -139,5 +142,4 @@ class VectorOps:
         source = self.prod.get(op.value_to_store)
         for lane, idx, addr in lanes:
             m.array[idx] = value[lane]
-            self.last_store[addr] = i
-            self.stored[addr] = source
+            self.record_store(i, addr, source)

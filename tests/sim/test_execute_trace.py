@@ -144,3 +144,64 @@ def test_vector_accumulator_stays_in_a_register_at_o1(seed):
         w.check(w.make("small", seed), list(tr.results))
         # a masked load touches the lines of its active lanes
         assert all(len(tr.addrs[i]) == min(8, dim) for i in out_loads[False][:vectors])
+
+
+def test_promoted_stores_are_sunk_to_the_last_value_of_each_address(seed):
+    """Scalar form of the EmbeddingBag sum with ``promote``: out[b, d] is stored once, with the
+    last add of its bag's column (LICM's store sinking beside its load hoisting); without it
+    once per lookup. Results equal."""
+    w = WORKLOADS["eb_sum"]
+    args = w.make("small", seed)
+    table, indices, offsets, out = args
+    bags, lookups, dim = len(offsets) - 1, int(offsets[-1]), table.shape[1]
+    module = parse_mlir(w.path.read_text())
+    plain = trace_kernel(module, w.make("small", seed), vector_bytes=0)
+    promoted = trace_kernel(module, w.make("small", seed), vector_bytes=0, promote=True)
+    w.check(w.make("small", seed), list(promoted.results))
+    out_stores = lambda tr: [i for i, (k, a) in enumerate(zip(tr.kind, tr.array))  # noqa: E731
+                             if k == STORE and a == "out"]
+    assert len(out_stores(plain)) == lookups * dim
+    nonempty = sum(1 for b in range(bags) if offsets[b + 1] > offsets[b])
+    kept = out_stores(promoted)
+    assert len(kept) == nonempty * dim
+    assert len({promoted.addrs[i][0] for i in kept}) == len(kept)       # one per element
+    # each stores the last add of its column: no later add reads that add
+    adds_read = {d for i, k in enumerate(promoted.kind) if k == ALU for d in promoted.deps[i]}
+    for i in kept:
+        (value,) = [d for d in promoted.deps[i] if promoted.kind[d] == ALU
+                    and promoted.latency[d] == 4]
+        assert value not in adds_read
+    # the trace is renumbered consistently: every dependence points backwards
+    assert all(d < i for i, deps in enumerate(promoted.deps) for d in deps)
+
+
+def test_a_store_is_dropped_only_when_every_address_is_written_again_unread():
+    """The rule of ``promote``'s store sinking on hand-made stores: overwritten → dropped;
+    overwritten but read from memory by a load → kept; a vector store one of whose addresses
+    is not written again → kept; without ``promote`` nothing is dropped."""
+    from sim.core_trace import OpLatency, _Tracer
+
+    def build(promote):
+        tr = _Tracer(0, OpLatency(), promote)
+        value = tr.emit(None, ALU, [], latency=1)
+
+        def store(addrs):
+            i = tr.emit(None, STORE, [value], addr=addrs[0], size=4)
+            tr.t.addrs[i].extend(addrs[1:])
+            for a in addrs:
+                tr.record_store(i, a, value)
+            return i
+
+        s = [store([0]), store([0]),               # the first is overwritten: dropped
+             store([8])]
+        tr.read_stores.add(s[2])                   # a load reads address 8 from memory
+        s += [store([8]), store([16, 24]), store([16])]   # 8 kept (read); 16/24 kept (24 live)
+        tr.finish()
+        return tr.t, s
+
+    plain, _ = build(False)
+    assert plain.kind == [ALU] + [STORE] * 6
+    t, s = build(True)
+    assert t.kind == [ALU] + [STORE] * 5
+    assert [a[0] for a in t.addrs[1:]] == [0, 8, 8, 16, 16]
+    assert t.deps == [()] + [(0,)] * 5

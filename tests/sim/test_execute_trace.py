@@ -64,18 +64,23 @@ def test_embedding_bag_pops_one_vector_per_row_and_one_per_token(seed):
     assert all(len(tr.deps[i]) == 1 and tr.kind[tr.deps[i][0]] == LOAD for i in scratch_stores)
 
 
-def test_scalar_replacement_keeps_the_accumulator_in_a_register(seed):
-    """Scalar form of the EmbeddingBag sum: without ``promote`` every lookup loads out[b, d]
-    (forwarded from the previous store); with it only the first touch of each out[b, d] loads,
-    and the adds of a bag's column chain through registers."""
+def _scalar_bag_traces(seed):
+    """The scalar EmbeddingBag sum's core-only trace without and with ``promote`` (results
+    checked against PyTorch), and its bags, lookups, dim and offsets."""
     w = WORKLOADS["eb_sum"]
-    args = w.make("small", seed)
-    table, indices, offsets, out = args
-    bags, lookups, dim = len(offsets) - 1, int(offsets[-1]), table.shape[1]
+    table, indices, offsets, out = w.make("small", seed)
     module = parse_mlir(w.path.read_text())
     plain = trace_kernel(module, w.make("small", seed), vector_bytes=0)
     promoted = trace_kernel(module, w.make("small", seed), vector_bytes=0, promote=True)
     w.check(w.make("small", seed), list(promoted.results))
+    return plain, promoted, len(offsets) - 1, int(offsets[-1]), table.shape[1], offsets
+
+
+def test_scalar_replacement_keeps_the_accumulator_in_a_register(seed):
+    """Scalar form of the EmbeddingBag sum: without ``promote`` every lookup loads out[b, d]
+    (forwarded from the previous store); with it only the first touch of each out[b, d] loads,
+    and the adds of a bag's column chain through registers."""
+    plain, promoted, bags, lookups, dim, offsets = _scalar_bag_traces(seed)
     out_loads = lambda tr: [i for i, (k, a) in enumerate(zip(tr.kind, tr.array))  # noqa: E731
                             if k == LOAD and a == "out"]
     assert len(out_loads(plain)) == lookups * dim
@@ -150,14 +155,7 @@ def test_promoted_stores_are_sunk_to_the_last_value_of_each_address(seed):
     """Scalar form of the EmbeddingBag sum with ``promote``: out[b, d] is stored once, with the
     last add of its bag's column (LICM's store sinking beside its load hoisting); without it
     once per lookup. Results equal."""
-    w = WORKLOADS["eb_sum"]
-    args = w.make("small", seed)
-    table, indices, offsets, out = args
-    bags, lookups, dim = len(offsets) - 1, int(offsets[-1]), table.shape[1]
-    module = parse_mlir(w.path.read_text())
-    plain = trace_kernel(module, w.make("small", seed), vector_bytes=0)
-    promoted = trace_kernel(module, w.make("small", seed), vector_bytes=0, promote=True)
-    w.check(w.make("small", seed), list(promoted.results))
+    plain, promoted, bags, lookups, dim, offsets = _scalar_bag_traces(seed)
     out_stores = lambda tr: [i for i, (k, a) in enumerate(zip(tr.kind, tr.array))  # noqa: E731
                              if k == STORE and a == "out"]
     assert len(out_stores(plain)) == lookups * dim

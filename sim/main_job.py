@@ -59,9 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "model (sw.runtime.execute.CoreCostModel) consuming the queues in the same "
                         "simulation, coupled, so the run gives the DAE cycles, at the cycles per "
                         "callback fitted to the kernel's execute side run on the core-only "
-                        "baseline's out-of-order core, popping 16 tokens per cycle as it does "
-                        "(sim.execute_trace; compiled programs); model = the same at the flat "
-                        "default rate (6 cycles per callback, 8 tokens per cycle); free = "
+                        "baseline's out-of-order core (sim.execute_trace; compiled programs); "
+                        "model = the same at the flat default rate (6 cycles per callback); free = "
                         "a consumer that takes every token when offered (or with --backpressure). "
                         "Default: fitted (model for --program handwritten) on the cpp engine "
                         "without --backpressure, free otherwise")

@@ -124,24 +124,22 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def fitted_cost(workload, dlc, args, tokens, pops, memory: str, *,
+def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostModel, *,
                 clock_ratio: int = 1):
     """The execute side on the core-only baseline's core and the coupled rate fitted to it.
 
     ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) on the
     baseline's core (``sim.execute_trace.run_execute_side``: ``CoreConfig`` with
     ``clock_ratio``, memory preset ``memory``), its results are checked with
-    ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles, tokens))``
-    (memory cycles), ``tokens`` the most that core pops per memory cycle
-    (``sim.execute_trace.pop_tokens_per_cycle``: 16 × ``clock_ratio``)."""
+    ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles,
+    cost.tokens_per_cycle))`` (memory cycles)."""
     from hw.hbm_model.presets import get_preset
     from sim.core_only import CoreConfig
-    from sim.execute_trace import pop_tokens_per_cycle, run_execute_side
-    core = CoreConfig(clock_ratio=clock_ratio)
+    from sim.execute_trace import run_execute_side
     trace, result = run_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens,
-                                     get_preset(memory), core)
+                                     get_preset(memory), CoreConfig(clock_ratio=clock_ratio))
     workload.check(_copy(args), list(trace.results))
-    return result.cycles, CoreCostModel.fitted(pops, result.cycles, pop_tokens_per_cycle(core))
+    return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
 
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
@@ -165,7 +163,7 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
 
     With ``fit`` each kernel's core runs at the rate fitted to its execute side on the
     core-only baseline's core (:func:`fitted_cost`, ``clock_ratio`` core cycles per memory
-    cycle), popping as many tokens per cycle as that core (16 × ``clock_ratio``).
+    cycle; ``cost`` gives the tokens per cycle).
     """
     cost = cost or CoreCostModel()
     rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, cost, job)
@@ -200,7 +198,7 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             row_cost, row["core_rate"] = cost, "flat"
             pops = r.execute.pops_per_control[:-1]            # DONE last, with 0
             if fit:
-                ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory,
+                ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
                                             clock_ratio=clock_ratio)
                 row.update(core_rate="fitted", execute_ooo_cycles=ooo,
                            fitted_cycles_per_control=row_cost.cycles_per_control)

@@ -51,7 +51,7 @@ from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vecto
                          _Tracer, element_type_name)
 from .vector_ops import VectorOps, is_vector
 
-__all__ = ["trace_execute", "run_execute_side", "pop_tokens_per_cycle", "DONE_TOKEN"]
+__all__ = ["trace_execute", "run_execute_side", "DONE_TOKEN"]
 
 DONE_TOKEN = 0xFFFF
 _VECTOR_TOKENS = 8            # 64-bit tokens per 512-bit queue pop
@@ -307,16 +307,6 @@ def trace_execute(module, args: Sequence, data_tokens: Sequence[int],
     tr.finish()
     tr.t.results = tuple(v.array if isinstance(v, _Mem) else v for v, _ in out)
     return tr.t
-
-
-def pop_tokens_per_cycle(config: CoreConfig | None = None) -> int:
-    """The most data tokens the out-of-order core of ``config`` (default Golden Cove) pops per
-    memory cycle in :func:`trace_execute`'s form: one 64-byte pop (8 tokens) per load port per
-    core cycle, ``clock_ratio`` core cycles per memory cycle (16 by default: two 512-bit loads
-    per cycle). The peak a flat-rate core fitted to that core should pop at
-    (``CoreCostModel.fitted``)."""
-    config = config or CoreConfig()
-    return config.load_ports * _VECTOR_TOKENS * config.clock_ratio
 
 
 def run_execute_side(module, args: Sequence, data_tokens: Sequence[int],

@@ -224,12 +224,11 @@ def _fitted_cost(kernel, dlc, args, ns):
     The golden model's tokens go through the kernel's DLC compute loop (``sim.execute_trace``,
     accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
     default Golden Cove ``CoreConfig``, the same memory preset) with every token ready; the
-    ``CoreCostModel`` popping as many tokens per cycle as that core can
-    (``sim.execute_trace.pop_tokens_per_cycle``: 16) whose cycles per callback come nearest its
-    cycles is returned, after a line saying so. Raises ``AssertionError`` if the execute side's results
+    ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
+    returned, after a line saying so. Raises ``AssertionError`` if the execute side's results
     differ from the golden run's (beyond float32 rounding)."""
     from hw.hbm_model.presets import get_preset
-    from sim.execute_trace import pop_tokens_per_cycle, run_execute_side
+    from sim.execute_trace import run_execute_side
     from sw.runtime.drivers import run_kernel
     from sw.runtime.execute import CoreCostModel
     golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
@@ -242,7 +241,7 @@ def _fitted_cost(kernel, dlc, args, ns):
     assert same, "the execute side's trace computed other results than the execute side"
     cycles = result.cycles
     pops = golden.execute.pops_per_control[:-1]            # DONE last, with 0
-    cost = CoreCostModel.fitted(pops, cycles, pop_tokens_per_cycle())
+    cost = CoreCostModel.fitted(pops, cycles)
     print(f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop over "
           f"the golden model's {len(golden.access.control_tokens)} control and "
           f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "

@@ -203,19 +203,3 @@ def test_a_store_is_dropped_only_when_every_address_is_written_again_unread():
     assert t.kind == [ALU] + [STORE] * 5
     assert [a[0] for a in t.addrs[1:]] == [0, 8, 8, 16, 16]
     assert t.deps == [()] + [(0,)] * 5
-
-
-@pytest.mark.parametrize("clock_ratio", [1, 2])
-def test_the_fitted_core_pops_as_fast_as_the_out_of_order_core(clock_ratio):
-    """pop_tokens_per_cycle is the core model's own peak: a trace of nothing but independent
-    64-byte queue pops (8 tokens each) runs at that many tokens per memory cycle on run_core."""
-    from sim.core_trace import Trace
-    from sim.execute_trace import pop_tokens_per_cycle
-    n = 4000
-    tr = Trace(kind=[LOAD] * n, latency=[0] * n, deps=[()] * n, lines=[()] * n,
-               nbytes=[64] * n, array=["data queue"] * n, addrs=[[]] * n, forwarded=[False] * n)
-    config = CoreConfig(clock_ratio=clock_ratio)
-    cycles = run_core(tr, get_preset("simple"), config).cycles
-    peak = pop_tokens_per_cycle(config)
-    assert peak == 16 * clock_ratio
-    assert 8 * n / peak <= cycles <= 8 * n / peak + 20

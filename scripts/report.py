@@ -84,7 +84,8 @@ STEPS = [
          "Speedup = core-only cycles ÷ DAE cycles (> 1: DAE faster); `speedup`: the coupled core at "
          "the flat 6 cycles per callback; `speedup_fitted`: at the rate fitted to the execute side "
          "run on the baseline's own out-of-order core (`execute_ooo_cycles`). Both traces keep "
-         "stored-then-loaded accumulators in registers. Goal >= 8x at 16 misses."),
+         "accumulators in registers and store each once, after its last update. Goal >= 8x at "
+         "16 misses."),
     Step("multiunit", "Issue 11, table 2: system bandwidth of K units on one HBM (DLRM shape)",
          ["scripts/bench_multiunit.py", "--units", "1,2,4,8", "--preset", "HBM2"],
          ["scripts/bench_multiunit.py", "--units", "1", "--preset", "HBM2"], "--csv",

@@ -195,8 +195,9 @@ class _Tracer:
     def record_store(self, i: int, addr: int, producer) -> None:
         """Store instruction ``i`` writes the byte address ``addr`` with the value of instruction
         ``producer`` (or None): later loads of ``addr`` are forwarded from it, or, with
-        ``promote``, read that value's register; and the earlier store of ``addr`` is then
-        overwritten before any load from memory, one address fewer that it must write."""
+        ``promote``, read that value's register. The store that wrote ``addr`` before is then
+        the last store of one address fewer; with ``promote``, one left with none (and read by
+        no load from memory, ``read_stores``) is dropped at :meth:`finish`."""
         before = self.last_store.get(addr)
         if before != i:
             if before is not None:

@@ -271,14 +271,26 @@ class _Tracer:
         d = self.decoded.get(id(op))
         if d is None:
             d = self.decoded[id(op)] = _Decoded(op)
+            d.free = d.name in _FREE
+            d.latency = self.lat.of(d.name)
         return d
 
     def run_op(self, op: Operation):
         """Execute one operation; returns the yielded/returned (value, producer) pairs of a
         terminator, else None."""
         d = self.decode(op)
-        name = d.name
         env, prod = self.env, self.prod
+        if d.compute is not None:
+            # arithmetic: values and (unless free) one instruction
+            operands = d.operands
+            r = d.result
+            env[r] = d.compute([env[v] for v in operands])
+            if d.free:
+                prod[r] = prod.get(operands[0]) if operands and d.name != "memref.dim" else None
+            else:
+                prod[r] = self.emit(op, ALU, [prod.get(v) for v in operands], latency=d.latency)
+            return None
+        name = d.name
         if name in ("scf.yield", "func.return"):
             return [(env[v], prod.get(v)) for v in d.operands]
         if name == "scf.for":
@@ -393,7 +405,7 @@ class _Decoded:
     """What ``_Tracer.run_op`` reads of one operation, read once: xDSL's operand and attribute
     accessors cost more than the interpretation itself when an op runs 10^5 times."""
     __slots__ = ("name", "operands", "result", "memref", "indices", "value", "operands_of_store",
-                 "compute")
+                 "compute", "free", "latency")
 
     def __init__(self, op: Operation):
         self.name = name = op.name

@@ -341,16 +341,9 @@ class _Tracer:
             env[op.memref] = self.place(f"alloc{len(self.t.bases)}", np.zeros(full, dtype))
             prod[op.memref] = None
             return None
-        # arithmetic: values and (unless free) one instruction
-        operands = d.operands
-        value = d.compute([env[v] for v in operands])
-        r = d.result
-        env[r] = value
-        if name in _FREE:
-            prod[r] = prod.get(operands[0]) if operands and name != "memref.dim" else None
-        else:
-            prod[r] = self.emit(op, ALU, self.deps_of(operands), latency=self.lat.of(name))
-        return None
+        if d.free:                  # memref.dealloc: no value, no instruction
+            return None
+        raise ValueError(f"module must stay within the frontend's subset, not {name!r}")
 
     def run_for(self, op: scf.ForOp):
         env, prod = self.env, self.prod

@@ -1,7 +1,7 @@
 """A memory with several write ports that an FPGA maps to block RAM or LUT RAM: one copy per
 write port and read port, and a live-value table."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,7 +18,7 @@ class MultiPortMemory(wiring.Component):
     the reorder buffer's 512 lines of 64 bytes written by two response ports became 262,144
     flip-flops, three times those of an LFE5U-85F (``docs/synthesis.md``). Here write port
     ``w`` writes copy ``(w, r)`` for every read port ``r``, and a *live-value table* (one
-    ``ceil(log2(write_ports))``-bit register per word, in flip-flops) remembers which write port
+    ``ceil(log2(write_ports))``-bit word per word, in flip-flops) remembers which write port
     wrote each word last; read port ``r`` returns copy ``(lvt[addr], r)``. This is the LVT
     multi-ported memory of LaForest and Steffan, "Efficient Multi-Ported Memories for FPGAs"
     (FPGA 2010). With one write port it is a single ``Memory`` with ``read_ports`` read ports.
@@ -94,15 +94,24 @@ class MultiPortMemory(wiring.Component):
                 m.d.comb += [port.addr.eq(self.read[r].addr), self.read[r].data.eq(port.data)]
             return m
 
-        # The live-value table: which write port wrote each word last. One decoder per word
-        # (an assignment through ``Array`` indexing would be a case over every address for
-        # every word: quadratic Verilog that Verilator takes 14 GB to compile at 512 words).
-        live_words = [Signal(range(W), name=f"live_{i}") for i in range(self._depth)]
-        for i, live_word in enumerate(live_words):
-            for w in range(W):                      # the higher-numbered port wins
-                with m.If(self.write[w].en & (self.write[w].addr == i)):
-                    m.d.sync += live_word.eq(w)
-        lvt = Array(live_words)
+        # The live-value table: which write port wrote each word last, a memory of
+        # ``ceil(log2(W))``-bit words with W write ports and one asynchronous read port per read
+        # port. No FPGA memory has two write ports, so the flow maps it to flip-flops with a
+        # decoder per word, as a register per word would be; written as a memory, Verilator
+        # simulates each write as one indexed store instead of a compare per word and cycle
+        # (docs/performance.md, "The live-value tables as memories"). A lower-numbered port's
+        # write to the address a higher-numbered one writes in the same cycle is dropped: the
+        # higher one wins whatever order the memory gives its write ports.
+        lvt = memory.Memory(shape=range(W), depth=self._depth, init=[])
+        m.submodules.live_value_table = lvt
+        for w in range(W):
+            port = lvt.write_port()
+            overwritten = Const(0)
+            for v in range(w + 1, W):
+                overwritten = overwritten | (self.write[v].en
+                                             & (self.write[v].addr == self.write[w].addr))
+            m.d.comb += [port.addr.eq(self.write[w].addr), port.data.eq(w),
+                         port.en.eq(self.write[w].en & ~overwritten)]
 
         for r in range(R):
             read = self.read[r]
@@ -115,7 +124,8 @@ class MultiPortMemory(wiring.Component):
                 datas.append(port.data)
             live = Signal(range(W), name=f"live_read_{r}")
             stored = Signal(range(W), name=f"live_stored_{r}")
-            m.d.comb += stored.eq(lvt[read.addr])
+            lvt_read = lvt.read_port(domain="comb")
+            m.d.comb += [lvt_read.addr.eq(read.addr), stored.eq(lvt_read.data)]
             if transparent:
                 # The word's writer after this cycle's writes, registered with the address.
                 writer = stored

@@ -104,6 +104,9 @@ def main(ns: argparse.Namespace) -> int:
     print(f"program: {ns.program}{compiled}; "
           f"target: {ns.target}{memory}")
 
+    # The core-only baseline's trace needs only the inputs: it runs beside the RTL.
+    baseline = (start_core_only(g, x, ns)
+                if ns.target == "rtl" and getattr(ns, "core_only_mshrs", 0) else None)
     t0 = time.perf_counter()
     got, run = _run(g, x, ns, coupled)
     access = run.access
@@ -137,7 +140,8 @@ def main(ns: argparse.Namespace) -> int:
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")
     if access.cycles and getattr(ns, "core_only_mshrs", 0):
-        ok = _compare_core_only(g, x, ns, expected, dae if coupled else None, access.cycles) and ok
+        ok = _compare_core_only(g, x, ns, expected, dae if coupled else None, access.cycles,
+                                baseline) and ok
     if ok:
         print("PASS: matches torch.nn.functional.embedding_bag(mode='sum')")
         return 0
@@ -274,27 +278,71 @@ def _coupled(ns) -> bool:
     return core is None and engine == "cpp" and not ns.backpressure
 
 
-def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles) -> bool:
-    """Run the core-only baseline (``sim.core_only``, ``ns.core_only_mshrs`` MSHRs, the default
-    Golden Cove caches, the same memory preset; accumulators kept in registers, ``promote``) on
-    the kernel's sequential form over the same
-    inputs, print its cycles and DAE ÷ core-only (the unit's cycles when the run was not coupled),
-    and return whether its result matches ``expected``."""
+def core_only_baseline(kernel_path: str, x, indices, offsets, num_nodes: int, memory: str,
+                       mshrs: int):
+    """The core-only baseline's run (``sim.core_only``, ``mshrs`` MSHRs, the default Golden Cove
+    caches, memory preset ``memory``; accumulators kept in registers, ``promote``) on the
+    sequential form of the kernel at ``kernel_path`` over ``x`` (``(rows, dim)`` float32),
+    ``indices`` and ``offsets`` (int64, CSR), ``num_nodes`` bags. Returns ``(cycles,
+    bytes_per_cycle, out)``, ``out`` the ``(num_nodes, dim)`` float32 sums it computed. A
+    module-level function of plain arguments, so that ``main`` can run it in a second process
+    while the RTL runs (``start_core_only``)."""
     from hw.hbm_model.presets import get_preset
     from sim.core_only import CoreConfig, run_core
     from sim.core_trace import trace_kernel
     from sw.compiler.frontends.mlir import parse_mlir
-    path = Path(ns.kernel) if ns.program == "compiled" else DEFAULT_KERNEL
-    out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
-    trace = trace_kernel(parse_mlir(path.read_text(), str(path)), [x, g.indices, g.offsets, out],
+    path = Path(kernel_path)
+    out = np.zeros((num_nodes, x.shape[1]), dtype=np.float32)
+    trace = trace_kernel(parse_mlir(path.read_text(), str(path)), [x, indices, offsets, out],
                          promote=True)
-    result = run_core(trace, get_preset(ns.memory), CoreConfig(mshrs=ns.core_only_mshrs))
-    same = np.allclose(trace.results[0], expected, rtol=1e-5, atol=1e-5)
+    result = run_core(trace, get_preset(memory), CoreConfig(mshrs=mshrs))
+    return result.cycles, result.bytes_per_cycle, np.asarray(trace.results[0])
+
+
+def _core_only_arguments(g, x, ns) -> tuple:
+    path = Path(ns.kernel) if ns.program == "compiled" else DEFAULT_KERNEL
+    return (str(path), x, g.indices, g.offsets, g.num_nodes, ns.memory, ns.core_only_mshrs)
+
+
+def start_core_only(g, x, ns):
+    """Start :func:`core_only_baseline` for this run in a second (spawned) process, so that its
+    instruction trace overlaps the RTL run on a machine with two or more cores (``make sim``:
+    ~15 s of its ~34 s); returns the ``concurrent.futures.Future`` (the pool is shut down at
+    once: its process exits after the task), or None on a one-core machine
+    (``_compare_core_only`` then runs it in this process). A spawned process imports the
+    calling script again: a script calling ``main`` needs ``if __name__ == "__main__"``, or
+    the baseline falls back to this process (``_compare_core_only``)."""
+    import concurrent.futures
+    import multiprocessing
+    import os
+    if (os.cpu_count() or 1) < 2:
+        return None
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    future = pool.submit(core_only_baseline, *_core_only_arguments(g, x, ns))
+    pool.shutdown(wait=False)
+    return future
+
+
+def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=None) -> bool:
+    """Run the core-only baseline (:func:`core_only_baseline`, or take ``future``'s result from
+    :func:`start_core_only`) on the kernel's sequential form over the same inputs, print its
+    cycles and DAE ÷ core-only (the unit's cycles when the run was not coupled), and return
+    whether its result matches ``expected``."""
+    from concurrent.futures.process import BrokenProcessPool
+    path = Path(_core_only_arguments(g, x, ns)[0])
+    try:
+        taken = future.result() if future is not None else None
+    except BrokenProcessPool:      # e.g. a calling script without ``if __name__ == "__main__"``
+        print("core-only baseline: its second process failed; running it here")
+        taken = None
+    cycles, bytes_per_cycle, out = taken or core_only_baseline(*_core_only_arguments(g, x, ns))
+    same = np.allclose(out, expected, rtol=1e-5, atol=1e-5)
     dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")
     print(f"core-only baseline (sim.core_only: {ns.core_only_mshrs} MSHRs, L1/L2 caches, {ns.memory}; "
-          f"{path.name}'s sequential form): {result.cycles} cycles, "
-          f"{result.bytes_per_cycle:.2f} bytes/cycle; {what} / core-only speedup = "
-          f"{result.cycles / dae:.2f}x{'' if same else ' (its result differs from PyTorch: FAIL)'}")
+          f"{path.name}'s sequential form): {cycles} cycles, "
+          f"{bytes_per_cycle:.2f} bytes/cycle; {what} / core-only speedup = "
+          f"{cycles / dae:.2f}x{'' if same else ' (its result differs from PyTorch: FAIL)'}")
     return bool(same)
 
 

@@ -102,6 +102,33 @@ def test_core_only_baseline_runs_the_same_inputs_and_checks_them(capsys):
     assert "access unit / core-only speedup" in out and "FAIL" in out
 
 
+def test_core_only_baseline_in_a_second_process_gives_the_same_run(capsys):
+    """``make sim`` runs the core-only baseline in a spawned process beside the RTL: the same
+    cycles and sums as in this process; a pool that broke (a calling script without the
+    ``__main__`` guard) falls back to this process and says so."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    import numpy as np
+    import torch
+    from sw.runtime.datasets import node_features
+    ns = _args("--nodes", "30", "--dim", "4", "--memory", "simple", "--core-only-mshrs", "2")
+    g, rows = main_job._graph("cora", 30)
+    x = node_features(rows, 4, seed=1)
+    here = main_job.core_only_baseline(*main_job._core_only_arguments(g, x, ns))
+    future = main_job.start_core_only(g, x, ns)
+    there = future.result() if future is not None else here
+    assert here[:2] == there[:2] and np.array_equal(here[2], there[2])
+    expected = torch.nn.functional.embedding_bag(torch.from_numpy(g.indices), torch.from_numpy(x),
+                                                 torch.from_numpy(g.offsets[:-1]), mode="sum").numpy()
+    broken = Future()
+    broken.set_exception(BrokenProcessPool("test"))
+    assert main_job._compare_core_only(g, x, ns, expected, 100, 90, broken)
+    out = capsys.readouterr().out
+    assert "its second process failed; running it here" in out
+    assert f"): {here[0]} cycles" in out
+
+
 def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):
     """``make sim``'s path on the RTL (simple memory, 60 nodes): the core model coupled, its DAE
     cycles at least the unit's own cycles (the core pops DONE after the unit pushed it) and

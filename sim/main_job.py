@@ -124,6 +124,11 @@ def main(ns: argparse.Namespace) -> int:
         for key in ("loads", "peak_inflight", "stall_cycles", "tokens"):
             if key in stats:
                 print(f"{key.replace('_', ' ')}: {stats[key]}")
+        if stats.get("uops"):
+            run_cycles = cycles - stats.get("decode_cycles", 0)
+            print(f"uops: {stats['uops']} (microcode entries the traversal completed, at most one "
+                  f"per cycle: {100 * stats['uops'] / run_cycles:.1f} % of the {run_cycles} "
+                  f"cycles after decoding)")
         mem_stats = access.memory_stats
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)

@@ -25,6 +25,7 @@ COUNTERS = (
     "vector_iterations", # vector iterations of the ISA v1 LOCKSTEP layer
     "lane_eval_uops",    # STREAM/LANE uops of the LOCKSTEP layer completed (1 cycle each + waits)
     "vec_marshal_cycles",  # cycles on vector OPERAND actions (lanes, words of a row, padding)
+    "uops",              # microcode entries completed (pc moved, DONE included): at most 1/cycle
 )
 
 CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
@@ -50,6 +51,7 @@ def events_layout(config):
         "vector_iteration": 1,
         "lane_eval_uop":    1,
         "vec_marshal":      1,
+        "uop":              1,
     })
 
 
@@ -123,6 +125,7 @@ class Counters(wiring.Component):
                     cnt.vector_iterations.eq(cnt.vector_iterations + ev.vector_iteration),
                     cnt.lane_eval_uops.eq(cnt.lane_eval_uops + ev.lane_eval_uop),
                     cnt.vec_marshal_cycles.eq(cnt.vec_marshal_cycles + ev.vec_marshal),
+                    cnt.uops.eq(cnt.uops + ev.uop),
                 ]
                 with m.If(inflight_after > cnt.peak_inflight):
                     m.d.sync += cnt.peak_inflight.eq(inflight_after)

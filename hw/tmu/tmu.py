@@ -365,5 +365,6 @@ class Tmu(wiring.Component):
             ev.vector_iteration.eq(trv.stat_vec_iter),
             ev.lane_eval_uop.eq(trv.stat_lane_eval),
             ev.vec_marshal.eq(trv.stat_vec_marshal),
+            ev.uop.eq(trv.stat_uop),
         ]
         return m

@@ -178,6 +178,10 @@ class Traversal(wiring.Component):
             "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
             "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
             "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts
+            # A microcode entry completes: ``pc`` moves (a loop back, a lane step included), or
+            # ``DONE`` pushes its token. Fetch bubbles, waits, the extra cycles of a row or a
+            # vector and engine-pop fallback steps do not count.
+            "stat_uop":             Out(1),
         })
         # The configuration addresses the uop being evaluated asks for (driven by
         # stream_evaluation.py and actions.py; the fetch stage compares them with the held
@@ -217,6 +221,7 @@ class Traversal(wiring.Component):
 
         with m.If(pc_write):
             m.d.sync += pc.eq(pc_next)
+        m.d.comb += self.stat_uop.eq(pc_write)
         loop_continues = Signal()
         loop_body_pc = Signal(self._ubits)
         loop_exit_pc = Signal(self._ubits)
@@ -429,7 +434,8 @@ class Traversal(wiring.Component):
                                 goto(pc + 1)
                         with m.Case(UopKind.DONE):
                             with m.If(self.ctrl_w_rdy):
-                                m.d.comb += [self.ctrl_w_en.eq(1), self.ctrl_w_data.eq(DONE_TOKEN)]
+                                m.d.comb += [self.ctrl_w_en.eq(1), self.ctrl_w_data.eq(DONE_TOKEN),
+                                             self.stat_uop.eq(1)]
                                 m.next = "FINISH"
 
             with m.State("BWAIT"):

@@ -47,6 +47,7 @@ def _model_step(counts, state, ev):
     counts["vector_iterations"] += ev["vector_iteration"]
     counts["lane_eval_uops"] += ev["lane_eval_uop"]
     counts["vec_marshal_cycles"] += ev["vec_marshal"]
+    counts["uops"] += ev["uop"]
     state["inflight"] = after
 
 

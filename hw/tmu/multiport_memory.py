@@ -17,9 +17,9 @@ class MultiPortMemory(wiring.Component):
     A memory with two write ports is mapped to flip-flops by the FPGA flow (``synth_ecp5``):
     the reorder buffer's 512 lines of 64 bytes written by two response ports became 262,144
     flip-flops, three times those of an LFE5U-85F (``docs/synthesis.md``). Here write port
-    ``w`` writes copy ``(w, r)`` for every read port ``r``, and a *live-value table* (one
-    ``ceil(log2(write_ports))``-bit word per word, in flip-flops) remembers which write port
-    wrote each word last; read port ``r`` returns copy ``(lvt[addr], r)``. This is the LVT
+    ``w`` writes copy ``(w, r)`` for every read port ``r``, and a *live-value table* (a memory
+    of one ``ceil(log2(write_ports))``-bit entry per word, with a write port per writer, which
+    the FPGA flow maps to flip-flops) remembers which write port wrote each word last; read port ``r`` returns copy ``(lvt[addr], r)``. This is the LVT
     multi-ported memory of LaForest and Steffan, "Efficient Multi-Ported Memories for FPGAs"
     (FPGA 2010). With one write port it is a single ``Memory`` with ``read_ports`` read ports.
 
@@ -28,6 +28,8 @@ class MultiPortMemory(wiring.Component):
     ``addr``, the word at ``addr`` including the writes of the cycle ``addr`` was presented in; an
     asynchronous one (``"comb"``) returns the word as written by the writes of earlier cycles.
     When two write ports write the same address in one cycle, the higher-numbered one wins.
+    Like the copies, the table is not reset: a word not written since a reset reads whatever
+    copy wrote it last (or copy 0 after power-up, as every memory starts at 0).
     Storage is ``write_ports * read_ports * depth * width`` bits (one copy when
     ``write_ports`` is 1) and ``depth * ceil(log2(write_ports))`` flip-flops.
 
@@ -99,7 +101,7 @@ class MultiPortMemory(wiring.Component):
         # port. No FPGA memory has two write ports, so the flow maps it to flip-flops with a
         # decoder per word, as a register per word would be; written as a memory, Verilator
         # simulates each write as one indexed store instead of a compare per word and cycle
-        # (docs/performance.md, "The live-value tables as memories"). A lower-numbered port's
+        # (docs/performance.md, "The C++ harness, re-measured"). A lower-numbered port's
         # write to the address a higher-numbered one writes in the same cycle is dropped: the
         # higher one wins whatever order the memory gives its write ports.
         lvt = memory.Memory(shape=range(W), depth=self._depth, init=[])

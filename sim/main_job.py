@@ -108,7 +108,11 @@ def main(ns: argparse.Namespace) -> int:
     baseline = (start_core_only(g, x, ns)
                 if ns.target == "rtl" and getattr(ns, "core_only_mshrs", 0) else None)
     t0 = time.perf_counter()
-    got, run, fit_wall = _run(g, x, ns, coupled)
+    try:
+        got, run, fit_wall = _run(g, x, ns, coupled)
+    except BaseException:
+        stop_core_only(baseline)       # not left running (and waited for at exit) after an error
+        raise
     access = run.access
     wall = time.perf_counter() - t0 - fit_wall
 
@@ -313,8 +317,8 @@ def _core_only_arguments(g, x, ns) -> tuple:
 def start_core_only(g, x, ns):
     """Start :func:`core_only_baseline` for this run in a second (spawned) process, so that its
     instruction trace overlaps the RTL run on a machine with two or more cores (``make sim``:
-    ~15 s of its ~34 s); returns the ``concurrent.futures.Future`` (the pool is shut down at
-    once: its process exits after the task), or None on a one-core machine
+    ~15 s of its ~34 s); returns the ``concurrent.futures.Future`` (its pool, ``future.pool``,
+    is shut down when ``_compare_core_only`` takes the result), or None on a one-core machine
     (``_compare_core_only`` then runs it in this process). A spawned process imports the
     calling script again: a script calling ``main`` needs ``if __name__ == "__main__"``, or
     the baseline falls back to this process (``_compare_core_only``)."""
@@ -326,8 +330,24 @@ def start_core_only(g, x, ns):
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=1, mp_context=multiprocessing.get_context("spawn"))
     future = pool.submit(core_only_baseline, *_core_only_arguments(g, x, ns))
-    pool.shutdown(wait=False)
+    future.pool = pool          # shut down when the result is taken, or by stop_core_only
     return future
+
+
+def stop_core_only(future) -> None:
+    """Stop the process of :func:`start_core_only`'s ``future`` (None: nothing to stop), e.g.
+    when the RTL run raised: Python would otherwise wait for it at exit. Uses
+    ``ProcessPoolExecutor.terminate_workers`` (Python 3.14) or, before it, terminates the
+    pool's processes."""
+    pool = getattr(future, "pool", None)
+    if pool is None:
+        return
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=None) -> bool:
@@ -342,6 +362,9 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
     except BrokenProcessPool:      # e.g. a calling script without ``if __name__ == "__main__"``
         print("core-only baseline: its second process failed; running it here")
         taken = None
+    finally:
+        if getattr(future, "pool", None) is not None:
+            future.pool.shutdown(wait=False)
     cycles, bytes_per_cycle, out = taken or core_only_baseline(*_core_only_arguments(g, x, ns))
     same = np.allclose(out, expected, rtol=1e-5, atol=1e-5)
     dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")

@@ -121,12 +121,33 @@ def test_core_only_baseline_in_a_second_process_gives_the_same_run(capsys):
     assert here[:2] == there[:2] and np.array_equal(here[2], there[2])
     expected = torch.nn.functional.embedding_bag(torch.from_numpy(g.indices), torch.from_numpy(x),
                                                  torch.from_numpy(g.offsets[:-1]), mode="sum").numpy()
+    running = main_job.start_core_only(g, x, ns)      # stopped, e.g. after a failed RTL run
+    if running is not None:
+        main_job.stop_core_only(running)
+        with pytest.raises(BrokenProcessPool):
+            running.result(timeout=60)
     broken = Future()
     broken.set_exception(BrokenProcessPool("test"))
     assert main_job._compare_core_only(g, x, ns, expected, 100, 90, broken)
     out = capsys.readouterr().out
     assert "its second process failed; running it here" in out
     assert f"): {here[0]} cycles" in out
+
+
+def test_a_failed_rtl_run_stops_the_baseline_process(monkeypatch):
+    """An error in the RTL run stops the core-only baseline's second process (Python would wait
+    for it at exit) and is raised as it was."""
+    stopped = []
+    real_stop = main_job.stop_core_only
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the C++ harness failed (test)")
+
+    monkeypatch.setattr(main_job, "_run", fail)
+    monkeypatch.setattr(main_job, "stop_core_only", lambda f: (stopped.append(f), real_stop(f)))
+    with pytest.raises(RuntimeError, match="harness failed"):
+        main_job.main(_args("--nodes", "30", "--memory", "simple", "--core-only-mshrs", "2"))
+    assert len(stopped) == 1
 
 
 def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):

@@ -21,7 +21,8 @@ class MultiPortMemory(wiring.Component):
     of one ``ceil(log2(write_ports))``-bit entry per word, with a write port per writer, which
     the FPGA flow maps to flip-flops) remembers which write port wrote each word last; read
     port ``r`` returns copy ``(lvt[addr], r)``. This is the LVT multi-ported memory of LaForest
-    and Steffan, "Efficient Multi-Ported Memories for FPGAs" (FPGA 2010). With one write port it is a single ``Memory`` with ``read_ports`` read ports.
+    and Steffan, "Efficient Multi-Ported Memories for FPGAs" (FPGA 2010). With one write port
+    it is a single ``Memory`` with ``read_ports`` read ports.
 
     Semantics (those of an ``amaranth.lib.memory.Memory`` whose read ports are transparent for
     every write port): a synchronous read port (``read_domain="sync"``) returns, the cycle after

@@ -74,7 +74,8 @@ FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actio
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
           "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
-          "rtl_rob_full_cycles", "rtl_uops", "rtl_decode_cycles", "dae_cycles", "dae_speedup", "dae_estimate", "core_starved_cycles",
+          "rtl_rob_full_cycles", "rtl_uops", "rtl_decode_cycles", "dae_cycles", "dae_speedup",
+          "dae_estimate", "core_starved_cycles",
           "rtl_out_stall_cycles", "core_rate", "execute_ooo_cycles", "fitted_cycles_per_control",
           "memory", "config", "compile_ms", "error"]
 

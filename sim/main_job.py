@@ -356,7 +356,8 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
     cycles and DAE ÷ core-only (the unit's cycles when the run was not coupled), and return
     whether its result matches ``expected``."""
     from concurrent.futures.process import BrokenProcessPool
-    path = Path(_core_only_arguments(g, x, ns)[0])
+    arguments = _core_only_arguments(g, x, ns)
+    path = Path(arguments[0])
     try:
         taken = future.result() if future is not None else None
     except BrokenProcessPool:      # e.g. a calling script without ``if __name__ == "__main__"``
@@ -365,7 +366,7 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
     finally:
         if getattr(future, "pool", None) is not None:
             future.pool.shutdown(wait=False)
-    cycles, bytes_per_cycle, out = taken or core_only_baseline(*_core_only_arguments(g, x, ns))
+    cycles, bytes_per_cycle, out = taken or core_only_baseline(*arguments)
     same = np.allclose(out, expected, rtol=1e-5, atol=1e-5)
     dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")
     print(f"core-only baseline (sim.core_only: {ns.core_only_mshrs} MSHRs, L1/L2 caches, {ns.memory}; "

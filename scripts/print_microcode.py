@@ -153,6 +153,13 @@ def format_uop(u, engines) -> str:
                 text += f" (out: +NEXT layer {int(u.next_layer) - 1})"
         if kind == UopKind.STREAM and int(u.fuse_lane):
             text += "  +LANE"
+        if kind == UopKind.STREAM and int(u.fuse_enter):     # docs/rtl.md §9.5 E
+            text += f"  +ENTER layer {int(u.next_layer)}"
+            if int(u.enter_swap):
+                text += " (lb = b, ub = a)"
+            started = [f"e{e}" for e in range(16) if int(u.start_engines) >> e & 1]
+            if started:
+                text += "  +start " + ",".join(started)
     return text
 
 

@@ -9,6 +9,7 @@ from .config import TmuConfig
 from .isa import (ActionKind, ActionWord0, Event, LayerMode, LayerWord0, LayerWord0V1, MemMode,
                   OperandWord0V1, SourceKind, StreamKind, StreamWord0)
 from .chain import ChainDetect
+from .layouts import LayerCfg
 from .signatures import (CheckedProgramSignature, ConfigTablesSignature,
                          descriptor_stream, action_table_write_port, index_bits,
                          stream_table_write_port)
@@ -35,6 +36,8 @@ class ConfigWriter(wiring.Component):
       strength-reduced fields and its **chain** class (``hw/tmu/chain.py``);
     * the ALU/FWD streams that nothing reads except affine MEM streams through their ``b``
       (**skip candidates**: their ``STREAM`` uop may be dropped, ``docs/rtl.md`` §9.5 C);
+    * the ALU/FWD streams whose ``a`` and ``b`` are the next layer's bounds (**enter bounds**,
+      and whether swapped: that layer's ``ENTER`` may ride in their uop, §9.5 E);
     * action: its ``ActionCfg`` into the action configuration memory, its layer, event, kind,
       source, and the ISA v1 packer flush and vector flags. An ``OPERAND`` action reading a
       stream gets a copy of that stream's kind (MEM or not) and mode (``operand_mem``,
@@ -227,7 +230,8 @@ class ConfigWriter(wiring.Component):
                          act_join.eq(0), act_last.eq(0), t.lockstep_valid.eq(0),
                          t.act_vec.eq(0), t.lane_affine.eq(0), t.lane_pos.eq(0),
                          t.lane_neg.eq(0), t.contiguous_vector.eq(0), t.operand_read.eq(0),
-                         read_other.eq(0), t.affine_via.eq(0)]
+                         read_other.eq(0), t.affine_via.eq(0),
+                         t.enter_bounds.eq(0), t.enter_swap.eq(0)]
 
         desc = self.descriptor.payload
         d = desc.number
@@ -290,6 +294,22 @@ class ConfigWriter(wiring.Component):
                     ]
                     st_lockstep = (pick(m, layer_mode, st_layer[:lbits], 2, "st_mode")
                                    == LayerMode.LOCKSTEP.value)
+                    # Fusion E (docs/rtl.md §9.5 E): an ALU/FWD stream whose ``a`` and ``b`` are
+                    # the next layer's bounds (either order), neither of them the stream itself,
+                    # can carry that layer's ENTER (layers are written before streams).
+                    inner = (st_layer + 1)[:8]
+                    inner_cfg = pick(m, Array(t.layers[i] for i in range(c.layers)),
+                                     inner[:lbits], LayerCfg, "enter_layer_cfg")
+                    lb_word, ub_word = inner_cfg.lb.as_value(), inner_cfg.ub.as_value()
+                    reads_self = (stream_bit(w1) | stream_bit(w2)).bit_select(d[:sbits], 1)
+                    in_order = (w1 == lb_word) & (w2 == ub_word)
+                    swapped = (w1 == ub_word) & (w2 == lb_word)
+                    m.d.sync += [
+                        t.enter_bounds.bit_select(d[:sbits], 1).eq(
+                            ~is_mem & (inner < self.checked.counts.layers) & ~reads_self
+                            & (in_order | swapped)),
+                        t.enter_swap.bit_select(d[:sbits], 1).eq(~in_order),
+                    ]
                     chain.stream(d, w1, w2, w3, st_kind, st_sub, st_layer, st_lockstep,
                                  self.stream_table.data)
                     if c.has("lockstep"):

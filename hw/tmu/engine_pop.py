@@ -65,7 +65,7 @@ class EnginePops:
     ----------
     uop : Signal(Uop)
         The entry to execute: ``uop``, or in a fallback step a plain ``STREAM`` of the popped
-        stream with the lowest id (no fused action, ``NEXT`` or pop), or first of the skipped
+        stream with the lowest id (no fused action, ``NEXT``, ``ENTER`` or pop), or first of the skipped
         stream that stream reads.
     pending : Signal(engines)
         Pops of this uop not done yet.
@@ -130,7 +130,8 @@ class EnginePops:
         with m.If(self.fallback):
             m.d.comb += [self.uop.id.eq(self._fallback_step), self.uop.fuse_act.eq(0),
                          self.uop.fuse_act2.eq(0), self.uop.fuse_next.eq(0),
-                         self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0)]
+                         self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0),
+                         self.uop.fuse_enter.eq(0)]
 
     def update(self, clear, mark):
         """Sync: the uop completes (``clear``: no pop of it is left), or a fallback step of

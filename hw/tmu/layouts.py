@@ -47,6 +47,11 @@ class Uop(data.Struct):
     next_outer: 1   # NEXT, or with fuse_next: when the NEXT leaves its layer's range, also
                     # perform the NEXT of the layer before in the same cycle (the layer has no
                     # END actions: its exit is that NEXT; docs/rtl.md §9.5 D)
+    fuse_enter: 1   # STREAM (an ALU/FWD stream, neither chained nor with fuse_next/fuse_lane):
+                    # perform ``ENTER next_layer`` after it and its actions, with the bounds
+                    # read as the stream's own sources: lb = a, ub = b, or (``enter_swap``)
+                    # lb = b, ub = a; ``start_engines`` as ENTER's (docs/rtl.md §9.5 E)
+    enter_swap: 1
 
 
 class LayerCfg(data.Struct):

@@ -34,14 +34,15 @@ class MicrocodeBuilder(wiring.Component):
     4. **Microcode**: first one ``PREFETCH`` with ``arm`` per engine whose stream's base is an
        IMM or ARG (constant for the run: the engine latches its parameters once); then per
        layer ``BEGIN`` actions, ``ENTER`` (``start_engines``: the layer's armed engines, started
-       in its cycle, ``docs/rtl.md`` §9.5 B), invariant streams, ``PREFETCH`` of its other
+       in its cycle, ``docs/rtl.md`` §9.5 B; or fused into the uop before it, §9.5 E),
+       invariant streams, ``PREFETCH`` of its other
        engines (their base may be one of those streams), then the body (streams, ``LANE``,
        ``ITER`` actions, the inner layers), then ``NEXT`` and ``END`` actions from the
        innermost layer out, ``DONE``. The ``NEXT`` of a layer other than 0 without ``END``
        actions (and its fused copy) has ``next_outer``: leaving the range, it performs the
        outer layer's ``NEXT`` too (``docs/rtl.md`` §9.5 D). Each uop is held one cycle
        before it is written, to fuse the next one into it (``fuse_act``, ``fuse_act2``,
-       ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``; ``docs/rtl.md`` §2.2).
+       ``fuse_next``, ``fuse_lane``, ``pop``, ``chain``, ``fuse_enter``; ``docs/rtl.md`` §2.2).
 
     Timing: 1 cycle per stream per layer and pass for the assignment, 1 per stream for the
     skipped streams, about
@@ -271,9 +272,25 @@ class MicrocodeBuilder(wiring.Component):
                 scan_actions(Event.BEGIN, to_enter)
 
             with m.State("B_ENTER"):
-                emit(UopKind.ENTER, k, hoisted=True)
-                m.d.sync += pend.start_engines.eq(
-                    Cat(engine_of_layer(e, k) & armed[e] for e in range(self._engines)))
+                start_engines = Cat(engine_of_layer(e, k) & armed[e] for e in range(self._engines))
+                # Fusion E (docs/rtl.md §9.5 E): the ENTER rides in the uop before it, the last
+                # body uop of layer k - 1, when that uop evaluates an ALU/FWD stream whose
+                # sources are layer k's bounds (``enter_bounds``). Nothing is fused into that
+                # uop afterwards (``pend_hoist``): it ends its layer's iteration.
+                psid = pend.id[:sb]
+                fuse_enter = (pend_valid & ~emission.pend_hoist & (pend.kind == UopKind.STREAM)
+                              & ~pend.fuse_next & ~pend.fuse_lane & ~pend.chain
+                              & t.enter_bounds.bit_select(psid, 1)
+                              & (layer_of(pend.id) + 1 == k)
+                              & ~(lockstep_valid & (k == lockstep_layer)))
+                with m.If(fuse_enter):
+                    m.d.sync += [pend.fuse_enter.eq(1), pend.next_layer.eq(k),
+                                 pend.enter_swap.eq(t.enter_swap.bit_select(psid, 1)),
+                                 pend.start_engines.eq(start_engines),
+                                 emission.pend_hoist.eq(1)]
+                with m.Else():
+                    emit(UopKind.ENTER, k, hoisted=True)
+                    m.d.sync += pend.start_engines.eq(start_engines)
                 m.next = "B_HOIST"
 
             # Invariant ALU/FWD streams: once per layer entry, before the engines start (an

@@ -158,6 +158,11 @@ class ConfigTablesSignature(wiring.Signature):
         ALU/FWD streams, not invariant, that no layer bound, no OPERAND action and no stream
         reads, except as the ``b`` of an affine MEM stream (``affine_via``): their ``STREAM``
         uop may be dropped (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C).
+    enter_bounds, enter_swap : Out(config.streams), Out(config.streams)
+        ALU/FWD streams whose sources ``a`` and ``b`` are the bounds of the layer after their
+        own (``lb``, ``ub``; with ``enter_swap``: ``ub``, ``lb``), neither of them the stream
+        itself: that layer's ``ENTER`` may be fused into the stream's uop
+        (``Uop.fuse_enter``, ``docs/rtl.md`` §9.5 E).
     act_layer : Out(ArrayLayout(8, config.actions))
     act_event : Out(ArrayLayout(2, config.actions))
     act_reads : Out(config.actions)
@@ -195,6 +200,8 @@ class ConfigTablesSignature(wiring.Signature):
             "affine_via":        Out(S),
             "affine_via_stream": Out(data.ArrayLayout(8, S)),
             "skip_candidate":    Out(S),
+            "enter_bounds":      Out(S),
+            "enter_swap":        Out(S),
             "act_layer":         Out(data.ArrayLayout(8, A)),
             "act_event":         Out(data.ArrayLayout(2, A)),
             "act_reads":         Out(A),

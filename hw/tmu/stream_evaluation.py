@@ -55,10 +55,15 @@ class StreamEvaluation:
     ----------
     sc : StreamCfg
         The evaluated stream's descriptor (``traversal.scfg_data``).
+    enters, enter_layer : Value
+        The uop performs an ``ENTER`` (its own, or fused into a ``STREAM``: ``Uop.fuse_enter``,
+        ``docs/rtl.md`` §9.5 E), and the layer it enters.
     lay : Signal(LayerCfg)
-        The descriptor of layer ``uop.id`` (``ENTER``: ``a_v``/``b_v`` are its bounds).
+        The descriptor of layer ``enter_layer``.
     a_v, b_v : Signal(signed(64))
         The sources ``a`` and ``b`` (``ENTER``: lower and upper bound).
+    enter_lb, enter_ub : Value
+        The bounds the ``ENTER`` evaluates: ``a_v``, ``b_v``, swapped with ``Uop.enter_swap``.
     addr : Signal(signed(64))
         A MEM stream's address (bytes; a BLOCK stream's row start is ``s_result``).
     log2, esize : Value
@@ -110,7 +115,11 @@ class StreamEvaluation:
         ebits = index_bits(engines)
         source = sources.read
         is_enter = u.kind == UopKind.ENTER
-        self.lay = lay = pick(m, layers, u.id[:lbits], LayerCfg, "lay")
+        # The layer an ENTER enters: its ``id``, or a STREAM uop's fused ENTER's ``next_layer``
+        # (docs/rtl.md §9.5 E).
+        self.enters = enters = is_enter | u.fuse_enter
+        self.enter_layer = enter_layer = Mux(is_enter, u.id, u.next_layer)[:lbits]
+        self.lay = lay = pick(m, layers, enter_layer, LayerCfg, "lay")
 
         is_pf = u.kind == UopKind.PREFETCH
         self.prefetch_engine = prefetch_engine = u.id[:ebits]
@@ -127,6 +136,10 @@ class StreamEvaluation:
         ]
         self.a_v = a_v = source(src_a)
         self.b_v = b_v = source(src_b)
+        # The bounds an ENTER evaluates: its own ``a_v``/``b_v`` (the layer's lb/ub), or for a
+        # fused ENTER the stream's sources, which the decoder found equal to them.
+        self.enter_lb = Mux(u.enter_swap, b_v, a_v)
+        self.enter_ub = Mux(u.enter_swap, a_v, b_v)
         alu_res, self._alu_wrapped = alu(m, sc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
@@ -334,19 +347,19 @@ class StreamEvaluation:
         prefetch_layer_id = pick(m, Array(t.prefetch_layer[i] for i in engines),
                                   prefetch_engine, 8, "prefetch_layer_id")
         prefetch_layer_index = prefetch_layer_id[:lbits]
-        # ``ENTER`` starts the layer's armed engines (docs/rtl.md §9.5 B) with the bounds it
-        # evaluates (``a_v``, ``b_v``) and its layer's step.
-        is_enter = u.kind == UopKind.ENTER
+        # ``ENTER`` (own or fused) starts the layer's armed engines (docs/rtl.md §9.5 B) with the
+        # bounds it evaluates and its layer's step.
+        enters = self.enters
         m.d.comb += [
             t.prefetch_base.eq(a_v),
             t.prefetch_base_wrapped.eq(self._wraps(self._src_a)),
-            t.prefetch_lower_bound.eq(Mux(is_enter, a_v,
+            t.prefetch_lower_bound.eq(Mux(enters, self.enter_lb,
                                           pick(m, idx, prefetch_layer_index, signed(64),
                                                "prefetch_lower_bound_value"))),
-            t.prefetch_upper_bound.eq(Mux(is_enter, self.b_v,
+            t.prefetch_upper_bound.eq(Mux(enters, self.enter_ub,
                                           pick(m, ubr, prefetch_layer_index, signed(64),
                                                "prefetch_upper_bound_value"))),
-            t.prefetch_step.eq(Mux(is_enter, self.lay.step,
+            t.prefetch_step.eq(Mux(enters, self.lay.step,
                                    pick(m, layers, prefetch_layer_index, LayerCfg,
                                         "prefetch_layer_cfg").step)),
             t.prefetch_start_offset.eq(pick(m, Array(t.prefetch_offset[i] for i in engines),

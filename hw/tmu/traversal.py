@@ -291,8 +291,41 @@ class Traversal(wiring.Component):
                     loop.next_iteration()
                 with m.Else():
                     leave_layer(loop.exit_pc)
+            with m.Elif(u.fuse_enter):
+                enter(fused=True)
             with m.Else():
                 goto(pc + 1)
+
+        # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
+        # stream and actions completed: the uop stays, and only its ENTER is left to do.
+        enter_pending = Signal()
+
+        def enter(fused):
+            """``ENTER stream.enter_layer`` with the bounds ``stream.enter_lb``/``enter_ub``: a
+            non-empty range starts the layer's armed run-ahead engines in this cycle (docs/rtl.md
+            §9.5 B) and enters the body, an empty one jumps to the layer's exit. While one of
+            those engines may not start yet (``idle``, as a PREFETCH waits) the uop stays; for a
+            fused ENTER (``fused``: its stream and actions completed this cycle) only the ENTER
+            is left (``enter_pending``)."""
+            k = stream.enter_layer
+            lb, ub = stream.enter_lb, stream.enter_ub
+            start_engines = Mux(lb < ub, u.start_engines[:self._engines], 0)
+            with m.If(stream.lay.check_order & (ub < lb)):
+                stop(FaultCode.RANGE_ORDER, k)
+            with m.Elif((start_engines & ~self.prefetch_idle) == 0):
+                m.d.comb += self.prefetch_start.eq(start_engines)
+                m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub), enter_pending.eq(0)]
+                with m.If(lanes.on & (k == lanes.layer_id)):
+                    lanes.start_vector_iteration(m, enter_vector)
+                    lanes.restart_lane(m)
+                    m.d.sync += lanes.lf_valid.eq(0)
+                    m.d.comb += self.stat_vec_iter.eq(lb < ub)
+                goto(Mux(lb < ub, pc + 1, pick(m, exit_pc, k, self._ubits, "k_exit")))
+            with m.Else():
+                if fused:
+                    # The pops stay done; the uop has not completed.
+                    m.d.comb += pop_clear.eq(0)
+                    m.d.sync += enter_pending.eq(1)
 
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)
@@ -306,6 +339,8 @@ class Traversal(wiring.Component):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
             m.next = "DRAIN"
 
+        # An ENTER's engine starts (and their ``idle``) use the parameters latched by ``arm``.
+        m.d.comb += self.prefetch_armed.eq(stream.enters)
         m.d.comb += self.stat_issue.eq(self.req.valid & self.req.ready)
         m.d.comb += self.busy.eq(1)
 
@@ -321,7 +356,7 @@ class Traversal(wiring.Component):
                     lanes.clear(m)
                     m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
-                                 pops.fallback.eq(0)]
+                                 pops.fallback.eq(0), enter_pending.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):
@@ -343,6 +378,10 @@ class Traversal(wiring.Component):
                                 # A popped engine stopped: the fallback step, from registers,
                                 # next cycle (hw/tmu/engine_pop.py).
                                 m.d.comb += pops.enter.eq(1)
+                            with m.Elif(enter_pending):
+                                # Only the fused ENTER is left (its pops are done).
+                                m.d.comb += pop_clear.eq(1)
+                                enter(fused=True)
                             with m.Elif(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
                             with m.Elif(stream.s_fault & stream.s_lockstep
@@ -396,26 +435,7 @@ class Traversal(wiring.Component):
                         with m.Case(UopKind.ACT):
                             actions.try_action(m, advance)
                         with m.Case(UopKind.ENTER):
-                            k = u.id[:self._lbits]
-                            lb, ub = stream.a_v, stream.b_v
-                            # A non-empty range starts the layer's armed engines in this
-                            # cycle (docs/rtl.md §9.5 B); the uop stays while one of them may
-                            # not start yet (``idle``, as a PREFETCH waits). An empty range
-                            # starts none.
-                            start_engines = Mux(lb < ub, u.start_engines[:self._engines], 0)
-                            m.d.comb += self.prefetch_armed.eq(1)
-                            with m.If(stream.lay.check_order & (ub < lb)):
-                                stop(FaultCode.RANGE_ORDER, u.id)
-                            with m.Elif((start_engines & ~self.prefetch_idle) == 0):
-                                m.d.comb += self.prefetch_start.eq(start_engines)
-                                m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub)]
-                                with m.If(lanes.on & (k == lanes.layer_id)):
-                                    lanes.start_vector_iteration(m, enter_vector)
-                                    lanes.restart_lane(m)
-                                    m.d.sync += lanes.lf_valid.eq(0)
-                                    m.d.comb += self.stat_vec_iter.eq(lb < ub)
-                                goto(Mux(lb < ub, pc + 1,
-                                         pick(m, exit_pc, k, self._ubits, "k_exit")))
+                            enter(fused=False)
                         with m.Case(UopKind.NEXT):
                             with m.If(cont):
                                 loop.next_iteration()

@@ -107,6 +107,19 @@ def reference(prog: Program, args):
                    if is_(s, SrcKind.STREAM)]
     skip_candidate = [i for i, st in enumerate(S) if st.kind in (StreamKind.ALU, StreamKind.FWD)
                       and i not in invariant and i not in read_other]
+    # docs/rtl.md §9.5 E: ALU/FWD streams whose a, b are the next layer's (lb, ub), or (ub, lb)
+    enter_bounds, enter_swap = [], []
+    for i, st in enumerate(S):
+        k = st.layer + 1
+        if (st.kind == StreamKind.MEM or k >= len(prog.layers)
+                or any(is_(s, SrcKind.STREAM) and s.value == i for s in (st.a, st.b))):
+            continue
+        bounds = (prog.layers[k].lb, prog.layers[k].ub)
+        if (st.a, st.b) == bounds:
+            enter_bounds.append(i)
+        elif (st.b, st.a) == bounds:
+            enter_bounds.append(i)
+            enter_swap.append(i)
     lockstep = [k for k, layer in enumerate(prog.layers) if layer.mode == LayerMode.LOCKSTEP]
     operand = [a.kind == ActionKind.OPERAND for a in A]
     last = [operand[i] and not any(operand[j] and (A[j].layer, A[j].event) == (a.layer, a.event)
@@ -126,6 +139,8 @@ def reference(prog: Program, args):
         affine_offset={i: c for i, c in affine.items()},
         affine_via=affine_via,
         skip_candidate=_bits(skip_candidate),
+        enter_bounds=_bits(enter_bounds),
+        enter_swap=_bits(enter_swap),
         memory_stream=_bits(i for i, st in enumerate(S) if st.kind == StreamKind.MEM),
         global_base=_bits(i for i, st in enumerate(S) if st.a.kind in (SrcKind.IMM, SrcKind.ARG)),
         operand_read=_bits(a.source.value for a in A
@@ -190,6 +205,8 @@ def _run(config, cases, *, valid_probability, seed):
             got["affine_via"] = {i: ctx.get(t.affine_via_stream[i])
                                  for i in range(len(prog.streams)) if ctx.get(t.affine_via) >> i & 1}
             got["skip_candidate"] = ctx.get(t.skip_candidate) & ((1 << len(prog.streams)) - 1)
+            got["enter_bounds"] = ctx.get(t.enter_bounds) & ((1 << len(prog.streams)) - 1)
+            got["enter_swap"] = ctx.get(t.enter_swap) & got["enter_bounds"]
             got["lockstep"] = ((1, ctx.get(t.lockstep_layer)) if ctx.get(t.lockstep_valid)
                                else (0, None))
             for name in ("blocking", "invariant", "affine", "memory_stream", "global_base",

@@ -130,6 +130,16 @@ def _microcode(case):
     return prog, [u for _, u in writes], engines, pcs
 
 
+def _enter_layer(u):
+    """The layer an ``ENTER`` uop, or a ``STREAM`` uop's fused ``ENTER`` (``docs/rtl.md``
+    §9.5 E), enters; None for any other uop."""
+    if u.kind == UopKind.ENTER:
+        return u.id
+    if u.kind == UopKind.STREAM and u.fuse_enter:
+        return u.next_layer
+    return None
+
+
 def _check_enters(prog, uops, engines, pcs, *, body_follows=False):
     """Engines whose stream's base is an IMM or ARG are armed once before ``ENTER 0`` and
     started by their layer's ``ENTER`` (``start_engines``); the others have one ``PREFETCH``
@@ -143,10 +153,11 @@ def _check_enters(prog, uops, engines, pcs, *, body_follows=False):
     assert not any(u.arm for u in late)
     assert sorted(u.id for u in late) == [e for e in range(len(engines)) if e not in armed]
     for i, u in enumerate(uops):
-        if u.kind == UopKind.ENTER:
-            assert u.start_engines == sum(1 << e for e in armed if engines[e][1] == u.id), i
+        k = _enter_layer(u)
+        if k is not None:
+            assert u.start_engines == sum(1 << e for e in armed if engines[e][1] == k), i
             if body_follows:
-                assert pcs[0][u.id] == i + 1, i
+                assert pcs[0][k] == i + 1, i
         else:
             assert u.start_engines == 0, i
     return armed

@@ -89,6 +89,17 @@ def _check_microcode(prog, writes, engines, pcs, skipped=frozenset()):
                 assert second.source.value not in [e[0] for e in engines]
             if u.fuse_next:         # a copy of the following NEXT uop (which stays, for jumps)
                 assert (uops[i + 1].kind, uops[i + 1].id) == (UopKind.NEXT, u.next_layer)
+        if u.kind == UopKind.STREAM and u.fuse_enter:
+            # docs/rtl.md §9.5 E: the next layer's ENTER, its bounds the stream's own sources
+            k, st = u.next_layer, prog.streams[u.id]
+            enters.append(k)
+            assert st.kind != StreamKind.MEM and k == st.layer + 1, i
+            assert not (u.chain or u.fuse_next or u.fuse_lane), i
+            bounds = (prog.layers[k].lb, prog.layers[k].ub)
+            assert (st.b, st.a) == bounds if u.enter_swap else (st.a, st.b) == bounds, i
+            assert u.id not in [src.value for src in (st.a, st.b)
+                                if src.kind == SrcKind.STREAM], i
+            assert pcs[0][k] > i, i                 # the layer's body follows the uop
     layers = list(range(len(prog.layers)))
     assert sorted(acts) == list(range(len(prog.actions)))
     assert sorted(streams + list(skipped)) == list(range(len(prog.streams)))

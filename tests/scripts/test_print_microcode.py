@@ -39,6 +39,8 @@ def test_embedding_bag_microcode_covers_the_program(capsys):
             streams += [engines[e][0] for e in range(len(engines)) if int(u.pop) >> e & 1]
             if int(u.chain):
                 streams.append(int(u.id) - 1)
+            if int(u.fuse_enter):           # docs/rtl.md §9.5 E
+                enters.append(int(u.next_layer))
         elif kind == UopKind.ACT:
             acts.append(int(u.id))
         elif kind == UopKind.ENTER:

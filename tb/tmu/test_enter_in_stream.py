@@ -48,9 +48,11 @@ def test_compiled_kernels_carry_enter_in_the_length_uop():
 def _ranges_case(rng, starts, ends, *, in_order=False, cut=None):
     """Bags ``i`` over ``j in [starts[i], ends[i])``, pushing the bag's length stream (``SUB(end,
     start)``, or with ``in_order`` ``ADD(start, end)``) then ``indices[j]`` per lookup.
-    ``cut``: ``indices``' region holds only that many elements."""
+    ``cut``: ``indices``' region holds only that many lookups."""
     n = max([8] + [int(e) for e in ends] + [int(s) for s in starts])
-    indices = rng.integers(0, 1 << 40, n).astype(np.int64)
+    # indices[j] at byte 64 j: one memory line per lookup, so that the engine's loads are
+    # still in flight when the traversal reaches the next bag
+    indices = rng.integers(0, 1 << 40, 8 * n).astype(np.int64)
     image = MemoryImage()
     p_starts = image.add(0, "starts", np.asarray(starts, np.int64))
     p_ends = image.add(1, "ends", np.asarray(ends, np.int64))
@@ -65,10 +67,10 @@ def _ranges_case(rng, starts, ends, *, in_order=False, cut=None):
         streams=[Stream(0, StreamKind.MEM, R(1), I(0), size=8, stride=8, region=0),
                  Stream(0, StreamKind.MEM, R(3), I(0), size=8, stride=8, region=1),
                  length,
-                 Stream(1, StreamKind.MEM, R(5), I(1), size=8, stride=8, region=2)],
+                 Stream(1, StreamKind.MEM, R(5), I(1), size=8, stride=64, region=2)],
         actions=[Action(0, Event.ITER, ActionKind.OPERAND, source=S(2)),
                  Action(1, Event.ITER, ActionKind.OPERAND, source=S(3))])
-    size = p_indices.nbytes if cut is None else 8 * cut
+    size = p_indices.nbytes if cut is None else 64 * (cut - 1) + 8
     args = [len(starts), p_starts.base, p_starts.nbytes, p_ends.base, p_ends.nbytes,
             p_indices.base, size]
     name = f"ranges_{'in_order' if in_order else 'swapped'}_cut_{cut}"
@@ -80,9 +82,9 @@ def _variants(rng):
     lengths = rng.integers(1, 6, 6)
     ends = np.cumsum(lengths)
     continuing = (np.concatenate([[0], ends[:-1]]), ends)
-    # every bag reads indices[0:4] or indices[2:9]: the engine continues past ``ends[i]``
-    # speculatively, then the next bag starts behind it
-    back = ([0, 2, 0, 0, 2, 0], [4, 9, 4, 4, 9, 4])
+    # ranges that continue the one before (the engine then issues past ``ends[i]``
+    # speculatively), then one that starts behind it
+    back = ([0, 2, 1, 3, 5, 0, 2, 4], [2, 4, 3, 5, 8, 2, 4, 6])
     empty = ([0, 3, 3, 1, 5, 5], [3, 3, 7, 1, 8, 5])
     bad = ([0, 2, 6, 1], [2, 6, 4, 5])           # bag 2: end < start
     return [("continuing", *continuing), ("back", *back), ("empty", *empty), ("bad", *bad)]

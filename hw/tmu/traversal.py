@@ -70,7 +70,10 @@ class Traversal(wiring.Component):
     the new value), a ``STREAM``+action or an ``ACT`` may carry a second action
     (``fuse_act2``: immediate, or after an immediate operand a load, ``act2_load``), and a ``STREAM``/``ACT`` may carry the following ``NEXT``
     (``fuse_next``). An ``ENTER`` of a non-empty range starts the layer's armed run-ahead engines
-    in its cycle (``start_engines``, ``docs/rtl.md`` §9.5 B); a ``NEXT`` (own or fused) with
+    in its cycle (``start_engines``, ``docs/rtl.md`` §9.5 B); a ``STREAM`` of an ALU/FWD stream
+    whose sources are the next layer's bounds may carry that layer's ``ENTER`` (``fuse_enter``,
+    §9.5 E: after its stream and actions; if the engines cannot start yet, the uop stays with
+    only its ``ENTER`` left, ``enter_pending``); a ``NEXT`` (own or fused) with
     ``next_outer`` that leaves its layer's range performs the outer layer's ``NEXT`` in the
     same cycle (§9.5 D). See ``docs/rtl.md``.
 

@@ -65,7 +65,9 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 #: their maximum (``dae_cycles``); ``*_speedup`` = value at -O0 / value at this level. ``rtl_*``
 #: counters are the unit's (docs/rtl.md §2.7): loads issued, cycles the traversal waited for a
 #: blocking load, cycles an action waited for a reorder-buffer entry, the microcode entries the
-#: traversal completed (``rtl_uops``, at most one per cycle after the ``rtl_decode_cycles``); data
+#: traversal completed (``rtl_uops``, at most one per cycle after the ``rtl_decode_cycles``), the
+#: cycles its fetch stage held no uop (``rtl_fetch_bubble_cycles``) and those a load request or a
+#: row job it offered was not taken (``rtl_issue_wait_cycles``); data
 #: tokens per cycle near 1 means the 64-bit data queue (one token per cycle) is the access
 #: unit's limit. ``core_rate``:
 #: ``flat`` (``cost``) or ``fitted`` (``fit``: the rate fitted to ``execute_ooo_cycles``, the
@@ -74,7 +76,8 @@ FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actio
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
           "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
-          "rtl_rob_full_cycles", "rtl_uops", "rtl_decode_cycles", "dae_cycles", "dae_speedup",
+          "rtl_rob_full_cycles", "rtl_uops", "rtl_decode_cycles", "rtl_fetch_bubble_cycles",
+          "rtl_issue_wait_cycles", "dae_cycles", "dae_speedup",
           "dae_estimate", "core_starved_cycles",
           "rtl_out_stall_cycles", "core_rate", "execute_ooo_cycles", "fitted_cycles_per_control",
           "memory", "config", "compile_ms", "error"]
@@ -235,6 +238,8 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                        rtl_loads=rr.stats["loads"], rtl_block_wait_cycles=rr.stats["block_wait_cycles"],
                        rtl_rob_full_cycles=rr.stats["rob_full_cycles"],
                        rtl_uops=rr.stats["uops"], rtl_decode_cycles=rr.stats["decode_cycles"],
+                       rtl_fetch_bubble_cycles=rr.stats["fetch_bubble_cycles"],
+                       rtl_issue_wait_cycles=rr.stats["issue_wait_cycles"],
                        dae_cycles=max(rr.cycles, res.execute.core_cycles))
             if coupled:
                 if rr.core is None or rr.core.schedule_mismatch or not rr.core.finished:

@@ -133,6 +133,14 @@ def main(ns: argparse.Namespace) -> int:
             print(f"uops: {stats['uops']} (microcode entries the traversal completed, at most one "
                   f"per cycle: {100 * stats['uops'] / run_cycles:.1f} % of the {run_cycles} "
                   f"cycles after decoding)")
+            waits = [(stats.get(k, 0), what) for k, what in (
+                ("fetch_bubble_cycles", "fetch bubbles"),
+                ("block_wait_cycles", "blocking-load waits"),
+                ("rob_full_cycles", "reorder buffer full"),
+                ("issue_wait_cycles", "request or row issue full"))]
+            print("  cycles without a uop: " + ", ".join(f"{n} {what}" for n, what in waits)
+                  + f"; the rest ({run_cycles - stats['uops'] - sum(n for n, _ in waits)}): "
+                  f"the other waits (output, engines, rows of several chunks) and the drain")
         mem_stats = access.memory_stats
         if mem_stats:
             print_memory_stats(mem_stats, ns.memory, cycles)

@@ -26,6 +26,10 @@ COUNTERS = (
     "lane_eval_uops",    # STREAM/LANE uops of the LOCKSTEP layer completed (1 cycle each + waits)
     "vec_marshal_cycles",  # cycles on vector OPERAND actions (lanes, words of a row, padding)
     "uops",              # microcode entries completed (pc moved, DONE included): at most 1/cycle
+    "fetch_bubble_cycles",  # cycles the traversal waited for its fetch stage (a mispredicted or
+                            # first uop, a configuration word read again)
+    "issue_wait_cycles",    # cycles a load request or a row job the traversal offered was not
+                            # taken (its request buffer, or the row issue block, was full)
 )
 
 CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
@@ -52,6 +56,8 @@ def events_layout(config):
         "lane_eval_uop":    1,
         "vec_marshal":      1,
         "uop":              1,
+        "fetch_bubble":     1,
+        "issue_wait":       1,
     })
 
 
@@ -126,6 +132,8 @@ class Counters(wiring.Component):
                     cnt.lane_eval_uops.eq(cnt.lane_eval_uops + ev.lane_eval_uop),
                     cnt.vec_marshal_cycles.eq(cnt.vec_marshal_cycles + ev.vec_marshal),
                     cnt.uops.eq(cnt.uops + ev.uop),
+                    cnt.fetch_bubble_cycles.eq(cnt.fetch_bubble_cycles + ev.fetch_bubble),
+                    cnt.issue_wait_cycles.eq(cnt.issue_wait_cycles + ev.issue_wait),
                 ]
                 with m.If(inflight_after > cnt.peak_inflight):
                     m.d.sync += cnt.peak_inflight.eq(inflight_after)

@@ -366,5 +366,7 @@ class Tmu(wiring.Component):
             ev.lane_eval_uop.eq(trv.stat_lane_eval),
             ev.vec_marshal.eq(trv.stat_vec_marshal),
             ev.uop.eq(trv.stat_uop),
+            ev.fetch_bubble.eq(trv.stat_fetch_bubble),
+            ev.issue_wait.eq(trv.stat_issue_wait),
         ]
         return m

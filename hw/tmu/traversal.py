@@ -185,6 +185,10 @@ class Traversal(wiring.Component):
             # ``DONE`` pushes its token. Fetch bubbles, waits, the extra cycles of a row or a
             # vector and engine-pop fallback steps do not count.
             "stat_uop":             Out(1),
+            # The fetch stage holds no valid uop this cycle (a bubble, hw/tmu/fetch.py).
+            "stat_fetch_bubble":    Out(1),
+            # A load request or a row job is offered and not taken this cycle.
+            "stat_issue_wait":      Out(1),
         })
         # The configuration addresses the uop being evaluated asks for (driven by
         # stream_evaluation.py and actions.py; the fetch stage compares them with the held
@@ -345,6 +349,8 @@ class Traversal(wiring.Component):
         # An ENTER's engine starts (and their ``idle``) use the parameters latched by ``arm``.
         m.d.comb += self.prefetch_armed.eq(stream.enters)
         m.d.comb += self.stat_issue.eq(self.req.valid & self.req.ready)
+        m.d.comb += self.stat_issue_wait.eq((self.req.valid & ~self.req.ready)
+                                            | (self.row_job.valid & ~self.row_job.ready))
         m.d.comb += self.busy.eq(1)
 
         with m.FSM():
@@ -371,7 +377,8 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(~fetch.ready):
-                    pass            # a fetch bubble: the uop's words are read (hw/tmu/fetch.py)
+                    # a fetch bubble: the uop's words are read (hw/tmu/fetch.py)
+                    m.d.comb += self.stat_fetch_bubble.eq(1)
                 with m.Else():
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):

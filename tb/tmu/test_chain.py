@@ -173,6 +173,54 @@ def test_uops_counter_counts_the_microcode_entries():
     assert r.stats["uops"] == 3 + 1 + len(lengths) + nnz + empty + 1, (seed, lengths,
                                                                        r.stats["uops"])
     assert r.stats["uops"] < r.stats["cycles"] - r.stats["decode_cycles"], seed
+    # fetch bubbles (docs/rtl.md §2.7): the run's first uop (one or two), and each empty bag's
+    # ENTER, which jumps to exit_1 where the fetch stage predicted layer 1's body
+    assert empty + 1 <= r.stats["fetch_bubble_cycles"] <= empty + 2, (seed, lengths, r.stats)
+
+
+def test_issue_wait_counter_counts_the_offers_not_taken(monkeypatch):
+    """``issue_wait_cycles`` (``docs/rtl.md`` §2.7) against the traversal's own ports, watched
+    in the simulator: the cycles of the run in which its load request or its row job is valid
+    and not ready. Rows of 32 f32 are two 64-byte lines and the reorder buffer has room for
+    128, so the row issue block, not the buffer, makes row jobs wait; random back-pressure on
+    the output. The counter must see exactly the watched cycles, and some."""
+    import tb.tmu.amaranth_bench as amaranth_bench
+    import hw.tmu.tmu as tmu_module
+    from amaranth.sim import Simulator
+    from hw.tmu.traversal import Traversal
+
+    traversals, watched = [], []
+
+    class RecordedTraversal(Traversal):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            traversals.append(self)
+
+    def run_sim_watching(bench, testbench):
+        async def watch(ctx):
+            while True:
+                t = traversals[-1]
+                if ctx.get(t.busy) and ((ctx.get(t.req.valid) and not ctx.get(t.req.ready))
+                                        or (ctx.get(t.row_job.valid)
+                                            and not ctx.get(t.row_job.ready))):
+                    watched.append(1)
+                await ctx.tick()
+        sim = Simulator(bench)
+        sim.add_clock(1e-6)
+        sim.add_testbench(testbench)
+        sim.add_testbench(watch, background=True)
+        sim.run()
+
+    monkeypatch.setattr(tmu_module, "Traversal", RecordedTraversal)
+    monkeypatch.setattr(amaranth_bench, "run_sim", run_sim_watching)
+    seed = fresh_seed("issue wait counter")
+    rng = np.random.default_rng(seed)
+    config = dataclasses.replace(CONFIG, line_bytes=64, max_inflight=128)
+    case, nnz = _compiled_bag(rng, 5, dim=32, lengths=rng.integers(2, 9, 5))
+    r = run_on_amaranth(case.program, case.memory, case.args, config=config, backpressure=0.3,
+                        seed=seed)
+    assert_matches(case, r, config)
+    assert r.stats["issue_wait_cycles"] == len(watched) > 0, (seed, r.stats, nnz)
 
 
 _SHAPES = [("mul_arg", True, None), ("mul_imm", True, None), ("shl", True, None),

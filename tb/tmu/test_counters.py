@@ -48,6 +48,8 @@ def _model_step(counts, state, ev):
     counts["lane_eval_uops"] += ev["lane_eval_uop"]
     counts["vec_marshal_cycles"] += ev["vec_marshal"]
     counts["uops"] += ev["uop"]
+    counts["fetch_bubble_cycles"] += ev["fetch_bubble"]
+    counts["issue_wait_cycles"] += ev["issue_wait"]
     state["inflight"] = after
 
 

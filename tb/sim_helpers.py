@@ -22,12 +22,15 @@ async def stream_get(ctx, stream):
     return payload
 
 
-def run_sim(dut, *testbenches, processes=(), vcd=None, deadline=None):
-    """Simulate ``dut`` with a 1 MHz ``sync`` clock and the given testbenches."""
+def run_sim(dut, *testbenches, processes=(), background=(), vcd=None, deadline=None):
+    """Simulate ``dut`` with a 1 MHz ``sync`` clock and the given testbenches (``background``:
+    testbenches the simulation does not wait for, e.g. monitors that run every cycle)."""
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     for tb in testbenches:
         sim.add_testbench(tb)
+    for tb in background:
+        sim.add_testbench(tb, background=True)
     for p in processes:
         sim.add_process(p)
     if vcd:

@@ -186,8 +186,8 @@ def test_issue_wait_counter_counts_the_offers_not_taken(monkeypatch):
     the output. The counter must see exactly the watched cycles, and some."""
     import tb.tmu.amaranth_bench as amaranth_bench
     import hw.tmu.tmu as tmu_module
-    from amaranth.sim import Simulator
     from hw.tmu.traversal import Traversal
+    from tb.sim_helpers import run_sim
 
     traversals, watched = [], []
 
@@ -205,11 +205,7 @@ def test_issue_wait_counter_counts_the_offers_not_taken(monkeypatch):
                                             and not ctx.get(t.row_job.ready))):
                     watched.append(1)
                 await ctx.tick()
-        sim = Simulator(bench)
-        sim.add_clock(1e-6)
-        sim.add_testbench(testbench)
-        sim.add_testbench(watch, background=True)
-        sim.run()
+        run_sim(bench, testbench, background=[watch])
 
     monkeypatch.setattr(tmu_module, "Traversal", RecordedTraversal)
     monkeypatch.setattr(amaranth_bench, "run_sim", run_sim_watching)

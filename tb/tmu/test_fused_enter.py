@@ -18,7 +18,6 @@ the ``ENTER`` cycle; the other engines keep their ``PREFETCH`` uop after ``ENTER
 """
 
 import numpy as np
-from amaranth.sim import Simulator
 
 import hw.tmu.tmu as tmu_module
 import tb.tmu.amaranth_bench as amaranth_bench
@@ -220,11 +219,7 @@ def _run_checked(case, config, *, backpressure, seed, monkeypatch):
                     if ctx.get(eng.start) and ctx.get(eng.p_lb) >= ctx.get(eng.p_ub):
                         empty_starts.append((e, ctx.get(eng.p_lb), ctx.get(eng.p_ub)))
                 await ctx.tick()
-        sim = Simulator(bench)
-        sim.add_clock(1e-6)
-        sim.add_testbench(testbench)
-        sim.add_testbench(watch, background=True)
-        sim.run()
+        run_sim(bench, testbench, background=[watch])
 
     monkeypatch.setattr(amaranth_bench, "run_sim", run_sim_watching)
     r = run_on_amaranth(case.program, case.memory, case.args, config=config,

@@ -307,27 +307,46 @@ class Traversal(wiring.Component):
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal()
 
+        # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one) with the
+        # bounds ``stream.enter_lb``/``enter_ub``, built once: a non-empty range starts the
+        # layer's armed run-ahead engines in its cycle (docs/rtl.md §9.5 B) and enters the body,
+        # an empty one jumps to the layer's exit. ``enter`` below decides when it completes.
+        enter_k = stream.enter_layer
+        enter_lb, enter_ub = stream.enter_lb, stream.enter_ub
+        enter_nonempty = Signal(name="enter_nonempty")
+        enter_order_fault = Signal(name="enter_order_fault")
+        enter_starts = Signal(self._engines, name="enter_starts")
+        enter_can_start = Signal(name="enter_can_start")
+        enter_target = Signal(self._ubits, name="enter_target")
+        enter_commit = Signal(name="enter_commit")
+        m.d.comb += [
+            enter_nonempty.eq(enter_lb < enter_ub),
+            enter_order_fault.eq(stream.lay.check_order & (enter_ub < enter_lb)),
+            enter_starts.eq(Mux(enter_nonempty, u.start_engines[:self._engines], 0)),
+            enter_can_start.eq((enter_starts & ~self.prefetch_idle) == 0),
+            enter_target.eq(Mux(enter_nonempty, pc + 1,
+                                pick(m, exit_pc, enter_k, self._ubits, "k_exit"))),
+        ]
+        with m.If(enter_commit):
+            m.d.comb += self.prefetch_start.eq(enter_starts)
+            m.d.sync += [idx[enter_k].eq(enter_lb), ubr[enter_k].eq(enter_ub),
+                         enter_pending.eq(0)]
+            with m.If(lanes.on & (enter_k == lanes.layer_id)):
+                lanes.start_vector_iteration(m, enter_vector)
+                lanes.restart_lane(m)
+                m.d.sync += lanes.lf_valid.eq(0)
+                m.d.comb += self.stat_vec_iter.eq(enter_nonempty)
+
         def enter(fused):
-            """``ENTER stream.enter_layer`` with the bounds ``stream.enter_lb``/``enter_ub``: a
-            non-empty range starts the layer's armed run-ahead engines in this cycle (docs/rtl.md
-            §9.5 B) and enters the body, an empty one jumps to the layer's exit. While one of
-            those engines may not start yet (``idle``, as a PREFETCH waits) the uop stays; for a
-            fused ENTER (``fused``: its stream and actions completed this cycle) only the ENTER
-            is left (``enter_pending``)."""
-            k = stream.enter_layer
-            lb, ub = stream.enter_lb, stream.enter_ub
-            start_engines = Mux(lb < ub, u.start_engines[:self._engines], 0)
-            with m.If(stream.lay.check_order & (ub < lb)):
-                stop(FaultCode.RANGE_ORDER, k)
-            with m.Elif((start_engines & ~self.prefetch_idle) == 0):
-                m.d.comb += self.prefetch_start.eq(start_engines)
-                m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub), enter_pending.eq(0)]
-                with m.If(lanes.on & (k == lanes.layer_id)):
-                    lanes.start_vector_iteration(m, enter_vector)
-                    lanes.restart_lane(m)
-                    m.d.sync += lanes.lf_valid.eq(0)
-                    m.d.comb += self.stat_vec_iter.eq(lb < ub)
-                goto(Mux(lb < ub, pc + 1, pick(m, exit_pc, k, self._ubits, "k_exit")))
+            """The ENTER completes (``enter_commit``) unless its range is reversed
+            (``RANGE_ORDER``); while one of the engines it starts may not start yet (``idle``, as
+            a PREFETCH waits) the uop stays, and for a fused ENTER (``fused``: its stream and
+            actions completed this cycle) only the ENTER is left (``enter_pending``)."""
+            with m.If(enter_order_fault):
+                stop(FaultCode.RANGE_ORDER, enter_k)
+            with m.Elif(enter_can_start):
+                m.d.comb += enter_commit.eq(1)
+                goto(enter_target)
             with m.Else():
                 if fused:
                     # The pops stay done; the uop has not completed.

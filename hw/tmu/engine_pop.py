@@ -65,8 +65,8 @@ class EnginePops:
     ----------
     uop : Signal(Uop)
         The entry to execute: ``uop``, or in a fallback step a plain ``STREAM`` of the popped
-        stream with the lowest id (no fused action, ``NEXT``, ``ENTER`` or pop), or first of the skipped
-        stream that stream reads.
+        stream with the lowest id (no fused action, ``NEXT``, ``ENTER`` or pop), or first of
+        the skipped stream that stream reads.
     pending : Signal(engines)
         Pops of this uop not done yet.
     fallback : Signal

@@ -20,7 +20,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+import hw.tmu.tmu as tmu_module
+import tb.tmu.amaranth_bench as amaranth_bench
 from hw.tmu.layouts import UopKind
+from hw.tmu.traversal import Traversal
 from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
 from sw.runtime.image import bind_arguments, build_image
@@ -29,6 +32,7 @@ from sw.workloads import WORKLOADS
 from tb.golden_compare import assert_matches
 from tb.programs import Case, bag_frame
 from tb.seeds import fresh_seed
+from tb.sim_helpers import run_sim
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.builder_bench import layer_body_uops
 from tb.tmu.test_spmm_rate import CONFIG, LIMITS, _spmm_case
@@ -184,11 +188,6 @@ def test_issue_wait_counter_counts_the_offers_not_taken(monkeypatch):
     and not ready. Rows of 32 f32 are two 64-byte lines and the reorder buffer has room for
     128, so the row issue block, not the buffer, makes row jobs wait; random back-pressure on
     the output. The counter must see exactly the watched cycles, and some."""
-    import tb.tmu.amaranth_bench as amaranth_bench
-    import hw.tmu.tmu as tmu_module
-    from hw.tmu.traversal import Traversal
-    from tb.sim_helpers import run_sim
-
     traversals, watched = [], []
 
     class RecordedTraversal(Traversal):

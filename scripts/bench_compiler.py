@@ -70,8 +70,9 @@ MEMORIES = ("simple", "HBM2", "HBM3")
 #: row job it offered was not taken (``rtl_issue_wait_cycles``); data
 #: tokens per cycle near 1 means the 64-bit data queue (one token per cycle) is the access
 #: unit's limit. ``core_rate``:
-#: ``flat`` (``cost``) or ``fitted`` (``fit``: the rate fitted to ``execute_ooo_cycles``, the
-#: execute side on the core-only baseline's core).
+#: ``flat`` (``cost``), ``fitted`` (``fit``: the rate fitted to ``execute_ooo_cycles``, the
+#: execute side on the core-only baseline's core) or ``replay`` (``replay``: that run's callbacks
+#: replayed at their own pace, ``sw.runtime.execute.CoreReplay``).
 FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actions", "lookups",
           "data_tokens", "control_tokens", "data_per_lookup", "control_per_lookup",
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
@@ -131,27 +132,33 @@ def geomean(values: Sequence[float]) -> float:
 
 
 def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostModel, *,
-                clock_ratio: int = 1):
-    """The execute side on the core-only baseline's core and the coupled rate fitted to it.
+                clock_ratio: int = 1, replay: bool = False):
+    """The execute side on the core-only baseline's core and the coupled core made from it.
 
     ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) on the
     baseline's core (``sim.execute_trace.run_execute_side``: ``CoreConfig`` with
     ``clock_ratio``, memory preset ``memory``), its results are checked with
     ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles,
-    cost.tokens_per_cycle))`` (memory cycles)."""
+    cost.tokens_per_cycle))`` (memory cycles), or with ``replay`` ``(cycles, the run replayed
+    callback by callback)`` (``sim.execute_trace.replayed_core`` at ``cost``'s tokens per cycle
+    and buffer)."""
     from hw.hbm_model.presets import get_preset
     from sim.core_only import CoreConfig
-    from sim.execute_trace import run_execute_side
+    from sim.execute_trace import replayed_core, run_execute_side
     trace, result = run_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens,
                                      get_preset(memory), CoreConfig(clock_ratio=clock_ratio))
     workload.check(_copy(args), list(trace.results))
+    if replay:
+        return result.cycles, replayed_core(trace, result, clock_ratio=clock_ratio,
+                                            tokens_per_cycle=cost.tokens_per_cycle,
+                                            buffer_beats=cost.buffer_beats)
     return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
 
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,
             rtl: bool = False, memory: str = "simple", cost: CoreCostModel | None = None,
             coupled: bool = False, config_changes: dict | None = None, fit: bool = False,
-            clock_ratio: int = 1) -> list[dict]:
+            clock_ratio: int = 1, replay: bool = False) -> list[dict]:
     """Compile, run and measure ``workloads`` × ``levels``; one dict per row, keys ``FIELDS``.
 
     ``config_changes`` (e.g. ``{"output_tokens": 16, "memory_ports": 8}``) replaces fields of the
@@ -169,7 +176,8 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
 
     With ``fit`` each kernel's core runs at the rate fitted to its execute side on the
     core-only baseline's core (:func:`fitted_cost`, ``clock_ratio`` core cycles per memory
-    cycle; ``cost`` gives the tokens per cycle).
+    cycle; ``cost`` gives the tokens per cycle); with ``replay`` it replays that run callback by
+    callback (``sw.runtime.execute.CoreReplay``) instead.
     """
     cost = cost or CoreCostModel()
     rows, pending = [], []      # pending: (row, workload, kernel, args, golden AccessRun, cost, job)
@@ -203,7 +211,11 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             nd, nc = len(r.access.data_tokens), len(r.access.control_tokens)
             row_cost, row["core_rate"] = cost, "flat"
             pops = r.execute.pops_per_control[:-1]            # DONE last, with 0
-            if fit:
+            if replay:
+                ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
+                                            clock_ratio=clock_ratio, replay=True)
+                row.update(core_rate="replay", execute_ooo_cycles=ooo)
+            elif fit:
                 ooo, row_cost = fitted_cost(w, comp.dlc, args, r.access, pops, memory, cost,
                                             clock_ratio=clock_ratio)
                 row.update(core_rate="fitted", execute_ooo_cycles=ooo,
@@ -302,6 +314,10 @@ def main(argv=None) -> int:
                     help="the core's rate per kernel fitted to its execute side run on the "
                          "core-only baseline's out-of-order core (sim.execute_trace), instead "
                          "of the flat 6 cycles per callback")
+    ap.add_argument("--replay", action="store_true",
+                    help="each kernel's core replays its execute side run on the core-only "
+                         "baseline's out-of-order core, callback by callback "
+                         "(sw.runtime.execute.CoreReplay), instead of a flat rate")
     ap.add_argument("--memory", choices=MEMORIES, default="simple",
                     help="memory model behind the RTL (default simple = fixed 32-cycle latency; "
                          "HBM2/HBM3 = docs/hbm_model.md presets, builds take minutes)")
@@ -316,6 +332,8 @@ def main(argv=None) -> int:
                  f"not {unknown[0]!r}")
     if a.memory != "simple" and not a.rtl:
         ap.error(f"--memory {a.memory} needs --rtl")
+    if a.fit and a.replay:
+        ap.error("--fit and --replay are two models of the core: give one")
     levels = sorted(set(a.levels))
     try:
         limits = Limits.from_file(a.config)
@@ -325,7 +343,7 @@ def main(argv=None) -> int:
         ap.error(f"--config: {e}")
     warnings.simplefilter("ignore", UserWarning)
     rows = measure(a.workloads, levels, a.size, limits, rtl=a.rtl, memory=a.memory,
-                   coupled=a.coupled, fit=a.fit)
+                   coupled=a.coupled, fit=a.fit, replay=a.replay)
 
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,10 @@ compute loop (the DLC ``dlc.compute_loop`` over the golden model's tokens, ``sim
 on the *same* out-of-order core model as the baseline, tokens always ready (the execute side's own
 bound), checks its results against PyTorch, and fits the coupled core's cycles per callback to it
 (``fitted_cycles_per_control``, at least 1); the RTL then runs coupled again with that rate
-(``dae_fitted_cycles``, ``speedup_fitted``; ``--no-fit`` skips it). Both traces keep an
+(``dae_fitted_cycles``, ``speedup_fitted``; ``--no-fit`` skips it), and once more with that
+run replayed callback by callback (``sw.runtime.execute.CoreReplay``: each callback at its own
+pace, operands at the vector width; ``execute_replay_cycles``, ``dae_replay_cycles``,
+``speedup_replay``; ``--no-replay`` skips it). Both traces keep an
 accumulator that is stored and loaded again in a register and store it once, after its last
 update (scalar promotion, ``promote``; ``--no-promote``: the baseline's every such load is
 store-to-load forwarded, 5 cycles, and every update stored, as before 2026-11-27).
@@ -68,7 +71,9 @@ FIELDS = ["workload", "class", "memory", "mshrs", "caches", "core_only_cycles",
           "row_hit_rate", "read_latency_mean", "dae_level", "dae_access_cycles",
           "dae_core_cycles", "dae_cycles", "speedup", "promote", "execute_ooo_cycles",
           "fitted_cycles_per_control", "execute_fit_cycles",
-          "dae_fitted_access_cycles", "dae_fitted_cycles", "speedup_fitted", "error"]
+          "dae_fitted_access_cycles", "dae_fitted_cycles", "speedup_fitted",
+          "execute_replay_cycles", "dae_replay_access_cycles", "dae_replay_cycles",
+          "speedup_replay", "error"]
 
 
 def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: int = 64,
@@ -107,7 +112,7 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
 def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
              output_tokens: int | None = None, memory_ports: int | None = None,
              tokens_per_cycle: int | None = None, clock_ratio: int = 1,
-             fit: bool = False) -> dict[str, dict]:
+             fit: bool = False, replay: bool = False) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
     ``dae_cycles`` is when the core model popped DONE): workload -> its row.
 
@@ -116,7 +121,8 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
     cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``fit``: each kernel's
     core at the rate fitted to its execute side on the baseline's core
-    (``bench_compiler.fitted_cost``: ``execute_ooo_cycles``, ``fitted_cycles_per_control``)."""
+    (``bench_compiler.fitted_cost``: ``execute_ooo_cycles``, ``fitted_cycles_per_control``);
+    ``replay``: each kernel's core replays that run callback by callback (``CoreReplay``)."""
     from bench_compiler import measure, rtl_config_for
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
@@ -129,7 +135,7 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
                                                memory=memory, coupled=True, cost=cost,
                                                config_changes=changes, fit=fit,
-                                               clock_ratio=clock_ratio)}
+                                               clock_ratio=clock_ratio, replay=replay)}
 
 
 def geomean(values):
@@ -167,6 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-fit", action="store_true",
                     help="skip the execute side on the out-of-order core and the coupled run at "
                          "its fitted rate")
+    ap.add_argument("--no-replay", action="store_true",
+                    help="skip the coupled run with the execute side replayed callback by callback")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_core_only.csv"))
     a = ap.parse_args(argv)
     unknown = [n for n in a.workloads if n not in BENCH_WORKLOADS]
@@ -221,6 +229,20 @@ def main(argv=None) -> int:
                          execute_fit_cycles=d["core_cycles"],
                          dae_fitted_access_cycles=d["rtl_cycles"], dae_fitted_cycles=d["dae_cycles"],
                          speedup_fitted=r["core_only_cycles"] / d["dae_cycles"])
+        if not a.no_replay:
+            replayed = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
+                                output_tokens=a.output_tokens, memory_ports=a.memory_ports,
+                                tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio,
+                                replay=True)
+            for r in rows:
+                d = replayed[r["workload"]]
+                if d.get("error") or r["error"]:
+                    r["error"] = r["error"] or d["error"]
+                    continue
+                r.update(execute_ooo_cycles=d.get("execute_ooo_cycles"),
+                         execute_replay_cycles=d["core_cycles"],
+                         dae_replay_access_cycles=d["rtl_cycles"], dae_replay_cycles=d["dae_cycles"],
+                         speedup_replay=r["core_only_cycles"] / d["dae_cycles"])
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:
@@ -237,8 +259,9 @@ def main(argv=None) -> int:
     print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
           + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)
           + " | execute side (OoO) | fitted cycles/callback | DAE (fitted) | "
-          + " | ".join(f"speedup (fitted) M={m}" for m in a.mshrs) + " |")
-    print("|---" * (4 + 2 * len(a.mshrs) + 1 + 3 + len(a.mshrs)) + "|")
+          + " | ".join(f"speedup (fitted) M={m}" for m in a.mshrs)
+          + " | DAE (replay) | " + " | ".join(f"speedup (replay) M={m}" for m in a.mshrs) + " |")
+    print("|---" * (4 + 2 * len(a.mshrs) + 1 + 3 + len(a.mshrs) + 1 + len(a.mshrs)) + "|")
     by = {(r["workload"], r["caches"], r["mshrs"]): r for r in rows}
     for name in a.workloads:
         for caches in CACHES:
@@ -251,7 +274,9 @@ def main(argv=None) -> int:
                   + " | ".join(cell(r.get("speedup"), ".2f") for r in rs)
                   + f" | {cell(d.get('execute_ooo_cycles'), ',')} | {cell(d.get('fitted_cycles_per_control'), 'd')}"
                   f" | {cell(d.get('dae_fitted_cycles'), ',')} | "
-                  + " | ".join(cell(r.get("speedup_fitted"), ".2f") for r in rs) + " |")
+                  + " | ".join(cell(r.get("speedup_fitted"), ".2f") for r in rs)
+                  + f" | {cell(d.get('dae_replay_cycles'), ',')} | "
+                  + " | ".join(cell(r.get("speedup_replay"), ".2f") for r in rs) + " |")
     if not a.no_rtl:
         print("\nspeedup (core-only / DAE), geometric mean per class:")
         classes = sorted({r["class"] for r in rows})
@@ -264,8 +289,12 @@ def main(argv=None) -> int:
                     gf = geomean([r["speedup_fitted"] for r in rows if r["class"] == cls
                                   and r["caches"] == caches and r["mshrs"] == m
                                   and r.get("speedup_fitted")])
+                    gr = geomean([r["speedup_replay"] for r in rows if r["class"] == cls
+                                  and r["caches"] == caches and r["mshrs"] == m
+                                  and r.get("speedup_replay")])
                     parts.append((f"{cls} {g:.2f}" if g else f"{cls} -")
-                                 + (f" (fitted {gf:.2f})" if gf else ""))
+                                 + (f" (fitted {gf:.2f})" if gf else "")
+                                 + (f" (replay {gr:.2f})" if gr else ""))
                 print(f"  {caches:6s} M={m:<3d} " + ", ".join(parts))
     print(f"wrote {out}")
     return 0

@@ -140,6 +140,8 @@ class CoreResult:
     loads served by store-to-load forwarding (``Trace.forwarded``).
     ``mshr_wait_cycles``: core cycles in which some load waited for an MSHR. ``stats``: the
     memory model's statistics (docs/hbm_model.md §5). ``accesses``: every line request.
+    ``retire_cycles``: with ``run_core(..., record_retire=True)``, the core cycle in which each
+    instruction retired, in program order (else empty).
     """
     cycles: int
     core_cycles: int
@@ -156,6 +158,7 @@ class CoreResult:
     mshr_wait_cycles: int
     stats: dict
     accesses: list = field(default_factory=list)
+    retire_cycles: list = field(default_factory=list)
 
     @property
     def bytes_per_cycle(self) -> float:
@@ -190,7 +193,8 @@ class _Cache:
 
 
 def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, *,
-             ports: int = 1, max_cycles: int | None = None) -> CoreResult:
+             ports: int = 1, max_cycles: int | None = None,
+             record_retire: bool = False) -> CoreResult:
     """Simulate the core on ``trace`` against ``HbmReference(preset, ports=ports)``.
 
     Parameters
@@ -204,6 +208,8 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
         Request/response ports of the memory model (the access unit's RTL has 1).
     max_cycles : int, optional
         Stop with ``RuntimeError`` after this many core cycles (a guard; default: none).
+    record_retire : bool
+        Record each instruction's retirement cycle (``CoreResult.retire_cycles``).
 
     Returns
     -------
@@ -241,6 +247,7 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
     accept_at: list = []
     accesses: list = []
     rob: deque = deque()
+    retire_log: list = []          # retirement core cycle per instruction (record_retire)
     loads_in_rob = 0
     nxt = 0
     retired = 0
@@ -371,6 +378,8 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
         r = 0
         while rob and r < cfg.width and fin[rob[0]] <= c:
             i = rob.popleft()
+            if record_retire:
+                retire_log.append(c)
             if kind[i] == LOAD:
                 loads_in_rob -= 1
             r += 1
@@ -405,4 +414,5 @@ def run_core(trace: Trace, preset: HbmPreset, config: CoreConfig | None = None, 
                       memory_requests=len(accepted), l1_hits=n_l1, l2_hits=n_l2, merged=n_merge,
                       forwarded=n_forwarded,
                       mshr_mean=occ_sum / max(c, 1), mshr_peak=occ_peak,
-                      mshr_wait_cycles=wait_cycles, stats=stats, accesses=accesses)
+                      mshr_wait_cycles=wait_cycles, stats=stats, accesses=accesses,
+                      retire_cycles=retire_log)

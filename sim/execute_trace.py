@@ -46,12 +46,14 @@ from typing import Sequence
 import numpy as np
 from xdsl.dialects.builtin import IndexType
 
+from sw.runtime.execute import CoreReplay
+
 from .core_only import CoreConfig, CoreResult, run_core
 from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vector_bytes, _Mem,
                          _Tracer, element_type_name)
 from .vector_ops import VectorOps, is_vector
 
-__all__ = ["trace_execute", "run_execute_side", "DONE_TOKEN"]
+__all__ = ["trace_execute", "run_execute_side", "callback_pace", "replayed_core", "DONE_TOKEN"]
 
 DONE_TOKEN = 0xFFFF
 _VECTOR_TOKENS = 8            # 64-bit tokens per 512-bit queue pop
@@ -319,4 +321,31 @@ def run_execute_side(module, args: Sequence, data_tokens: Sequence[int],
     ready. Returns the trace (its ``results`` are the kernel's, for the caller to check) and the
     core's result (``cycles``: memory cycles). Raises what :func:`trace_execute` raises."""
     trace = trace_execute(module, args, data_tokens, control_tokens, promote=True)
-    return trace, run_core(trace, preset, config or CoreConfig())
+    return trace, run_core(trace, preset, config or CoreConfig(), record_retire=True)
+
+
+def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tuple[int, ...]:
+    """Per control token, the memory cycles from the retirement of its pop to the retirement of
+    the next control token's pop (0 for the last, ``DONE``): how long each callback took on the
+    core, overlapped with its neighbours as the out-of-order core overlapped them.
+
+    ``trace`` and ``result`` are :func:`run_execute_side`'s (``result.retire_cycles`` recorded),
+    ``clock_ratio`` core cycles per memory cycle (``CoreConfig.clock_ratio``). Raises
+    ``ValueError`` if ``result`` has no retirement cycles for ``trace``'s instructions."""
+    retire = result.retire_cycles
+    if len(retire) != len(trace.kind):
+        raise ValueError(f"result must have the retirement cycle of each of the trace's "
+                         f"{len(trace.kind)} instructions (run_core(..., record_retire=True)), "
+                         f"not {len(retire)}")
+    pops = [retire[i] // clock_ratio for i, name in enumerate(trace.array)
+            if name == CONTROL_QUEUE.name]
+    return tuple(b - a for a, b in zip(pops, pops[1:])) + (0,)
+
+
+def replayed_core(trace: Trace, result: CoreResult, *, clock_ratio: int = 1,
+                  tokens_per_cycle: int = 8, buffer_beats: int = 2) -> CoreReplay:
+    """The execute side of :func:`run_execute_side` as a core for the coupled simulation
+    (``sw.runtime.execute.CoreReplay``): each callback at its own pace (:func:`callback_pace`),
+    operands at ``tokens_per_cycle`` per memory cycle (8: one 512-bit data beat),
+    ``buffer_beats`` beats of operand buffer. Raises what :func:`callback_pace` raises."""
+    return CoreReplay(callback_pace(trace, result, clock_ratio), tokens_per_cycle, buffer_beats)

@@ -25,8 +25,10 @@ Files in the job directory:
     watchdog <cycles, -1: leave the register alone>
     bp_threshold <0..65536: a sink is ready when its xorshift32 state's low 16 bits are >= this>
     seed <32-bit seed>
-    core <n> [<cycles per control> <tokens per cycle> <buffer beats> <n operand counts>]
-                                              (n = 0: no core schedule, the back-pressure sinks)
+    core <n> [<cycles per control> <tokens per cycle> <buffer beats> <n operand counts>
+              [<n paces>]]                     (n = 0: no core schedule, the back-pressure sinks;
+                                              cycles per control 0: a replayed core,
+                                              sw.runtime.execute.CoreReplay, its pace follows)
     max_cycles <cycles>                        (after the unit blocks)
 
 ``results.txt`` (written by the harness), per job, unit and program of its sequence::
@@ -153,8 +155,10 @@ def _core_line(core: dict | None) -> str:
     if core is None:
         return "core 0"
     pops = core["pops_per_control"]
-    return (f"core {len(pops)} {core['cycles_per_control']} {core['tokens_per_cycle']} "
-            f"{core['buffer_beats']} " + " ".join(str(int(k)) for k in pops))
+    pace = core.get("pace")
+    line = (f"core {len(pops)} {0 if pace else core['cycles_per_control']} "
+            f"{core['tokens_per_cycle']} {core['buffer_beats']} " + " ".join(str(int(k)) for k in pops))
+    return line + (" " + " ".join(str(int(p)) for p in pace) if pace else "")
 
 
 def _write_jobs(path: Path, spec: list[dict]) -> None:

@@ -54,16 +54,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
                    help="how the RTL is simulated (default cpp: the Verilator C++ harness "
                         "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
-    p.add_argument("--core", choices=("fitted", "model", "free"), default=None,
-                   help="the execute side behind the output queues (rtl target): fitted = the core "
-                        "model (sw.runtime.execute.CoreCostModel) consuming the queues in the same "
-                        "simulation, coupled, so the run gives the DAE cycles, at the cycles per "
-                        "callback fitted to the kernel's execute side run on the core-only "
-                        "baseline's out-of-order core (sim.execute_trace; compiled programs); "
-                        "model = the same at the flat default rate (6 cycles per callback); free = "
-                        "a consumer that takes every token when offered (or with --backpressure). "
-                        "Default: fitted (model for --program handwritten) on the cpp engine "
-                        "without --backpressure, free otherwise")
+    p.add_argument("--core", choices=("replay", "fitted", "model", "free"), default=None,
+                   help="the execute side behind the output queues (rtl target), consuming the "
+                        "queues in the same simulation, coupled, so the run gives the DAE cycles: "
+                        "replay = the kernel's execute side run on the core-only baseline's "
+                        "out-of-order core (sim.execute_trace), each callback replayed at its own "
+                        "pace, operands at 8 tokens per cycle (sw.runtime.execute.CoreReplay; "
+                        "compiled programs); fitted = a flat rate (sw.runtime.execute.CoreCostModel) "
+                        "whose cycles per callback are fitted to that run; model = the flat default "
+                        "rate (6 cycles per callback); free = a consumer that takes every token "
+                        "when offered (or with --backpressure). Default: replay (model for "
+                        "--program handwritten) on the cpp engine without --backpressure, free "
+                        "otherwise")
     p.add_argument("--core-only-mshrs", type=int, default=DEFAULT_CORE_ONLY_MSHRS, metavar="M",
                    help="also run the core-only baseline (sim.core_only: an out-of-order core doing "
                         "the same gathers itself, M L1 misses in flight, on the same memory model) and "
@@ -109,12 +111,12 @@ def main(ns: argparse.Namespace) -> int:
                 if ns.target == "rtl" and getattr(ns, "core_only_mshrs", 0) else None)
     t0 = time.perf_counter()
     try:
-        got, run, fit_wall = _run(g, x, ns, coupled)
+        got, run, core_wall = _run(g, x, ns, coupled)
     except BaseException:
         stop_core_only(baseline)       # not left running (and waited for at exit) after an error
         raise
     access = run.access
-    wall = time.perf_counter() - t0 - fit_wall
+    wall = time.perf_counter() - t0 - core_wall
 
     ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-5, atol=1e-5)
     stats = access.stats
@@ -151,7 +153,8 @@ def main(ns: argparse.Namespace) -> int:
             print(f"DAE cycles (access unit + core model coupled through the queues, START until the "
                   f"core popped DONE): {dae}; max(access, core estimate) = {run.dae_cycles_estimate}")
         print(f"simulation: {wall:.1f} s wall, {cycles / wall:,.0f} cycles/s (including build, "
-              f"load and the golden run; the execute side's fit above took {fit_wall:.1f} s more)")
+              f"load and the golden run; the execute side's run on the core model above took "
+              f"{core_wall:.1f} s more)")
         if stats.get("sim_cycles_per_s"):
             print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
                   f"{stats['sim_cycles_per_s']:,} cycles/s (start to finished, without start-up and load)")
@@ -240,17 +243,19 @@ def _kernel(ns):
     return comp.kernel, comp.dlc
 
 
-def _fitted_cost(kernel, dlc, args, ns):
-    """The coupled core's rate fitted to the execute side on the core-only baseline's core.
+def _execute_side_core(kernel, dlc, args, ns):
+    """The coupled core, from the execute side on the core-only baseline's core.
 
     The golden model's tokens go through the kernel's DLC compute loop (``sim.execute_trace``,
     accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
-    default Golden Cove ``CoreConfig``, the same memory preset) with every token ready; the
+    default Golden Cove ``CoreConfig``, the same memory preset) with every token ready. With
+    ``--core replay`` (the default) that run's callbacks are replayed at their own pace
+    (``sim.execute_trace.replayed_core``, 8 tokens per cycle); with ``--core fitted`` the
     ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
-    returned, after a line saying so. Raises ``AssertionError`` if the execute side's results
+    returned. A line says which, before. Raises ``AssertionError`` if the execute side's results
     differ from the golden run's (beyond float32 rounding)."""
     from hw.hbm_model.presets import get_preset
-    from sim.execute_trace import run_execute_side
+    from sim.execute_trace import replayed_core, run_execute_side
     from sw.runtime.drivers import run_kernel
     from sw.runtime.execute import CoreCostModel
     golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
@@ -263,14 +268,20 @@ def _fitted_cost(kernel, dlc, args, ns):
     assert same, "the execute side's trace computed other results than the execute side"
     cycles = result.cycles
     pops = golden.execute.pops_per_control[:-1]            # DONE last, with 0
-    cost = CoreCostModel.fitted(pops, cycles)
-    print(f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop over "
-          f"the golden model's {len(golden.access.control_tokens)} control and "
-          f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "
-          f"{len(trace)} instructions; the coupled core's rate fitted to it: "
-          f"{cost.cycles_per_control} cycle{'s' if cost.cycles_per_control != 1 else ''} per "
-          f"callback, {cost.tokens_per_cycle} tokens per "
-          f"cycle ({cost.cycles(pops)} cycles without waiting)")
+    ran = (f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop "
+           f"over the golden model's {len(golden.access.control_tokens)} control and "
+           f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "
+           f"{len(trace)} instructions; ")
+    if getattr(ns, "core", None) == "fitted":
+        cost = CoreCostModel.fitted(pops, cycles)
+        print(ran + f"the coupled core's rate fitted to it: {cost.cycles_per_control} "
+              f"cycle{'s' if cost.cycles_per_control != 1 else ''} per callback, "
+              f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without "
+              "waiting)")
+        return cost
+    cost = replayed_core(trace, result)
+    print(ran + f"the coupled core replays its {len(pops)} callbacks at their own pace, "
+          f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without waiting)")
     return cost
 
 
@@ -285,7 +296,7 @@ def _coupled(ns) -> bool:
     core, engine = getattr(ns, "core", None), getattr(ns, "engine", "cpp")
     if ns.target != "rtl":
         return False
-    if core in ("model", "fitted"):
+    if core in ("model", "fitted", "replay"):
         if engine != "cpp":
             raise ValueError(f"--core {core} needs --engine cpp (the C++ harness simulates the "
                              f"core), not --engine {engine}")
@@ -385,26 +396,27 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
 
 
 def _run(g, x, ns, coupled=False):
-    """Run the kernel on ``ns.target``; returns ``(out, RunResult, fit_wall)``: the sums, the
-    run, and the seconds spent fitting the coupled core's rate (``_fitted_cost``, 0 if none)."""
+    """Run the kernel on ``ns.target``; returns ``(out, RunResult, core_wall)``: the sums, the
+    run, and the seconds spent running the execute side for the coupled core
+    (``_execute_side_core``, 0 if none)."""
     from sw.runtime.drivers import run_kernel
     kernel, dlc = _kernel(ns)
     options = {}
-    fit_wall = 0.0
+    core_wall = 0.0
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
                    "backpressure": ns.backpressure, "seed": ns.seed,
                    "engine": getattr(ns, "engine", "cpp"), "coupled": coupled}
-        if coupled and getattr(ns, "core", None) in (None, "fitted") and dlc is not None:
+        if coupled and getattr(ns, "core", None) in (None, "replay", "fitted") and dlc is not None:
             t0 = time.perf_counter()
-            options["cost"] = _fitted_cost(kernel, dlc, [x, g.indices, g.offsets, out], ns)
-            fit_wall = time.perf_counter() - t0
+            options["cost"] = _execute_side_core(kernel, dlc, [x, g.indices, g.offsets, out], ns)
+            core_wall = time.perf_counter() - t0
         elif coupled:
             print("coupled core at the flat default rate (sw.runtime.execute.CoreCostModel: "
                   "6 cycles per callback, 8 tokens per cycle)")
     result = run_kernel(kernel, [x, g.indices, g.offsets, out], ns.target, **options)
-    return np.asarray(result.results[0]), result, fit_wall
+    return np.asarray(result.results[0]), result, core_wall
 
 
 if __name__ == "__main__":

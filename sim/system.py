@@ -90,7 +90,9 @@ class RtlJob:
                                       # configuration's default (TmuConfig.watchdog_cycles)
     backdoor: bool = False            # load memory through the per-word back door (slow)
     #: the execute side's rate (any object with int attributes ``cycles_per_control``,
-    #: ``tokens_per_cycle``, ``buffer_beats``: ``sw.runtime.execute.CoreCostModel``); with
+    #: ``tokens_per_cycle``, ``buffer_beats``: ``sw.runtime.execute.CoreCostModel``; or with
+    #: ``pace``, one int per control token, instead of ``cycles_per_control``:
+    #: ``sw.runtime.execute.CoreReplay``); with
     #: ``core_schedule`` the output queues are consumed by a model of the core instead of the
     #: back-pressure sinks (``backpressure`` is then unused; C++ engine only)
     core: object | None = None
@@ -173,13 +175,20 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
         raise ValueError("core and core_schedule must be given together, not "
                          f"core={job.core!r} with core_schedule={'None' if job.core_schedule is None else '...'}")
     if job.core is not None:
-        for name in ("cycles_per_control", "tokens_per_cycle", "buffer_beats"):
+        pace = getattr(job.core, "pace", None)
+        names = ("tokens_per_cycle", "buffer_beats") if pace is not None else \
+            ("cycles_per_control", "tokens_per_cycle", "buffer_beats")
+        for name in names:
             value = getattr(job.core, name, None)
             if not isinstance(value, int) or not 1 <= value < 1 << 32:
                 raise ValueError(f"core.{name} must be an int in 1..2**32-1, not {value!r}")
         if not len(job.core_schedule) or any(not 0 <= int(k) < 1 << 32 for k in job.core_schedule):
             raise ValueError("core_schedule must be a non-empty sequence of operand counts in "
                              "0..2**32-1 (one per control token, DONE included)")
+        if pace is not None and (len(pace) != len(job.core_schedule)
+                                 or any(not 0 <= int(p) < 1 << 32 for p in pace)):
+            raise ValueError(f"core.pace must have one entry in 0..2**32-1 cycles per control "
+                             f"token ({len(job.core_schedule)}), not {len(pace)} entries")
 
 
 ENGINES = ("cocotb", "cpp")
@@ -268,9 +277,13 @@ def _entry(program: bytes, args, mem_limit: int, job, config: TmuConfig) -> dict
 
 
 def _core_entry(core, schedule) -> dict:
-    return {"cycles_per_control": core.cycles_per_control,
-            "tokens_per_cycle": core.tokens_per_cycle, "buffer_beats": core.buffer_beats,
-            "pops_per_control": [int(k) for k in schedule]}
+    pace = getattr(core, "pace", None)
+    entry = {"cycles_per_control": 0 if pace is not None else core.cycles_per_control,
+             "tokens_per_cycle": core.tokens_per_cycle, "buffer_beats": core.buffer_beats,
+             "pops_per_control": [int(k) for k in schedule]}
+    if pace is not None:
+        entry["pace"] = [int(p) for p in pace]
+    return entry
 
 
 def _result(r: dict, preset, wall: float) -> RtlResult:

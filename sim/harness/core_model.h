@@ -17,6 +17,12 @@ namespace {
 // (buffer_tokens) accepts a data beat (ready on data) when a whole beat fits after this cycle's
 // take. schedule[i] is the number of operands the callback of control token i pops (DONE last,
 // with 0). Two calls per cycle: ready() before the clock edge, commit() after it with what fired.
+// With a pace (a replayed execute side, sw.runtime.execute.CoreReplay; cycles_per_control is then
+// unused) the callbacks are not busy cycles of their own: pace[i] is the earliest distance from
+// the pop of control token i to the pop of token i + 1, the tokens_per_cycle operands a cycle
+// takes are shared by the callback finishing in it and the one whose control token pops in it
+// (that token pops in the cycle the last operands are taken, if its pace allows), and the new
+// callback takes what is left of the cycle. Both modes: at most one control token per cycle.
 // If the stream and the schedule disagree (more or fewer tokens, DONE elsewhere, or no token
 // moving for long while the core waits) the model gives up: `mismatch`, and from then on both
 // queues are always ready (a free-running sink), so a wrong schedule never deadlocks the run.
@@ -26,21 +32,28 @@ struct CoreModel {
     bool active = false;
     uint32_t cycles_per_control = 6, tokens_per_cycle = 8, buffer_tokens = 2 * DATA_TOKENS;
     std::vector<uint32_t> schedule;
+    std::vector<uint32_t> pace;  // empty: the flat rate (cycles_per_control); else one per control token
     // state
     size_t next = 0;            // index of the next control token in the schedule
     uint32_t busy = 0;          // cycles of the current control token's dispatch + body left
     uint32_t need = 0;          // operands the current callback still has to take
     uint64_t buffered = 0;      // tokens in the operand buffer
     uint32_t take = 0;          // operands taken in this cycle (set by ready())
+    uint32_t take_next = 0;     // replay: the next callback's, if its control token pops now
+    bool ctrl_open = false;     // replay: the next control token may pop in this cycle
+    uint64_t allowed = 0;       // replay: the first cycle the next control token may pop in
     bool finished = false, mismatch = false;
     uint64_t cycle = 0, first_cycle = 0, finish_cycle = 0, starved = 0, stuck = 0, drained = 0;
 
     void start() {   // before the START write
         next = 0;
-        busy = need = take = 0;
+        busy = need = take = take_next = 0;
+        ctrl_open = false;
+        allowed = 0;
         buffered = cycle = first_cycle = finish_cycle = starved = stuck = drained = 0;
         finished = mismatch = false;
     }
+    bool replay() const { return !pace.empty(); }
     bool free_running() const { return !active || finished || mismatch; }
     // Still consuming: the run is not over before this is false.
     bool holding() const { return !free_running(); }
@@ -55,7 +68,16 @@ struct CoreModel {
         }
         if (busy == 0 && need > 0)
             take = uint32_t(std::min<uint64_t>({tokens_per_cycle, need, buffered}));
-        ctrl_ready = waiting_for_ctrl();
+        if (replay()) {
+            ctrl_open = need == take && cycle >= allowed;
+            take_next = 0;
+            if (ctrl_open && next < schedule.size())
+                take_next = uint32_t(std::min<uint64_t>(
+                    {uint64_t(schedule[next]), buffered - take, uint64_t(tokens_per_cycle - take)}));
+            ctrl_ready = ctrl_open;
+        } else {
+            ctrl_ready = waiting_for_ctrl();
+        }
         data_ready = buffer_tokens - (buffered - take) >= DATA_TOKENS;
     }
 
@@ -71,7 +93,7 @@ struct CoreModel {
         }
         cycle += 1;
         bool want_data = busy == 0 && need > 0 && take == 0;
-        bool want_ctrl = busy == 0 && need == 0 && !ctrl_fire;
+        bool want_ctrl = replay() ? ctrl_open && !ctrl_fire : busy == 0 && need == 0 && !ctrl_fire;
         // starved: the core had fewer tokens than it could consume in this cycle
         bool short_take = busy == 0 && need > 0 && take < std::min(tokens_per_cycle, need);
         if (short_take || want_ctrl) starved += 1;
@@ -94,6 +116,11 @@ struct CoreModel {
                 finished = true;
                 finish_cycle = cycle;
                 if (buffered > 0) mismatch = true;   // operands nobody popped
+            } else if (replay()) {
+                // the pop was in cycle `cycle - 1`; its first operands were taken with it
+                need = schedule[next] - take_next;
+                buffered -= take_next;
+                allowed = cycle - 1 + (next < pace.size() ? pace[next] : 0);
             } else {
                 busy = cycles_per_control - 1;
                 need = schedule[next];

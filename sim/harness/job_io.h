@@ -30,6 +30,7 @@ struct UnitJob {
     bool core = false;                 // a core schedule: the sinks are the core model
     uint32_t cycles_per_control = 0, tokens_per_cycle = 0, buffer_beats = 0;
     std::vector<uint32_t> schedule;
+    std::vector<uint32_t> pace;        // cycles_per_control 0: a replayed core, one per control token
 };
 
 struct Job {
@@ -93,6 +94,10 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
                 in >> unit.cycles_per_control >> unit.tokens_per_cycle >> unit.buffer_beats;
                 unit.schedule.resize(count);
                 for (auto& k : unit.schedule) in >> k;
+                if (unit.cycles_per_control == 0) {   // then the pace, one per control token
+                    unit.pace.resize(count);
+                    for (auto& p : unit.pace) in >> p;
+                }
             }
           }
         }

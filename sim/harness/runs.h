@@ -45,6 +45,7 @@ void arm_unit(Unit& hu, const UnitJob& unit) {
         hu.core.tokens_per_cycle = unit.tokens_per_cycle;
         hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
         hu.core.schedule = unit.schedule;
+        hu.core.pace = unit.pace;
         hu.core.start();
     }
     hu.seed_load = true;

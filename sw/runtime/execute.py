@@ -5,7 +5,8 @@ the data queue (Ember's DLC ``compute_loop``, arXiv 2504.09870 §5). The loop it
 the compiler (``Kernel.execute_source``); this module runs it over a token stream, checks that the
 streams were consumed exactly, records how many operands each callback popped (the core's
 consumption schedule, which the RTL harness replays cycle by cycle: ``sim/harness.cpp``) and
-estimates the core's cycles with the same rate model (:class:`CoreCostModel`).
+estimates the core's cycles with the same rate model (:class:`CoreCostModel`, a flat rate per
+callback, or :class:`CoreReplay`, each callback's own time measured on the out-of-order core model).
 
 Operands arrive as raw unsigned 64-bit integers; the ``as_*`` helpers of ``sw.runtime.kernel``
 reinterpret them.
@@ -20,7 +21,7 @@ from typing import Iterable, Sequence
 from .isa import DONE_TOKEN
 from .kernel import Kernel
 
-__all__ = ["ExecuteError", "CoreCostModel", "ExecuteResult", "execute_tokens"]
+__all__ = ["ExecuteError", "CoreCostModel", "CoreReplay", "ExecuteResult", "execute_tokens"]
 
 class ExecuteError(RuntimeError):
     """The token streams do not match the compute loop (a compiler or access-unit bug)."""
@@ -117,6 +118,72 @@ class CoreCostModel:
         """The core's cycles for callbacks popping ``pops`` operands each (control-queue order,
         ``DONE`` excluded), without waiting for the access unit."""
         return sum(self.callback_cycles(k) for k in pops)
+
+
+@dataclass(frozen=True)
+class CoreReplay:
+    """The execute side replayed callback by callback, in core = unit clock cycles.
+
+    ``pace[i]`` is the time, in cycles, from the pop of control token ``i`` to the earliest pop of
+    token ``i + 1``: the distance between the retirements of the two control-token pops when
+    the kernel's own compute loop runs on the core-only baseline's out-of-order core with every
+    token ready (``sim.execute_trace.replayed_core``; one entry per control token, ``DONE``
+    included, whose entry is not used). On top of that pace the core takes operands from its
+    buffer at ``tokens_per_cycle`` per cycle, shared by the callbacks of a cycle: the callback
+    popped in a cycle takes what the one before it left of that cycle's tokens (a vector pop and
+    the next control pop are independent loads of an out-of-order core), and the next control
+    token may pop in the cycle the callback's last operands are taken. So a callback costs
+    neither less than its measured pace nor less than its operands at the vector width, and
+    callbacks do not round up to whole cycles each (:class:`CoreCostModel` does).
+
+    ``buffer_beats`` is the core's operand buffer in data beats, as for
+    :class:`CoreCostModel`. :meth:`cycles` is the estimate with no waiting for the access unit;
+    the coupled simulation (``sim/harness/core_model.h``, ``CoreModel`` with a pace) gives the
+    same count plus the waits.
+
+    Raises ``ValueError`` naming the field: ``pace`` empty or not ints >= 0,
+    ``tokens_per_cycle`` or ``buffer_beats`` not an int >= 1.
+    """
+    pace: tuple
+    tokens_per_cycle: int = 8
+    buffer_beats: int = 2
+
+    def __post_init__(self):
+        pace = tuple(self.pace)
+        if not pace or any(not isinstance(p, int) or isinstance(p, bool) or p < 0 for p in pace):
+            raise ValueError(f"pace must be a non-empty sequence of ints >= 0 (cycles, one per "
+                             f"control token), not {self.pace!r:.80}")
+        object.__setattr__(self, "pace", pace)
+        for name in ("tokens_per_cycle", "buffer_beats"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+
+    def cycles(self, pops: Sequence[int]) -> int:
+        """The cycle in which ``DONE`` pops (the cycles before it: the callbacks'), the callbacks
+        popping ``pops`` operands each (control-queue order, ``DONE`` excluded) and every operand
+        in the buffer when wanted. Raises ``ValueError`` if ``pace`` does not have one entry
+        per control token (``len(pops) + 1``)."""
+        n = len(pops)
+        if len(self.pace) != n + 1:
+            raise ValueError(f"pace must have one entry per control token ({n + 1}, DONE "
+                             f"included), not {len(self.pace)}")
+        width = self.tokens_per_cycle
+        cycle = used = 0             # the cycle control token i pops in; operands taken in it
+        for i in range(n):
+            first = min(pops[i], width - used)       # taken in the cycle of the pop
+            rest = pops[i] - first
+            allowed = cycle + self.pace[i]
+            if rest:                                  # then `width` per cycle, the last cycle's
+                last_cycle = cycle + -(-rest // width)
+                last_take = rest - width * (-(-rest // width) - 1)
+            else:                                     # one control token per cycle
+                last_cycle, last_take = cycle + 1, 0
+            if allowed > last_cycle:
+                cycle, used = allowed, 0
+            else:
+                cycle, used = last_cycle, last_take
+        return cycle
 
 
 @dataclass

@@ -87,6 +87,24 @@ def test_fit_gives_each_kernel_the_rate_of_its_execute_side_on_the_core_model():
                 or abs(r["core_cycles"] - r["execute_ooo_cycles"]) <= callbacks / 2 + 1), r
 
 
+def test_replay_gives_each_kernel_its_execute_side_callback_by_callback():
+    """``replay``: every level's core replays the execute side's run on the core-only baseline's
+    core: its estimate at least the data tokens at 8 per cycle and at least that run's cycles
+    less its start (a few cycles before the first control pop retires)."""
+    from sw.runtime.isa import Limits
+    limits = Limits.from_file(REPO / "configs" / "tmu_rtl.json")
+    rows = bench.measure(["eb_sum"], [0, 3], "small", limits, replay=True)
+    for r in rows:
+        assert r["core_rate"] == "replay" and "fitted_cycles_per_control" not in r, r
+        assert r["core_cycles"] >= max(-(-r["data_tokens"] // 8), r["execute_ooo_cycles"] - 20), r
+
+
+def test_fit_and_replay_are_one_or_the_other(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--fit", "--replay"])
+    assert e.value.code == 2 and "--fit and --replay" in capsys.readouterr().err
+
+
 def test_compile_error_becomes_a_row(tmp_path):
     """tmu_small has 3 regions; SpMV needs 4: the row carries the compiler's resource message."""
     out = tmp_path / "bench.csv"

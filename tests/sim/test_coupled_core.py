@@ -17,7 +17,7 @@ import pytest
 
 from sw.compiler import compile_mlir
 from sw.runtime.drivers import run_kernel
-from sw.runtime.execute import CoreCostModel, execute_tokens
+from sw.runtime.execute import CoreCostModel, CoreReplay, execute_tokens
 from sw.runtime.golden import run_golden
 from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import DONE_TOKEN
@@ -115,6 +115,15 @@ def batch(kernels, seed):
         runs[name] = dict(gold=gold, ex=ex, cost=cost)
         jobs.append(RtlJob(program, image.data, regs, core=cost, max_cycles=2_000_000,
                            core_schedule=None if cost is None else ex.pops_per_control))
+    # replayed cores (CoreReplay): 40 cycles between control tokens (slower than the unit), and
+    # no pace at all (only the operands' 8 per cycle: faster than the unit)
+    for name, level, pace in (("o0_replay_slow", 0, 40), ("o3_replay_fast", 3, 0)):
+        controls = len(_prepare(kernels[level], args)[3].control_tokens)
+        cost = CoreReplay((pace,) * controls)
+        program, image, regs, gold, ex = _prepare(kernels[level], args, cost)
+        runs[name] = dict(gold=gold, ex=ex, cost=cost)
+        jobs.append(RtlJob(program, image.data, regs, core=cost, max_cycles=2_000_000,
+                           core_schedule=ex.pops_per_control))
     program, image, regs, gold, ex = _prepare(kernels[3], args)
     wrong = {"extra_control": ex.pops_per_control[:-1] + [0, 0],       # one more control token
              "extra_operand": [ex.pops_per_control[0] + 1] + ex.pops_per_control[1:]}
@@ -139,7 +148,7 @@ def test_coupled_tokens_are_the_golden_models(batch):
 @pytest.mark.rtl
 def test_coupled_time_is_at_least_both_sides(batch):
     """The core pops DONE after the unit pushed it and after doing all its own work."""
-    for name in ("o0_default", "o0_slow", "o3_fast"):
+    for name in ("o0_default", "o0_slow", "o3_fast", "o0_replay_slow", "o3_replay_fast"):
         r, ex = batch[name]["rtl"], batch[name]["ex"]
         assert r.core.finished and not r.core.schedule_mismatch, name
         assert r.core.finish_cycles >= max(r.cycles, ex.core_cycles + 1), name
@@ -184,6 +193,23 @@ def test_fast_core_waits_for_the_unit(batch):
 
 
 @pytest.mark.rtl
+def test_a_replayed_core_keeps_its_pace_or_waits_for_the_unit(batch):
+    """A replayed core (CoreReplay) 40 cycles per callback, far slower than the unit: after its
+    first control token it never waits, so it pops DONE exactly its estimate (40 cycles per
+    callback) after the first control token, and the unit stalls behind it. With no pace it is
+    faster than the unit: the unit runs as with a free-running sink, and the core pops DONE a few
+    cycles after the unit is done (as the flat fast core above)."""
+    slow, free = batch["o0_replay_slow"]["rtl"], batch["o0_free"]["rtl"]
+    ex = batch["o0_replay_slow"]["ex"]
+    assert ex.core_cycles == 40 * (len(ex.pops_per_control) - 1)
+    assert slow.core.finish_cycles == ex.core_cycles + slow.core.first_control_cycle
+    assert slow.stats["out_stall_cycles"] > 0 and slow.cycles > free.cycles
+    fast, free = batch["o3_replay_fast"]["rtl"], batch["o3_free"]["rtl"]
+    assert fast.stats["out_stall_cycles"] == 0 and fast.cycles == free.cycles
+    assert fast.cycles < fast.core.finish_cycles <= fast.cycles + 8
+
+
+@pytest.mark.rtl
 def test_a_wrong_schedule_falls_back_to_a_free_running_sink(batch):
     for name in ("extra_control", "extra_operand"):
         core = batch[name]["rtl"].core
@@ -197,6 +223,13 @@ def test_cocotb_engine_refuses_a_core_schedule():
         run_many_on_rtl([job], engine="cocotb")
     with pytest.raises(ValueError, match="core_schedule"):
         run_many_on_rtl([dataclasses.replace(job, core_schedule=None)], engine="cpp")
+
+
+def test_a_replayed_core_needs_one_pace_per_control_token():
+    from sim.system import RtlJob, run_many_on_rtl
+    job = RtlJob(b"", bytes(8), [], core=CoreReplay((0, 0)), core_schedule=[0])
+    with pytest.raises(ValueError, match=r"core.pace must have one entry .* \(1\), not 2 entries"):
+        run_many_on_rtl([job], engine="cpp")
 
 
 def test_coupled_needs_the_rtl_target(kernels):

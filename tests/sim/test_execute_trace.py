@@ -203,3 +203,69 @@ def test_a_store_is_dropped_only_when_every_address_is_written_again_unread():
     assert t.kind == [ALU] + [STORE] * 5
     assert [a[0] for a in t.addrs[1:]] == [0, 8, 8, 16, 16]
     assert t.deps == [()] + [(0,)] * 5
+
+
+def _control_trace(alu_latencies):
+    """A hand trace: per callback a control-token pop and one ALU of the given latency that
+    depends on the callback before it (a chain through the callbacks), then DONE's pop."""
+    from sim.core_trace import Trace
+    from sim.execute_trace import CONTROL_QUEUE
+    t = Trace()
+
+    def add(kind, deps, latency, array):
+        t.kind.append(kind)
+        t.deps.append(tuple(deps))
+        t.latency.append(latency)
+        t.lines.append(())
+        t.nbytes.append(8 if kind == LOAD else 0)
+        t.array.append(array)
+        t.addrs.append([])
+        t.forwarded.append(False)
+        return len(t.kind) - 1
+
+    pops, prev = [], None
+    for latency in alu_latencies:
+        pops.append(add(LOAD, [], 0, CONTROL_QUEUE.name))
+        prev = add(ALU, [] if prev is None else [prev], latency, "")
+    pops.append(add(LOAD, [], 0, CONTROL_QUEUE.name))
+    return t, pops
+
+
+def test_callback_pace_is_the_distance_between_control_pops_retiring():
+    """Each callback's pace: its control pop's retirement to the next one's. One ALU per
+    callback, 30, 2 and 50 cycles, in a chain; each control pop retires in order behind the ALU
+    before it, so the second and third paces are the ALUs' 2 and 50 cycles."""
+    from sim.execute_trace import callback_pace, replayed_core
+    trace, pops = _control_trace([30, 2, 50])
+    result = run_core(trace, get_preset("HBM2"), CoreConfig(), record_retire=True)
+    retire = result.retire_cycles
+    assert len(retire) == len(trace) and retire == sorted(retire)
+    assert retire[-1] + 1 == result.core_cycles
+    pace = callback_pace(trace, result)
+    assert pace == tuple(retire[b] - retire[a] for a, b in zip(pops, pops[1:])) + (0,)
+    alu_done = [retire[p + 1] for p in pops[:-1]]
+    assert alu_done[1] - alu_done[0] == 2 and alu_done[2] - alu_done[1] == 50
+    assert pace[1] == 2 and pace[2] == 50
+    core = replayed_core(trace, result, tokens_per_cycle=16, buffer_beats=3)
+    assert (core.pace, core.tokens_per_cycle, core.buffer_beats) == (pace, 16, 3)
+    assert core.cycles([0, 0, 0]) == sum(pace)
+    # two core cycles per memory cycle: the retirements halved (rounded down), then differenced
+    assert callback_pace(trace, result, clock_ratio=2) == \
+        tuple(retire[b] // 2 - retire[a] // 2 for a, b in zip(pops, pops[1:])) + (0,)
+    with pytest.raises(ValueError, match="record_retire=True"):
+        callback_pace(trace, run_core(trace, get_preset("HBM2"), CoreConfig()))
+
+
+def test_the_replayed_execute_side_takes_the_core_models_time(seed):
+    """On a workload: one pace per control token, the replay's own estimate at least the
+    operands at the vector width and at least the sum of the paces (the core model's time from
+    the first control pop's retirement to DONE's)."""
+    from sim.execute_trace import replayed_core
+    w, comp, args, tokens = _compiled("eb_sum", 3, seed)
+    tr, r = run_execute_side(comp.dlc, args, tokens.data_tokens, tokens.control_tokens,
+                             get_preset("HBM2"))
+    core = replayed_core(tr, r)
+    assert len(core.pace) == len(tokens.control_tokens) and core.pace[-1] == 0
+    pops = run_kernel(comp.kernel, w.make("small", seed), "golden").execute.pops_per_control[:-1]
+    assert core.cycles(pops) >= max(sum(core.pace), -(-sum(pops) // 8))
+    assert sum(core.pace) <= r.core_cycles

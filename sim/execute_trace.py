@@ -342,10 +342,16 @@ def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tup
     return tuple(b - a for a, b in zip(pops, pops[1:])) + (0,)
 
 
-def replayed_core(trace: Trace, result: CoreResult, *, clock_ratio: int = 1,
-                  tokens_per_cycle: int = 8, buffer_beats: int = 2) -> CoreReplay:
+def replayed_core(trace: Trace, result: CoreResult, config: CoreConfig | None = None, *,
+                  buffer_beats: int = 2) -> CoreReplay:
     """The execute side of :func:`run_execute_side` as a core for the coupled simulation
     (``sw.runtime.execute.CoreReplay``): each callback at its own pace (:func:`callback_pace`),
-    operands at ``tokens_per_cycle`` per memory cycle (8: one 512-bit data beat),
-    ``buffer_beats`` beats of operand buffer. Raises what :func:`callback_pace` raises."""
-    return CoreReplay(callback_pace(trace, result, clock_ratio), tokens_per_cycle, buffer_beats)
+    operands taken at the rate that run popped them, ``config.load_ports`` vector pops of 8
+    tokens per core cycle (16: two 512-bit loads, Golden Cove's, ``CoreConfig``; times
+    ``config.clock_ratio`` per memory cycle), from an operand buffer of ``buffer_beats`` data
+    beats, which the access unit's data queue fills at one beat per cycle. ``config`` is the
+    core ``result`` ran on (default ``CoreConfig()``). Raises what :func:`callback_pace`
+    raises."""
+    cfg = config or CoreConfig()
+    return CoreReplay(callback_pace(trace, result, cfg.clock_ratio),
+                      cfg.load_ports * _VECTOR_TOKENS * cfg.clock_ratio, buffer_beats)

@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "queues in the same simulation, coupled, so the run gives the DAE cycles: "
                         "replay = the kernel's execute side run on the core-only baseline's "
                         "out-of-order core (sim.execute_trace), each callback replayed at its own "
-                        "pace, operands at 8 tokens per cycle (sw.runtime.execute.CoreReplay; "
+                        "pace, operands as that core pops them (sw.runtime.execute.CoreReplay; "
                         "compiled programs); fitted = a flat rate (sw.runtime.execute.CoreCostModel) "
                         "whose cycles per callback are fitted to that run; model = the flat default "
                         "rate (6 cycles per callback); free = a consumer that takes every token "
@@ -250,7 +250,8 @@ def _execute_side_core(kernel, dlc, args, ns):
     accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
     default Golden Cove ``CoreConfig``, the same memory preset) with every token ready. With
     ``--core replay`` (the default) that run's callbacks are replayed at their own pace
-    (``sim.execute_trace.replayed_core``, 8 tokens per cycle); with ``--core fitted`` the
+    (``sim.execute_trace.replayed_core``: operands at 16 tokens per cycle, that core's two
+    512-bit loads); with ``--core fitted`` the
     ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
     returned. A line says which, before. Raises ``AssertionError`` if the execute side's results
     differ from the golden run's (beyond float32 rounding)."""
@@ -281,7 +282,8 @@ def _execute_side_core(kernel, dlc, args, ns):
         return cost
     cost = replayed_core(trace, result)
     print(ran + f"the coupled core replays its {len(pops)} callbacks at their own pace, "
-          f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without waiting)")
+          f"operands at up to {cost.tokens_per_cycle} tokens per cycle from its buffer "
+          f"({cost.cycles(pops)} cycles without waiting)")
     return cost
 
 

@@ -129,23 +129,28 @@ class CoreReplay:
     the kernel's own compute loop runs on the core-only baseline's out-of-order core with every
     token ready (``sim.execute_trace.replayed_core``; one entry per control token, ``DONE``
     included, whose entry is not used). On top of that pace the core takes operands from its
-    buffer at ``tokens_per_cycle`` per cycle, shared by the callbacks of a cycle: the callback
-    popped in a cycle takes what the one before it left of that cycle's tokens (a vector pop and
-    the next control pop are independent loads of an out-of-order core), and the next control
-    token may pop in the cycle the callback's last operands are taken. So a callback costs
-    neither less than its measured pace nor less than its operands at the vector width, and
-    callbacks do not round up to whole cycles each (:class:`CoreCostModel` does).
+    buffer at ``tokens_per_cycle`` per cycle (default 16: two 512-bit vector pops, as the
+    out-of-order run pops them with its two load ports), shared by the callbacks of a cycle: the
+    callback popped in a cycle takes what the one before it left of that cycle's tokens (a
+    vector pop and the next control pop are independent loads of an out-of-order core), and the
+    next control token may pop in the cycle the callback's last operands are taken. So a
+    callback costs neither less than its measured pace nor less than its operands at that rate,
+    and callbacks do not round up to whole cycles each (:class:`CoreCostModel` does).
 
     ``buffer_beats`` is the core's operand buffer in data beats, as for
-    :class:`CoreCostModel`. :meth:`cycles` is the estimate with no waiting for the access unit;
-    the coupled simulation (``sim/harness/core_model.h``, ``CoreModel`` with a pace) gives the
-    same count plus the waits.
+    :class:`CoreCostModel`; the access unit fills it at one beat (``TmuConfig.output_tokens``
+    tokens, 8 by default) per cycle, so a core taking 16 per cycle drains what gathered while
+    it computed, and runs at the beat rate when it has nothing else to do. :meth:`cycles` is the
+    estimate with no waiting for the access unit (on the workloads of ``sw.workloads``, within
+    a few cycles of the out-of-order run it replays); the coupled simulation
+    (``sim/harness/core_model.h``, ``CoreModel`` with a pace) gives the same count plus the
+    waits.
 
     Raises ``ValueError`` naming the field: ``pace`` empty or not ints >= 0,
     ``tokens_per_cycle`` or ``buffer_beats`` not an int >= 1.
     """
     pace: tuple
-    tokens_per_cycle: int = 8
+    tokens_per_cycle: int = 16
     buffer_beats: int = 2
 
     def __post_init__(self):

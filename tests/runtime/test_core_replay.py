@@ -41,21 +41,22 @@ def test_the_estimate_is_the_cycle_by_cycle_model(width, seed):
 
 
 def test_hand_counted_cases():
+    """At 8 operands per cycle (the default is 16, two 512-bit pops)."""
     # 20 operands at 8 per cycle: cycles 0, 1, 2 (8 + 8 + 4); DONE pops with the last ones
-    assert CoreReplay((0, 0)).cycles([20]) == 2
+    assert CoreReplay((0, 0), tokens_per_cycle=8).cycles([20]) == 2
     # one control token per cycle: two callbacks of 8 in cycles 0 and 1, DONE in 2
-    assert CoreReplay((0, 0, 0)).cycles([8, 8]) == 2
+    assert CoreReplay((0, 0, 0), tokens_per_cycle=8).cycles([8, 8]) == 2
     # 5 then 3, each within the cycle of its pop: cycles 0 and 1 (one control token per
     # cycle), DONE in 2
-    assert CoreReplay((0, 0, 0)).cycles([5, 3]) == 2
+    assert CoreReplay((0, 0, 0), tokens_per_cycle=8).cycles([5, 3]) == 2
     # 12 then 12: the first takes 8 (cycle 0) + 4 (cycle 1); the second pops in cycle 1 and
     # takes the other 4 of it, then 8 in cycle 2; DONE pops in cycle 2
-    assert CoreReplay((0, 0, 0)).cycles([12, 12]) == 2
+    assert CoreReplay((0, 0, 0), tokens_per_cycle=8).cycles([12, 12]) == 2
     # the pace dominates: a callback of 1 operand that the core spent 5 cycles on
-    assert CoreReplay((5, 0)).cycles([1]) == 5
-    assert CoreReplay((5, 7, 0)).cycles([1, 1]) == 12
+    assert CoreReplay((5, 0), tokens_per_cycle=8).cycles([1]) == 5
+    assert CoreReplay((5, 7, 0), tokens_per_cycle=8).cycles([1, 1]) == 12
     # no callbacks: DONE pops at once
-    assert CoreReplay((0,)).cycles([]) == 0
+    assert CoreReplay((0,), tokens_per_cycle=8).cycles([]) == 0
 
 
 def test_bad_arguments_are_named():
@@ -72,3 +73,4 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"one entry per control token \(3, DONE included\), not 2"):
         CoreReplay((0, 0)).cycles([1, 2])
     assert CoreReplay([3, 0]).pace == (3, 0)        # a list is kept as a tuple (hashable)
+    assert CoreReplay((0,)).tokens_per_cycle == 16

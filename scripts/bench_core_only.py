@@ -138,6 +138,16 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
                                                clock_ratio=clock_ratio, replay=replay)}
 
 
+def _merge(rows, dae: dict, columns) -> None:
+    """Add ``columns(row, its workload's DAE row)`` to every core-only row, or the first error."""
+    for r in rows:
+        d = dae[r["workload"]]
+        if d.get("error") or r["error"]:
+            r["error"] = r["error"] or d["error"]
+            continue
+        r.update(columns(r, d))
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
@@ -214,35 +224,25 @@ def main(argv=None) -> int:
                 continue
             r.update(dae_access_cycles=d["rtl_cycles"], dae_core_cycles=d["core_cycles"],
                      dae_cycles=d["dae_cycles"], speedup=r["core_only_cycles"] / d["dae_cycles"])
+        common = dict(output_tokens=a.output_tokens, memory_ports=a.memory_ports,
+                      tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio)
         if not a.no_fit:
-            fitted = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
-                              output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                              tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio,
-                              fit=True)
-            for r in rows:
-                d = fitted[r["workload"]]
-                if d.get("error") or r["error"]:
-                    r["error"] = r["error"] or d["error"]
-                    continue
-                r.update(execute_ooo_cycles=d.get("execute_ooo_cycles"),
-                         fitted_cycles_per_control=d.get("fitted_cycles_per_control"),
-                         execute_fit_cycles=d["core_cycles"],
-                         dae_fitted_access_cycles=d["rtl_cycles"], dae_fitted_cycles=d["dae_cycles"],
-                         speedup_fitted=r["core_only_cycles"] / d["dae_cycles"])
+            _merge(rows, dae_rows(a.workloads, a.size, a.memory, a.level, a.config, fit=True,
+                                  **common),
+                   lambda r, d: dict(execute_ooo_cycles=d.get("execute_ooo_cycles"),
+                                     fitted_cycles_per_control=d.get("fitted_cycles_per_control"),
+                                     execute_fit_cycles=d["core_cycles"],
+                                     dae_fitted_access_cycles=d["rtl_cycles"],
+                                     dae_fitted_cycles=d["dae_cycles"],
+                                     speedup_fitted=r["core_only_cycles"] / d["dae_cycles"]))
         if not a.no_replay:
-            replayed = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
-                                output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                                tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio,
-                                replay=True)
-            for r in rows:
-                d = replayed[r["workload"]]
-                if d.get("error") or r["error"]:
-                    r["error"] = r["error"] or d["error"]
-                    continue
-                r.update(execute_ooo_cycles=d.get("execute_ooo_cycles"),
-                         execute_replay_cycles=d["core_cycles"],
-                         dae_replay_access_cycles=d["rtl_cycles"], dae_replay_cycles=d["dae_cycles"],
-                         speedup_replay=r["core_only_cycles"] / d["dae_cycles"])
+            _merge(rows, dae_rows(a.workloads, a.size, a.memory, a.level, a.config, replay=True,
+                                  **common),
+                   lambda r, d: dict(execute_ooo_cycles=d.get("execute_ooo_cycles"),
+                                     execute_replay_cycles=d["core_cycles"],
+                                     dae_replay_access_cycles=d["rtl_cycles"],
+                                     dae_replay_cycles=d["dae_cycles"],
+                                     speedup_replay=r["core_only_cycles"] / d["dae_cycles"]))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:

@@ -141,8 +141,9 @@ class CoreReplay:
     :class:`CoreCostModel`; the access unit fills it at one beat (``TmuConfig.output_tokens``
     tokens, 8 by default) per cycle, so a core taking 16 per cycle drains what gathered while
     it computed, and runs at the beat rate when it has nothing else to do. :meth:`cycles` is the
-    estimate with no waiting for the access unit (on the workloads of ``sw.workloads``, within
-    a few cycles of the out-of-order run it replays); the coupled simulation
+    estimate with no waiting for the access unit (on the ``-O3`` workloads of ``sw.workloads``,
+    full inputs, within 50 cycles of the out-of-order run it replays: that run's cycles before
+    its first control pop retires are not replayed); the coupled simulation
     (``sim/harness/core_model.h``, ``CoreModel`` with a pace) gives the same count plus the
     waits.
 

@@ -140,17 +140,19 @@ def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostMo
     ``clock_ratio``, memory preset ``memory``), its results are checked with
     ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles,
     cost.tokens_per_cycle))`` (memory cycles), or with ``replay`` ``(cycles, the run replayed
-    callback by callback)`` (``sim.execute_trace.replayed_core``: operands at that core's own
-    rate, ``cost``'s buffer)."""
+    callback by callback)`` (``CoreReplay`` of ``sim.execute_trace.replay_parameters``: operands
+    at that core's own rate, ``cost``'s buffer)."""
     from hw.hbm_model.presets import get_preset
     from sim.core_only import CoreConfig
-    from sim.execute_trace import replayed_core, run_execute_side
+    from sim.execute_trace import replay_parameters, run_execute_side
+    from sw.runtime.execute import CoreReplay
     core = CoreConfig(clock_ratio=clock_ratio)
     trace, result = run_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens,
                                      get_preset(memory), core)
     workload.check(_copy(args), list(trace.results))
     if replay:
-        return result.cycles, replayed_core(trace, result, core, buffer_beats=cost.buffer_beats)
+        return result.cycles, CoreReplay(*replay_parameters(trace, result, core),
+                                         buffer_beats=cost.buffer_beats)
     return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
 
 

@@ -46,14 +46,12 @@ from typing import Sequence
 import numpy as np
 from xdsl.dialects.builtin import IndexType
 
-from sw.runtime.execute import CoreReplay
-
 from .core_only import CoreConfig, CoreResult, run_core
 from .core_trace import (ALU, LOAD, STORE, OpLatency, Trace, _bind, _check_vector_bytes, _Mem,
                          _Tracer, element_type_name)
 from .vector_ops import VectorOps, is_vector
 
-__all__ = ["trace_execute", "run_execute_side", "callback_pace", "replayed_core", "DONE_TOKEN"]
+__all__ = ["trace_execute", "run_execute_side", "callback_pace", "replay_parameters", "DONE_TOKEN"]
 
 DONE_TOKEN = 0xFFFF
 _VECTOR_TOKENS = 8            # 64-bit tokens per 512-bit queue pop
@@ -342,16 +340,16 @@ def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tup
     return tuple(b - a for a, b in zip(pops, pops[1:])) + (0,)
 
 
-def replayed_core(trace: Trace, result: CoreResult, config: CoreConfig | None = None, *,
-                  buffer_beats: int = 2) -> CoreReplay:
-    """The execute side of :func:`run_execute_side` as a core for the coupled simulation
-    (``sw.runtime.execute.CoreReplay``): each callback at its own pace (:func:`callback_pace`),
-    operands taken at the rate that run popped them, ``config.load_ports`` vector pops of 8
-    tokens per core cycle (16: two 512-bit loads, Golden Cove's, ``CoreConfig``; times
-    ``config.clock_ratio`` per memory cycle), from an operand buffer of ``buffer_beats`` data
-    beats, which the access unit's data queue fills at one beat per cycle. ``config`` is the
+def replay_parameters(trace: Trace, result: CoreResult,
+                      config: CoreConfig | None = None) -> tuple[tuple[int, ...], int]:
+    """``(pace, tokens_per_cycle)`` of the execute side of :func:`run_execute_side`, for the
+    coupled simulation's replayed core (``sw.runtime.execute.CoreReplay(pace,
+    tokens_per_cycle)``; ``sim.main_job`` and ``scripts/bench_compiler.py`` build it): each
+    callback's pace (:func:`callback_pace`) and the rate that run popped operands at,
+    ``config.load_ports`` vector pops of 8 tokens per core cycle (16: two 512-bit loads, Golden
+    Cove's, ``CoreConfig``), times ``config.clock_ratio`` per memory cycle. ``config`` is the
     core ``result`` ran on (default ``CoreConfig()``). Raises what :func:`callback_pace`
     raises."""
     cfg = config or CoreConfig()
-    return CoreReplay(callback_pace(trace, result, cfg.clock_ratio),
-                      cfg.load_ports * _VECTOR_TOKENS * cfg.clock_ratio, buffer_beats)
+    return (callback_pace(trace, result, cfg.clock_ratio),
+            cfg.load_ports * _VECTOR_TOKENS * cfg.clock_ratio)

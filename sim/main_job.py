@@ -250,15 +250,15 @@ def _execute_side_core(kernel, dlc, args, ns):
     accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
     default Golden Cove ``CoreConfig``, the same memory preset) with every token ready. With
     ``--core replay`` (the default) that run's callbacks are replayed at their own pace
-    (``sim.execute_trace.replayed_core``: operands at 16 tokens per cycle, that core's two
+    (``sim.execute_trace.replay_parameters``: operands at 16 tokens per cycle, that core's two
     512-bit loads); with ``--core fitted`` the
     ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
     returned. A line says which, before. Raises ``AssertionError`` if the execute side's results
     differ from the golden run's (beyond float32 rounding)."""
     from hw.hbm_model.presets import get_preset
-    from sim.execute_trace import replayed_core, run_execute_side
+    from sim.execute_trace import replay_parameters, run_execute_side
     from sw.runtime.drivers import run_kernel
-    from sw.runtime.execute import CoreCostModel
+    from sw.runtime.execute import CoreCostModel, CoreReplay
     golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
     trace, result = run_execute_side(dlc, args, golden.access.data_tokens,
                                      golden.access.control_tokens,
@@ -280,7 +280,7 @@ def _execute_side_core(kernel, dlc, args, ns):
               f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without "
               "waiting)")
         return cost
-    cost = replayed_core(trace, result)
+    cost = CoreReplay(*replay_parameters(trace, result))
     print(ran + f"the coupled core replays its {len(pops)} callbacks at their own pace, "
           f"operands at up to {cost.tokens_per_cycle} tokens per cycle from its buffer "
           f"({cost.cycles(pops)} cycles without waiting)")

@@ -127,7 +127,7 @@ class CoreReplay:
     ``pace[i]`` is the time, in cycles, from the pop of control token ``i`` to the earliest pop of
     token ``i + 1``: the distance between the retirements of the two control-token pops when
     the kernel's own compute loop runs on the core-only baseline's out-of-order core with every
-    token ready (``sim.execute_trace.replayed_core``; one entry per control token, ``DONE``
+    token ready (``sim.execute_trace.replay_parameters``; one entry per control token, ``DONE``
     included, whose entry is not used). On top of that pace the core takes operands from its
     buffer at ``tokens_per_cycle`` per cycle (default 16: two 512-bit vector pops, as the
     out-of-order run pops them with its two load ports), shared by the callbacks of a cycle: the

@@ -19,6 +19,7 @@ from sim.execute_trace import run_execute_side, trace_execute
 from sw.compiler.frontends.mlir import parse_mlir
 from sw.compiler.pipelines import run_pipeline
 from sw.runtime.drivers import run_kernel
+from sw.runtime.execute import CoreReplay
 from sw.workloads import WORKLOADS
 
 warnings.simplefilter("ignore", UserWarning)
@@ -235,7 +236,7 @@ def test_callback_pace_is_the_distance_between_control_pops_retiring():
     """Each callback's pace: its control pop's retirement to the next one's. One ALU per
     callback, 30, 2 and 50 cycles, in a chain; each control pop retires in order behind the ALU
     before it, so the second and third paces are the ALUs' 2 and 50 cycles."""
-    from sim.execute_trace import callback_pace, replayed_core
+    from sim.execute_trace import callback_pace, replay_parameters
     trace, pops = _control_trace([30, 2, 50])
     result = run_core(trace, get_preset("HBM2"), CoreConfig(), record_retire=True)
     retire = result.retire_cycles
@@ -246,10 +247,9 @@ def test_callback_pace_is_the_distance_between_control_pops_retiring():
     alu_done = [retire[p + 1] for p in pops[:-1]]
     assert alu_done[1] - alu_done[0] == 2 and alu_done[2] - alu_done[1] == 50
     assert pace[1] == 2 and pace[2] == 50
-    core = replayed_core(trace, result, CoreConfig(load_ports=1), buffer_beats=3)
-    assert (core.pace, core.tokens_per_cycle, core.buffer_beats) == (pace, 8, 3)
-    assert replayed_core(trace, result).tokens_per_cycle == 16      # two 512-bit pops per cycle
-    assert core.cycles([0, 0, 0]) == sum(pace)
+    assert replay_parameters(trace, result, CoreConfig(load_ports=1)) == (pace, 8)
+    assert replay_parameters(trace, result) == (pace, 16)      # two 512-bit pops per cycle
+    assert CoreReplay(pace).cycles([0, 0, 0]) == sum(pace)
     # two core cycles per memory cycle: the retirements halved (rounded down), then differenced
     assert callback_pace(trace, result, clock_ratio=2) == \
         tuple(retire[b] // 2 - retire[a] // 2 for a, b in zip(pops, pops[1:])) + (0,)
@@ -261,11 +261,11 @@ def test_the_replayed_execute_side_takes_the_core_models_time(seed):
     """On a workload: one pace per control token, the replay's own estimate at least the
     operands at two vectors per cycle and at least the sum of the paces (the core model's time
     from the first control pop's retirement to DONE's)."""
-    from sim.execute_trace import replayed_core
+    from sim.execute_trace import replay_parameters
     w, comp, args, tokens = _compiled("eb_sum", 3, seed)
     tr, r = run_execute_side(comp.dlc, args, tokens.data_tokens, tokens.control_tokens,
                              get_preset("HBM2"))
-    core = replayed_core(tr, r)
+    core = CoreReplay(*replay_parameters(tr, r))
     assert len(core.pace) == len(tokens.control_tokens) and core.pace[-1] == 0
     pops = run_kernel(comp.kernel, w.make("small", seed), "golden").execute.pops_per_control[:-1]
     assert core.cycles(pops) >= max(sum(core.pace), -(-sum(pops) // 16))

@@ -151,7 +151,7 @@ def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostMo
                                      get_preset(memory), core)
     workload.check(_copy(args), list(trace.results))
     if replay:
-        return result.cycles, CoreReplay(*replay_parameters(trace, result, core),
+        return result.cycles, CoreReplay(**replay_parameters(trace, result, core),
                                          buffer_beats=cost.buffer_beats)
     return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
 

@@ -341,15 +341,24 @@ def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tup
 
 
 def replay_parameters(trace: Trace, result: CoreResult,
-                      config: CoreConfig | None = None) -> tuple[tuple[int, ...], int]:
-    """``(pace, tokens_per_cycle)`` of the execute side of :func:`run_execute_side`, for the
-    coupled simulation's replayed core (``sw.runtime.execute.CoreReplay(pace,
-    tokens_per_cycle)``; ``sim.main_job`` and ``scripts/bench_compiler.py`` build it): each
-    callback's pace (:func:`callback_pace`) and the rate that run popped operands at,
-    ``config.load_ports`` vector pops of 8 tokens per core cycle (16: two 512-bit loads, Golden
-    Cove's, ``CoreConfig``), times ``config.clock_ratio`` per memory cycle. ``config`` is the
-    core ``result`` ran on (default ``CoreConfig()``). Raises what :func:`callback_pace`
-    raises."""
+                      config: CoreConfig | None = None) -> dict:
+    """The execute side of :func:`run_execute_side` as the keyword arguments of the coupled
+    simulation's replayed core (``sw.runtime.execute.CoreReplay(**replay_parameters(...))``;
+    ``sim.main_job`` and ``scripts/bench_compiler.py`` build it):
+
+    * ``pace``: each callback's pace (:func:`callback_pace`);
+    * ``instructions``: each callback's instructions in the trace, from its control-token pop
+      to the next one (``DONE``: its pop, 1);
+    * ``window``: the reorder buffer's entries (``config.rob_entries``);
+    * ``tokens_per_cycle``: the rate that run popped operands at, ``config.load_ports`` vector
+      pops of 8 tokens per core cycle (16: two 512-bit loads, Golden Cove's), times
+      ``config.clock_ratio`` per memory cycle.
+
+    ``config`` is the core ``result`` ran on (default ``CoreConfig()``). Raises what
+    :func:`callback_pace` raises."""
     cfg = config or CoreConfig()
-    return (callback_pace(trace, result, cfg.clock_ratio),
-            cfg.load_ports * _VECTOR_TOKENS * cfg.clock_ratio)
+    pops = [i for i, name in enumerate(trace.array) if name == CONTROL_QUEUE.name]
+    instructions = tuple(b - a for a, b in zip(pops, pops[1:])) + (1,)
+    return dict(pace=callback_pace(trace, result, cfg.clock_ratio), instructions=instructions,
+                window=cfg.rob_entries,
+                tokens_per_cycle=cfg.load_ports * _VECTOR_TOKENS * cfg.clock_ratio)

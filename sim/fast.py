@@ -26,9 +26,11 @@ Files in the job directory:
     bp_threshold <0..65536: a sink is ready when its xorshift32 state's low 16 bits are >= this>
     seed <32-bit seed>
     core <n> [<cycles per control> <tokens per cycle> <buffer beats> <n operand counts>
-              [<n paces>]]                     (n = 0: no core schedule, the back-pressure sinks;
+              [<n paces> <n instruction counts> <window>]]
+                                              (n = 0: no core schedule, the back-pressure sinks;
                                               cycles per control 0: a replayed core,
-                                              sw.runtime.execute.CoreReplay, its pace follows)
+                                              sw.runtime.execute.CoreReplay, its pace,
+                                              instructions and window follow)
     max_cycles <cycles>                        (after the unit blocks)
 
 ``results.txt`` (written by the harness), per job, unit and program of its sequence::
@@ -158,7 +160,10 @@ def _core_line(core: dict | None) -> str:
     pace = core.get("pace")
     line = (f"core {len(pops)} {0 if pace else core['cycles_per_control']} "
             f"{core['tokens_per_cycle']} {core['buffer_beats']} " + " ".join(str(int(k)) for k in pops))
-    return line + (" " + " ".join(str(int(p)) for p in pace) if pace else "")
+    if not pace:
+        return line
+    return (line + " " + " ".join(str(int(p)) for p in pace) + " "
+            + " ".join(str(int(k)) for k in core["instructions"]) + f" {core['window']}")
 
 
 def _write_jobs(path: Path, spec: list[dict]) -> None:

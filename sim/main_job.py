@@ -280,7 +280,7 @@ def _execute_side_core(kernel, dlc, args, ns):
               f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without "
               "waiting)")
         return cost
-    cost = CoreReplay(*replay_parameters(trace, result))
+    cost = CoreReplay(**replay_parameters(trace, result))
     print(ran + f"the coupled core replays its {len(pops)} callbacks at their own pace, "
           f"operands at up to {cost.tokens_per_cycle} tokens per cycle from its buffer "
           f"({cost.cycles(pops)} cycles without waiting)")

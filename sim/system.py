@@ -91,8 +91,8 @@ class RtlJob:
     backdoor: bool = False            # load memory through the per-word back door (slow)
     #: the execute side's rate (any object with int attributes ``cycles_per_control``,
     #: ``tokens_per_cycle``, ``buffer_beats``: ``sw.runtime.execute.CoreCostModel``; or with
-    #: ``pace``, one int per control token, instead of ``cycles_per_control``:
-    #: ``sw.runtime.execute.CoreReplay``); with
+    #: ``pace``, one int per control token, ``instructions`` and ``window`` instead of
+    #: ``cycles_per_control``: ``sw.runtime.execute.CoreReplay``); with
     #: ``core_schedule`` the output queues are consumed by a model of the core instead of the
     #: back-pressure sinks (``backpressure`` is then unused; C++ engine only)
     core: object | None = None
@@ -189,6 +189,11 @@ def _check_job(job: RtlJob, config: TmuConfig) -> None:
                                  or any(not 0 <= int(p) < 1 << 32 for p in pace)):
             raise ValueError(f"core.pace must have one entry in 0..2**32-1 cycles per control "
                              f"token ({len(job.core_schedule)}), not {len(pace)} entries")
+        instructions = getattr(job.core, "instructions", None) if pace is not None else None
+        if instructions is not None and (len(instructions) != len(pace) or any(
+                not 1 <= int(k) < 1 << 32 for k in instructions)):
+            raise ValueError(f"core.instructions must have one entry in 1..2**32-1 per control "
+                             f"token ({len(pace)}), not {len(instructions)} entries")
 
 
 ENGINES = ("cocotb", "cpp")
@@ -283,6 +288,9 @@ def _core_entry(core, schedule) -> dict:
              "pops_per_control": [int(k) for k in schedule]}
     if pace is not None:
         entry["pace"] = [int(p) for p in pace]
+        instructions = getattr(core, "instructions", None) or (1,) * len(pace)
+        entry["instructions"] = [int(k) for k in instructions]
+        entry["window"] = int(getattr(core, "window", 512))
     return entry
 
 

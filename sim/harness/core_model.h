@@ -9,6 +9,8 @@
 
 namespace {
 
+constexpr uint64_t NOT_YET = ~uint64_t(0);   // CoreModel::taken_at: operands not all taken yet
+
 // The execute side as a consumer of the output queues (a job with a core schedule; docs/
 // performance.md "The coupled core model"; sw.runtime.execute.CoreCostModel is the same rate
 // model without waiting). Per control token the core pops it (ready on ctrl), is busy
@@ -18,11 +20,14 @@ namespace {
 // take. schedule[i] is the number of operands the callback of control token i pops (DONE last,
 // with 0). Two calls per cycle: ready() before the clock edge, commit() after it with what fired.
 // With a pace (a replayed execute side, sw.runtime.execute.CoreReplay; cycles_per_control is then
-// unused) the callbacks are not busy cycles of their own: pace[i] is the earliest distance from
-// the pop of control token i to the pop of token i + 1, the tokens_per_cycle operands a cycle
-// takes are shared by the callback finishing in it and the one whose control token pops in it
-// (that token pops in the cycle the last operands are taken, if its pace allows), and the new
-// callback takes what is left of the cycle. Both modes: at most one control token per cycle.
+// unused) the core is a front and a back. The front pops control tokens and takes operands in
+// queue order: tokens_per_cycle operands per cycle, shared by the callback finishing and the one
+// whose control token pops in that cycle (it pops in the cycle the last operands are taken), a
+// control token only when its callback's instructions fit in the window beside those of the
+// callbacks popped and not completed (or the window is empty). The back completes callbacks in
+// order, callback i pace[i] cycles after callback i - 1 (callback 0 after its own pop) and not
+// before its operands are all taken. The core is done (finish_cycle) when DONE has popped and
+// every callback has completed. Both modes: at most one control token per cycle.
 // If the stream and the schedule disagree (more or fewer tokens, DONE elsewhere, or no token
 // moving for long while the core waits) the model gives up: `mismatch`, and from then on both
 // queues are always ready (a free-running sink), so a wrong schedule never deadlocks the run.
@@ -33,6 +38,8 @@ struct CoreModel {
     uint32_t cycles_per_control = 6, tokens_per_cycle = 8, buffer_tokens = 2 * DATA_TOKENS;
     std::vector<uint32_t> schedule;
     std::vector<uint32_t> pace;  // empty: the flat rate (cycles_per_control); else one per control token
+    std::vector<uint32_t> instructions;  // replay: per control token
+    uint64_t window = 512;               // replay: instructions popped and not completed, at most
     // state
     size_t next = 0;            // index of the next control token in the schedule
     uint32_t busy = 0;          // cycles of the current control token's dispatch + body left
@@ -41,15 +48,21 @@ struct CoreModel {
     uint32_t take = 0;          // operands taken in this cycle (set by ready())
     uint32_t take_next = 0;     // replay: the next callback's, if its control token pops now
     bool ctrl_open = false;     // replay: the next control token may pop in this cycle
-    uint64_t allowed = 0;       // replay: the first cycle the next control token may pop in
+    size_t completed = 0;       // replay: callbacks completed (the back)
+    uint64_t occupied = 0;      // replay: instructions of the callbacks popped and not completed
+    uint64_t last_completion = 0;         // replay: cycle of the last completion (or first pop)
+    std::vector<uint64_t> taken_at;       // replay: cycle a callback's operands were all taken
+    bool done_popped = false;   // replay: DONE popped, callbacks may still be completing
     bool finished = false, mismatch = false;
     uint64_t cycle = 0, first_cycle = 0, finish_cycle = 0, starved = 0, stuck = 0, drained = 0;
 
     void start() {   // before the START write
         next = 0;
         busy = need = take = take_next = 0;
-        ctrl_open = false;
-        allowed = 0;
+        ctrl_open = done_popped = false;
+        completed = 0;
+        occupied = last_completion = 0;
+        taken_at.assign(schedule.empty() ? 0 : schedule.size() - 1, NOT_YET);
         buffered = cycle = first_cycle = finish_cycle = starved = stuck = drained = 0;
         finished = mismatch = false;
     }
@@ -69,7 +82,9 @@ struct CoreModel {
         if (busy == 0 && need > 0)
             take = uint32_t(std::min<uint64_t>({tokens_per_cycle, need, buffered}));
         if (replay()) {
-            ctrl_open = need == take && cycle >= allowed;
+            bool room = next < instructions.size() &&
+                        (occupied == 0 || occupied + instructions[next] <= window);
+            ctrl_open = need == take && !done_popped && room;
             take_next = 0;
             if (ctrl_open && next < schedule.size())
                 take_next = uint32_t(std::min<uint64_t>(
@@ -104,6 +119,10 @@ struct CoreModel {
         drained = hopeless ? drained + 1 : 0;
         buffered -= take;
         need -= take;
+        const uint64_t now = cycle - 1;   // this cycle, counted from 0
+        if (replay() && need == 0 && next > 0 && next - 1 < taken_at.size() &&
+            taken_at[next - 1] == NOT_YET)
+            taken_at[next - 1] = now;
         if (busy > 0) busy -= 1;
         if (data_fire) buffered += count;
         if (ctrl_fire) {
@@ -113,19 +132,39 @@ struct CoreModel {
             if (next >= schedule.size() || done_token != last) {
                 mismatch = true;
             } else if (done_token) {
-                finished = true;
-                finish_cycle = cycle;
+                if (replay()) {
+                    done_popped = true;    // finished once every callback has completed
+                } else {
+                    finished = true;
+                    finish_cycle = cycle;
+                }
                 if (buffered > 0) mismatch = true;   // operands nobody popped
             } else if (replay()) {
-                // the pop was in cycle `cycle - 1`; its first operands were taken with it
+                // its first operands were taken in the cycle of the pop
                 need = schedule[next] - take_next;
                 buffered -= take_next;
-                allowed = cycle - 1 + (next < pace.size() ? pace[next] : 0);
+                occupied += instructions[next];
+                if (next == 0) last_completion = now;
+                if (need == 0) taken_at[next] = now;
             } else {
                 busy = cycles_per_control - 1;
                 need = schedule[next];
             }
             next += 1;
+        }
+        if (replay() && !mismatch) {
+            // the back: callbacks complete in order, at their pace, after their operands
+            size_t popped = std::min(next, taken_at.size());
+            while (completed < popped && taken_at[completed] != NOT_YET &&
+                   now >= std::max(last_completion + pace[completed], taken_at[completed])) {
+                last_completion = now;
+                occupied -= instructions[completed];
+                completed += 1;
+            }
+            if (done_popped && completed == taken_at.size()) {
+                finished = true;
+                finish_cycle = cycle;
+            }
         }
         if (drained >= DRAINED_LIMIT || (refused && stuck >= STUCK_LIMIT)) mismatch = true;
     }

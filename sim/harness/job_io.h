@@ -31,6 +31,8 @@ struct UnitJob {
     uint32_t cycles_per_control = 0, tokens_per_cycle = 0, buffer_beats = 0;
     std::vector<uint32_t> schedule;
     std::vector<uint32_t> pace;        // cycles_per_control 0: a replayed core, one per control token
+    std::vector<uint32_t> instructions;  // ... and its callbacks' instructions
+    uint64_t window = 0;                 // ... and its window (instructions)
 };
 
 struct Job {
@@ -94,9 +96,12 @@ bool read_jobs(const std::string& path, Csr& csr, size_t& counters, std::vector<
                 in >> unit.cycles_per_control >> unit.tokens_per_cycle >> unit.buffer_beats;
                 unit.schedule.resize(count);
                 for (auto& k : unit.schedule) in >> k;
-                if (unit.cycles_per_control == 0) {   // then the pace, one per control token
-                    unit.pace.resize(count);
+                if (unit.cycles_per_control == 0) {   // then the pace and the instructions,
+                    unit.pace.resize(count);           // one per control token, and the window
                     for (auto& p : unit.pace) in >> p;
+                    unit.instructions.resize(count);
+                    for (auto& k : unit.instructions) in >> k;
+                    in >> unit.window;
                 }
             }
           }

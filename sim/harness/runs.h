@@ -46,6 +46,8 @@ void arm_unit(Unit& hu, const UnitJob& unit) {
         hu.core.buffer_tokens = unit.buffer_beats * DATA_TOKENS;
         hu.core.schedule = unit.schedule;
         hu.core.pace = unit.pace;
+        hu.core.instructions = unit.instructions;
+        hu.core.window = unit.window;
         hu.core.start();
     }
     hu.seed_load = true;

@@ -124,33 +124,44 @@ class CoreCostModel:
 class CoreReplay:
     """The execute side replayed callback by callback, in core = unit clock cycles.
 
-    ``pace[i]`` is the time, in cycles, from the pop of control token ``i`` to the earliest pop of
-    token ``i + 1``: the distance between the retirements of the two control-token pops when
-    the kernel's own compute loop runs on the core-only baseline's out-of-order core with every
-    token ready (``sim.execute_trace.replay_parameters``; one entry per control token, ``DONE``
-    included, whose entry is not used). On top of that pace the core takes operands from its
-    buffer at ``tokens_per_cycle`` per cycle (default 16: two 512-bit vector pops, as the
-    out-of-order run pops them with its two load ports), shared by the callbacks of a cycle: the
-    callback popped in a cycle takes what the one before it left of that cycle's tokens (a
-    vector pop and the next control pop are independent loads of an out-of-order core), and the
-    next control token may pop in the cycle the callback's last operands are taken. So a
-    callback costs neither less than its measured pace nor less than its operands at that rate,
-    and callbacks do not round up to whole cycles each (:class:`CoreCostModel` does).
+    An out-of-order core in two halves, both from the kernel's own compute loop run on the
+    core-only baseline's out-of-order core with every token ready
+    (``sim.execute_trace.replay_parameters``):
+
+    * the **front** pops control tokens and operands in queue order, as far ahead as the
+      reorder buffer lets it: a control token pops when its callback's ``instructions`` fit in
+      the ``window`` (the instructions of the callbacks popped and not completed; a callback
+      larger than the window pops into an empty one); operands are taken from the core's
+      buffer at ``tokens_per_cycle`` per cycle (default 16: the run's two 512-bit vector pops),
+      shared by the callback finishing and the one starting in a cycle, and the next control
+      token may pop in the cycle the last operands are taken;
+    * the **back** completes the callbacks in order, each at its **pace** after the one before
+      it (``pace[i]``: the cycles between the retirements of control-token pops ``i`` and
+      ``i + 1`` in that run; callback 0 after its own pop) and not before its operands are all
+      taken.
+
+    So with every operand at hand the replay takes the run's own time, the pace sum, and a
+    callback's long pace (a load that missed, a long dependence chain) does not stop the front
+    from taking the next callbacks' operands, as the out-of-order core did not stop either.
+    ``DONE`` pops when its turn comes; the core is done when ``DONE`` has popped and every
+    callback has completed. One entry of ``pace`` and ``instructions`` per control token,
+    ``DONE`` included (its entries are not used; ``instructions`` None: 1 per callback).
 
     ``buffer_beats`` is the core's operand buffer in data beats, as for
     :class:`CoreCostModel`; the access unit fills it at one beat (``TmuConfig.output_tokens``
-    tokens, 8 by default) per cycle, so a core taking 16 per cycle drains what gathered while
-    it computed, and runs at the beat rate when it has nothing else to do. :meth:`cycles` is the
-    estimate with no waiting for the access unit (on the ``-O3`` workloads of ``sw.workloads``,
-    full inputs, within 50 cycles of the out-of-order run it replays: that run's cycles before
-    its first control pop retires are not replayed); the coupled simulation
-    (``sim/harness/core_model.h``, ``CoreModel`` with a pace) gives the same count plus the
-    waits.
+    tokens, 8 by default) per cycle. :meth:`cycles` is the estimate with every operand in the
+    buffer when wanted (on the ``-O3`` workloads of ``sw.workloads``, full inputs, within 50
+    cycles of the run it replays: that run's cycles before its first control pop retires are not
+    replayed); the coupled simulation (``sim/harness/core_model.h``, ``CoreModel`` with a pace)
+    gives the same rule with the waits.
 
-    Raises ``ValueError`` naming the field: ``pace`` empty or not ints >= 0,
-    ``tokens_per_cycle`` or ``buffer_beats`` not an int >= 1.
+    Raises ``ValueError`` naming the field: ``pace`` empty or not ints >= 0, ``instructions``
+    not as long as ``pace`` or not ints >= 1, ``window``, ``tokens_per_cycle`` or
+    ``buffer_beats`` not an int >= 1.
     """
     pace: tuple
+    instructions: tuple | None = None
+    window: int = 512
     tokens_per_cycle: int = 16
     buffer_beats: int = 2
 
@@ -160,36 +171,59 @@ class CoreReplay:
             raise ValueError(f"pace must be a non-empty sequence of ints >= 0 (cycles, one per "
                              f"control token), not {self.pace!r:.80}")
         object.__setattr__(self, "pace", pace)
-        for name in ("tokens_per_cycle", "buffer_beats"):
+        if self.instructions is not None:
+            instructions = tuple(self.instructions)
+            if len(instructions) != len(pace) or any(
+                    not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in instructions):
+                raise ValueError(f"instructions must be one int >= 1 per control token "
+                                 f"({len(pace)}, as pace), not {self.instructions!r:.80}")
+            object.__setattr__(self, "instructions", instructions)
+        for name in ("window", "tokens_per_cycle", "buffer_beats"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, not {value!r}")
 
     def cycles(self, pops: Sequence[int]) -> int:
-        """The cycle in which ``DONE`` pops (the cycles before it: the callbacks'), the callbacks
-        popping ``pops`` operands each (control-queue order, ``DONE`` excluded) and every operand
-        in the buffer when wanted. Raises ``ValueError`` if ``pace`` does not have one entry
-        per control token (``len(pops) + 1``)."""
+        """The cycle the core is done in (``DONE`` popped and every callback completed;
+        the cycles before it: the callbacks'), the callbacks popping ``pops`` operands each
+        (control-queue order, ``DONE`` excluded) and every operand in the buffer when wanted.
+        Simulated cycle by cycle, as the harness does. Raises ``ValueError`` if ``pace`` does
+        not have one entry per control token (``len(pops) + 1``)."""
         n = len(pops)
         if len(self.pace) != n + 1:
             raise ValueError(f"pace must have one entry per control token ({n + 1}, DONE "
                              f"included), not {len(self.pace)}")
-        width = self.tokens_per_cycle
-        cycle = used = 0             # the cycle control token i pops in; operands taken in it
-        for i in range(n):
-            first = min(pops[i], width - used)       # taken in the cycle of the pop
-            rest = pops[i] - first
-            allowed = cycle + self.pace[i]
-            if rest:                                  # then `width` per cycle, the last cycle's
-                last_cycle = cycle + -(-rest // width)
-                last_take = rest - width * (-(-rest // width) - 1)
-            else:                                     # one control token per cycle
-                last_cycle, last_take = cycle + 1, 0
-            if allowed > last_cycle:
-                cycle, used = allowed, 0
-            else:
-                cycle, used = last_cycle, last_take
-        return cycle
+        width, window, pace = self.tokens_per_cycle, self.window, self.pace
+        instructions = self.instructions or (1,) * (n + 1)
+        cycle = popped = need = occupied = completed = 0
+        last = 0                       # completion of the last callback (callback 0: its pop)
+        taken_at = [None] * n          # the cycle a callback's operands were all taken
+        done_popped = False
+        while True:
+            take = min(width, need)
+            need -= take
+            if need == 0 and popped and popped <= n and taken_at[popped - 1] is None:
+                taken_at[popped - 1] = cycle
+            if need == 0 and not done_popped and (
+                    occupied == 0 or occupied + instructions[popped] <= window):
+                if popped == n:
+                    done_popped = True
+                else:
+                    if popped == 0:
+                        last = cycle
+                    need = pops[popped] - min(pops[popped], width - take)
+                    occupied += instructions[popped]
+                    if need == 0:
+                        taken_at[popped] = cycle
+                    popped += 1
+            while completed < min(popped, n) and taken_at[completed] is not None \
+                    and cycle >= max(last + pace[completed], taken_at[completed]):
+                last = cycle
+                occupied -= instructions[completed]
+                completed += 1
+            if done_popped and completed == n:
+                return cycle
+            cycle += 1
 
 
 @dataclass

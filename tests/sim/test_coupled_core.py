@@ -115,11 +115,11 @@ def batch(kernels, seed):
         runs[name] = dict(gold=gold, ex=ex, cost=cost)
         jobs.append(RtlJob(program, image.data, regs, core=cost, max_cycles=2_000_000,
                            core_schedule=None if cost is None else ex.pops_per_control))
-    # replayed cores (CoreReplay): 40 cycles between control tokens (slower than the unit), and
-    # no pace at all (only the operands' 8 per cycle: faster than the unit)
-    for name, level, pace in (("o0_replay_slow", 0, 40), ("o3_replay_fast", 3, 0)):
+    # replayed cores (CoreReplay): 40 cycles per callback and 4 callbacks in its window (slower
+    # than the unit), and no pace at all (only the operands' 16 per cycle: faster than the unit)
+    for name, level, pace, window in (("o0_replay_slow", 0, 40, 4), ("o3_replay_fast", 3, 0, 512)):
         controls = len(_prepare(kernels[level], args)[3].control_tokens)
-        cost = CoreReplay((pace,) * controls)
+        cost = CoreReplay((pace,) * controls, window=window)
         program, image, regs, gold, ex = _prepare(kernels[level], args, cost)
         runs[name] = dict(gold=gold, ex=ex, cost=cost)
         jobs.append(RtlJob(program, image.data, regs, core=cost, max_cycles=2_000_000,
@@ -194,11 +194,11 @@ def test_fast_core_waits_for_the_unit(batch):
 
 @pytest.mark.rtl
 def test_a_replayed_core_keeps_its_pace_or_waits_for_the_unit(batch):
-    """A replayed core (CoreReplay) 40 cycles per callback, far slower than the unit: after its
-    first control token it never waits, so it pops DONE exactly its estimate (40 cycles per
-    callback) after the first control token, and the unit stalls behind it. With no pace it is
-    faster than the unit: the unit runs as with a free-running sink, and the core pops DONE a few
-    cycles after the unit is done (as the flat fast core above)."""
+    """A replayed core (CoreReplay) 40 cycles per callback, at most 4 callbacks ahead, far
+    slower than the unit: after its first control token it never waits, so it is done exactly
+    its estimate (40 cycles per callback) after the first control token, and the unit stalls
+    behind it. With no pace it is faster than the unit: the unit runs as with a free-running
+    sink, and the core is done a few cycles after the unit (as the flat fast core above)."""
     slow, free = batch["o0_replay_slow"]["rtl"], batch["o0_free"]["rtl"]
     ex = batch["o0_replay_slow"]["ex"]
     assert ex.core_cycles == 40 * (len(ex.pops_per_control) - 1)

@@ -247,9 +247,10 @@ def test_callback_pace_is_the_distance_between_control_pops_retiring():
     alu_done = [retire[p + 1] for p in pops[:-1]]
     assert alu_done[1] - alu_done[0] == 2 and alu_done[2] - alu_done[1] == 50
     assert pace[1] == 2 and pace[2] == 50
-    assert replay_parameters(trace, result, CoreConfig(load_ports=1)) == (pace, 8)
-    assert replay_parameters(trace, result) == (pace, 16)      # two 512-bit pops per cycle
-    assert CoreReplay(pace).cycles([0, 0, 0]) == sum(pace)
+    assert replay_parameters(trace, result, CoreConfig(load_ports=1, rob_entries=64)) == dict(
+        pace=pace, instructions=(2, 2, 2, 1), window=64, tokens_per_cycle=8)
+    assert replay_parameters(trace, result)["tokens_per_cycle"] == 16   # two 512-bit pops
+    assert CoreReplay(**replay_parameters(trace, result)).cycles([0, 0, 0]) == sum(pace)
     # two core cycles per memory cycle: the retirements halved (rounded down), then differenced
     assert callback_pace(trace, result, clock_ratio=2) == \
         tuple(retire[b] // 2 - retire[a] // 2 for a, b in zip(pops, pops[1:])) + (0,)
@@ -265,7 +266,7 @@ def test_the_replayed_execute_side_takes_the_core_models_time(seed):
     w, comp, args, tokens = _compiled("eb_sum", 3, seed)
     tr, r = run_execute_side(comp.dlc, args, tokens.data_tokens, tokens.control_tokens,
                              get_preset("HBM2"))
-    core = CoreReplay(*replay_parameters(tr, r))
+    core = CoreReplay(**replay_parameters(tr, r))
     assert len(core.pace) == len(tokens.control_tokens) and core.pace[-1] == 0
     pops = run_kernel(comp.kernel, w.make("small", seed), "golden").execute.pops_per_control[:-1]
     assert core.cycles(pops) >= max(sum(core.pace), -(-sum(pops) // 16))

@@ -322,6 +322,11 @@ def run_execute_side(module, args: Sequence, data_tokens: Sequence[int],
     return trace, run_core(trace, preset, config or CoreConfig(), record_retire=True)
 
 
+def _control_pops(trace: Trace) -> list[int]:
+    """The trace's control-token pops, by instruction number (one per control token)."""
+    return [i for i, name in enumerate(trace.array) if name == CONTROL_QUEUE.name]
+
+
 def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tuple[int, ...]:
     """Per control token, the memory cycles from the retirement of its pop to the retirement of
     the next control token's pop (0 for the last, ``DONE``): how long each callback took on the
@@ -335,8 +340,7 @@ def callback_pace(trace: Trace, result: CoreResult, clock_ratio: int = 1) -> tup
         raise ValueError(f"result must have the retirement cycle of each of the trace's "
                          f"{len(trace.kind)} instructions (run_core(..., record_retire=True)), "
                          f"not {len(retire)}")
-    pops = [retire[i] // clock_ratio for i, name in enumerate(trace.array)
-            if name == CONTROL_QUEUE.name]
+    pops = [retire[i] // clock_ratio for i in _control_pops(trace)]
     return tuple(b - a for a, b in zip(pops, pops[1:])) + (0,)
 
 
@@ -357,7 +361,7 @@ def replay_parameters(trace: Trace, result: CoreResult,
     ``config`` is the core ``result`` ran on (default ``CoreConfig()``). Raises what
     :func:`callback_pace` raises."""
     cfg = config or CoreConfig()
-    pops = [i for i, name in enumerate(trace.array) if name == CONTROL_QUEUE.name]
+    pops = _control_pops(trace)
     instructions = tuple(b - a for a, b in zip(pops, pops[1:])) + (1,)
     return dict(pace=callback_pace(trace, result, cfg.clock_ratio), instructions=instructions,
                 window=cfg.rob_entries,

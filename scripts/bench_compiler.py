@@ -133,27 +133,21 @@ def geomean(values: Sequence[float]) -> float:
 
 def fitted_cost(workload, dlc, args, tokens, pops, memory: str, cost: CoreCostModel, *,
                 clock_ratio: int = 1, replay: bool = False):
-    """The execute side on the core-only baseline's core and the coupled core made from it.
-
-    ``dlc`` (the kernel's DLC module) runs over ``tokens`` (an ``AccessRun``) on the
-    baseline's core (``sim.execute_trace.run_execute_side``: ``CoreConfig`` with
-    ``clock_ratio``, memory preset ``memory``), its results are checked with
-    ``workload.check``; returns ``(cycles, CoreCostModel.fitted(pops, cycles,
-    cost.tokens_per_cycle))`` (memory cycles), or with ``replay`` ``(cycles, the run replayed
-    callback by callback)`` (``CoreReplay`` of ``sim.execute_trace.replay_parameters``: operands
-    at that core's own rate, ``cost``'s buffer)."""
-    from hw.hbm_model.presets import get_preset
+    """The execute side on the core-only baseline's core and the coupled core made from it
+    (``sw.runtime.coupled_core.core_from_execute_side``: ``CoreConfig`` with ``clock_ratio``,
+    memory preset ``memory``, ``cost``'s tokens per cycle and buffer); the run's results are
+    checked with ``workload.check``. Returns ``(cycles, core)``: the run's memory cycles and
+    ``CoreCostModel.fitted(pops, cycles, ...)``, or with ``replay`` the run replayed callback by
+    callback (``CoreReplay``)."""
     from sim.core_only import CoreConfig
-    from sim.execute_trace import replay_parameters, run_execute_side
-    from sw.runtime.execute import CoreReplay
-    core = CoreConfig(clock_ratio=clock_ratio)
-    trace, result = run_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens,
-                                     get_preset(memory), core)
-    workload.check(_copy(args), list(trace.results))
-    if replay:
-        return result.cycles, CoreReplay(**replay_parameters(trace, result, core),
-                                         buffer_beats=cost.buffer_beats)
-    return result.cycles, CoreCostModel.fitted(pops, result.cycles, cost.tokens_per_cycle)
+    from sw.runtime.coupled_core import core_from_execute_side
+    made = core_from_execute_side(dlc, args, tokens.data_tokens, tokens.control_tokens, pops,
+                                  memory, mode="replay" if replay else "fitted",
+                                  core=CoreConfig(clock_ratio=clock_ratio),
+                                  tokens_per_cycle=cost.tokens_per_cycle,
+                                  buffer_beats=cost.buffer_beats)
+    workload.check(_copy(args), list(made.results))
+    return made.execute_cycles, made.cost
 
 
 def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: Limits, *,

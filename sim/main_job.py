@@ -243,50 +243,6 @@ def _kernel(ns):
     return comp.kernel, comp.dlc
 
 
-def _execute_side_core(kernel, dlc, args, ns):
-    """The coupled core, from the execute side on the core-only baseline's core.
-
-    The golden model's tokens go through the kernel's DLC compute loop (``sim.execute_trace``,
-    accumulators kept in registers), which runs on ``sim.core_only``'s out-of-order core (the
-    default Golden Cove ``CoreConfig``, the same memory preset) with every token ready. With
-    ``--core replay`` (the default) that run's callbacks are replayed at their own pace
-    (``sim.execute_trace.replay_parameters``: operands at 16 tokens per cycle, that core's two
-    512-bit loads); with ``--core fitted`` the
-    ``CoreCostModel`` whose cycles per callback (8 tokens per cycle) come nearest its cycles is
-    returned. A line says which, before. Raises ``AssertionError`` if the execute side's results
-    differ from the golden run's (beyond float32 rounding)."""
-    from hw.hbm_model.presets import get_preset
-    from sim.execute_trace import replay_parameters, run_execute_side
-    from sw.runtime.drivers import run_kernel
-    from sw.runtime.execute import CoreCostModel, CoreReplay
-    golden = run_kernel(kernel, [np.array(a, copy=True) for a in args], "golden")
-    trace, result = run_execute_side(dlc, args, golden.access.data_tokens,
-                                     golden.access.control_tokens,
-                                     get_preset(getattr(ns, "memory", DEFAULT_MEMORY)))
-    # (within float32 rounding: the trace rounds a f32 fma twice, the execute side once)
-    same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5)
-               for a, b in zip(trace.results, golden.results))
-    assert same, "the execute side's trace computed other results than the execute side"
-    cycles = result.cycles
-    pops = golden.execute.pops_per_control[:-1]            # DONE last, with 0
-    ran = (f"execute side on the core-only baseline's core (sim.execute_trace: the compute loop "
-           f"over the golden model's {len(golden.access.control_tokens)} control and "
-           f"{len(golden.access.data_tokens)} data tokens, all ready): {cycles} cycles, "
-           f"{len(trace)} instructions; ")
-    if getattr(ns, "core", None) == "fitted":
-        cost = CoreCostModel.fitted(pops, cycles)
-        print(ran + f"the coupled core's rate fitted to it: {cost.cycles_per_control} "
-              f"cycle{'s' if cost.cycles_per_control != 1 else ''} per callback, "
-              f"{cost.tokens_per_cycle} tokens per cycle ({cost.cycles(pops)} cycles without "
-              "waiting)")
-        return cost
-    cost = CoreReplay(**replay_parameters(trace, result))
-    print(ran + f"the coupled core replays its {len(pops)} callbacks at their own pace, "
-          f"operands at up to {cost.tokens_per_cycle} tokens per cycle from its buffer "
-          f"({cost.cycles(pops)} cycles without waiting)")
-    return cost
-
-
 def _coupled(ns) -> bool:
     """Whether the run couples the core model to the unit (``--core``; see ``add_arguments``).
 
@@ -399,26 +355,33 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
 
 def _run(g, x, ns, coupled=False):
     """Run the kernel on ``ns.target``; returns ``(out, RunResult, core_wall)``: the sums, the
-    run, and the seconds spent running the execute side for the coupled core
-    (``_execute_side_core``, 0 if none)."""
+    run, and the seconds spent running the execute side for the coupled core (0 if none).
+
+    The coupled core (``--core replay``, the default, or ``fitted``) is made by ``run_kernel``
+    from the execute side (``sw.runtime.coupled_core``): the golden model's tokens go through
+    the kernel's DLC compute loop (``sim.execute_trace``, accumulators kept in registers) on
+    ``sim.core_only``'s out-of-order core (the default Golden Cove ``CoreConfig``, the same
+    memory preset) with every token ready; ``replay`` replays that run's callbacks at their own
+    pace, ``fitted`` is the flat rate nearest its cycles. A line says which, after the run.
+    ``--core model`` and the hand-written program (no DLC module) use the flat default rate."""
     from sw.runtime.drivers import run_kernel
     kernel, dlc = _kernel(ns)
     options = {}
-    core_wall = 0.0
     out = np.zeros((g.num_nodes, ns.dim), dtype=np.float32)
     if ns.target == "rtl":
         options = {"memory": getattr(ns, "memory", DEFAULT_MEMORY),
                    "backpressure": ns.backpressure, "seed": ns.seed,
                    "engine": getattr(ns, "engine", "cpp"), "coupled": coupled}
         if coupled and getattr(ns, "core", None) in (None, "replay", "fitted") and dlc is not None:
-            t0 = time.perf_counter()
-            options["cost"] = _execute_side_core(kernel, dlc, [x, g.indices, g.offsets, out], ns)
-            core_wall = time.perf_counter() - t0
+            options.update(core=getattr(ns, "core", None) or "replay", dlc=dlc)
         elif coupled:
             print("coupled core at the flat default rate (sw.runtime.execute.CoreCostModel: "
                   "6 cycles per callback, 8 tokens per cycle)")
     result = run_kernel(kernel, [x, g.indices, g.offsets, out], ns.target, **options)
-    return np.asarray(result.results[0]), result, core_wall
+    made = result.coupled_core
+    if made is not None:
+        print(made.describe(result.execute.pops_per_control[:-1]))
+    return np.asarray(result.results[0]), result, made.seconds if made is not None else 0.0
 
 
 if __name__ == "__main__":

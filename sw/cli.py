@@ -109,13 +109,16 @@ def load_inputs(path: str, n_params: int) -> list:
 
 
 def cmd_run(ns) -> int:
-    from sw.compiler import compile_mlir
+    from sw.compiler.pipelines import run_pipeline
     from sw.runtime.drivers import run_kernel
     limits = _limits(ns)
-    kernel = compile_mlir(_read_text(ns.kernel), filename=ns.kernel, limits=limits,
-                          opt_level=ns.opt_level)
+    compiled = run_pipeline(_read_text(ns.kernel), filename=ns.kernel, limits=limits,
+                            opt_level=ns.opt_level)
+    kernel = compiled.kernel
     args = load_inputs(ns.inputs, len(kernel.params))
     options = {}
+    if ns.core is not None and not ns.coupled:
+        raise UserError(f"--core {ns.core} chooses the core model of --coupled: give --coupled too")
     if ns.target == "rtl":
         options = {"backpressure": ns.backpressure, "seed": ns.seed, "memory": ns.memory or "simple"}
         if ns.coupled:
@@ -123,6 +126,8 @@ def cmd_run(ns) -> int:
                 raise UserError(f"--coupled: the core model is the back-pressure; --backpressure "
                                 f"{ns.backpressure} applies without --coupled only")
             options["coupled"] = True
+            if (ns.core or "replay") != "flat":
+                options.update(core=ns.core or "replay", dlc=compiled.dlc)
     elif ns.memory is not None:
         raise UserError(f"--memory {ns.memory} applies to --target rtl only (the golden model has no timing)")
     elif ns.coupled:
@@ -136,7 +141,10 @@ def cmd_run(ns) -> int:
     if result.cycles is not None:
         print(f"cycles={result.cycles}")
     if ns.target == "rtl" and ns.coupled:
-        print(f"dae_cycles={result.dae_cycles} dae_cycles_estimate={result.dae_cycles_estimate}")
+        made = result.coupled_core
+        core = (f"core={made.mode} execute_side_cycles={made.execute_cycles}" if made is not None
+                else "core=flat")
+        print(f"dae_cycles={result.dae_cycles} dae_cycles_estimate={result.dae_cycles_estimate} {core}")
     if ns.stats is not None:
         write_stats(ns.stats, result, kernel.name, options.get("memory"))
         print(f"stats -> {ns.stats}")
@@ -274,9 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rtl: memory model behind the unit (docs/hbm_model.md): simple = fixed "
                         "latency (default), HBM2/HBM3 = the JEDEC-timed presets")
     p.add_argument("--coupled", action="store_true",
-                   help="rtl: the output queues consumed by the core model (sw.runtime.execute."
-                        "CoreCostModel) in the same simulation; prints the DAE cycles (START until the "
-                        "core popped DONE); not with --backpressure")
+                   help="rtl: the output queues consumed by a model of the core in the same "
+                        "simulation; prints the DAE cycles (START until the core popped DONE); not "
+                        "with --backpressure")
+    p.add_argument("--core", choices=("replay", "fitted", "flat"), default=None,
+                   help="with --coupled, the core model: replay (default) = the kernel's execute "
+                        "side run on the out-of-order core model, replayed callback by callback; "
+                        "fitted = the flat rate nearest that run; flat = 6 cycles per callback, 8 "
+                        "tokens per cycle, no run (sw.runtime.coupled_core)")
     p.add_argument("--stats", metavar="FILE",
                    help="write the run's counters as JSON: cycles, the unit's counters, the execute "
                         "side's, and (rtl) the memory model's statistics that make sim prints")

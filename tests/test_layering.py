@@ -27,7 +27,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"simulator": ("sim.verilator", "sim.system", "sim.system_top", "sim.hbm", "sim"),
      "compiler": ("sw.compiler",),
      "runtime": ("sw.runtime",)},
-    {"drivers": ("sw.runtime.drivers", "sw.runtime.multi_unit")},
+    {"drivers": ("sw.runtime.drivers", "sw.runtime.multi_unit", "sw.runtime.coupled_core")},
     {"library": ("sw", "sw.api", "sw.workloads", "sw.hbm_trace")},
     {"main job": ("sim.main_job",)},
     {"command line": ("sw.cli",)},

@@ -15,8 +15,10 @@ execute side (callbacks) → results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
+
+import numpy as np
 
 from .execute import CoreCostModel, ExecuteError, ExecuteResult, execute_tokens
 from .golden import AccessFault, run_golden
@@ -115,6 +117,9 @@ class RunResult:
     execute: ExecuteResult
     image: MemoryImage
     target: str
+    #: The coupled core made from the execute side (``core="replay"``/``"fitted"``:
+    #: ``sw.runtime.coupled_core.CoupledCore``); None otherwise.
+    coupled_core: object | None = None
 
     @property
     def cycles(self) -> int | None:
@@ -251,7 +256,10 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         its tokens (the results and ``pops_per_control``), then the RTL with the output queues
         consumed by a model of the core at ``cost``'s rate in the same simulation
         (``RunResult.dae_cycles``; ``dae_cycles_estimate`` stays as the cross-check). Needs the
-        C++ engine.
+        C++ engine. ``core`` (coupled; ``"replay"`` or ``"fitted"``, with ``dlc``, the kernel's
+        DLC module, ``sw.compiler.pipelines.Compilation.dlc``): instead of ``cost``, the core
+        made from the execute side run on the out-of-order core model over the golden model's
+        tokens (``sw.runtime.coupled_core``; ``RunResult.coupled_core``).
 
     Raises
     ------
@@ -261,12 +269,24 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         The access unit faulted (an index out of range, decreasing offsets, ...): the message says
         which input and address.
     ExecuteError
-        Coupled: the RTL's tokens differ from the golden model's, or the simulated core could not
-        follow its schedule (``CoreRun.schedule_mismatch``).
+        Coupled: the RTL's tokens differ from the golden model's, the simulated core could not
+        follow its schedule (``CoreRun.schedule_mismatch``), or (``core``) the execute side's
+        trace computed other results than the compute loop.
     """
     coupled = options.pop("coupled", False)
+    core, dlc = options.pop("core", None), options.pop("dlc", None)
     if coupled and not (target == "rtl" or isinstance(target, RtlTransport)):
         raise ValueError(f"coupled=True needs target 'rtl' (an RtlTransport), not {target!r}")
+    if core is not None:
+        from .coupled_core import CORE_MODES
+        if core not in CORE_MODES:
+            raise ValueError(f"core must be one of {', '.join(CORE_MODES)} or None, not {core!r}")
+        if not coupled or dlc is None:
+            raise ValueError(f"core={core!r} needs coupled=True and the kernel's DLC module "
+                             f"(dlc=), not coupled={coupled!r}, dlc={dlc!r}")
+        if cost is not None:
+            raise ValueError(f"core={core!r} makes the core's rate itself: give it or cost=, "
+                             f"not both (cost={cost!r})")
     transport = _transport(target, kernel, **options)
     image = build_image(kernel, args)
     kernel.check_arguments(args)
@@ -275,7 +295,7 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     program = kernel.program.encode()
     if coupled:
         return _run_coupled(kernel, args, transport, program, image, regs, cost or CoreCostModel(),
-                            options.get("limits") or kernel.limits)
+                            options.get("limits") or kernel.limits, core, dlc)
     access = transport.run(program, image.data, regs)
     _raise_fault(kernel, image, access)
     executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
@@ -290,12 +310,19 @@ def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun) -> None:
 
 def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, program: bytes,
                  image: MemoryImage, regs: Sequence[int], cost: CoreCostModel,
-                 limits: Limits | None) -> RunResult:
+                 limits: Limits | None, core: str | None = None, dlc=None) -> RunResult:
     """The golden model's tokens, executed (results and schedule), then the RTL run with the core
-    model consuming the queues; its tokens must be the golden model's."""
+    model consuming the queues; its tokens must be the golden model's. With ``core`` the core
+    model is made from the execute side first (:func:`_made_core`)."""
     golden = GoldenTransport(limits).run(program, image.data, regs)
     _raise_fault(kernel, image, golden)
+    inputs = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     executed = execute_tokens(kernel, args, golden.data_tokens, golden.control_tokens, cost)
+    made = None
+    if core is not None:
+        made = _made_core(kernel, inputs, golden, executed, core, dlc, transport.memory)
+        cost = made.cost
+        executed = replace(executed, core_cycles=made.cost.cycles(executed.pops_per_control[:-1]))
     access = transport.run(program, image.data, regs, core=cost,
                            core_schedule=executed.pops_per_control)
     _raise_fault(kernel, image, access)
@@ -307,5 +334,20 @@ def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, progra
     if access.core is None or access.core.schedule_mismatch or not access.core.finished:
         raise ExecuteError(f"coupled run of {kernel.name!r}: the simulated core did not follow its "
                            f"schedule ({access.core})")
-    return RunResult(executed.results, access, executed, image, transport.name)
+    return RunResult(executed.results, access, executed, image, transport.name, made)
+
+
+def _made_core(kernel: Kernel, args: Sequence, golden: AccessRun, executed: ExecuteResult,
+               core: str, dlc, memory: str):
+    """``sw.runtime.coupled_core.core_from_execute_side`` over the golden model's tokens, its
+    results checked against the compute loop's (within float32 rounding: the trace rounds a
+    fused multiply-add twice, the generated compute loop once)."""
+    from .coupled_core import core_from_execute_side
+    made = core_from_execute_side(dlc, args, golden.data_tokens, golden.control_tokens,
+                                  executed.pops_per_control[:-1], memory, mode=core)
+    for n, (a, b) in enumerate(zip(made.results, executed.results)):
+        if np.shape(a) != np.shape(b) or not np.allclose(a, b, rtol=1e-5, atol=1e-5):
+            raise ExecuteError(f"kernel {kernel.name!r}: the execute side's trace computed another "
+                               f"result {n} than its compute loop (core={core!r})")
+    return made
 

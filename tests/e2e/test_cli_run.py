@@ -61,15 +61,22 @@ def test_run_rtl_prints_cycles(tmp_path, capsys):
 
 
 @pytest.mark.rtl
-def test_run_rtl_coupled_prints_the_dae_cycles(tmp_path, capsys):
-    """``--coupled``: the core model pops DONE after the unit pushed it (DAE >= the unit's cycles)."""
+@pytest.mark.parametrize("core, printed", [([], "core=replay execute_side_cycles="),
+                                           (["--core", "fitted"], "core=fitted execute_side_cycles="),
+                                           (["--core", "flat"], "core=flat")])
+def test_run_rtl_coupled_prints_the_dae_cycles(tmp_path, capsys, core, printed):
+    """``--coupled``: the core model pops DONE after the unit pushed it (DAE >= the unit's
+    cycles); by default it replays the kernel's execute side, which ran on the core model."""
     expected = write_inputs(tmp_path / "in.npz")
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl",
-                 "--coupled", "--out", str(tmp_path / "out.npz")]) == 0
+                 "--coupled", *core, "--out", str(tmp_path / "out.npz")]) == 0
     out = capsys.readouterr().out
     cycles = int(out.split("cycles=")[1].split()[0])
     dae = int(out.split("dae_cycles=")[1].split()[0])
     assert cycles <= dae, out
+    assert printed in out, out
+    if "execute_side_cycles=" in printed:
+        assert int(out.split("execute_side_cycles=")[1].split()[0]) > 0
     with np.load(tmp_path / "out.npz") as result:
         np.testing.assert_allclose(result["result0"], expected, rtol=1e-6)
 
@@ -83,6 +90,14 @@ def test_run_coupled_refuses_what_it_cannot_do(tmp_path, capsys, extra, message)
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--coupled", *extra,
                  "--out", str(tmp_path / "o.npz")]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_run_core_without_coupled_is_refused(tmp_path, capsys):
+    write_inputs(tmp_path / "in.npz")
+    assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl",
+                 "--core", "fitted", "--out", str(tmp_path / "o.npz")]) == 2
+    assert "--core fitted chooses the core model of --coupled" in capsys.readouterr().err
+    assert not (tmp_path / "o.npz").exists()
 
 
 def test_run_reports_a_bad_index(tmp_path, capsys):

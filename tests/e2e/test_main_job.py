@@ -182,7 +182,7 @@ def test_the_default_core_replays_the_execute_side_on_the_baseline_core(capsys):
     prints so."""
     def execute_line(out):
         line = out.split("execute side on the core-only baseline's core")[1].split("\n")[0]
-        callbacks = int(line.split("golden model's ")[1].split(" control")[0]) - 1     # DONE
+        callbacks = int(line.split("loop over ")[1].split(" control")[0]) - 1     # DONE
         tokens = int(line.split(" control and ")[1].split(" data")[0])
         ooo = int(line.split("all ready): ")[1].split(" cycles")[0])
         estimate = int(line.split(" cycles without waiting")[0].split("(")[-1])

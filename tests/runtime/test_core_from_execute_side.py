@@ -93,3 +93,38 @@ def test_run_kernel_refuses_a_core_it_cannot_make(options, names, seed):
     w, comp, _ = _golden("eb_sum", 3, seed)
     with pytest.raises(ValueError, match=names):
         run_kernel(comp.kernel, w.make("small", seed), "rtl", **options)
+
+
+def test_a_trace_that_computes_otherwise_stops_the_run(monkeypatch, seed):
+    """The execute side's trace must compute the compute loop's results: a trace that does not
+    (here one result perturbed) raises ``ExecuteError`` before the RTL runs."""
+    import dataclasses
+
+    import sw.runtime.coupled_core as coupled_core
+    from sw.runtime.execute import ExecuteError
+    real = coupled_core.core_from_execute_side
+
+    def perturbed(*a, **k):
+        made = real(*a, **k)
+        first = np.array(made.results[0], copy=True)
+        first.flat[0] += 1
+        return dataclasses.replace(made, results=(first, *made.results[1:]))
+
+    monkeypatch.setattr(coupled_core, "core_from_execute_side", perturbed)
+    w, comp, _ = _golden("eb_sum", 3, seed)
+    with pytest.raises(ExecuteError, match="computed another result 0"):
+        run_kernel(comp.kernel, w.make("small", seed), "rtl", coupled=True, core="replay",
+                   dlc=comp.dlc)
+
+
+def test_an_execute_side_the_trace_cannot_run_is_named(monkeypatch, seed):
+    import sim.execute_trace
+
+    def refuse(*a, **k):
+        raise ValueError("an operation outside the trace: foo.bar")
+
+    monkeypatch.setattr(sim.execute_trace, "run_execute_side", refuse)
+    w, comp, run = _golden("eb_sum", 3, seed)
+    with pytest.raises(ValueError, match="mode='fitted'.*foo.bar.*flat CoreCostModel"):
+        core_from_execute_side(comp.dlc, w.make("small", seed), run.access.data_tokens,
+                               run.access.control_tokens, [], "HBM2", mode="fitted")

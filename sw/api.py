@@ -45,18 +45,44 @@ class CompiledOp:
         The latest call's runs, one per program (``sum(r.cycles for r in op.last_runs)``).
     """
 
-    def __init__(self, torch_kernel: Any):
+    def __init__(self, torch_kernel: Any, opt_level: int = 0):
         self._tk = torch_kernel
+        self._opt_level = opt_level
+        self._parts = list(getattr(torch_kernel, "parts", [torch_kernel]))
+        self._dlcs: list | None = None
         self.kernel = torch_kernel.kernel
-        self.kernels = [p.kernel for p in getattr(torch_kernel, "parts", [torch_kernel])]
+        self.kernels = [p.kernel for p in self._parts]
         self.last_run: RunResult | None = None
         self.last_runs: list[RunResult] = []
+
+    def dlc_modules(self) -> list:
+        """The DLC module (the execute side's IR) of each program, in ``kernels``' order:
+        compiled again from the SCF text each was compiled from (once, then kept); what
+        ``run_kernel(..., core=...)`` runs on the core model.
+
+        Raises ``RuntimeError`` if a recompilation gives another access program than the one
+        compiled (it would model another kernel's core)."""
+        if self._dlcs is None:
+            from sw.compiler.pipelines import run_pipeline
+            dlcs = []
+            for part, kernel in zip(self._parts, self.kernels):
+                comp = run_pipeline(part.scf, filename="<torch>", limits=kernel.limits,
+                                    opt_level=self._opt_level)
+                if comp.kernel.program.encode() != kernel.program.encode():
+                    raise RuntimeError(f"recompiling {kernel.name!r} for its DLC module gave "
+                                       f"another access program")
+                dlcs.append(comp.dlc)
+            self._dlcs = dlcs
+        return self._dlcs
 
     def __call__(self, *inputs, target: str = "golden", **options):
         """Run on ``target`` (``"golden"`` or ``"rtl"``) and return what the module returns (a
         ``torch.Tensor``, or the tuple/list/dict of a module of several embedding bags).
 
-        ``options`` go to :func:`sw.runtime.drivers.run_kernel` (``backpressure``, ``seed``, ...).
+        ``options`` go to :func:`sw.runtime.drivers.run_kernel` (``backpressure``, ``seed``,
+        ``memory``, ``coupled``, ...); with ``core="replay"`` or ``"fitted"`` (and
+        ``coupled=True``) each program's DLC module (:meth:`dlc_modules`) goes with it, so the
+        coupled core replays the op's own execute side as ``make sim``'s does.
 
         Raises
         ------
@@ -65,13 +91,17 @@ class CompiledOp:
         sw.runtime.golden.AccessFault
             The access unit faulted.
         """
+        per_part = [dict(options) for _ in self.kernels]
+        if options.get("core") is not None and "dlc" not in options:
+            for opts, dlc in zip(per_part, self.dlc_modules()):
+                opts["dlc"] = dlc
         if hasattr(self._tk, "parts"):
-            runs = [run_kernel(k, a, target, **options)
-                    for k, a in zip(self.kernels, self._tk.bind(*inputs))]
+            runs = [run_kernel(k, a, target, **opts)
+                    for k, a, opts in zip(self.kernels, self._tk.bind(*inputs), per_part)]
             self.last_runs, self.last_run = runs, runs[-1]
             return self._tk.unbind([r.results for r in runs])
         args = self._tk.bind(*inputs)
-        self.last_run = run_kernel(self.kernel, args, target, **options)
+        self.last_run = run_kernel(self.kernel, args, target, **per_part[0])
         self.last_runs = [self.last_run]
         return self._tk.unbind(self.last_run.results)
 
@@ -95,7 +125,8 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
         ``opt_level`` is not 0, 1, 2 or 3.
     """
     from sw.compiler.frontends.torch import compile_torch as frontend
-    return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits))
+    return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits),
+                      opt_level)
 
 
 def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
@@ -113,4 +144,5 @@ def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
         lengths/offsets that do not match the values.
     """
     from sw.compiler.frontends.torch_jagged import compile_jagged as frontend
-    return CompiledOp(frontend(tables, example, output=output, opt_level=opt_level, limits=limits))
+    return CompiledOp(frontend(tables, example, output=output, opt_level=opt_level, limits=limits),
+                      opt_level)

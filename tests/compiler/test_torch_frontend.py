@@ -450,3 +450,27 @@ def test_compiled_function_reads_its_captured_tensor_at_each_call(how):
     else:
         weight.mul_(2)
     assert torch.equal(run(tk, inp, offsets), fn(inp, offsets))
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_compiled_op_gives_the_dlc_module_of_each_program(opt_level):
+    """``CompiledOp.dlc_modules``: one DLC module per program, recompiled from its SCF to the
+    same access program (a module of two bags of different modes compiles into two programs)."""
+    from sw.api import compile_torch
+    from xdsl.dialects.builtin import ModuleOp
+    bags = torch.nn.ModuleDict({"a": torch.nn.EmbeddingBag(10, 4, mode="sum"),
+                                "b": torch.nn.EmbeddingBag(12, 4, mode="max")})
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bags = bags
+
+        def forward(self, i, o, j, p):
+            return self.bags["a"](i, o), self.bags["b"](j, p)
+
+    inputs = (torch.tensor([1, 2, 3]), torch.tensor([0, 1]), torch.tensor([4, 5]), torch.tensor([0, 1]))
+    op = compile_torch(Two(), inputs, opt_level=opt_level)
+    dlcs = op.dlc_modules()
+    assert len(dlcs) == len(op.kernels) == 2
+    assert all(isinstance(d, ModuleOp) for d in dlcs) and op.dlc_modules() is dlcs

@@ -214,6 +214,24 @@ def test_torch_module_on_rtl():
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_torch_module_coupled_replays_its_own_execute_side(opt_level):
+    """``op(..., coupled=True, core="replay")``: the op's DLC module goes with it, the core is
+    made from its execute side (``RunResult.coupled_core``), the result is PyTorch's and the
+    simulated core popped DONE after the unit's last token."""
+    from sw.api import compile_torch
+    torch.manual_seed(2)
+    bag = torch.nn.EmbeddingBag(30, 8, mode="sum")
+    inp, offsets = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6]), torch.tensor([0, 2, 2, 5])
+    op = compile_torch(bag, (inp, offsets), opt_level=opt_level)
+    got = op(inp, offsets, target="rtl", coupled=True, core="replay")
+    torch.testing.assert_close(got, bag(inp, offsets).detach(), rtol=1e-5, atol=1e-6)
+    made = op.last_run.coupled_core
+    assert made is not None and made.mode == "replay" and made.execute_cycles > 0
+    assert op.last_run.dae_cycles >= op.last_run.cycles
+
+
+@pytest.mark.rtl
 @pytest.mark.slow
 def test_cora_full_on_rtl(sum_kernel):
     g = load_cora()

@@ -346,7 +346,9 @@ def _made_core(kernel: Kernel, args: Sequence, golden: AccessRun, executed: Exec
     made = core_from_execute_side(dlc, args, golden.data_tokens, golden.control_tokens,
                                   executed.pops_per_control[:-1], memory, mode=core)
     for n, (a, b) in enumerate(zip(made.results, executed.results)):
-        if np.shape(a) != np.shape(b) or not np.allclose(a, b, rtol=1e-5, atol=1e-5, equal_nan=True):
+        same = np.shape(a) == np.shape(b) and np.allclose(a, b, rtol=1e-5, atol=1e-5,
+                                                           equal_nan=True)
+        if not same:
             raise ExecuteError(f"kernel {kernel.name!r}: the execute side's trace computed another "
                                f"result {n} than its compute loop (core={core!r})")
     return made

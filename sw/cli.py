@@ -160,16 +160,25 @@ def write_stats(path: str, result, kernel_name: str, memory: str | None) -> None
     (``operands`` popped, ``callbacks`` run per callback id), ``memory`` (rtl: ``preset``, the
     memory model's raw ``statistics`` of docs/hbm_model.md §5 and the derived ``summary`` of
     ``sim.main_job.memory_summary``: bytes/cycle, fraction of peak, row-buffer outcomes, read
-    latency percentiles, per-channel utilisation; null on the golden model).
+    latency percentiles, per-channel utilisation; null on the golden model), ``core`` (a
+    ``--coupled`` run: ``model`` — ``replay``, ``fitted`` or ``flat`` —, ``dae_cycles`` from START
+    until the simulated core popped DONE, ``dae_cycles_estimate`` = max(unit, core estimate),
+    ``execute_side_cycles``, the execute side alone on the out-of-order core model, null for
+    ``flat``; null without ``--coupled``).
     """
     import json
     access = result.access
+    made = getattr(result, "coupled_core", None)
     report = {
         "target": result.target, "kernel": kernel_name, "cycles": access.cycles,
         "unit": dict(access.stats),
         "execute": {"operands": result.execute.operands,
                     "callbacks": {str(k): v for k, v in sorted(result.execute.calls.items())}},
         "memory": None,
+        "core": None if access.core is None else {
+            "model": made.mode if made is not None else "flat",
+            "dae_cycles": result.dae_cycles, "dae_cycles_estimate": result.dae_cycles_estimate,
+            "execute_side_cycles": made.execute_cycles if made is not None else None},
     }
     if memory is not None and access.memory_stats:
         from sim.main_job import memory_summary

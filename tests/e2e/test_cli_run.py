@@ -1,5 +1,6 @@
 """`ember compile` and `ember run` on a kernel written independently of the compiler's examples."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,14 +70,19 @@ def test_run_rtl_coupled_prints_the_dae_cycles(tmp_path, capsys, core, printed):
     cycles); by default it replays the kernel's execute side, which ran on the core model."""
     expected = write_inputs(tmp_path / "in.npz")
     assert main(["run", KERNEL, "--inputs", str(tmp_path / "in.npz"), "--target", "rtl",
-                 "--coupled", *core, "--out", str(tmp_path / "out.npz")]) == 0
+                 "--coupled", *core, "--out", str(tmp_path / "out.npz"),
+                 "--stats", str(tmp_path / "stats.json")]) == 0
     out = capsys.readouterr().out
     cycles = int(out.split("cycles=")[1].split()[0])
     dae = int(out.split("dae_cycles=")[1].split()[0])
     assert cycles <= dae, out
     assert printed in out, out
+    stats = json.loads((tmp_path / "stats.json").read_text())["core"]
+    assert stats["model"] == printed.split()[0].split("=")[1] and stats["dae_cycles"] == dae
     if "execute_side_cycles=" in printed:
-        assert int(out.split("execute_side_cycles=")[1].split()[0]) > 0
+        assert int(out.split("execute_side_cycles=")[1].split()[0]) == stats["execute_side_cycles"] > 0
+    else:
+        assert stats["execute_side_cycles"] is None
     with np.load(tmp_path / "out.npz") as result:
         np.testing.assert_allclose(result["result0"], expected, rtol=1e-6)
 

@@ -64,8 +64,8 @@ from pathlib import Path
 import numpy as np
 
 from hw.tmu import COUNTERS, TmuConfig
-from sim.verilator import REPO, SYSTEM, VERILATOR_ARGS, _preset, _storage_verilog, cached_build, \
-    generate_verilog
+from sim.verilator import (REGISTERED_RESET, REPO, SYSTEM, VERILATOR_ARGS, _preset,
+                           _storage_verilog, cached_build, generate_verilog)
 from sim.zero_init import ZERO_INIT_THRESHOLD, compact_zero_init, zero_init_lines
 
 __all__ = ["HARNESS", "HARNESS_SOURCES", "build_harness", "run_jobs", "generate_multi_verilog"]
@@ -86,10 +86,10 @@ HARNESS_ARGS = [a for a in VERILATOR_ARGS if a != "--timing"]
 def generate_multi_verilog(config: TmuConfig, mem_words: int, memory, units: int) -> str:
     """Verilog of ``hw.multi_system.MultiSystem`` (module ``ember_system``) with ``units`` units,
     followed by the extra modules it instantiates."""
-    from amaranth.back import verilog
     from hw.multi_system import MultiSystem
+    from sim.registered_reset import convert
     top = MultiSystem(config, units=units, memory=memory, mem_words=mem_words, storage="verilog")
-    text = verilog.convert(top, name=SYSTEM, emit_src=False)
+    text = convert(top, SYSTEM)               # the reset input registered once (sim.registered_reset)
     return text + "".join(top.verilog_modules.values())
 
 
@@ -114,7 +114,7 @@ def build_harness(config: TmuConfig | None = None, mem_words: int = 1 << 16, *,
         key["units"] = units
     key = json.dumps(key, sort_keys=True)
     inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + \
-        list(HARNESS_SOURCES)
+        list(HARNESS_SOURCES) + [REGISTERED_RESET]
 
     def generate():
         text = (generate_verilog(config, mem_words, preset) if units is None

@@ -44,6 +44,9 @@ TOPLEVEL = "ember_tb_top"    # the Verilog wrapper (sim/system_top.v) Verilator 
 TB_TOP_VERILOG = Path(__file__).resolve().parent / "system_top.v"
 MIN_MEM_WORDS = 1 << 16      # 512 KiB: one model serves all small images
 
+#: The Verilog top's wrapper (``sim.registered_reset``): a source of every system model's Verilog.
+REGISTERED_RESET = Path(__file__).resolve().parent / "registered_reset.py"
+
 #: Lint waivers (a Verilator configuration file, each waiver with its reason); every build reads
 #: it, and tests/test_lint.py fails on any ``--lint-only -Wall`` warning it does not waive.
 LINT_WAIVERS = Path(__file__).resolve().parent / "lint_waivers.vlt"
@@ -100,10 +103,10 @@ def generate_verilog(config: TmuConfig, mem_words: int, memory="simple") -> str:
     preset = _preset(memory)
     key = json.dumps([config.as_dict(), mem_words, repr(preset)], sort_keys=True)
     if key not in _verilog_memo:
-        from amaranth.back import verilog
         from hw.system import System
+        from sim.registered_reset import convert
         top = System(config, memory=preset, mem_words=mem_words, storage="verilog")
-        text = verilog.convert(top, name=SYSTEM, emit_src=False)
+        text = convert(top, SYSTEM)           # the reset input registered once (sim.registered_reset)
         _verilog_memo[key] = text + "".join(top.verilog_modules.values())
     return _verilog_memo[key]
 
@@ -243,7 +246,8 @@ def build_model(config: TmuConfig | None = None, mem_words: int = MIN_MEM_WORDS,
     waves = waves or os.environ.get("WAVES") == "1"
     key = json.dumps({"config": config.as_dict(), "mem_words": mem_words, "waves": waves,
                       "memory": repr(preset), "verilator_args": VERILATOR_ARGS}, sort_keys=True)
-    inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + [TB_TOP_VERILOG]
+    inputs = [p for p in (REPO / "hw").rglob("*") if p.suffix in (".py", ".v")] + \
+        [TB_TOP_VERILOG, REGISTERED_RESET]
 
     def generate():
         return {f"{SYSTEM}.v": generate_verilog(config, mem_words, preset),

@@ -38,6 +38,7 @@ class RegisteredResetTop(Elaboratable):
 
     def __init__(self, component: wiring.Component):
         if not isinstance(getattr(component, "signature", None), wiring.Signature):
+            self._MustUse__silence = True       # refused: not an unused elaboratable
             raise TypeError(f"component must be a wiring.Component, not {component!r}")
         self.component = component
         self.clk = Signal(name="clk")

@@ -43,7 +43,6 @@ def test_the_top_has_the_components_ports_and_registers_its_reset():
     assert re.search(rf"always @\(posedge clk\)\s*{re.escape(reset)}\s*<= rst;", top)
 
 
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")   # the refused top itself
 def test_a_top_needs_a_component():
     with pytest.raises(TypeError, match="wiring.Component, not 42"):
         RegisteredResetTop(42)

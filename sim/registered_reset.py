@@ -9,66 +9,58 @@ of generated C++ evaluated twice per cycle, for an input that only changes befor
 ``START`` (``docs/performance.md``, "On an idle machine").
 
 :func:`convert` writes the top (``hw.system.System`` or ``hw.multi_system.MultiSystem``) under a
-thin wrapper whose ``sync`` domain is reset by a register of the ``rst`` input — the one
+thin wrapper that resets it from a register of the ``rst`` input — the one
 synchroniser stage a system top puts on its external reset. The logic is the same; the input
 region shrinks to the logic the live inputs (the output queues' ``ready``, the register port, the
 back door) drive, ~2,500 lines. Cycle counts do not change: the harness and the cocotb top hold
 ``rst`` for three cycles and keep it low for one cycle before their first write, so the
 registered reset is low by then (the design is reset once more in that idle cycle).
 
-The wrapper is the Verilog module ``ember_system`` with the same ports as the component (its
-signature's members, plus ``clk`` and ``rst``); the component is its instance ``system``.
+The wrapper is the Verilog module ``ember_system`` with the same ports as the component: its
+signature's members (the wrapper has the component's signature, connected port by port) and the
+``clk``/``rst`` of its own ``sync`` domain. The component is its instance ``system``, in the
+domain ``registered`` (``DomainRenamer``): ``sync``'s clock, reset by the register.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
-from amaranth.hdl._ast import ValueCastable
-from amaranth.hdl._ir import PortDirection
+from amaranth.hdl import ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 
 __all__ = ["RegisteredResetTop", "convert"]
 
 
-class RegisteredResetTop(Elaboratable):
-    """``component`` in a ``sync`` domain clocked by ``clk`` and reset by ``rst`` one cycle late.
+class RegisteredResetTop(wiring.Component):
+    """``component`` clocked by this top's ``sync`` domain and reset by its reset one cycle late.
 
-    ``clk`` and ``rst`` are this top's inputs (1 bit each); ``rst_registered`` (init 1, itself
-    never reset) is ``rst`` of the cycle before, the domain's reset."""
+    The top has ``component``'s signature (its ports, connected straight through) plus, as any
+    Amaranth top, the ``clk`` and ``rst`` inputs of ``sync``; ``rst_registered`` (init 1, itself
+    never reset) is ``rst`` of the cycle before, the reset of the component's domain. Raises
+    ``TypeError`` if ``component`` is not a ``wiring.Component``."""
 
     def __init__(self, component: wiring.Component):
-        if not isinstance(getattr(component, "signature", None), wiring.Signature):
+        if not isinstance(component, wiring.Component):
             self._MustUse__silence = True       # refused: not an unused elaboratable
             raise TypeError(f"component must be a wiring.Component, not {component!r}")
         self.component = component
-        self.clk = Signal(name="clk")
-        self.rst = Signal(name="rst")
-        self.rst_registered = Signal(init=1, reset_less=True, name="rst_registered")
-
-    def ports(self) -> dict:
-        """Verilog port name -> (value, direction): the component's signature members, named as
-        ``amaranth.back.verilog.convert`` names a component's, then ``clk`` and ``rst``."""
-        ports = {}
-        for path, member, value in self.component.signature.flatten(self.component):
-            if isinstance(value, ValueCastable):
-                value = value.as_value()
-            direction = PortDirection.Input if member.flow == wiring.In else PortDirection.Output
-            ports["__".join(map(str, path))] = (value, direction)
-        ports["clk"] = (self.clk, PortDirection.Input)
-        ports["rst"] = (self.rst, PortDirection.Input)
-        return ports
+        self.rst_registered = Signal(init=1, reset_less=True)
+        super().__init__(component.signature)
 
     def elaborate(self, platform):
         m = Module()
-        m.domains.sync = sync = ClockDomain("sync")
-        m.submodules.system = self.component
-        m.d.comb += [sync.clk.eq(self.clk), sync.rst.eq(self.rst_registered)]
-        m.d.sync += self.rst_registered.eq(self.rst)
+        m.domains.registered = registered = ClockDomain("registered")
+        m.d.comb += [registered.clk.eq(ClockSignal("sync")), registered.rst.eq(self.rst_registered)]
+        m.d.sync += self.rst_registered.eq(ResetSignal("sync"))
+        m.submodules.system = DomainRenamer({"sync": "registered"})(self.component)
+        # port by port (wiring.connect(m, flipped(self), component) refuses the array members of
+        # hw.multi_system.MultiSystem's signature): inputs in, outputs out
+        inner = self.component.signature.flatten(self.component)
+        for (path, member, mine), (_, _, theirs) in zip(self.signature.flatten(self), inner):
+            m.d.comb += theirs.eq(mine) if member.flow == wiring.In else mine.eq(theirs)
         return m
 
 
 def convert(component: wiring.Component, name: str) -> str:
     """Verilog of ``component`` under :class:`RegisteredResetTop`, module ``name``."""
     from amaranth.back import verilog
-    top = RegisteredResetTop(component)
-    return verilog.convert(top, name=name, ports=top.ports(), emit_src=False)
+    return verilog.convert(RegisteredResetTop(component), name=name, emit_src=False)

@@ -24,8 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
-
 from .execute import CoreCostModel, CoreReplay
 
 __all__ = ["CORE_MODES", "CoupledCore", "core_from_execute_side"]
@@ -69,10 +67,6 @@ class CoupledCore:
                       f"buffer ({self.cost.cycles(pops)} cycles without waiting)")
 
 
-def _copy(args: Sequence) -> list:
-    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-
-
 def core_from_execute_side(dlc, args: Sequence, data_tokens: Sequence[int],
                            control_tokens: Sequence[int], pops: Sequence[int], memory: str, *,
                            mode: str = "replay", core=None, tokens_per_cycle: int = 8,
@@ -84,7 +78,8 @@ def core_from_execute_side(dlc, args: Sequence, data_tokens: Sequence[int],
     dlc : xdsl ModuleOp
         The kernel's DLC module (``sw.compiler.pipelines.Compilation.dlc``).
     args : sequence
-        The kernel's arguments, as ``run_kernel`` takes them (copied: nothing is written).
+        The kernel's arguments, as ``run_kernel`` takes them, before the kernel ran (not
+        written: the trace binds copies, ``sim.core_trace``).
     data_tokens, control_tokens : sequence of int
         The golden model's (or the RTL's) token streams (64-bit data, 16-bit control, ``DONE``
         last).
@@ -116,7 +111,7 @@ def core_from_execute_side(dlc, args: Sequence, data_tokens: Sequence[int],
     core = core or CoreConfig()
     t0 = time.perf_counter()
     try:
-        trace, result = run_execute_side(dlc, _copy(args), data_tokens, control_tokens, preset, core)
+        trace, result = run_execute_side(dlc, args, data_tokens, control_tokens, preset, core)
     except ValueError as e:
         raise ValueError(f"mode={mode!r}: the execute side cannot be run on the out-of-order core "
                          f"model ({e}); the flat CoreCostModel needs no run") from None

@@ -316,7 +316,9 @@ def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, progra
     model is made from the execute side first (:func:`_made_core`)."""
     golden = GoldenTransport(limits).run(program, image.data, regs)
     _raise_fault(kernel, image, golden)
-    inputs = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    # the execute side's trace needs the arguments as they were: the compute loop writes results
+    inputs = (None if core is None else
+              [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
     executed = execute_tokens(kernel, args, golden.data_tokens, golden.control_tokens, cost)
     made = None
     if core is not None:

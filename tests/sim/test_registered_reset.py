@@ -37,7 +37,7 @@ def test_the_top_has_the_components_ports_and_registers_its_reset():
         == {"enable", "count", "clk", "rst"}
     top = text[text.index("module top("):text.index("endmodule")]
     # the component's reset is a register (initially 1) whose input is the top's rst
-    reset = re.search(r"\.rst\((\S+?) ?\)", top).group(1)
+    reset = re.search(r"\.(?:registered_)?rst\((\S+?) ?\)", top).group(1)   # the instance's reset
     assert reset != "rst"
     assert re.search(rf"reg {re.escape(reset)}\s*= 1'h1;", top)
     assert re.search(rf"always @\(posedge clk\)\s*{re.escape(reset)}\s*<= rst;", top)

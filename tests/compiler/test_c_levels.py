@@ -13,9 +13,9 @@ Two embedding widths: the workloads' own (8 = one vector of 8 lanes) and 13 (a m
 lanes, an odd number of f32 elements per packed row: half a token of zero padding).
 
 All kernels of one test are compiled in one ``cc`` invocation. The default suite runs every
-workload at -O3 (hashed_gather: a buffer collected over a vector layer, packed) and every level
-of the weighted EmbeddingBag (vector fma at -O1, a collected row at -O2, block rows at -O3); the
-full matrix is marked slow.
+workload at -O3, hashed_gather at -O2 (a buffer collected over a vector layer, packed; at -O3 its
+row of a flattened table is a block) and every level of the weighted EmbeddingBag (vector fma at
+-O1, a collected row at -O2, block rows at -O3); the full matrix is marked slow.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ def _all_cases(level: int) -> list[tuple[Case, int]]:
 
 def test_c_matches_python_every_kernel_at_o3_and_weighted_eb_at_every_level(tmp_path):
     _replay(_all_cases(3) + [(_workload("eb_weighted", dim, level), level)
-                             for level in (0, 1, 2) for dim in WIDTHS], tmp_path)
+                             for level in (0, 1, 2) for dim in WIDTHS]
+            + [(_subset("hashed_gather"), 2)], tmp_path)
 
 
 @pytest.mark.slow

@@ -102,8 +102,8 @@ CASES = {
                   lambda t: _slcv_before(t, ["move"])),
     # rows -> block streams: a collected row (embedding_bag_sum; with an end callback beside
     # the loop, embedding_bag_mean), three rows read by a callback (transe_score), two rows
-    # and an outer stream in the third of four layers (block_sparse_gather); a collected value
-    # that is not a row stays (hashed_gather)
+    # and an outer stream in the third of four layers (block_sparse_gather); a collected row of a
+    # flattened table, table[(row << logd) + d] (hashed_gather)
     "simplify-streams": (SimplifyStreams(), ["embedding_bag_sum", "embedding_bag_mean",
                                              "transe_score", "block_sparse_gather", "hashed_gather"],
                          lambda t: _slcv_before(t, ["move", "buf"])),
@@ -115,10 +115,12 @@ CASES = {
                          lambda t: _slcv_before(t, ["move"])),
     "vectorize-callbacks": (VectorizeCallbacks(), ["embedding_bag_sum", "transe_score"],
                             lambda t: _slcv_before(t, ["move", "va"])),
-    # the -O3 SLCV: a block stream (embedding_bag_sum), a buffer collected over a vector layer
-    # (hashed_gather)
+    # the -O3 SLCV: a block stream (embedding_bag_sum); the -O2 SLCV: a buffer collected over a
+    # vector layer (hashed_gather, whose row -O3 loads as a block)
     "convert-slc-to-dlc": (ConvertSlcToDlc(), ["embedding_bag_sum", "hashed_gather"],
-                           lambda t: _slcv_before(t, ["move", "buf", "simp", "va", "vc"])),
+                           lambda t: _slcv_before(t, ["move", "buf", "va", "vc"]
+                                                  if "@hashed_gather" in t
+                                                  else ["move", "buf", "simp", "va", "vc"])),
     # triples[3t + k] -> affine streams of t (transe_score); offsets[b + 1] is left alone
     # (embedding_bag_sum: the unit serves INDEX + c ahead already)
     "affine-streams": (AffineStreams(), ["transe_score", "embedding_bag_sum"], lambda t: _dlc(t, 3)),

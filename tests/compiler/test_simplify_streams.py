@@ -157,3 +157,109 @@ def test_row_from_a_lower_bound_other_than_zero(level):
         # core: replace-to-val-ops), one control token
         assert len(got.access.data_tokens) == 6 * 5
         assert len(got.access.control_tokens) == 6 + 1
+
+
+# Rows of a flattened (1-D) table: m[X + d] with X invariant in the loop, in either operand
+# order; X an outer stream (row * dim) or a register (a fixed row start).
+FLAT_ROWS = """
+func.func @flat_rows(%table: memref<?xf32>, %indices: memref<?xindex>, %dim: index, %lo: index, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %out, %c0 : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %row = memref.load %indices[%i] : memref<?xindex>
+    %base = arith.muli %row, %dim : index
+    scf.for %d = %lo to %dim step %c1 {
+      %a = arith.addi %ORDER : index
+      %v = memref.load %table[%a] : memref<?xf32>
+      %w = arith.mulf %v, %v : f32
+      memref.store %w, %out[%i, %d] : memref<?x?xf32>
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+FLAT_REGISTER_ROW = """
+func.func @flat_register_row(%table: memref<?xf32>, %start: index, %dim: index, %out: memref<?x?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %out, %c0 : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %d = %c1 to %dim step %c1 {
+      %a = arith.addi %start, %d : index
+      %v = memref.load %table[%a] : memref<?xf32>
+      memref.store %v, %out[%i, %d] : memref<?x?xf32>
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+# Not rows: the offset depends on the loop (a gather), or the index is not X + d (a stride of 2).
+FLAT_NOT_ROWS = {
+    "gather": FLAT_ROWS.replace("%ORDER", "%base, %k").replace(
+        "      %a = arith.addi",
+        "      %k = memref.load %indices[%d] : memref<?xindex>\n      %a = arith.addi"),
+    "stride_two": FLAT_ROWS.replace("%ORDER", "%base, %dd").replace(
+        "      %a = arith.addi",
+        "      %dd = arith.addi %d, %d : index\n      %a = arith.addi"),
+}
+
+
+@pytest.mark.parametrize("order", ["%base, %d", "%d, %base"])
+@pytest.mark.parametrize("lo", [0, 3])
+def test_row_of_a_flattened_table(order, lo):
+    """m[X + d] is loaded as one block from m[X + lo] (the start an ALU stream of the enclosing
+    layer, lo a register: 0 and 3 at run time), and gives NumPy's result and the DLC's own
+    tokens. (A constant lower bound of 0 starts the block at X itself: hashed_gather's golden
+    file.)"""
+    text = FLAT_ROWS.replace("%ORDER", order)
+    rng = np.random.default_rng()
+    seed = int(rng.integers(2**32))
+    print(f"seed={seed}")
+    rng = np.random.default_rng(seed)
+    dim, rows, n = 11, 9, 7
+    table = rng.standard_normal(rows * dim).astype(np.float32)
+    indices = rng.integers(0, rows, n).astype(np.int64)
+    args = [table, indices, dim, lo, np.zeros((n, dim), np.float32)]
+    slcv_text = str(P.run_pipeline(text, until="slcv", opt_level=3, limits=VECTOR))
+    # %lo is a register (an argument), so the block starts at an ALU stream %base + %lo
+    assert "slcv.buf_stream %table[%start] len %len" in slcv_text
+    assert "%start = slc.alu_stream add %base, %lo" in slcv_text
+    assert "slcv.for" not in slcv_text and "slc.for %d" not in slcv_text
+    kernel = compile_mlir(text, limits=VECTOR, opt_level=3)
+    got = run_kernel(kernel, [a.copy() if isinstance(a, np.ndarray) else a for a in args],
+                     "golden", limits=VECTOR)
+    expected = np.zeros((n, dim), np.float32)
+    flat = table.reshape(rows, dim)[indices]
+    expected[:, lo:] = flat[:, lo:] * flat[:, lo:]
+    np.testing.assert_array_equal(got.results[0], expected)
+    dlc_fn = P._kernel_fn(P.run_pipeline(text, until="dlc", opt_level=3, limits=VECTOR))
+    data, control = run_access(dlc_fn, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    assert data == [t & (2**64 - 1) for t in got.access.data_tokens]
+    assert control == got.access.control_tokens
+    assert len(control) == n + 1                    # one firing per lookup, then DONE
+
+
+def test_row_of_a_flattened_table_from_a_register():
+    """A register start with a lower bound of 1: the block starts at an ``arith.addi`` of the
+    function (no stream), and the result is NumPy's."""
+    slcv_text = str(P.run_pipeline(FLAT_REGISTER_ROW, until="slcv", opt_level=3, limits=VECTOR))
+    assert "arith.addi %start, %c1 : index" in slcv_text
+    assert "slcv.buf_stream %table[" in slcv_text and "slc.for %d" not in slcv_text
+    table = np.arange(40, dtype=np.float32)
+    args = [table, 5, 9, np.zeros((3, 9), np.float32)]
+    kernel = compile_mlir(FLAT_REGISTER_ROW, limits=VECTOR, opt_level=3)
+    got = run_kernel(kernel, [a.copy() if isinstance(a, np.ndarray) else a for a in args],
+                     "golden", limits=VECTOR)
+    expected = np.zeros((3, 9), np.float32)
+    expected[:, 1:] = table[6:14]
+    np.testing.assert_array_equal(got.results[0], expected)
+
+
+@pytest.mark.parametrize("name", list(FLAT_NOT_ROWS))
+def test_leaves_flattened_accesses_that_are_not_rows(name):
+    text = FLAT_NOT_ROWS[name]
+    for steps in (["move"], ["move", "buf"]):
+        assert _after(text, [*steps, "simp"]) == _after(text, steps)

@@ -9,6 +9,13 @@ elements as one block operand (ISA v1 ``BLOCK`` stream, docs/isa.md §7), contig
 queue; the element loop, its layer and its per-element (per-vector) firings disappear. Two
 forms are rewritten:
 
+A row may also be ``m[i0, .., X + d]``, ``X`` loop-invariant (an ``add`` stream of the loop index
+and a register or an outer stream, either order): a flattened table read at ``row · dim + d``
+or ``(row << s) + d`` (``examples/hashed_gather.mlir``) reads the same consecutive elements, and
+its block starts at ``X + lb``. Only the addresses of an input that faults can tell the two
+forms apart: the elements' ``X + d`` wrapping past 64 bits faults ``ADDR_OVERFLOW`` at the
+element, the block's span check where its address leaves the region or the signed range.
+
 * **A collected row** — an ``slcv.for`` (scalar, from ``bufferize``, or vector, after
   ``vectorize-access``) without callbacks whose ``slcv.to_buffer`` terminator collects rows only:
   each collected value becomes a ``slcv.buf_stream`` replacing the loop's buffer result, so the
@@ -24,7 +31,7 @@ forms are rewritten:
 In both forms the callbacks beside the removed loop (its layer's ``begin``/``end``) fire on the
 enclosing loop's ``iter``, in program order; an enclosing ``broadcast`` loop left without a
 vector loop inside goes back to its scalar form. A loop with any other value (a gather through an
-index per element, ``m[(row << s) + d]``), a step other than 1, stream bounds, or a vector loop
+index per element, ``m[k[d]]``), a step other than 1, stream bounds, or a vector loop
 with a callback is left as it is. The core does the same arithmetic in the same order, so
 results are unchanged bit for bit.
 
@@ -55,11 +62,28 @@ def _local(loop: Operation) -> set[SSAValue]:
     return {r for o in block.ops for r in o.results} | set(block.args)
 
 
+def _row_offset(index: SSAValue, loop: Operation, local: set[SSAValue]) -> SSAValue | None:
+    """``X`` if the last index is ``X + d`` (an ``add`` stream of the loop index ``d`` and a
+    loop-invariant ``X``, either order), else None."""
+    op = index.owner
+    if not (isinstance(op, slc.AluStreamOp | slcv.AluStreamOp) and op.op.data == "add"):
+        return None
+    if op.rhs is loop.index and op.lhs not in local:
+        return op.lhs
+    if op.lhs is loop.index and op.rhs not in local:
+        return op.rhs
+    return None
+
+
 def _is_row(value: SSAValue, loop: Operation, local: set[SSAValue]) -> bool:
-    """``value`` is ``m[i0, .., d]`` with ``d`` the loop index and ``i0, ..`` loop-invariant."""
+    """``value`` is ``m[i0, .., d]`` or ``m[i0, .., X + d]`` with ``d`` the loop index and ``X``,
+    ``i0, ..`` loop-invariant."""
     op = value.owner
-    return (isinstance(op, slc.MemStreamOp | slcv.MemStreamOp) and len(op.indices) > 0
-            and op.indices[-1] is loop.index and not any(i in local for i in op.indices[:-1]))
+    if not (isinstance(op, slc.MemStreamOp | slcv.MemStreamOp) and len(op.indices) > 0):
+        return False
+    last = op.indices[-1]
+    return ((last is loop.index or _row_offset(last, loop, local) is not None)
+            and not any(i in local for i in op.indices[:-1]))
 
 
 def _qualifies(loop: Operation, fn: func.FuncOp) -> bool:
@@ -78,17 +102,40 @@ def _length(fn: func.FuncOp, loop: Operation) -> SSAValue:
     return sub.result
 
 
+def _row_start(offset: SSAValue, loop: Operation, fn: func.FuncOp) -> SSAValue:
+    """The first element ``X + lb`` of a row ``m[.., X + d]``: ``X`` when ``lb`` is 0, else an
+    ``add`` in the enclosing layer (an ALU stream) or at function level (both registers)."""
+    if constant_int(loop.lb) == 0:
+        return offset
+    if is_register(offset, fn):
+        add = arith.AddiOp(offset, loop.lb)
+        block = fn.body.block
+        block.insert_op_before(add, next(o for o in block.ops if is_loop(o)))
+        return add.result
+    parent = loop.parent_block()
+    assert parent is not None
+    add = slc.AluStreamOp("add", offset, loop.lb, offset.type)
+    add.result.name_hint = "start"
+    parent.insert_op_before(add, loop)
+    return add.result
+
+
 def _block_loads(loop: Operation, rows: list[SSAValue], names: list[str | None],
                  fn: func.FuncOp) -> list[SSAValue]:
     """One ``slcv.buf_stream`` per row, inserted before ``loop`` in the enclosing layer."""
     parent = loop.parent_block()
     assert parent is not None
     length = _length(fn, loop)
+    local = _local(loop)
     out = []
     for v, name in zip(rows, names, strict=True):
         ld = v.owner
         assert isinstance(ld, slc.MemStreamOp | slcv.MemStreamOp)
-        buf = slcv.BufStreamOp(ld.memref, [*ld.indices[:-1], loop.lb], length)
+        start = loop.lb
+        offset = _row_offset(ld.indices[-1], loop, local)
+        if offset is not None:
+            start = _row_start(offset, loop, fn)
+        buf = slcv.BufStreamOp(ld.memref, [*ld.indices[:-1], start], length)
         buf.location = ld.location
         buf.result.name_hint = name
         parent.insert_op_before(buf, loop)

@@ -394,18 +394,14 @@ builtin.module {
 // CHECK-NEXT:       %h = slc.cast %h64 : !slc.stream<i64> to !slc.stream<index>
 // CHECK-NEXT:       %row = slc.mem_stream %remap[%h] : memref<?xindex>, !slc.stream<index>
 // CHECK-NEXT:       %base = slc.alu_stream shl %row, %logd : !slc.stream<index>, index -> !slc.stream<index>
-// CHECK-NEXT:       %v_buf = slcv.for %d = %c0 to %dim step 1 vlen 1 config scalar : index, index -> !slcv.buffer<f32> {
-// CHECK-NEXT:         %a = slc.alu_stream add %base, %d : !slc.stream<index>, !slc.stream<index> -> !slc.stream<index>
-// CHECK-NEXT:         %v = slc.mem_stream %table[%a] : memref<?xf32>, !slc.stream<index>
-// CHECK-NEXT:         slcv.to_buffer %v : !slc.stream<f32>
-// CHECK-NEXT:       }
-// CHECK-NEXT:       slc.callback end {
+// CHECK-NEXT:       %v_buf = slcv.buf_stream %table[%base] len %dim : memref<?xf32>, !slc.stream<index>, index -> !slcv.buffer<f32>
+// CHECK-NEXT:       slc.callback iter {
 // CHECK-NEXT:         %v_row = slcv.from_buffer %v_buf : !slcv.buffer<f32> -> memref<?xf32>
 // CHECK-NEXT:         %i_1 = slc.from_stream %i : !slc.stream<index>
 // CHECK-NEXT:         %c1_1 = arith.constant 1 : index
-// CHECK-NEXT:         scf.for %d_1 = %c0 to %dim step %c1_1 {
-// CHECK-NEXT:           %v_1 = memref.load %v_row[%d_1] : memref<?xf32>
-// CHECK-NEXT:           memref.store %v_1, %out[%i_1, %d_1] : memref<?x?xf32>
+// CHECK-NEXT:         scf.for %d = %c0 to %dim step %c1_1 {
+// CHECK-NEXT:           %v = memref.load %v_row[%d] : memref<?xf32>
+// CHECK-NEXT:           memref.store %v, %out[%i_1, %d] : memref<?x?xf32>
 // CHECK-NEXT:         }
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }

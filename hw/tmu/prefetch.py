@@ -84,6 +84,9 @@ class Prefetcher(wiring.Component):
     idle : Out(1)
         A ``start`` with the current ``p_*`` (and ``p_armed``) is possible: it continues the
         sequence, or no response is outstanding.
+    continues : Out(1)
+        A ``start`` with the current ``p_*`` (and ``p_armed``) would continue the sequence
+        (its entries are kept; ``hw/tmu/chain_engine.py`` keeps its own with them).
     req_valid, req_addr, req_slot : Out
         A load to issue; ``req_valid`` never depends on ``req_grant``.
     req_grant : In(1)
@@ -142,6 +145,7 @@ class Prefetcher(wiring.Component):
             "busy":       Out(1),
             "pop":        In(1),
             "idle":       Out(1),
+            "continues":  Out(1),
             "esize":      Out(4),
             "req_bytes":  Out(8),
         })
@@ -223,6 +227,7 @@ class Prefetcher(wiring.Component):
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
             self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
             self.idle.eq(match | (pending == 0)),
+            self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
         ]
 

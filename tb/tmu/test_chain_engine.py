@@ -1,0 +1,301 @@
+"""Unit tests of the chain engine (``hw/tmu/chain_engine.py``) in the Amaranth simulator.
+
+The reference is written here from ``docs/isa.md`` §1 with the golden model's ALU
+(``sw.runtime.golden._alu``): the root stream's elements in order, each put through the
+chain's operations with the *wrapped* rule, each chained address checked (overflow, alignment,
+region, memory limit) and loaded; the engine must deliver exactly the values up to the first
+element whose root load or chained load would fault, then stop (``busy`` falls, no head).
+Responses come after random latencies, out of order; grants and pops are random.
+"""
+
+import random
+
+import pytest
+
+from hw.tmu.chain_engine import CHAIN_OPS, ChainEngine
+from hw.tmu.isa import AluOp
+from sw.runtime.golden import _alu
+from sw.runtime.isa import AluOp as GoldenAluOp
+from tb.seeds import fresh_seed
+from tb.sim_helpers import run_sim
+
+MASK64 = (1 << 64) - 1
+_WRAPPING = {GoldenAluOp.ADD, GoldenAluOp.SUB, GoldenAluOp.MUL, GoldenAluOp.SHL}
+
+
+def _signed(x, bits=64):
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if x >> (bits - 1) else x
+
+
+def _load(memory, addr, log2, sign):
+    size = 1 << log2
+    raw = int.from_bytes(bytes(memory.get(addr + k, 0) for k in range(size)), "little")
+    return _signed(raw, 8 * size) & MASK64 if sign else raw
+
+
+def _ok(addr, log2, region_base, region_size, mem_limit):
+    size = 1 << log2
+    return (-(1 << 63) <= addr < 1 << 63 and addr % size == 0 and addr >= region_base
+            and addr + size <= min(region_base + region_size, mem_limit))
+
+
+def reference(root, chain, memory, mem_limit):
+    """The values the engine must deliver, in order, before it stops."""
+    out = []
+    for i in range(root["lb"], root["ub"], root["step"]):
+        addr = root["base"] + (i + root["c"]) * root["stride"]
+        if not _ok(addr, root["log2"], root["region_base"], root["region_size"], mem_limit):
+            break
+        x, wrapped = _signed(_load(memory, addr, root["log2"], root["sign"])), False
+        for k in range(chain["ops"]):
+            op, const = GoldenAluOp(chain["op"][k]), chain["constant"][k]
+            a, b = (const, x) if chain["constant_first"][k] else (x, const)
+            x, out_of_range = _alu(op, a, b)
+            wrapped = op in _WRAPPING and (out_of_range or wrapped)
+        maddr = chain["base"] + x * chain["stride"]
+        if wrapped or not _ok(maddr, chain["log2"], chain["region_base"], chain["region_size"],
+                              mem_limit):
+            break
+        out.append(_load(memory, maddr, chain["log2"], chain["sign"]))
+    return out
+
+
+def _run(root, chain, memory, *, seed, line_bytes=16, depth=4, ports=2, mem_limit=MASK64,
+         cycles=600, latency=(1, 12)):
+    """Start the engine, answer both stages' loads out of order from ``memory`` (bytes), pop
+    at random; returns (values popped, cycles after the last pop with ``busy`` low and no
+    head)."""
+    dut = ChainEngine(depth, line_bytes, ports)
+    popped = []
+    idle_tail = [0]
+
+    def line(addr):
+        base = addr & -line_bytes
+        return sum(memory.get(base + k, 0) << (8 * k) for k in range(line_bytes))
+
+    async def testbench(ctx):
+        rng = random.Random(seed)
+        for name, value in root.items():
+            ctx.set(getattr(dut, f"p_{name}"), value)
+        for name in ("ops", "base", "stride", "log2", "sign", "region_base", "region_size"):
+            ctx.set(getattr(dut.chain, name), chain[name])
+        for k in range(CHAIN_OPS):
+            ctx.set(dut.chain.op[k], chain["op"][k])
+            ctx.set(dut.chain.constant[k], chain["constant"][k])
+            ctx.set(dut.chain.constant_first[k], chain["constant_first"][k])
+        ctx.set(dut.mem_limit, mem_limit)
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        assert ctx.get(dut.idle)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        pending = {"index": [], "chain": []}
+        ports_of = {"index": (dut.index_resp_valid, dut.index_resp_slot, dut.index_resp_data),
+                    "chain": (dut.resp_valid, dut.resp_slot, dut.resp_data)}
+        requests = {"index": (dut.index_req_valid, dut.index_req_addr, dut.index_req_slot,
+                              dut.index_req_grant),
+                    "chain": (dut.req_valid, dut.req_addr, dut.req_slot, dut.req_grant)}
+        for cycle in range(cycles):
+            for stage, (valid, slot, data) in ports_of.items():
+                due = [p for p in pending[stage] if p[0] <= cycle]
+                rng.shuffle(due)
+                mask = 0
+                for k, p in enumerate(due[:ports]):
+                    pending[stage].remove(p)
+                    mask |= 1 << k
+                    ctx.set(slot[k], p[1])
+                    ctx.set(data[k], line(p[2]))
+                ctx.set(valid, mask)
+            for stage, (valid, addr, slot, grant) in requests.items():
+                g = rng.random() < 0.7
+                ctx.set(grant, g)
+                if ctx.get(valid) and g:
+                    pending[stage].append((cycle + rng.randint(*latency), ctx.get(slot),
+                                           ctx.get(addr)))
+            head = ctx.get(dut.head_valid)
+            pop = head and rng.random() < 0.6
+            if pop:
+                popped.append(ctx.get(dut.head_data))
+            ctx.set(dut.pop, pop)
+            if not head and not ctx.get(dut.busy):
+                idle_tail[0] += 1
+            else:
+                idle_tail[0] = 0
+            await ctx.tick()
+        ctx.set(dut.pop, 0)
+
+    run_sim(dut, testbench)
+    return popped, idle_tail[0]
+
+
+def _memory(rng, size=4096):
+    return {a: rng.randrange(256) for a in range(size)}
+
+
+HASH = dict(ops=2, op=[AluOp.MUL.value, AluOp.SHR.value], constant=[_signed(0x9E3779B97F4A7C15), 58],
+            constant_first=[0, 0])
+
+
+def test_hashed_gather_chain_delivers_in_order():
+    """ids[i] -> (id * K) >> 58 (the MUL wraps, the SHR clears it) -> remap[h] (8-byte
+    elements): every value, in order, then the engine goes quiet."""
+    seed = fresh_seed("chain engine, hashed gather")
+    rng = random.Random(seed)
+    memory = _memory(rng)
+    root = dict(base=0x100, lb=0, ub=40, step=1, c=0, stride=8, log2=3, sign=0,
+                region_base=0x100, region_size=8 * 64)
+    chain = dict(HASH, base=0x800, stride=8, log2=3, sign=0, region_base=0x800,
+                 region_size=8 * 64)
+    expected = reference(root, chain, memory, MASK64)
+    assert len(expected) == 40
+    popped, quiet = _run(root, chain, memory, seed=seed)
+    assert popped == expected
+    assert quiet > 50
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_random_chains_stop_at_the_first_faulting_element(trial):
+    """Random operations (any ALU op, constants either side), element sizes, signs, regions
+    and a memory limit: the values up to the first root or chained element that would fault."""
+    seed = fresh_seed(f"chain engine, random chain {trial}")
+    rng = random.Random(seed)
+    memory = _memory(rng)
+    log2 = rng.randrange(4)
+    root = dict(base=0x40 * rng.randrange(1, 4), lb=rng.randrange(4), ub=rng.randrange(8, 48),
+                step=rng.choice([1, 1, 2, 3]), c=rng.randrange(-1, 3), stride=1 << log2,
+                log2=log2, sign=rng.randrange(2), region_base=0, region_size=0x400)
+    ops = rng.randrange(CHAIN_OPS + 1)
+    op = [rng.choice(list(AluOp)).value, AluOp.AND.value]
+    constant = [rng.choice([rng.randrange(-8, 64), rng.randrange(-(1 << 63), 1 << 63)]),
+                (1 << rng.randrange(3, 8)) - 1]
+    if rng.random() < 0.3:          # a second random operation too (often faults at once)
+        op[1], constant[1] = rng.choice(list(AluOp)).value, rng.randrange(-8, 64)
+    mlog2 = rng.randrange(4)
+    size = 1 << mlog2
+    chain = dict(ops=ops, op=op, constant=constant,
+                 constant_first=[rng.randrange(2), 0],
+                 base=0x400 + size * rng.randrange(0, 64),
+                 stride=size * rng.choice([1, 2, 3, -1]),
+                 log2=mlog2, sign=rng.randrange(2), region_base=0x400,
+                 region_size=rng.choice([0x800, 0x100 + size * rng.randrange(0, 64)]))
+    mem_limit = rng.choice([MASK64, 0xB00 + rng.randrange(0x100)])
+    expected = reference(root, chain, memory, mem_limit)
+    popped, quiet = _run(root, chain, memory, seed=seed, mem_limit=mem_limit,
+                         line_bytes=rng.choice([8, 16, 64]), depth=rng.choice([2, 4, 8]),
+                         ports=rng.randrange(1, 4))
+    assert popped == expected, (root, chain, mem_limit)
+    assert quiet > 50
+
+
+def test_a_wrapped_index_stops_the_chain():
+    """b = id << 62 wraps for the second id (1 << 62 is in range for id 1; 2 << 62 is not):
+    one value, then nothing, although the address's low 64 bits would be in the region."""
+    memory = {0x100 + k: 0 for k in range(64)}
+    memory[0x100] = 0          # id 0 -> b = 0
+    memory[0x108] = 2          # id 2 -> 2 << 62 = 2**63: wraps
+    memory[0x110] = 0
+    root = dict(base=0x100, lb=0, ub=3, step=1, c=0, stride=8, log2=3, sign=0,
+                region_base=0x100, region_size=64)
+    chain = dict(ops=1, op=[AluOp.SHL.value, 0], constant=[62, 0], constant_first=[0, 0],
+                 base=0x200, stride=1, log2=0, sign=0, region_base=0, region_size=1 << 62)
+    memory[0x200] = 77
+    expected = reference(root, chain, memory, MASK64)
+    assert expected == [77]
+    popped, quiet = _run(root, chain, memory, seed=1)
+    assert popped == [77] and quiet > 50
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="depth"):
+        ChainEngine(3)
+    with pytest.raises(ValueError, match="line_bytes"):
+        ChainEngine(4, line_bytes=12)
+    with pytest.raises(ValueError, match="ports"):
+        ChainEngine(4, ports=0)
+
+
+def test_contiguous_ranges_continue_and_others_restart():
+    """CSR-like ranges [0, 5), [5, 12), [12, 13) continue the root's sequence (the chain keeps
+    its entries, which run past each range's end once continued); [3, 9) restarts both. Each
+    range's values come in order, counted from the reference of that range alone."""
+    seed = fresh_seed("chain engine, ranges")
+    rng = random.Random(seed)
+    memory = _memory(rng)
+    root = dict(base=0x100, step=1, c=0, stride=4, log2=2, sign=0, region_base=0x100,
+                region_size=4 * 64)
+    chain = dict(ops=1, op=[AluOp.AND.value, 0], constant=[31, 0], constant_first=[0, 0],
+                 base=0x800, stride=8, log2=3, sign=1, region_base=0x800, region_size=8 * 32)
+    ranges = [(0, 5), (5, 12), (12, 13), (3, 9)]
+    dut = ChainEngine(4, 16, 2)
+    got = []
+
+    def line(addr):
+        return sum(memory.get((addr & -16) + k, 0) << (8 * k) for k in range(16))
+
+    async def testbench(ctx):
+        for name, value in root.items():
+            ctx.set(getattr(dut, f"p_{name}"), value)
+        for name in ("ops", "base", "stride", "log2", "sign", "region_base", "region_size"):
+            ctx.set(getattr(dut.chain, name), chain[name])
+        for k in range(CHAIN_OPS):
+            ctx.set(dut.chain.op[k], chain["op"][k])
+            ctx.set(dut.chain.constant[k], chain["constant"][k])
+        ctx.set(dut.mem_limit, MASK64)
+        pending = {"index": [], "chain": []}
+        cycle = 0
+
+        async def step():
+            nonlocal cycle
+            for stage, (valid, slot, data) in (
+                    ("index", (dut.index_resp_valid, dut.index_resp_slot, dut.index_resp_data)),
+                    ("chain", (dut.resp_valid, dut.resp_slot, dut.resp_data))):
+                due = [p for p in pending[stage] if p[0] <= cycle]
+                rng.shuffle(due)
+                mask = 0
+                for k, p in enumerate(due[:2]):
+                    pending[stage].remove(p)
+                    mask |= 1 << k
+                    ctx.set(slot[k], p[1])
+                    ctx.set(data[k], line(p[2]))
+                ctx.set(valid, mask)
+            for stage, (valid, addr, slot, grant) in (
+                    ("index", (dut.index_req_valid, dut.index_req_addr, dut.index_req_slot,
+                               dut.index_req_grant)),
+                    ("chain", (dut.req_valid, dut.req_addr, dut.req_slot, dut.req_grant))):
+                g = rng.random() < 0.7
+                ctx.set(grant, g)
+                if ctx.get(valid) and g:
+                    pending[stage].append((cycle + rng.randint(1, 10), ctx.get(slot),
+                                           ctx.get(addr)))
+            await ctx.tick()
+            cycle += 1
+
+        ctx.set(dut.clear, 1)
+        await step()
+        ctx.set(dut.clear, 0)
+        for lb, ub in ranges:
+            ctx.set(dut.p_lb, lb)
+            ctx.set(dut.p_ub, ub)
+            while not ctx.get(dut.idle):
+                await step()
+            ctx.set(dut.start, 1)
+            await step()
+            ctx.set(dut.start, 0)
+            values = []
+            for _ in range(400):
+                if len(values) == ub - lb:
+                    break
+                pop = ctx.get(dut.head_valid) and rng.random() < 0.6
+                if pop:
+                    values.append(ctx.get(dut.head_data))
+                ctx.set(dut.pop, pop)
+                await step()
+                ctx.set(dut.pop, 0)
+            got.append(values)
+
+    run_sim(dut, testbench)
+    for (lb, ub), values in zip(ranges, got, strict=True):
+        assert values == reference(dict(root, lb=lb, ub=ub), chain, memory, MASK64), (lb, ub)

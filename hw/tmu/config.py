@@ -52,6 +52,11 @@ class TmuConfig:
         exceed ``max_inflight``.
     prefetch_depth : int
         Loads one engine keeps ahead of the traversal. Default 32, a power of two >= 2.
+    chain_engines : int
+        Chain engines (``hw/tmu/chain_engine.py``): run-ahead engines for a blocking memory
+        stream whose index is an affine stream of its layer through up to two ALU operations
+        (``examples/hashed_gather.mlir``'s ``remap[h(ids[i])]``). 0 or 1; each holds two stages
+        of ``prefetch_depth`` loads. Default 0.
     versions : tuple of int
         ISA versions the decoder accepts (``docs/isa.md`` §7.9): ``(0,)`` or ``(0, 1)``.
         Default ``(0, 1)``.
@@ -106,6 +111,7 @@ class TmuConfig:
     mem_latency: int = 32
     prefetchers: int = 4
     prefetch_depth: int = 32
+    chain_engines: int = 0
     versions: tuple = (0, 1)
     features: tuple = ("block", "broadcast", "lockstep", "pack")
     lanes: int = 8
@@ -170,9 +176,16 @@ class TmuConfig:
                 not 0 <= self.drain_entries <= min(4, self.max_inflight):
             raise ValueError(f"drain_entries must be 0 (automatic) or an integer in "
                              f"1..{min(4, self.max_inflight)}, not {self.drain_entries!r}")
+        if not isinstance(self.chain_engines, int) or isinstance(self.chain_engines, bool) or \
+                self.chain_engines not in (0, 1):
+            raise ValueError(f"chain_engines must be 0 or 1, not {self.chain_engines!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
+        if (self.prefetchers + 2 * self.chain_engines) * self.prefetch_depth > 1 << self.rob_bits:
+            raise ValueError(f"(prefetchers + 2 * chain_engines) * prefetch_depth must be at most "
+                             f"{1 << self.rob_bits} (the tags' index), not "
+                             f"{(self.prefetchers + 2 * self.chain_engines) * self.prefetch_depth}")
 
     @classmethod
     def small(cls):
@@ -243,7 +256,14 @@ class TmuConfig:
         return 4 + 4 * (self.layers + self.regions + self.streams + self.actions)
 
     @property
+    def engines(self):
+        """Run-ahead engines the traversal pops, at least 1 (its engine ports are arrays):
+        ``prefetchers`` affine engines, then the chain engine (index ``prefetchers``)."""
+        return max(1, self.prefetchers + self.chain_engines)
+
+    @property
     def ucode_depth(self):
         """Entries of the traversal microcode: ENTER + NEXT per layer, streams, actions, DONE,
         PREFETCH per engine, LANE (the LOCKSTEP layer)."""
-        return 2 * self.layers + self.streams + self.actions + 2 + self.prefetchers
+        return (2 * self.layers + self.streams + self.actions + 2 + self.prefetchers
+                + self.chain_engines)

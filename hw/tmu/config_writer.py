@@ -9,6 +9,7 @@ from .config import TmuConfig
 from .isa import (ActionKind, ActionWord0, Event, LayerMode, LayerWord0, LayerWord0V1, MemMode,
                   OperandWord0V1, SourceKind, StreamKind, StreamWord0)
 from .chain import ChainDetect
+from .chain_detect import ChainEngineDetect
 from .layouts import LayerCfg
 from .signatures import (CheckedProgramSignature, ConfigTablesSignature,
                          descriptor_stream, action_table_write_port, index_bits,
@@ -34,6 +35,8 @@ class ConfigWriter(wiring.Component):
       lane coefficient or whether it is a contiguous vector load (``docs/rtl.md`` §9.3);
     * a MEM stream whose address reads the ``MUL`` stream just before it: the chained uop's
       strength-reduced fields and its **chain** class (``hw/tmu/chain.py``);
+    * with a chain engine: a MEM stream whose index is an affine stream through up to two ALU
+      operations, and that chain's configuration (``hw/tmu/chain_detect.py``);
     * the ALU/FWD streams that nothing reads except affine MEM streams through their ``b``
       (**skip candidates**: their ``STREAM`` uop may be dropped, ``docs/rtl.md`` §9.5 C);
     * the ALU/FWD streams whose ``a`` and ``b`` are the next layer's bounds (**enter bounds**,
@@ -222,9 +225,13 @@ class ConfigWriter(wiring.Component):
                        (Const(1, c.streams) << s_val(word))[:c.streams], 0)
 
         chain = ChainDetect(m, c, resolve, t.invariant, t.chain)
+        chain_engine = (ChainEngineDetect(m, c, resolve, layer_of, t) if c.chain_engines
+                        else None)
 
         with m.If(self.start):
             chain.clear()
+            if chain_engine is not None:
+                chain_engine.clear()
             m.d.sync += [t.blocking.eq(0), idxplus.eq(0), t.affine.eq(0), t.invariant.eq(0),
                          t.act_reads.eq(0), t.memory_stream.eq(0), t.act_control.eq(0),
                          act_join.eq(0), act_last.eq(0), t.lockstep_valid.eq(0),
@@ -312,6 +319,9 @@ class ConfigWriter(wiring.Component):
                     ]
                     chain.stream(d, w1, w2, w3, st_kind, st_sub, st_layer, st_lockstep,
                                  self.stream_table.data)
+                    if chain_engine is not None:
+                        chain_engine.stream(d, w1, w2, w3, st_kind, st_sub, st_layer,
+                                            st_lockstep, sw0.region)
                     if c.has("lockstep"):
                         st_step = pick(m, Array(t.layers[i].step for i in range(c.layers)),
                                        st_layer[:lbits], signed(28), "st_step")

@@ -11,6 +11,7 @@ from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .chain_engine import chain_layout
 from .config import TmuConfig
 from .config_writer import ConfigWriter
 from .isa import FaultCode
@@ -59,6 +60,9 @@ class Decoder(wiring.Component):
         The fault code and word index of the first failing check (``docs/isa.md`` §2).
     config : Out(TraversalConfigSignature(config))
         Configuration registers, valid after a ``done`` without ``fault``.
+    chain_engine : Out(chain_layout())
+        With ``config.chain_engines``: the chain engine's configuration
+        (``hw/tmu/chain_detect.py``), valid likewise.
     stream_table, action_table, microcode : In(memory.WritePort.Signature(...))
         Writes into the stream/action configuration memories and the microcode memory.
     """
@@ -78,6 +82,7 @@ class Decoder(wiring.Component):
             "fault_code":   Out(FaultCode),
             "fault_pc":     Out(32),
             "config":       Out(TraversalConfigSignature(config)),
+            **({"chain_engine": Out(chain_layout())} if config.chain_engines else {}),
             "stream_table": In(stream_table_write_port(config)),
             "action_table": In(action_table_write_port(config)),
             "microcode":    In(microcode_write_port(config)),
@@ -118,4 +123,7 @@ class Decoder(wiring.Component):
                      "prefetch_skipped_valid", "prefetch_skipped_stream",
                      "lockstep_vector_mode"):
             m.d.comb += getattr(cfg, name).eq(getattr(builder, name))
+        if self._cfg.chain_engines:
+            m.d.comb += [self.chain_engine.eq(tables.chain_engine),
+                         cfg.chain_root.eq(tables.chain_engine.root)]
         return m

@@ -48,7 +48,7 @@ class EnginePops:
     uop : Uop
         The microcode entry at ``pc``.
     engines : int
-        Run-ahead engines (``max(1, TmuConfig.prefetchers)``).
+        Run-ahead engines (``TmuConfig.engines``).
     stream_of : list of Value
         Per engine, the stream it serves (8 bits).
     head_valid, busy : Value

@@ -79,7 +79,7 @@ class Fetch:
     def __init__(self, m, t, pc, advance, running, lanes, loop):
         c = t._cfg
         ubits, sbits, abits = index_bits(c.ucode_depth), index_bits(c.streams), index_bits(c.actions)
-        engines = max(1, c.prefetchers)
+        engines = c.engines
         self.uop = uop = Signal(Uop, name="fetched_uop")
         self.ready = ready = Signal(name="fetch_ready")
         valid = Signal(name="fetch_valid")          # the held words were read in this run
@@ -109,8 +109,10 @@ class Fetch:
             """The configuration addresses a microcode word asks for (as the evaluation
             computes them: ``stream_evaluation.py``, ``actions.py``), outside an engine-pop
             fallback step."""
-            pf_stream = pick(m, prefetch_streams, word.id[:index_bits(engines)], 8,
-                             f"{tag}_prefetch_stream")
+            pf_engine = word.id[:index_bits(engines)]
+            pf_stream = pick(m, prefetch_streams, pf_engine, 8, f"{tag}_prefetch_stream")
+            if c.chain_engines:     # the chain engine's PREFETCH reads its root's words
+                pf_stream = Mux(pf_engine == c.prefetchers, t.chain_root, pf_stream)
             return (Mux(word.kind == UopKind.PREFETCH, pf_stream, word.id)[:sbits],
                     Mux(word.kind == UopKind.ACT, word.id, word.act_id)[:abits],
                     word.act2_id[:abits])

@@ -90,7 +90,7 @@ class MicrocodeBuilder(wiring.Component):
         self._ubits = index_bits(c.ucode_depth)
         self._sbits = index_bits(c.streams)
         self._abits = index_bits(c.actions)
-        self._engines = max(1, c.prefetchers)
+        self._engines = c.engines
         self._ebits = index_bits(self._engines)
         super().__init__({
             "start":     In(1),
@@ -217,11 +217,33 @@ class MicrocodeBuilder(wiring.Component):
                     m.d.sync += j.eq(0)
                     with m.If((k == 0) & assign_pass):
                         m.d.sync += j.eq(ns - 1)
-                        m.next = "B_SKIP"
+                        m.next = "B_CHAIN" if c.chain_engines else "B_SKIP"
                     with m.Elif(k == 0):
                         m.d.sync += [assign_pass.eq(1), k.eq(nl - 1)]
                     with m.Else():
                         m.d.sync += k.eq(k - 1)
+
+            # The chain engine (engine ``prefetchers``, hw/tmu/chain_engine.py) serves the
+            # recorded chain stream if something reads it (a blocking stream) and no affine
+            # engine serves it. It takes its root's parameters at its PREFETCH (armed: the
+            # root's base is an IMM or ARG) and starts at its layer's ENTER.
+            if c.chain_engines:
+                with m.State("B_CHAIN"):
+                    chain, sid = t.chain_engine, t.chain_stream
+                    e = c.prefetchers
+                    with m.If(chain.valid & self.blocking.bit_select(sid[:sb], 1)
+                              & ~self.stream_prefetched.bit_select(sid[:sb], 1)):
+                        m.d.sync += [
+                            self.prefetch_valid.bit_select(e, 1).eq(1),
+                            armed.bit_select(e, 1).eq(1),
+                            self.prefetch_stream[e].eq(sid),
+                            self.prefetch_layer[e].eq(layer_of(sid)),
+                            self.prefetch_offset[e].eq(pick(m, cand_c, chain.root[:sb],
+                                                            signed(28), "chain_root_c")),
+                            self.stream_prefetched.bit_select(sid[:sb], 1).eq(1),
+                            self.stream_prefetch_engine[sid[:sb]].eq(e),
+                        ]
+                    m.next = "B_SKIP"
 
             # ---------------------------------------------------------------- microcode
             def scan_actions(event, then):

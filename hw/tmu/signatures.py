@@ -11,6 +11,7 @@ from amaranth.hdl import signed
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import Out
 
+from .chain_engine import chain_layout
 from .config import TmuConfig
 from .isa import FaultCode
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop
@@ -178,6 +179,9 @@ class ConfigTablesSignature(wiring.Signature):
         JOIN, or the last OPERAND action of its layer and event).
     lockstep_valid, lockstep_layer : Out(1), Out(8)
         The program has a LOCKSTEP layer (at most one, the last), and which.
+    chain_engine, chain_stream : Out(chain_layout()), Out(8)
+        With ``config.chain_engines``: a stream the chain engine can serve (``hw/tmu/chain_detect.py``; ``valid``), its
+        configuration, and the stream's id.
     """
     def __init__(self, config):
         _check(config)
@@ -211,6 +215,8 @@ class ConfigTablesSignature(wiring.Signature):
             "act_flush":         Out(A),
             "lockstep_valid":    Out(1),
             "lockstep_layer":    Out(8),
+            **({"chain_engine": Out(chain_layout()), "chain_stream": Out(8)}
+               if config.chain_engines else {}),
         })
 
 
@@ -241,10 +247,13 @@ class TraversalConfigSignature(wiring.Signature):
         As in :class:`ConfigTablesSignature`.
     lockstep_vector_mode : Out(1)
         The LOCKSTEP layer is evaluated once per vector iteration (``docs/rtl.md`` §9.3).
+    chain_root : Out(8)
+        With ``config.chain_engines``: the stream whose parameters the chain engine (engine ``prefetchers``) takes at its
+        ``PREFETCH``: the root of the stream it serves (``prefetch_stream``).
     """
     def __init__(self, config):
         _check(config)
-        S, E = config.streams, max(1, config.prefetchers)
+        S, E = config.streams, config.engines
         ucode_bits = index_bits(config.ucode_depth)
         super().__init__({
             "layers":                 Out(data.ArrayLayout(LayerCfg, config.layers)),
@@ -268,4 +277,5 @@ class TraversalConfigSignature(wiring.Signature):
             "lane_pos":               Out(S),
             "lane_neg":               Out(S),
             "contiguous_vector":      Out(S),
+            **({"chain_root": Out(8)} if config.chain_engines else {}),
         })

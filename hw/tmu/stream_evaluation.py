@@ -111,7 +111,7 @@ class StreamEvaluation:
         t, c, u, sbits = self._t, self._c, self._uop, self._sbits
         lbits = index_bits(c.layers)
         rbits = index_bits(c.regions)
-        engines = max(1, c.prefetchers)
+        engines = c.engines
         ebits = index_bits(engines)
         source = sources.read
         is_enter = u.kind == UopKind.ENTER
@@ -125,6 +125,10 @@ class StreamEvaluation:
         self.prefetch_engine = prefetch_engine = u.id[:ebits]
         prefetch_streams = Array(t.prefetch_stream[i] for i in range(engines))
         prefetch_stream_id = pick(m, prefetch_streams, prefetch_engine, 8, "prefetch_stream_id")
+        if c.chain_engines:
+            # The chain engine takes its root stream's parameters (hw/tmu/chain_engine.py).
+            prefetch_stream_id = Mux(prefetch_engine == c.prefetchers, t.chain_root,
+                                     prefetch_stream_id)
         m.d.comb += t.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:sbits])
         self.sc = sc = t.scfg_data
         self._src_a = src_a = Signal(Source, name="src_a")
@@ -339,11 +343,11 @@ class StreamEvaluation:
         ready: ``s_prefetch_data``), ``s_prefetch_busy`` (it is on its way)."""
         t, c, u = self._t, self._c, self._uop
         sbits, lbits = self._sbits, index_bits(c.layers)
-        ebits = index_bits(max(1, c.prefetchers))
+        ebits = index_bits(c.engines)
         idx, ubr = indices, upper_bounds
         prefetch_engine, a_v, sc = self.prefetch_engine, self.a_v, self.sc
         log2, s_mode, region = self.log2, self.s_mode, self.region
-        engines = range(max(1, c.prefetchers))
+        engines = range(c.engines)
         prefetch_layer_id = pick(m, Array(t.prefetch_layer[i] for i in engines),
                                   prefetch_engine, 8, "prefetch_layer_id")
         prefetch_layer_index = prefetch_layer_id[:lbits]

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import (DataBeatSignature, MemRequestSignature,
                                   MemResponseSignature, ProgramWriteSignature)
+from .chain_engine import ChainEngine
 from .config import TmuConfig
 from .counters import COUNTERS, Counters, CountersLayout
 from .decoder import Decoder
@@ -171,11 +172,16 @@ class Tmu(wiring.Component):
             m.d.comb += getattr(trv, name).eq(getattr(dec.config, name))
         m.d.comb += [trv.args.eq(self.ctl.args), trv.mem_limit.eq(self.ctl.mem_limit)]
 
-        # Run-ahead engines.
+        # Run-ahead engines: the affine ones, then the chain engine (hw/tmu/chain_engine.py).
         engines = []
-        for e in range(c.prefetchers):
-            eng = Prefetcher(c.prefetch_depth, c.line_bytes, c.memory_ports)
-            m.submodules[f"prefetch_{e}"] = eng
+        for e in range(c.prefetchers + c.chain_engines):
+            if e < c.prefetchers:
+                eng = Prefetcher(c.prefetch_depth, c.line_bytes, c.memory_ports)
+                m.submodules[f"prefetch_{e}"] = eng
+            else:
+                eng = ChainEngine(c.prefetch_depth, c.line_bytes, c.memory_ports)
+                m.submodules.chain_engine = eng
+                m.d.comb += eng.chain.eq(dec.chain_engine)
             engines.append(eng)
             m.d.comb += [
                 eng.start.eq(trv.prefetch_start[e]),
@@ -209,9 +215,19 @@ class Tmu(wiring.Component):
         for k in range(row_lines):
             requesters.append((row_issue.req_valid[k], row_issue.req_addr[k],
                                row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
+        # Each engine's loads are tagged with its index; the chain engine's root stage with
+        # index ``prefetchers``, its chained loads with ``prefetchers + 1``.
+        engine_ports = []       # (tag index, req_*, grant, resp_* members) per load stage
         for e, eng in enumerate(engines):
-            requesters.append((eng.req_valid, eng.req_addr,
-                               (2 << kind_lo) | (e << pbits) | eng.req_slot, eng.req_bytes, 1))
+            if e < c.prefetchers:
+                engine_ports.append((e, eng, ""))
+            else:
+                engine_ports += [(e, eng, "index_"), (e + 1, eng, "")]
+        for index, eng, stage in engine_ports:
+            requesters.append((getattr(eng, f"{stage}req_valid"), getattr(eng, f"{stage}req_addr"),
+                               (2 << kind_lo) | (index << pbits)
+                               | getattr(eng, f"{stage}req_slot"),
+                               getattr(eng, f"{stage}req_bytes"), 1))
         m.submodules.arbiter = arbiter = RequestArbiter(len(requesters), P, kind_lo, c.line_bytes)
         for request, (valid, addr, tag, nbytes, blocking) in zip(arbiter.requests, requesters):
             m.d.comb += [
@@ -225,8 +241,8 @@ class Tmu(wiring.Component):
         m.d.comb += trv.req.ready.eq(grants[0])
         for k in range(row_lines):
             m.d.comb += row_issue.req_grant[k].eq(grants[1 + k])
-        for eng, grant in zip(engines, grants[1 + row_lines:]):
-            m.d.comb += eng.req_grant.eq(grant)
+        for (_, eng, stage), grant in zip(engine_ports, grants[1 + row_lines:], strict=True):
+            m.d.comb += getattr(eng, f"{stage}req_grant").eq(grant)
         for k in range(P):
             wiring.connect(m, arbiter.req[k], wiring.flipped(self.req[k]))
         m.d.comb += arbiter.epoch.eq(epoch)
@@ -253,12 +269,12 @@ class Tmu(wiring.Component):
             is_blocking = current[k] & (resp_kind == 1)
             blocking_valid = blocking_valid | is_blocking
             blocking_data = blocking_data | Mux(is_blocking, resp.payload.data, 0)
-            for e, eng in enumerate(engines):
+            for index, eng, stage in engine_ports:
                 m.d.comb += [
-                    eng.resp_valid[k].eq(current[k] & (resp_kind == 2)
-                                         & (resp_index[pbits:] == e)),
-                    eng.resp_slot[k].eq(resp_index[:pbits]),
-                    eng.resp_data[k].eq(resp.payload.data),
+                    getattr(eng, f"{stage}resp_valid")[k].eq(
+                        current[k] & (resp_kind == 2) & (resp_index[pbits:] == index)),
+                    getattr(eng, f"{stage}resp_slot")[k].eq(resp_index[:pbits]),
+                    getattr(eng, f"{stage}resp_data")[k].eq(resp.payload.data),
                 ]
         # At most one blocking load is in flight: at most one port carries it.
         m.d.comb += [trv.blocking_resp_valid.eq(blocking_valid),

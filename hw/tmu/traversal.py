@@ -104,7 +104,7 @@ class Traversal(wiring.Component):
         self._sbits = index_bits(c.streams)
         self._abits = index_bits(c.actions)
         self._lbits = index_bits(c.layers)
-        E = self._engines = max(1, c.prefetchers)
+        E = self._engines = c.engines
         super().__init__({
             # The decoder's configuration registers (layers, regions, blocking streams,
             # microcode addresses, run-ahead engine assignment, ISA v1 classes): declared once,

@@ -86,7 +86,7 @@ def run_builder(config, items, *, ready_probability, seed):
             code = result.code.value if hasattr(result.code, "value") else int(result.code)
             engines = [(ctx.get(bd.prefetch_stream[e]), ctx.get(bd.prefetch_layer[e]),
                         ctx.get(bd.prefetch_offset[e]))
-                       for e in range(max(1, config.prefetchers))
+                       for e in range(config.engines)
                        if ctx.get(bd.prefetch_valid) >> e & 1]
             pcs = ([ctx.get(bd.body_pc[i]) for i in range(len(prog.layers))],
                    [ctx.get(bd.exit_pc[i]) for i in range(len(prog.layers))])

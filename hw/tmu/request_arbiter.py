@@ -47,7 +47,7 @@ class RequestArbiter(wiring.Component):
     ports : int
         Memory request ports (``TmuConfig.memory_ports``), 1..8.
     index_bits : int
-        Bits of a tag's index (``TmuConfig.rob_bits``).
+        Bits of a tag's index (``TmuConfig.tag_index_bits``).
     line_bytes : int
         Width of a memory line, bytes (``TmuConfig.line_bytes``).
 

@@ -206,7 +206,7 @@ class Tmu(wiring.Component):
         # (hw/tmu/request_arbiter.py), the traversal first, then the row issue block's lanes,
         # then the engines in index order (deepest layer first, as the decoder assigns them).
         # Tags: {epoch, kind, index}, kind 0 ROB slot, 1 blocking, 2 prefetch slot.
-        kind_lo = c.rob_bits
+        kind_lo = c.tag_index_bits
         pbits = (c.prefetch_depth - 1).bit_length()
         epoch = Signal()            # parity of the run: flips at every start
         P = c.memory_ports

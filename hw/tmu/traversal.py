@@ -439,7 +439,7 @@ class Traversal(wiring.Component):
                                 m.d.comb += [
                                     self.req.valid.eq(1),
                                     self.req.payload.addr.eq(stream.addr),
-                                    self.req.payload.tag.eq(1 << c.rob_bits),
+                                    self.req.payload.tag.eq(1 << c.tag_index_bits),
                                     self.stat_issue_bytes.eq(stream.esize),
                                     self.stat_blocking.eq(1),
                                 ]

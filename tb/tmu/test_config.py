@@ -10,12 +10,22 @@ def test_defaults():
     assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
     assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (512, 64, 64)
     assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 32)
+    assert (c.chain_engines, c.engines, c.tag_index_bits) == (1, 5, 9)
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
     assert c.tag_bits == 12 and c.rob_bits == 9 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
     assert (c.row_lines, c.drain_lines, c.drain_entries) == (2, 2, 0)
     s = TmuConfig.small()
     assert s.max_inflight >= 16 and s.layers == 3
+
+
+def test_tag_index_widens_for_the_chain_engine():
+    """The chain engine's two stages take two engines' run-ahead slots in the tags' index: a
+    reorder buffer smaller than the engines' slots widens the tag, not an error."""
+    c = TmuConfig(max_inflight=2, prefetchers=1, prefetch_depth=2)
+    assert (c.rob_bits, c.tag_index_bits, c.tag_bits) == (1, 3, 6)      # 3 engines x 2 slots
+    c = TmuConfig(max_inflight=2, prefetchers=1, prefetch_depth=2, chain_engines=0)
+    assert (c.rob_bits, c.tag_index_bits, c.tag_bits) == (1, 1, 4)
 
 
 @pytest.mark.parametrize("ports, tokens, line_bytes, row_lines, drain_lines", [
@@ -63,6 +73,8 @@ def test_drain_entries(kwargs, drain_lines):
     ({"prefetch_depth": 3}, "prefetch_depth must be a power of two >= 2, not 3"),
     ({"prefetchers": 16, "prefetch_depth": 64},
      "prefetchers * prefetch_depth must be at most max_inflight (512), not 1024"),
+    ({"chain_engines": 2}, "chain_engines must be 0 or 1, not 2"),
+    ({"chain_engines": True}, "chain_engines must be 0 or 1, not True"),
 ])
 def test_errors(kwargs, message):
     with pytest.raises(ValueError) as e:

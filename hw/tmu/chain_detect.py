@@ -8,7 +8,9 @@ A stream ``M`` is a *chain* when, in one layer that is not LOCKSTEP,
   ``STREAM x``;
 * ``x`` is the *root* ``V`` (0 operations), or ``x = M - 1`` is an ALU stream of ``V`` and an IMM
   or ARG (either order; 1 operation), or ``x = M - 1`` is an ALU stream of ``M - 2`` and a
-  constant, and ``M - 2`` one of ``V`` and a constant (2 operations);
+  constant, and ``M - 2`` one of ``V`` and a constant (2 operations); no ``MUL`` whose wrap
+  could reach the address (last, or before an ``ADD``, ``SUB``, ``MUL`` or ``SHL``): the
+  engine's ``MUL`` keeps the product's low 64 bits only (``chain_engine.chain_alu``);
 * ``V`` is an affine MEM stream of the layer (the run-ahead engines' class: ``a + (INDEX + c) *
   stride``) whose ``a`` is an IMM or ARG (the engine latches it once, ``arm``).
 
@@ -22,7 +24,7 @@ blocking one).
 from amaranth.hdl import Array, Mux, Signal
 
 from .chain_engine import CHAIN_OPS, chain_layout
-from .isa import MemMode, SourceKind, StreamKind
+from .isa import AluOp, MemMode, SourceKind, StreamKind
 from .signatures import index_bits
 from .source_fields import pick, source_kind, source_number
 
@@ -103,8 +105,17 @@ class ChainEngineDetect:
                      & const_a & (kb == STREAM) & ~t.affine.bit_select(d[:sb], 1))
         one = self._ok[0] & (x == self._id[0]) & (self._layer[0] == layer)
         two = one & self._ok[1] & (self._src[0] == self._id[1]) & (self._layer[1] == layer)
-        case2 = two & root_ok(self._src[1])
-        case1 = ~case2 & one & root_ok(self._src[0])
+        # The engine's MUL has no wrapped bit (chain_engine.chain_alu): no MUL last, none
+        # before an operation that carries a wrap (ADD, SUB, MUL, SHL).
+        def mul(op):
+            return op == AluOp.MUL.value
+
+        def carries(op):
+            return ((op == AluOp.ADD.value) | (op == AluOp.SUB.value) | mul(op)
+                    | (op == AluOp.SHL.value))
+        case2 = two & root_ok(self._src[1]) & ~mul(self._op[0]) & ~(mul(self._op[1])
+                                                                     & carries(self._op[0]))
+        case1 = ~case2 & one & root_ok(self._src[0]) & ~mul(self._op[0])
         case0 = ~case2 & ~case1 & root_ok(x)
         found = candidate & (case0 | case1 | case2)
         recorded = t.chain_engine.valid

@@ -6,13 +6,13 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import alu, extract, outside_int64
+from .datapath import extract_aligned, outside_int64
 from .isa import AluOp
 from .multiport_memory import MultiPortMemory
 from .prefetch import Prefetcher
 
 
-__all__ = ["CHAIN_OPS", "chain_layout", "ChainEngine"]
+__all__ = ["CHAIN_OPS", "chain_layout", "chain_alu", "ChainEngine"]
 
 #: Most ALU operations between the root stream and the chained load.
 CHAIN_OPS = 2
@@ -43,6 +43,52 @@ def chain_layout():
     })
 
 
+def chain_alu(m, op, a, b):
+    """The chain's ALU: ``datapath.alu``'s results, on 64-bit values only (no 65- or 128-bit
+    intermediate: a cheaper cycle for the FPGA and for Verilator, which evaluates every op every
+    cycle). ``MUL`` gives the product's low 64 bits and no *wrapped* bit: the decoder gives the
+    engine no chain in which a ``MUL``'s wrap could reach the address (``chain_detect.py``).
+    Returns ``(signed(64) result, wrapped)``, ``wrapped`` for ``ADD``, ``SUB``, ``SHL``."""
+    res = Signal(signed(64), name="chain_alu_result")
+    wrapped = Signal(name="chain_alu_wrapped")
+    ua, ub = a.as_unsigned(), b.as_unsigned()
+    sh = b[:6]
+    with m.Switch(op):
+        with m.Case(AluOp.ADD):
+            s = (ua + ub)[:64]
+            m.d.comb += [res.eq(s), wrapped.eq((a[63] == b[63]) & (s[63] != a[63]))]
+        with m.Case(AluOp.SUB):
+            s = (ua - ub)[:64]
+            m.d.comb += [res.eq(s), wrapped.eq((a[63] != b[63]) & (s[63] != a[63]))]
+        with m.Case(AluOp.MUL):
+            # Low 64 bits from 32 x 32 partial products.
+            lo = ua[:32] * ub[:32]
+            cross = (ua[:32] * ub[32:64])[:32] + (ua[32:64] * ub[:32])[:32]
+            m.d.comb += res.eq(lo + (cross[:32] << 32))
+        with m.Case(AluOp.SHL):
+            low = Signal(signed(64), name="chain_alu_shl")
+            m.d.comb += [low.eq((ua << sh)[:64]), res.eq(low), wrapped.eq((low >> sh) != a)]
+        with m.Case(AluOp.SHR):
+            m.d.comb += res.eq(ua >> sh)
+        with m.Case(AluOp.SRA):
+            m.d.comb += res.eq(a >> sh)
+        with m.Case(AluOp.AND):
+            m.d.comb += res.eq(a & b)
+        with m.Case(AluOp.OR):
+            m.d.comb += res.eq(a | b)
+        with m.Case(AluOp.XOR):
+            m.d.comb += res.eq(a ^ b)
+        with m.Case(AluOp.MIN):
+            m.d.comb += res.eq(Mux(a < b, a, b))
+        with m.Case(AluOp.MAX):
+            m.d.comb += res.eq(Mux(a < b, b, a))
+        with m.Case(AluOp.LT):
+            m.d.comb += res.eq(a < b)
+        with m.Case(AluOp.EQ):
+            m.d.comb += res.eq(a == b)
+    return res, wrapped
+
+
 class ChainEngine(wiring.Component):
     """Loads ``M = base + f(V) * stride`` for the coming iterations of a layer, ``V`` an affine
     stream of that layer and ``f`` at most :data:`CHAIN_OPS` ALU operations with constant
@@ -57,8 +103,8 @@ class ChainEngine(wiring.Component):
       per iteration beside a row). Its ``p_*``, ``arm``, ``start``, ``idle`` and its requests
       (``index_*``) are those of any engine;
     * **the chain**: each root value, as soon as it arrives, goes through a pipeline of three
-      registers — operation 0, operation 1 (``alu`` of ``hw/tmu/datapath.py``: the
-      traversal's results and *wrapped* rule), the exact address ``base + b * stride`` — and,
+      registers — operation 0, operation 1 (:func:`chain_alu`: the traversal's results and
+      *wrapped* rule, but no ``MUL`` wrap), the exact address ``base + b * stride`` — and,
       its checks passed, is issued as a load of ``M``'s line into one of ``depth`` entries, whose
       values leave at the head in order. The first element whose ``b`` wrapped, or whose
       address lies outside the signed 64-bit range, is misaligned, outside ``M``'s region or past
@@ -168,7 +214,7 @@ class ChainEngine(wiring.Component):
         def operation(k, x, x_wrapped):
             a = Mux(cfg.constant_first[k], cfg.constant[k], x)
             b = Mux(cfg.constant_first[k], x, cfg.constant[k])
-            res, exact_out = alu(m, cfg.op[k], a, b)
+            res, exact_out = chain_alu(m, cfg.op[k], a, b)
             wraps = Const(0)
             for op in _WRAPPING:
                 wraps = wraps | (cfg.op[k] == op.value)
@@ -229,9 +275,12 @@ class ChainEngine(wiring.Component):
                          words.write[k].data.eq(self.resp_data[k]),
                          words.write[k].en.eq(self.resp_valid[k])]
         m.d.comb += words.read[0].addr.eq(head)
+        head_offset = Signal(line_bits)     # a signal: an Array proxy in an expression is
+        m.d.comb += head_offset.eq(offset[head])    # replicated per entry
         m.d.comb += [
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-            self.head_data.eq(extract(words.read[0].data, offset[head], cfg.log2, cfg.sign)),
+            self.head_data.eq(extract_aligned(words.read[0].data, head_offset, cfg.log2,
+                                              cfg.sign)),
         ]
         with m.If(issue):
             m.d.sync += [offset[tail].eq(addr[0:line_bits]), tail.eq(tail + 1)]

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract
+from .datapath import extract_aligned
 from .multiport_memory import MultiPortMemory
 
 
@@ -225,7 +225,7 @@ class Prefetcher(wiring.Component):
                                          & (self.p_region_size == region_size))))
         m.d.comb += [
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-            self.head_data.eq(extract(data_r.data, head_offset, log2, sign)),
+            self.head_data.eq(extract_aligned(data_r.data, head_offset, log2, sign)),
             self.idle.eq(match | (pending == 0)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),

@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 from ..core_if.signatures import MemRequestSignature
 from .actions import Actions
 from .config import TmuConfig
-from .datapath import extract
+from .datapath import extract_aligned
 from .engine_pop import EnginePops
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
@@ -359,6 +359,10 @@ class Traversal(wiring.Component):
         blocking_log2_size = Signal(2)
         blocking_sign      = Signal()
         blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
+        # The element of the blocking load's line (aligned: its address was checked).
+        blocking_value = Signal(64)
+        m.d.comb += blocking_value.eq(extract_aligned(self.blocking_resp_data, blocking_offset,
+                                                      blocking_log2_size, blocking_sign))
         # (a fallback step's blocking load: ``pops.fallback`` stays set until it completes)
 
         def stop(code, addr_):
@@ -493,16 +497,12 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(self.blocking_resp_valid):
-                    m.d.sync += vals[blocking_stream_id].eq(
-                        extract(self.blocking_resp_data, blocking_offset, blocking_log2_size,
-                                blocking_sign))
+                    m.d.sync += vals[blocking_stream_id].eq(blocking_value)
                     if lanes.enabled:
                         vreg_w = lanes.vreg_w
                         m.d.comb += [vreg_w.addr.eq(Cat(lanes.lane[:lanes.lane_bits],
                                                         blocking_stream_id)),
-                                     vreg_w.data.eq(extract(self.blocking_resp_data,
-                                                            blocking_offset, blocking_log2_size,
-                                                            blocking_sign)),
+                                     vreg_w.data.eq(blocking_value),
                                      vreg_w.en.eq(blocking_lockstep)]
                     advance()
                     m.next = "RUN"

@@ -38,6 +38,7 @@ VARIANTS = {
     "root_cut":   ([(AluOp.AND, 7)], 1 << 20, 8),       # ids' region holds 5 of its ids
     "wrap":       ([(AluOp.SHL, 62), (AluOp.ADD, 0)], 4, 8),
     "const_first": ([(AluOp.SUB, 7)], 8, 8),            # 7 - id (constant as a)
+    "mul_last":   ([(AluOp.MUL, 3)], 3, 9),             # no engine: the MUL's wrap matters
 }
 
 

@@ -6,13 +6,13 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import extract_aligned, outside_int64
+from .datapath import alu, extract_aligned, outside_int64
 from .isa import AluOp
 from .multiport_memory import MultiPortMemory
 from .prefetch import Prefetcher
 
 
-__all__ = ["CHAIN_OPS", "chain_layout", "chain_alu", "ChainEngine"]
+__all__ = ["CHAIN_OPS", "chain_layout", "ChainEngine"]
 
 #: Most ALU operations between the root stream and the chained load.
 CHAIN_OPS = 2
@@ -43,52 +43,6 @@ def chain_layout():
     })
 
 
-def chain_alu(m, op, a, b):
-    """The chain's ALU: ``datapath.alu``'s results, on 64-bit values only (no 65- or 128-bit
-    intermediate: a cheaper cycle for the FPGA and for Verilator, which evaluates every op every
-    cycle). ``MUL`` gives the product's low 64 bits and no *wrapped* bit: the decoder gives the
-    engine no chain in which a ``MUL``'s wrap could reach the address (``chain_detect.py``).
-    Returns ``(signed(64) result, wrapped)``, ``wrapped`` for ``ADD``, ``SUB``, ``SHL``."""
-    res = Signal(signed(64), name="chain_alu_result")
-    wrapped = Signal(name="chain_alu_wrapped")
-    ua, ub = a.as_unsigned(), b.as_unsigned()
-    sh = b[:6]
-    with m.Switch(op):
-        with m.Case(AluOp.ADD):
-            s = (ua + ub)[:64]
-            m.d.comb += [res.eq(s), wrapped.eq((a[63] == b[63]) & (s[63] != a[63]))]
-        with m.Case(AluOp.SUB):
-            s = (ua - ub)[:64]
-            m.d.comb += [res.eq(s), wrapped.eq((a[63] != b[63]) & (s[63] != a[63]))]
-        with m.Case(AluOp.MUL):
-            # Low 64 bits from 32 x 32 partial products.
-            lo = ua[:32] * ub[:32]
-            cross = (ua[:32] * ub[32:64])[:32] + (ua[32:64] * ub[:32])[:32]
-            m.d.comb += res.eq(lo + (cross[:32] << 32))
-        with m.Case(AluOp.SHL):
-            low = Signal(signed(64), name="chain_alu_shl")
-            m.d.comb += [low.eq((ua << sh)[:64]), res.eq(low), wrapped.eq((low >> sh) != a)]
-        with m.Case(AluOp.SHR):
-            m.d.comb += res.eq(ua >> sh)
-        with m.Case(AluOp.SRA):
-            m.d.comb += res.eq(a >> sh)
-        with m.Case(AluOp.AND):
-            m.d.comb += res.eq(a & b)
-        with m.Case(AluOp.OR):
-            m.d.comb += res.eq(a | b)
-        with m.Case(AluOp.XOR):
-            m.d.comb += res.eq(a ^ b)
-        with m.Case(AluOp.MIN):
-            m.d.comb += res.eq(Mux(a < b, a, b))
-        with m.Case(AluOp.MAX):
-            m.d.comb += res.eq(Mux(a < b, b, a))
-        with m.Case(AluOp.LT):
-            m.d.comb += res.eq(a < b)
-        with m.Case(AluOp.EQ):
-            m.d.comb += res.eq(a == b)
-    return res, wrapped
-
-
 class ChainEngine(wiring.Component):
     """Loads ``M = base + f(V) * stride`` for the coming iterations of a layer, ``V`` an affine
     stream of that layer and ``f`` at most :data:`CHAIN_OPS` ALU operations with constant
@@ -103,8 +57,8 @@ class ChainEngine(wiring.Component):
       per iteration beside a row). Its ``p_*``, ``arm``, ``start``, ``idle`` and its requests
       (``index_*``) are those of any engine;
     * **the chain**: each root value, as soon as it arrives, goes through a pipeline of three
-      registers — operation 0, operation 1 (:func:`chain_alu`: the traversal's results and
-      *wrapped* rule, but no ``MUL`` wrap), the exact address ``base + b * stride`` — and,
+      registers — operation 0, operation 1 (``datapath.alu`` with ``exact_mul=False``: the
+      traversal's results and *wrapped* rule, but no ``MUL`` wrap), the exact address ``base + b * stride`` — and,
       its checks passed, is issued as a load of ``M``'s line into one of ``depth`` entries, whose
       values leave at the head in order. The first element whose ``b`` wrapped, or whose
       address lies outside the signed 64-bit range, is misaligned, outside ``M``'s region or past
@@ -120,7 +74,7 @@ class ChainEngine(wiring.Component):
     Parameters
     ----------
     depth : int
-        Entries of each stage, a power of two.
+        Entries of each stage, a power of two (``ValueError`` otherwise, and for the two below).
     line_bytes : int
         Width of a memory line, bytes.
     ports : int
@@ -151,17 +105,12 @@ class ChainEngine(wiring.Component):
     """
 
     def __init__(self, depth, line_bytes=8, ports=1):
-        if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
-            raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
-        if line_bytes not in (8, 16, 32, 64):
-            raise ValueError(f"line_bytes must be 8, 16, 32 or 64, not {line_bytes!r}")
-        if not isinstance(ports, int) or not 1 <= ports <= 8:
-            raise ValueError(f"ports must be an integer in 1..8, not {ports!r}")
+        # The root checks the parameters (ValueError naming the bad one).
+        self._root = Prefetcher(depth, line_bytes, ports)
         self._depth = depth
         self._line_bytes = line_bytes
         self._ports = ports
         self._bits = (depth - 1).bit_length()
-        self._root = Prefetcher(depth, line_bytes, ports)
         root_members = self._root.signature.members
         members = {name: root_members[name] for name in (
             "clear", "start", "p_armed", "arm", "p_base", "p_base_wrapped", "p_lb", "p_ub",
@@ -170,22 +119,12 @@ class ChainEngine(wiring.Component):
         for name in ("req_valid", "req_addr", "req_slot", "req_grant", "req_bytes",
                      "resp_valid", "resp_slot", "resp_data"):
             members[f"index_{name}"] = root_members[name]
-        super().__init__({
-            **members,
-            "chain":      In(chain_layout()),
-            "req_valid":  Out(1),
-            "req_addr":   Out(64),
-            "req_slot":   Out(self._bits),
-            "req_grant":  In(1),
-            "req_bytes":  Out(8),
-            "resp_valid": In(ports),
-            "resp_slot":  In(data.ArrayLayout(self._bits, ports)),
-            "resp_data":  In(data.ArrayLayout(8 * line_bytes, ports)),
-            "head_valid": Out(1),
-            "head_data":  Out(64),
-            "busy":       Out(1),
-            "pop":        In(1),
-        })
+        # The chained loads' ports have the root's shapes (same depth, line and ports).
+        for name in ("req_valid", "req_addr", "req_slot", "req_grant", "req_bytes",
+                     "resp_valid", "resp_slot", "resp_data", "head_valid", "head_data", "busy",
+                     "pop"):
+            members[name] = root_members[name]
+        super().__init__({**members, "chain": In(chain_layout())})
 
     def elaborate(self, platform):
         m = Module()
@@ -214,7 +153,7 @@ class ChainEngine(wiring.Component):
         def operation(k, x, x_wrapped):
             a = Mux(cfg.constant_first[k], cfg.constant[k], x)
             b = Mux(cfg.constant_first[k], x, cfg.constant[k])
-            res, exact_out = chain_alu(m, cfg.op[k], a, b)
+            res, exact_out = alu(m, cfg.op[k], a, b, exact_mul=False)
             wraps = Const(0)
             for op in _WRAPPING:
                 wraps = wraps | (cfg.op[k] == op.value)

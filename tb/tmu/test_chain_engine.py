@@ -67,6 +67,58 @@ def reference(root, chain, memory, mem_limit):
     return out
 
 
+class _Memory:
+    """Both stages' loads answered from ``memory`` (bytes) after random latencies, out of
+    order, at most ``ports`` per stage per cycle; grants at random."""
+
+    def __init__(self, dut, memory, rng, *, line_bytes, ports, latency=(1, 12)):
+        self._dut, self._memory, self._rng = dut, memory, rng
+        self._line_bytes, self._ports, self._latency = line_bytes, ports, latency
+        self._pending = {"index": [], "chain": []}
+        self._resp = {"index": (dut.index_resp_valid, dut.index_resp_slot, dut.index_resp_data),
+                      "chain": (dut.resp_valid, dut.resp_slot, dut.resp_data)}
+        self._req = {"index": (dut.index_req_valid, dut.index_req_addr, dut.index_req_slot,
+                               dut.index_req_grant),
+                     "chain": (dut.req_valid, dut.req_addr, dut.req_slot, dut.req_grant)}
+
+    def _line(self, addr):
+        base = addr & -self._line_bytes
+        return sum(self._memory.get(base + k, 0) << (8 * k) for k in range(self._line_bytes))
+
+    def cycle(self, ctx, cycle):
+        """Drive this cycle's responses and grants; take the granted requests."""
+        rng = self._rng
+        for stage, (valid, slot, data) in self._resp.items():
+            due = [p for p in self._pending[stage] if p[0] <= cycle]
+            rng.shuffle(due)
+            mask = 0
+            for k, p in enumerate(due[:self._ports]):
+                self._pending[stage].remove(p)
+                mask |= 1 << k
+                ctx.set(slot[k], p[1])
+                ctx.set(data[k], self._line(p[2]))
+            ctx.set(valid, mask)
+        for stage, (valid, addr, slot, grant) in self._req.items():
+            g = rng.random() < 0.7
+            ctx.set(grant, g)
+            if ctx.get(valid) and g:
+                self._pending[stage].append((cycle + rng.randint(*self._latency), ctx.get(slot),
+                                             ctx.get(addr)))
+
+
+def _configure(ctx, dut, root, chain, mem_limit):
+    """The root's ``p_*`` (those given), the chain and the memory limit."""
+    for name, value in root.items():
+        ctx.set(getattr(dut, f"p_{name}"), value)
+    for name in ("ops", "base", "stride", "log2", "sign", "region_base", "region_size"):
+        ctx.set(getattr(dut.chain, name), chain[name])
+    for k in range(CHAIN_OPS):
+        ctx.set(dut.chain.op[k], chain["op"][k])
+        ctx.set(dut.chain.constant[k], chain["constant"][k])
+        ctx.set(dut.chain.constant_first[k], chain.get("constant_first", [0] * CHAIN_OPS)[k])
+    ctx.set(dut.mem_limit, mem_limit)
+
+
 def _run(root, chain, memory, *, seed, line_bytes=16, depth=4, ports=2, mem_limit=MASK64,
          cycles=600, latency=(1, 12)):
     """Start the engine, answer both stages' loads out of order from ``memory`` (bytes), pop
@@ -76,21 +128,10 @@ def _run(root, chain, memory, *, seed, line_bytes=16, depth=4, ports=2, mem_limi
     popped = []
     idle_tail = [0]
 
-    def line(addr):
-        base = addr & -line_bytes
-        return sum(memory.get(base + k, 0) << (8 * k) for k in range(line_bytes))
-
     async def testbench(ctx):
         rng = random.Random(seed)
-        for name, value in root.items():
-            ctx.set(getattr(dut, f"p_{name}"), value)
-        for name in ("ops", "base", "stride", "log2", "sign", "region_base", "region_size"):
-            ctx.set(getattr(dut.chain, name), chain[name])
-        for k in range(CHAIN_OPS):
-            ctx.set(dut.chain.op[k], chain["op"][k])
-            ctx.set(dut.chain.constant[k], chain["constant"][k])
-            ctx.set(dut.chain.constant_first[k], chain["constant_first"][k])
-        ctx.set(dut.mem_limit, mem_limit)
+        mem = _Memory(dut, memory, rng, line_bytes=line_bytes, ports=ports, latency=latency)
+        _configure(ctx, dut, root, chain, mem_limit)
         ctx.set(dut.clear, 1)
         await ctx.tick()
         ctx.set(dut.clear, 0)
@@ -98,29 +139,8 @@ def _run(root, chain, memory, *, seed, line_bytes=16, depth=4, ports=2, mem_limi
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        pending = {"index": [], "chain": []}
-        ports_of = {"index": (dut.index_resp_valid, dut.index_resp_slot, dut.index_resp_data),
-                    "chain": (dut.resp_valid, dut.resp_slot, dut.resp_data)}
-        requests = {"index": (dut.index_req_valid, dut.index_req_addr, dut.index_req_slot,
-                              dut.index_req_grant),
-                    "chain": (dut.req_valid, dut.req_addr, dut.req_slot, dut.req_grant)}
         for cycle in range(cycles):
-            for stage, (valid, slot, data) in ports_of.items():
-                due = [p for p in pending[stage] if p[0] <= cycle]
-                rng.shuffle(due)
-                mask = 0
-                for k, p in enumerate(due[:ports]):
-                    pending[stage].remove(p)
-                    mask |= 1 << k
-                    ctx.set(slot[k], p[1])
-                    ctx.set(data[k], line(p[2]))
-                ctx.set(valid, mask)
-            for stage, (valid, addr, slot, grant) in requests.items():
-                g = rng.random() < 0.7
-                ctx.set(grant, g)
-                if ctx.get(valid) and g:
-                    pending[stage].append((cycle + rng.randint(*latency), ctx.get(slot),
-                                           ctx.get(addr)))
+            mem.cycle(ctx, cycle)
             head = ctx.get(dut.head_valid)
             pop = head and rng.random() < 0.6
             if pop:
@@ -246,44 +266,14 @@ def test_contiguous_ranges_continue_and_others_restart():
     dut = ChainEngine(4, 16, 2)
     got = []
 
-    def line(addr):
-        return sum(memory.get((addr & -16) + k, 0) << (8 * k) for k in range(16))
-
     async def testbench(ctx):
-        for name, value in root.items():
-            ctx.set(getattr(dut, f"p_{name}"), value)
-        for name in ("ops", "base", "stride", "log2", "sign", "region_base", "region_size"):
-            ctx.set(getattr(dut.chain, name), chain[name])
-        for k in range(CHAIN_OPS):
-            ctx.set(dut.chain.op[k], chain["op"][k])
-            ctx.set(dut.chain.constant[k], chain["constant"][k])
-        ctx.set(dut.mem_limit, MASK64)
-        pending = {"index": [], "chain": []}
+        _configure(ctx, dut, root, chain, MASK64)
+        mem = _Memory(dut, memory, rng, line_bytes=16, ports=2, latency=(1, 10))
         cycle = 0
 
         async def step():
             nonlocal cycle
-            for stage, (valid, slot, data) in (
-                    ("index", (dut.index_resp_valid, dut.index_resp_slot, dut.index_resp_data)),
-                    ("chain", (dut.resp_valid, dut.resp_slot, dut.resp_data))):
-                due = [p for p in pending[stage] if p[0] <= cycle]
-                rng.shuffle(due)
-                mask = 0
-                for k, p in enumerate(due[:2]):
-                    pending[stage].remove(p)
-                    mask |= 1 << k
-                    ctx.set(slot[k], p[1])
-                    ctx.set(data[k], line(p[2]))
-                ctx.set(valid, mask)
-            for stage, (valid, addr, slot, grant) in (
-                    ("index", (dut.index_req_valid, dut.index_req_addr, dut.index_req_slot,
-                               dut.index_req_grant)),
-                    ("chain", (dut.req_valid, dut.req_addr, dut.req_slot, dut.req_grant))):
-                g = rng.random() < 0.7
-                ctx.set(grant, g)
-                if ctx.get(valid) and g:
-                    pending[stage].append((cycle + rng.randint(1, 10), ctx.get(slot),
-                                           ctx.get(addr)))
+            mem.cycle(ctx, cycle)
             await ctx.tick()
             cycle += 1
 

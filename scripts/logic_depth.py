@@ -59,7 +59,7 @@ for p in (REPO, REPO / "scripts"):
 
 from synth import CONFIGS, TOP, YOSYS, config_of, write_rtlil  # noqa: E402
 
-BLOCKS = ("unit", "traversal", "prefetch")
+BLOCKS = ("unit", "traversal", "prefetch", "chain_engine")
 
 DEFAULT_OUT = Path("build") / "depth"
 CUT = "t:TRELLIS_FF t:DP16KD %u t:TRELLIS_DPR16X4 %u"   # cells a path may not go through
@@ -207,6 +207,9 @@ def write_block_rtlil(block: str, config_name: str, path: Path) -> Path:
     if block == "traversal":
         from hw.tmu.traversal import Traversal
         component = Traversal(config)
+    elif block == "chain_engine":
+        from hw.tmu.chain_engine import ChainEngine
+        component = ChainEngine(config.prefetch_depth, config.line_bytes, config.memory_ports)
     else:
         from hw.tmu.prefetch import Prefetcher
         component = Prefetcher(config.prefetch_depth, config.line_bytes, config.memory_ports)

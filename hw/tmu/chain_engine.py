@@ -58,10 +58,11 @@ class ChainEngine(wiring.Component):
       (``index_*``) are those of any engine;
     * **the chain**: each root value, as soon as it arrives, goes through a pipeline of three
       registers — operation 0, operation 1 (``datapath.alu`` with ``exact_mul=False``: the
-      traversal's results and *wrapped* rule, but no ``MUL`` wrap), the exact address ``base + b * stride`` — and,
-      its checks passed, is issued as a load of ``M``'s line into one of ``depth`` entries, whose
-      values leave at the head in order. The first element whose ``b`` wrapped, or whose
-      address lies outside the signed 64-bit range, is misaligned, outside ``M``'s region or past
+      traversal's results and *wrapped* rule, but no ``MUL`` wrap), the exact address
+      ``base + b * stride`` — and, its checks passed, is issued as a load of ``M``'s line into
+      one of ``depth`` entries (the element, extracted as the line arrives), whose values leave
+      at the head in order. The first element whose ``b`` wrapped, or whose address lies
+      outside the signed 64-bit range, is misaligned, outside ``M``'s region or past
       ``mem_limit``, is never issued and stops the chain (``busy`` falls once the entries before
       it are popped): the traversal then evaluates ``M`` itself and faults in program order, as
       after an affine engine stops (``hw/tmu/engine_pop.py``).
@@ -205,21 +206,24 @@ class ChainEngine(wiring.Component):
         m.d.comb += self.busy.eq((count != 0)
                                  | (~stopped & (valid[0] | valid[1] | valid[2] | root.busy)))
 
-        # The chained loads' lines and the head.
-        m.submodules.words = words = MultiPortMemory(shape=8 * self._line_bytes, depth=depth,
-                                                     write_ports=ports, read_ports=1,
-                                                     read_domain="comb")
+        # The chained loads' elements, extracted from each response's line as it arrives (one
+        # 64-bit word per entry, not a line), and the head.
+        m.submodules.words = words = MultiPortMemory(shape=64, depth=depth, write_ports=ports,
+                                                     read_ports=1, read_domain="comb")
         for k in range(ports):
-            m.d.comb += [words.write[k].addr.eq(self.resp_slot[k]),
-                         words.write[k].data.eq(self.resp_data[k]),
-                         words.write[k].en.eq(self.resp_valid[k])]
-        m.d.comb += words.read[0].addr.eq(head)
-        head_offset = Signal(line_bits)     # a signal: an Array proxy in an expression is
-        m.d.comb += head_offset.eq(offset[head])    # replicated per entry
+            # (signals: an Array proxy in an expression is replicated per entry)
+            resp_offset = Signal(line_bits, name=f"resp_offset_{k}")
+            m.d.comb += [
+                resp_offset.eq(offset[self.resp_slot[k]]),
+                words.write[k].addr.eq(self.resp_slot[k]),
+                words.write[k].data.eq(extract_aligned(self.resp_data[k], resp_offset, cfg.log2,
+                                                       cfg.sign)),
+                words.write[k].en.eq(self.resp_valid[k]),
+            ]
         m.d.comb += [
+            words.read[0].addr.eq(head),
             self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-            self.head_data.eq(extract_aligned(words.read[0].data, head_offset, cfg.log2,
-                                              cfg.sign)),
+            self.head_data.eq(words.read[0].data),
         ]
         with m.If(issue):
             m.d.sync += [offset[tail].eq(addr[0:line_bits]), tail.eq(tail + 1)]

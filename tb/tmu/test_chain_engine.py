@@ -371,3 +371,17 @@ def test_chain_engine_with_a_tiny_reorder_buffer():
                             backpressure=0.3, seed=seed)
         assert_matches(case, r, config)
         assert r.stats["uops"] > 0
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_random_programs_on_a_unit_with_a_chain_engine(n):
+    """tb.programs' random ISA v0 and v1 programs (rarely a chain) on the small unit with a
+    chain engine: its engine index, tags and decode logic change nothing else."""
+    from tb.programs import random_case, random_v1_case
+    seed = fresh_seed("random programs, chain engine") + n
+    for case in (random_case(seed, layers=CHAINED.layers, streams=CHAINED.streams,
+                             actions=CHAINED.actions, regions=2, args=CHAINED.args),
+                 random_v1_case(seed + 1000, CHAINED, block_prob=0.2, lockstep_prob=0.2)):
+        r = run_on_amaranth(case.program, case.memory, case.args, config=CHAINED,
+                            backpressure=0.3, seed=seed)
+        assert_matches(case, r, CHAINED)

@@ -10,7 +10,7 @@ A stream ``M`` is a *chain* when, in one layer that is not LOCKSTEP,
   or ARG (either order; 1 operation), or ``x = M - 1`` is an ALU stream of ``M - 2`` and a
   constant, and ``M - 2`` one of ``V`` and a constant (2 operations); no ``MUL`` whose wrap
   could reach the address (last, or before an ``ADD``, ``SUB``, ``MUL`` or ``SHL``): the
-  engine's ``MUL`` keeps the product's low 64 bits only (``datapath.alu``, ``exact_mul``);
+  engine's ``MUL`` keeps the product's low 64 bits only (``datapath.alu``, ``mul_wrapped``);
 * ``V`` is an affine MEM stream of the layer (the run-ahead engines' class: ``a + (INDEX + c) *
   stride``) whose ``a`` is an IMM or ARG (the engine latches it once, ``arm``).
 
@@ -105,7 +105,7 @@ class ChainEngineDetect:
                      & const_a & (kb == STREAM) & ~t.affine.bit_select(d[:sb], 1))
         one = self._ok[0] & (x == self._id[0]) & (self._layer[0] == layer)
         two = one & self._ok[1] & (self._src[0] == self._id[1]) & (self._layer[1] == layer)
-        # The engine's MUL has no wrapped bit (datapath.alu, exact_mul): no MUL last, none
+        # The engine's MUL has no wrapped bit (datapath.alu, mul_wrapped): no MUL last, none
         # before an operation that carries a wrap (ADD, SUB, MUL, SHL).
         def mul(op):
             return op == AluOp.MUL.value

@@ -57,7 +57,7 @@ class ChainEngine(wiring.Component):
       per iteration beside a row). Its ``p_*``, ``arm``, ``start``, ``idle`` and its requests
       (``index_*``) are those of any engine;
     * **the chain**: each root value, as soon as it arrives, goes through a pipeline of three
-      registers — operation 0, operation 1 (``datapath.alu`` with ``exact_mul=False``: the
+      registers — operation 0, operation 1 (``datapath.alu`` with ``mul_wrapped=False``: the
       traversal's results and *wrapped* rule, but no ``MUL`` wrap), the exact address
       ``base + b * stride`` — and, its checks passed, is issued as a load of ``M``'s line into
       one of ``depth`` entries (the element, extracted as the line arrives), whose values leave
@@ -154,7 +154,7 @@ class ChainEngine(wiring.Component):
         def operation(k, x, x_wrapped):
             a = Mux(cfg.constant_first[k], cfg.constant[k], x)
             b = Mux(cfg.constant_first[k], x, cfg.constant[k])
-            res, exact_out = alu(m, cfg.op[k], a, b, exact_mul=False)
+            res, exact_out = alu(m, cfg.op[k], a, b, mul_wrapped=False)
             wraps = Const(0)
             for op in _WRAPPING:
                 wraps = wraps | (cfg.op[k] == op.value)

@@ -183,7 +183,6 @@ class TmuConfig:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")
 
-
     @classmethod
     def small(cls):
         """A small configuration that builds and simulates fast (tests; no chain engine: the

@@ -54,37 +54,29 @@ def outside_int64(x):
     return (x < -(1 << 63)) | (x >= (1 << 63))
 
 
-def alu(m, op, a, b, *, exact_mul=True):
+def alu(m, op, a, b, *, mul_wrapped=True):
     """64-bit ALU of ``docs/isa.md`` (``a``, ``b`` signed 64-bit). Returns a ``signed(64)`` signal
     (the result's low 64 bits) and a 1-bit signal: the exact result lies outside the signed
     64-bit range (only ``ADD``, ``SUB``, ``MUL``, ``SHL`` can; docs/isa.md §1 "Address
-    overflow").
+    overflow"). ``ADD``/``SUB`` overflow comes from the sign bits (no 65-bit intermediate).
 
-    ``exact_mul=False`` (the chain engine, ``hw/tmu/chain_engine.py``): every intermediate is 64
-    bits wide — ``ADD``/``SUB`` overflow from the sign bits, ``MUL``'s low 64 bits from 32 x 32
-    partial products — and ``MUL`` gives no wrapped bit (its user never needs it); a cheaper
-    cycle for the FPGA and for Verilator, which evaluates every op every cycle."""
+    ``mul_wrapped=False`` (the chain engine, ``hw/tmu/chain_engine.py``, whose decoder never
+    needs it): ``MUL`` gives no wrapped bit, only the product's low 64 bits from 32 x 32 partial
+    products, no 128-bit product — a cheaper cycle for the FPGA and for Verilator, which
+    evaluates every op every cycle."""
     res = Signal(signed(64))
     wrapped = Signal()
     ua, ub = a.as_unsigned(), b.as_unsigned()
     sh = b[:6]
     with m.Switch(op):
         with m.Case(AluOp.ADD):
-            if exact_mul:
-                exact = Signal(signed(65))
-                m.d.comb += [exact.eq(a + b), res.eq(exact), wrapped.eq(outside_int64(exact))]
-            else:
-                s = (ua + ub)[:64]
-                m.d.comb += [res.eq(s), wrapped.eq((a[63] == b[63]) & (s[63] != a[63]))]
+            s = (ua + ub)[:64]
+            m.d.comb += [res.eq(s), wrapped.eq((a[63] == b[63]) & (s[63] != a[63]))]
         with m.Case(AluOp.SUB):
-            if exact_mul:
-                exact = Signal(signed(65))
-                m.d.comb += [exact.eq(a - b), res.eq(exact), wrapped.eq(outside_int64(exact))]
-            else:
-                s = (ua - ub)[:64]
-                m.d.comb += [res.eq(s), wrapped.eq((a[63] != b[63]) & (s[63] != a[63]))]
+            s = (ua - ub)[:64]
+            m.d.comb += [res.eq(s), wrapped.eq((a[63] != b[63]) & (s[63] != a[63]))]
         with m.Case(AluOp.MUL):
-            if exact_mul:
+            if mul_wrapped:
                 exact = Signal(signed(128))
                 m.d.comb += [exact.eq(a * b), res.eq(exact[:64]),
                              wrapped.eq(outside_int64(exact))]

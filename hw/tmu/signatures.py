@@ -180,8 +180,8 @@ class ConfigTablesSignature(wiring.Signature):
     lockstep_valid, lockstep_layer : Out(1), Out(8)
         The program has a LOCKSTEP layer (at most one, the last), and which.
     chain_engine, chain_stream : Out(chain_layout()), Out(8)
-        With ``config.chain_engines``: a stream the chain engine can serve (``hw/tmu/chain_detect.py``; ``valid``), its
-        configuration, and the stream's id.
+        With ``config.chain_engines``: a stream the chain engine can serve
+        (``hw/tmu/chain_detect.py``; ``valid``), its configuration, and the stream's id.
     """
     def __init__(self, config):
         _check(config)
@@ -248,8 +248,9 @@ class TraversalConfigSignature(wiring.Signature):
     lockstep_vector_mode : Out(1)
         The LOCKSTEP layer is evaluated once per vector iteration (``docs/rtl.md`` §9.3).
     chain_root : Out(8)
-        With ``config.chain_engines``: the stream whose parameters the chain engine (engine ``prefetchers``) takes at its
-        ``PREFETCH``: the root of the stream it serves (``prefetch_stream``).
+        With ``config.chain_engines``: the stream whose parameters the chain engine (engine
+        ``prefetchers``) takes at its ``PREFETCH``: the root of the stream it serves
+        (``prefetch_stream``).
     """
     def __init__(self, config):
         _check(config)

@@ -217,7 +217,7 @@ class Tmu(wiring.Component):
                                row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
         # Each engine's loads are tagged with its index; the chain engine's root stage with
         # index ``prefetchers``, its chained loads with ``prefetchers + 1``.
-        engine_ports = []       # (tag index, req_*, grant, resp_* members) per load stage
+        engine_ports = []       # (tag index, engine, its ports' name prefix) per load stage
         for e, eng in enumerate(engines):
             if e < c.prefetchers:
                 engine_ports.append((e, eng, ""))

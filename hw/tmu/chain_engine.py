@@ -93,10 +93,12 @@ class ChainEngine(wiring.Component):
     index_req_valid, index_req_addr, index_req_slot, index_req_bytes : Out; index_req_grant : In
     index_resp_valid, index_resp_slot, index_resp_data : In
         The root's loads (``Prefetcher``'s ``req_*``/``resp_*``).
-    req_valid, req_addr, req_slot, req_bytes : Out; req_grant : In
+    req_valid, req_addr, req_slot, req_bytes, req_urgent : Out; req_grant : In
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         The chained loads: one request per element, for its line; ``req_valid`` never depends
-        on ``req_grant``.
+        on ``req_grant``. ``req_urgent`` (and ``index_req_urgent``, the same): fewer than
+        ``max(1, depth // 2)`` chained loads are issued and not popped (as the
+        ``Prefetcher``'s).
     head_valid, head_data : Out
         The oldest chained value has arrived (its element, zero/sign-extended to 64 bits).
     busy : Out(1)
@@ -118,11 +120,11 @@ class ChainEngine(wiring.Component):
             "p_step", "p_c", "p_stride", "p_log2", "p_sign", "p_region_base", "p_region_size",
             "mem_limit", "idle")}
         for name in ("req_valid", "req_addr", "req_slot", "req_grant", "req_bytes",
-                     "resp_valid", "resp_slot", "resp_data"):
+                     "req_urgent", "resp_valid", "resp_slot", "resp_data"):
             members[f"index_{name}"] = root_members[name]
         # The chained loads' ports have the root's shapes (same depth, line and ports).
         for name in ("req_valid", "req_addr", "req_slot", "req_grant", "req_bytes",
-                     "resp_valid", "resp_slot", "resp_data", "head_valid", "head_data", "busy",
+                     "req_urgent", "resp_valid", "resp_slot", "resp_data", "head_valid", "head_data", "busy",
                      "pop"):
             members[name] = root_members[name]
         super().__init__({**members, "chain": In(chain_layout())})
@@ -238,6 +240,10 @@ class ChainEngine(wiring.Component):
             pending.eq(pending + issue - sum(self.resp_valid[k] for k in range(ports))),
             head.eq(head + popped),
         ]
+        # The root runs ahead of the chain: the chain's own entries say how close it is to
+        # running dry, for both stages' loads.
+        m.d.comb += [self.req_urgent.eq(count < max(1, depth // 2)),
+                     self.index_req_urgent.eq(self.req_urgent)]
         m.d.comb += self.idle.eq(root.idle & (root.continues | (pending == 0)))
 
         # A new chain: at a start that does not continue the root's sequence (no chained load

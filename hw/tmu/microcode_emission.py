@@ -128,11 +128,28 @@ class MicrocodeEmission:
                        & ~multi & ~row & ~pend_multi & ~reads_chained
                        & ((pend.kind == UopKind.ACT)
                           | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
+            # A BLOCK row is never a second action, but a control token may follow a row: when
+            # the pending uop's (only) action is a control token and this one a row, the row
+            # takes the first slot and the control token the second (it fires with the row's
+            # last chunk). The two queues are ordered each in itself, not against each other
+            # (docs/isa.md §4), so the tokens are the same; the firing takes one uop less
+            # (docs/rtl.md §9.5 F).
+            swap = (pend_valid & ~pend_hoist & ~pend.fuse_act2 & row & ~pend_multi
+                    & ~reads_chained & act_ctl.bit_select(first, 1)
+                    & ((pend.kind == UopKind.ACT)
+                       | ((pend.kind == UopKind.STREAM) & pend.fuse_act)))
             with m.If(absorb):
                 m.d.sync += [pend.fuse_act.eq(1), pend.act_id.eq(id_), pend_hoist.eq(0)]
             with m.Elif(absorb2):
                 m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(id_),
                              pend.act2_load.eq(~immediate), pend_hoist.eq(0)]
+            with m.Elif(swap):
+                m.d.sync += [pend.fuse_act2.eq(1), pend.act2_id.eq(first),
+                             pend.act2_load.eq(0), pend_hoist.eq(0)]
+                with m.If(pend.kind == UopKind.ACT):
+                    m.d.sync += pend.id.eq(id_)
+                with m.Else():
+                    m.d.sync += pend.act_id.eq(id_)
             with m.Else():
                 self.replace(kind, id_)
         elif kind == UopKind.NEXT:

@@ -103,6 +103,10 @@ class Prefetcher(wiring.Component):
         Element size of the issued loads, bytes.
     req_bytes : Out(8)
         Useful bytes of the request being issued (its elements' bytes).
+    req_urgent : Out(1)
+        Fewer than ``max(1, depth // 2)`` entries are issued and not popped: the engine is close
+        to running dry, and its loads go to the ports before the rows' (``RequestArbiter``'s
+        ``urgent``, ``docs/rtl.md`` §2.4). From a register and a constant.
     """
 
     def __init__(self, depth, line_bytes=8, ports=1):
@@ -148,6 +152,7 @@ class Prefetcher(wiring.Component):
             "continues":  Out(1),
             "esize":      Out(4),
             "req_bytes":  Out(8),
+            "req_urgent": Out(1),
         })
 
     def elaborate(self, platform):
@@ -282,6 +287,7 @@ class Prefetcher(wiring.Component):
             self.req_slot.eq(tail),
             self.req_bytes.eq(n << log2),
             self.busy.eq((count != 0) | (active & in_range & ok)),
+            self.req_urgent.eq(count < max(1, depth // 2)),
         ]
         # The next request. Contiguous: the next line's first element, or, when the range ends
         # inside this line, the range's end (``ub``, in this line; ``cut`` does not wait for

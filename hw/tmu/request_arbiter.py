@@ -36,9 +36,10 @@ class RequestArbiter(wiring.Component):
     its requester to the memory; with two entries a requester still issues one load per cycle
     while the ports take one from it per cycle.
 
-    Every cycle the buffers' oldest loads go to the ports in requester order (requester 0 first),
-    on the lowest-numbered ports: requester ``r``'s load takes port ``k`` when ``k`` requesters
-    before it hold one (``docs/rtl.md`` §2.4). The port's tag is ``Cat(tag, epoch)``.
+    Every cycle the buffers' oldest loads go to the ports in priority order, on the
+    lowest-numbered ports: first the *urgent* requesters (``urgent``), then the others, each
+    class in requester order (requester 0 first); a load takes port ``k`` when ``k`` loads come
+    before it in that order (``docs/rtl.md`` §2.4). The port's tag is ``Cat(tag, epoch)``.
 
     Parameters
     ----------
@@ -57,6 +58,10 @@ class RequestArbiter(wiring.Component):
         The requesters' loads; ``ready`` is a register (a buffer with space).
     req : Out(MemRequestSignature(index_bits + 3, line_bytes)).array(ports)
         Line loads, ``valid`` from registers only.
+    urgent : In(requesters)
+        Per requester: its loads go before those of the requesters that are not urgent (a run-ahead
+        engine close to running dry ahead of the rows, ``docs/rtl.md`` §2.4). Should come from
+        registers.
     epoch : In(1)
         The run's parity, the tag's top bit (responses of an earlier run are dropped by it).
     clear : In(1)
@@ -77,6 +82,7 @@ class RequestArbiter(wiring.Component):
         super().__init__({
             "requests": In(stream.Signature(request_layout(index_bits))).array(requesters),
             "req": Out(MemRequestSignature(index_bits + 3, line_bytes)).array(ports),
+            "urgent": In(requesters),
             "epoch": In(1),
             "clear": In(1),
             "issued": Out(range(ports + 1)),
@@ -90,7 +96,8 @@ class RequestArbiter(wiring.Component):
         layout = request_layout(self._index_bits)
         port_bytes = [Signal(8, name=f"issued_bytes_{k}") for k in range(P)]
         port_blocking = [Signal(name=f"issued_blocking_{k}") for k in range(P)]
-        before = Const(0, range(self._requesters + 1))   # buffered loads of requesters before
+        R = self._requesters
+        buffers = []
         for r, request in enumerate(self.requests):
             buffer = ResetInserter(self.clear)(fifo.SyncFIFO(width=layout.size, depth=2))
             m.submodules[f"request_buffer_{r}"] = buffer
@@ -99,9 +106,27 @@ class RequestArbiter(wiring.Component):
                 buffer.w_en.eq(request.valid),
                 request.ready.eq(buffer.w_rdy),
             ]
+            buffers.append(buffer)
+        # A load's place in the order: the buffered loads of the urgent requesters before it
+        # (it is urgent), or of all urgent requesters and of the others before it (it is not).
+        place = []
+        before = Const(0, range(R + 1))
+        for r, buffer in enumerate(buffers):
+            place.append(before)
+            counted = Signal(range(R + 1), name=f"urgent_before_{r + 1}")
+            m.d.comb += counted.eq(before + (buffer.r_rdy & self.urgent[r]))
+            before = counted
+        for r, buffer in enumerate(buffers):
+            mine = Signal(range(R + 1), name=f"place_{r}")
+            m.d.comb += mine.eq(Mux(self.urgent[r], place[r], before))
+            counted = Signal(range(R + 1), name=f"buffered_before_{r + 1}")
+            m.d.comb += counted.eq(before + (buffer.r_rdy & ~self.urgent[r]))
+            before = counted
+            place[r] = mine
+        for r, buffer in enumerate(buffers):
             head = data.View(layout, buffer.r_data)
             for k in range(P):
-                with m.If(buffer.r_rdy & (before == k)):
+                with m.If(buffer.r_rdy & (place[r] == k)):
                     m.d.comb += [
                         self.req[k].valid.eq(1),
                         self.req[k].payload.addr.eq(head.addr),
@@ -110,9 +135,6 @@ class RequestArbiter(wiring.Component):
                         port_blocking[k].eq(head.blocking),
                         buffer.r_en.eq(self.req[k].ready),
                     ]
-            counted = Signal(range(self._requesters + 1), name=f"buffered_before_{r + 1}")
-            m.d.comb += counted.eq(before + buffer.r_rdy)
-            before = counted
         fired = [self.req[k].valid & self.req[k].ready for k in range(P)]
         m.d.comb += [
             self.issued.eq(sum(fired)),

@@ -80,7 +80,8 @@ class Tmu(wiring.Component):
     req : Out(MemRequestSignature(config.tag_bits, config.line_bytes)).array(config.memory_ports)
         Line requests, up to one per port per cycle, each a cycle after its requester made it
         (a two-entry buffer per requester, ``RequestArbiter``): the traversal's first, then the
-        row issue block's, then the run-ahead engines' in engine order, on the lowest-numbered
+        row issue block's, then the run-ahead engines' in engine order (an engine with fewer
+        than half its entries ahead before the row issue block's), on the lowest-numbered
         ports. Tag ``{epoch, kind[1:0], index}``: kind 0, a reorder-buffer slot; kind 1, the traversal's
         blocking load (at most one in flight); kind 2, a run-ahead engine's slot (``engine *
         prefetch_depth + slot``); ``epoch`` flips at every start, and a response whose epoch is
@@ -204,17 +205,18 @@ class Tmu(wiring.Component):
 
         # Memory requests: each requester's loads through a buffer of its own onto the ports
         # (hw/tmu/request_arbiter.py), the traversal first, then the row issue block's lanes,
-        # then the engines in index order (deepest layer first, as the decoder assigns them).
+        # then the engines in index order (deepest layer first, as the decoder assigns them);
+        # an engine close to running dry (``req_urgent``) goes before the row issue block.
         # Tags: {epoch, kind, index}, kind 0 ROB slot, 1 blocking, 2 prefetch slot.
         kind_lo = c.tag_index_bits
         pbits = (c.prefetch_depth - 1).bit_length()
         epoch = Signal()            # parity of the run: flips at every start
         P = c.memory_ports
         requesters = [(trv.req.valid, trv.req.payload.addr, trv.req.payload.tag,
-                       trv.stat_issue_bytes, trv.stat_blocking)]
+                       trv.stat_issue_bytes, trv.stat_blocking, 1)]
         for k in range(row_lines):
             requesters.append((row_issue.req_valid[k], row_issue.req_addr[k],
-                               row_issue.req_slot[k], row_issue.issue_bytes[k], 0))
+                               row_issue.req_slot[k], row_issue.issue_bytes[k], 0, 0))
         # Each engine's loads are tagged with its index; the chain engine's root stage with
         # index ``prefetchers``, its chained loads with ``prefetchers + 1``.
         engine_ports = []       # (tag index, engine, its ports' name prefix) per load stage
@@ -227,10 +229,13 @@ class Tmu(wiring.Component):
             requesters.append((getattr(eng, f"{stage}req_valid"), getattr(eng, f"{stage}req_addr"),
                                (2 << kind_lo) | (index << pbits)
                                | getattr(eng, f"{stage}req_slot"),
-                               getattr(eng, f"{stage}req_bytes"), 1))
+                               getattr(eng, f"{stage}req_bytes"), 1,
+                               getattr(eng, f"{stage}req_urgent")))
         m.submodules.arbiter = arbiter = RequestArbiter(len(requesters), P, kind_lo, c.line_bytes)
-        for request, (valid, addr, tag, nbytes, blocking) in zip(arbiter.requests, requesters):
+        for r, (request, (valid, addr, tag, nbytes, blocking, urgent)) in enumerate(
+                zip(arbiter.requests, requesters)):
             m.d.comb += [
+                arbiter.urgent[r].eq(urgent),
                 request.valid.eq(valid),
                 request.payload.addr.eq(addr),
                 request.payload.tag.eq(tag),

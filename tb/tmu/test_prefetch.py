@@ -11,10 +11,11 @@ MASK64 = (1 << 64) - 1
 
 
 def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, line_bytes=8,
-         depth=4, mem_limit=MASK64):
+         depth=4, mem_limit=MASK64, each_cycle=None):
     """Start the engine, answer its loads from ``words`` (8-byte words) after ``latency``
     cycles (out of order among the due ones), pop ``take`` values at random; return (issued
-    addresses, values popped)."""
+    addresses, values popped). ``each_cycle(ctx, dut, issued, popped)`` runs at the start of
+    every cycle."""
     dut = Prefetcher(depth, line_bytes)
     lw = line_bytes // 8
     issued, popped = [], []
@@ -29,6 +30,8 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, lin
         ctx.set(dut.start, 0)
         pending = []
         for cycle in range(cycles):
+            if each_cycle is not None:
+                each_cycle(ctx, dut, issued, popped)
             due = [p for p in pending if p[0] <= cycle]
             if due:
                 p = rng.choice(due)
@@ -65,6 +68,24 @@ def test_issues_the_range_in_order_and_delivers_in_order():
     issued, popped, _ = _run(params, words=words, take=4)
     assert issued == [0x100 + 8 * (i + 1) for i in (2, 4, 6, 8)]
     assert popped == [1000 + i + 1 for i in (2, 4, 6, 8)]
+
+
+def test_urgent_while_few_loads_are_ahead():
+    """``req_urgent`` (the arbiter's priority, docs/rtl.md §2.4): fewer than ``depth // 2``
+    entries issued and not popped. One element per entry (a stride of two elements), slow
+    pops: the engine fills up (not urgent) and drains (urgent)."""
+    params = dict(base=0x100, lb=0, ub=40, step=1, c=0, stride=16, log2=3, sign=0,
+                  region_base=0, region_size=1 << 20)
+    seen = set()
+
+    def check(ctx, dut, issued, popped):
+        ahead = len(issued) - len(popped)
+        assert ctx.get(dut.req_urgent) == (ahead < 4), (ahead, len(issued))
+        seen.add(ahead < 4)
+
+    issued, popped, _ = _run(params, words={}, take=40, depth=8, cycles=300, each_cycle=check)
+    assert len(issued) == 40 and len(popped) == 40
+    assert seen == {True, False}
 
 
 def test_extracts_sub_word_elements_with_sign():

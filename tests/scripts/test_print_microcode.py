@@ -97,11 +97,10 @@ def _shape(r):
 
 def test_compiled_transe_gets_the_hand_written_programs_microcode():
     """TransE at -O3 pushes its control token before its three rows, as the hand-written program
-    does (``control_first``, docs/compiler.md "Control tokens first"): the same six uops per
-    triple, the control token fused into the last stream's uop and each row an ``ACT`` of its
-    own. With the control token after the rows (the order before) it was the second action of
-    the last row's uop, five uops per triple, 276 cycles (1.8 %) slower on HBM2
-    (docs/performance.md)."""
+    does (``control_first``, docs/compiler.md "Control tokens first"), and both get the same
+    microcode: five uops per triple, the first row in the last stream's uop with the control
+    token as its second action (fusion F, docs/rtl.md §9.5 F: the builder puts the row first),
+    then the other two rows as ``ACT`` uops."""
     from hw.tmu import TmuConfig
     from hw.tmu.layouts import UopKind
     from sw.compiler import compile_mlir
@@ -118,9 +117,11 @@ def test_compiled_transe_gets_the_hand_written_programs_microcode():
     rh = print_microcode.decode_microcode(hand.encode(), TmuConfig())
     assert _shape(rc) == _shape(rh)
     body = rc["uops"][rc["body_pc"][0]:rc["exit_pc"][0]]
-    # STREAM pop (h, r, t), STREAM r * dim chained, STREAM t * dim chained + control,
-    # ACT row h, ACT row r, ACT row t + NEXT, NEXT (the jump target)
-    assert [UopKind(u.kind).name for u in body] == ["STREAM"] * 3 + ["ACT"] * 3 + ["NEXT"]
+    # STREAM pop (h, r, t), STREAM r * dim chained, STREAM t * dim chained + row h + control,
+    # ACT row r, ACT row t + NEXT, NEXT (the jump target)
+    assert [UopKind(u.kind).name for u in body] == ["STREAM"] * 3 + ["ACT"] * 2 + ["NEXT"]
     fused = body[2]
-    assert int(fused.fuse_act) and compiled.actions[int(fused.act_id)].kind == ActionKind.CONTROL
-    assert not any(int(u.fuse_act2) for u in body)
+    assert int(fused.fuse_act) and int(fused.fuse_act2)
+    assert compiled.actions[int(fused.act_id)].kind == ActionKind.OPERAND
+    assert compiled.actions[int(fused.act2_id)].kind == ActionKind.CONTROL
+    assert not any(int(u.fuse_act2) for u in body[3:])

@@ -124,8 +124,8 @@ class ChainEngine(wiring.Component):
             members[f"index_{name}"] = root_members[name]
         # The chained loads' ports have the root's shapes (same depth, line and ports).
         for name in ("req_valid", "req_addr", "req_slot", "req_grant", "req_bytes",
-                     "req_urgent", "resp_valid", "resp_slot", "resp_data", "head_valid", "head_data", "busy",
-                     "pop"):
+                     "req_urgent", "resp_valid", "resp_slot", "resp_data", "head_valid",
+                     "head_data", "busy", "pop"):
             members[name] = root_members[name]
         super().__init__({**members, "chain": In(chain_layout())})
 

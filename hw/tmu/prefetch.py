@@ -44,12 +44,22 @@ class Prefetcher(wiring.Component):
     ``val[j]``, ``offsets[b]``) one request serves all the following elements in the same line
     that are in range (or, once continued, all of them up to the line's end) and pass the checks:
     an *entry* is one line request and up to ``line_bytes / size`` elements, so ``depth`` entries
-    run up to ``depth * line_bytes / size`` elements ahead. The responses' lines are kept (one
-    block RAM of ``depth`` lines) and the head's element extracted from its entry's line.
+    run up to ``depth * line_bytes / size`` elements ahead. The responses' lines are kept
+    (``depth`` lines, LUT RAM: one copy per response port, ``MultiPortMemory``) and the head's
+    element extracted from its entry's line.
+
+    *Strided elements* (not contiguous, but ``0 < step * stride < line_bytes``: TransE's
+    ``triples[3t + k]``, 8-byte elements 24 bytes apart) share a request too: the engine walks
+    one element per cycle, collecting those of one line (each passing the same checks) into
+    the request it offers, which leaves once the next element lies in another line or cannot
+    be collected (the range's end before a continuation, a failed check, no free entry). The
+    request carries its first element's address and ``req_bytes`` all its elements' bytes; an
+    entry's ``k``-th element is ``k * step * stride`` bytes after its first.
 
     *Issue timing*: the request offered is two registers, its index ``cur_i`` (elements) and its
-    exact address ``addr`` (bytes, 65 bits); each of its checks and its element count is one
-    adder or comparator on registers (the signed 64-bit range of ``i + c`` is a pair of index
+    exact address ``addr`` (bytes, 65 bits; strided, the collected request's address and
+    count, offered when the element at ``cur_i`` cannot join it); each of its checks and its
+    element count is one adder or comparator on registers (the signed 64-bit range of ``i + c`` is a pair of index
     bounds set at the start, the address's a test of its top bits), and so is the next
     request's index and address (the next line's first element, the range's end inside the
     line, or ``+ step`` elements and ``+ step * stride`` bytes): a grant only loads them.
@@ -192,7 +202,20 @@ class Prefetcher(wiring.Component):
         max_elems = self._line_bytes          # elements of one byte in a line
         elems   = Array(Signal(range(max_elems + 1), name=f"elements_{i}") for i in range(depth))
         sub     = Signal(range(max_elems))    # element of the head entry the head is at
+        # The head element's byte offset from its entry's first one: ``sub * delta`` (a
+        # register stepped by ``delta`` on each pop inside an entry, so no multiply reaches
+        # the head's extraction).
+        sub_off = Signal(line_bits)
         contiguous = Signal()                 # step 1, stride = element size: coalesce
+        # Not contiguous, but ``0 < step * stride < line_bytes``: collect the elements of a line
+        # one per cycle into the request offered (``gather_*``), which leaves when the next
+        # element lies in another line or cannot be collected (``strided``).
+        strided = Signal()
+        gather_valid = Signal()               # the request being collected holds elements
+        gather_addr = Signal(64)              # ... its first element's address, bytes
+        gather_n = Signal(range(max_elems + 1))  # ... its elements
+        # The element at ``cur_i``, ``addr`` lies in the same line as the collected ones.
+        gather_same_line = Signal()
 
         # The responses' lines: LUT RAM, one copy per response port and a live-value table
         # (a memory written by several ports would be flip-flops on an FPGA).
@@ -209,7 +232,7 @@ class Prefetcher(wiring.Component):
         data_r = words.read[0]
         m.d.comb += data_r.addr.eq(head)
         head_offset = Signal(line_bits)
-        m.d.comb += head_offset.eq(offset[head] + (sub << log2))
+        m.d.comb += head_offset.eq(offset[head] + sub_off)
         # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
         armed = self.p_armed
         start_base = Mux(armed, base, self.p_base)
@@ -281,12 +304,19 @@ class Prefetcher(wiring.Component):
         n_fit = Mux(below(fit, n_range), fit[:low], n_range)
         m.d.comb += n.eq(Mux(~contiguous, 1,
                              Mux(below(idx_left, n_fit), idx_left[:low], n_fit)))
+        # Strided: the element offered is collected into the request when it lies in the same
+        # line; the request leaves when the next element does not (or cannot be collected).
+        element_ok = Signal()
+        collect = Signal()
+        m.d.comb += [element_ok.eq(want & ok),
+                     collect.eq(element_ok & (~gather_valid | gather_same_line))]
+        strided_offer = gather_valid & ~(element_ok & gather_same_line) & (count != depth)
         m.d.comb += [
-            self.req_valid.eq(want & ok),
-            self.req_addr.eq(addr[:64]),
+            self.req_valid.eq(Mux(strided, strided_offer, element_ok)),
+            self.req_addr.eq(Mux(strided, gather_addr, addr[:64])),
             self.req_slot.eq(tail),
-            self.req_bytes.eq(n << log2),
-            self.busy.eq((count != 0) | (active & in_range & ok)),
+            self.req_bytes.eq(Mux(strided, gather_n, n) << log2),
+            self.busy.eq((count != 0) | gather_valid | (active & in_range & ok)),
             self.req_urgent.eq(count < max(1, depth // 2)),
         ]
         # The next request. Contiguous: the next line's first element, or, when the range ends
@@ -300,7 +330,7 @@ class Prefetcher(wiring.Component):
         issue = self.req_valid & self.req_grant
         with m.If(want & ~ok):
             m.d.sync += active.eq(0)          # an address that would fault: stop
-        with m.If(issue):
+        with m.If(~strided & issue):
             m.d.sync += [
                 offset[tail].eq(addr[0:line_bits]),
                 elems[tail].eq(n),
@@ -308,6 +338,27 @@ class Prefetcher(wiring.Component):
                 cur_i.eq(next_i),
                 addr.eq(next_addr),
             ]
+        with m.If(strided & issue):
+            m.d.sync += [
+                offset[tail].eq(gather_addr[0:line_bits]),
+                elems[tail].eq(gather_n),
+                tail.eq(tail + 1),
+                gather_valid.eq(0),
+            ]
+        # The element offered joins the collected request (or starts the next one as the
+        # collected one leaves): the next element is ``+ step`` and ``+ delta`` bytes on, in
+        # the same line when the low bits do not carry past it (``delta < line_bytes``).
+        with m.If(strided & element_ok & (collect | issue)):
+            same_line_next = (addr[0:line_bits] + delta[0:line_bits])[line_bits] == 0
+            m.d.sync += [
+                gather_valid.eq(1),
+                gather_n.eq(Mux(gather_valid & ~issue, gather_n + 1, 1)),
+                cur_i.eq(cur_i + step),
+                addr.eq(addr + delta),
+                gather_same_line.eq(same_line_next),
+            ]
+            with m.If(~gather_valid | issue):
+                m.d.sync += gather_addr.eq(addr[:64])
 
         # Arrivals and pops.
         set_mask = 0
@@ -324,7 +375,8 @@ class Prefetcher(wiring.Component):
             head.eq(head + entry_done),
         ]
         with m.If(self.pop):
-            m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1))]
+            m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1)),
+                         sub_off.eq(Mux(entry_done, 0, sub_off + delta[0:line_bits]))]
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
@@ -336,6 +388,9 @@ class Prefetcher(wiring.Component):
             huge = span[65:].any() & ~span[65:].all()
             first_addr = start_base + span[:66].as_signed()
             start_region_end = start_region_base + start_region_size
+            start_delta = Signal(signed(64))
+            m.d.comb += start_delta.eq(self.p_step * start_stride)
+            start_contiguous = (self.p_step == 1) & (start_stride == (Const(1, 4) << start_log2))
             m.d.sync += [
                 active.eq(1),
                 params.eq(1),
@@ -352,7 +407,7 @@ class Prefetcher(wiring.Component):
                          | base_wrapped),
                 i_min.eq(-(1 << 63) - start_c),
                 i_end.eq((1 << 63) - start_c),
-                delta.eq(self.p_step * start_stride),
+                delta.eq(start_delta),
                 ub.eq(self.p_ub),
                 step.eq(self.p_step),
                 log2.eq(start_log2),
@@ -361,17 +416,21 @@ class Prefetcher(wiring.Component):
                 region_size.eq(start_region_size),
                 limit.eq(Mux(start_region_end < self.mem_limit, start_region_end,
                              self.mem_limit)),
-                contiguous.eq((self.p_step == 1) & (start_stride == (Const(1, 4) << start_log2))),
-                head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0),
+                contiguous.eq(start_contiguous),
+                strided.eq(~start_contiguous & (start_delta > 0)
+                           & (start_delta < self._line_bytes)),
+                gather_valid.eq(0),
+                head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0), sub_off.eq(0),
             ]
         with m.Elif(self.arm):
             m.d.sync += [
-                active.eq(0), params.eq(0), seq.eq(0),
+                active.eq(0), params.eq(0), seq.eq(0), gather_valid.eq(0),
                 base.eq(self.p_base), stride.eq(self.p_stride), cc.eq(self.p_c),
                 log2.eq(self.p_log2), sign.eq(self.p_sign),
                 region_base.eq(self.p_region_base), region_size.eq(self.p_region_size),
             ]
         with m.If(self.clear):
             m.d.sync += [active.eq(0), params.eq(0), seq.eq(0), head.eq(0), tail.eq(0),
-                         count.eq(0), pending.eq(0), arrived.eq(0), sub.eq(0)]
+                         count.eq(0), pending.eq(0), arrived.eq(0), sub.eq(0), sub_off.eq(0),
+                         gather_valid.eq(0)]
         return m

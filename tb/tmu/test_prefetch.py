@@ -290,3 +290,58 @@ def test_a_continuation_stops_at_the_signed_64_bit_index_inside_a_line():
                                              (low + 5, top - 1)], lambda a: a + 1)
     assert issued == [0, 3]
     assert popped == [a + 1 for a in range(39)]
+
+
+@pytest.mark.parametrize("cut_by", ["range", "region"])
+def test_strided_elements_share_line_requests(cut_by):
+    """Elements ``step * stride`` bytes apart, not contiguous but closer than a 64-byte line
+    (TransE's ``triples[3t + k]``: 24 bytes): the engine collects the elements of each line
+    into one request (its first element's address). The range or the region ends mid-line.
+    Element size, step, stride, ``c``, bounds, latencies, grants and pops random; requests
+    and values against a model of the element addresses."""
+    from tb.seeds import fresh_seed
+    seed = fresh_seed(f"prefetch strided coalescing, cut by the {cut_by}")
+    rng = random.Random(seed)
+    log2 = rng.randrange(4)
+    size = 1 << log2
+    while True:
+        step, stride = rng.randrange(1, 4), size * rng.randrange(1, 12)
+        delta = step * stride
+        if size < delta < 64 and not (step == 1 and stride == size):
+            break
+    c, lb = rng.randrange(0, 4), rng.randrange(0, 8)
+    ub = lb + step * rng.randrange(8, 40)
+    base = 0x40 * rng.randrange(1, 4) + size * rng.randrange(0, 8)
+    memory = bytes(rng.randrange(256) for _ in range(4096))
+    words = {a: int.from_bytes(memory[a:a + 8], "little") for a in range(0, 4096, 8)}
+    addrs = [base + (i + c) * stride for i in range(lb, ub, step)]
+    if cut_by == "region":
+        end = rng.randrange(addrs[len(addrs) // 2] + 1, addrs[-1] + size)
+    else:
+        end = 4096
+    params = dict(base=base, lb=lb, ub=ub, step=step, c=c, stride=stride, log2=log2, sign=0,
+                  region_base=0, region_size=end)
+    issued, popped, _ = _run(params, words=words, take=len(addrs), line_bytes=64, depth=4,
+                             latency=rng.randrange(1, 9), seed=seed, cycles=1500)
+    addrs = [a for a in addrs if a + size <= end]         # the first one past the region stops
+    firsts = [a for k, a in enumerate(addrs) if k == 0 or a // 64 != addrs[k - 1] // 64]
+    assert issued == firsts, (seed, issued, firsts)
+    assert popped == [int.from_bytes(memory[a:a + size], "little") for a in addrs], seed
+
+
+def test_strided_ranges_continue_the_sequence():
+    """8-byte elements 24 bytes apart (``triples[3t]``) over ranges [0, 5), [5, 9), [9, 40):
+    once continued, the engine collects across the ranges' ends and requests each line once;
+    every value in order."""
+    params = dict(base=0, step=1, c=0, stride=24, log2=3, sign=0, region_base=0,
+                  region_size=24 * 64)
+    issued, popped, marks = _run_ranges(params, [(0, 5), (5, 9), (9, 40)],
+                                        lambda a: 9000 + a // 8)
+    assert popped == [9000 + 3 * t for t in range(40)]
+    assert issued[:2] == [0, 72]                           # lines 0 and 64: 3 elements each
+    # Every later request is the first element of a new line (past ub too, once continued);
+    # only the line where [0, 5) ended, before any continuation, is requested twice.
+    assert issued == sorted(issued)
+    assert issued[marks[0]] == 120 and issued[marks[0] - 1] == 72
+    assert len({a // 64 for a in issued}) == len(issued) - 1
+    assert all(a == 24 * -(-a // 24) and (a - 24) // 64 != a // 64 for a in issued[marks[0] + 1:])

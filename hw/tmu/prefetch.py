@@ -330,31 +330,28 @@ class Prefetcher(wiring.Component):
         issue = self.req_valid & self.req_grant
         with m.If(want & ~ok):
             m.d.sync += active.eq(0)          # an address that would fault: stop
-        with m.If(~strided & issue):
+        # An entry per request; the element walk advances with each request (not strided)
+        # or each element collected (strided: ``next_i``, ``next_addr`` are then ``+ step``
+        # and ``+ delta``).
+        walk = Signal()
+        m.d.comb += walk.eq(Mux(strided, element_ok & (collect | issue), issue))
+        with m.If(issue):
             m.d.sync += [
-                offset[tail].eq(addr[0:line_bits]),
-                elems[tail].eq(n),
-                tail.eq(tail + 1),
-                cur_i.eq(next_i),
-                addr.eq(next_addr),
-            ]
-        with m.If(strided & issue):
-            m.d.sync += [
-                offset[tail].eq(gather_addr[0:line_bits]),
-                elems[tail].eq(gather_n),
+                offset[tail].eq(Mux(strided, gather_addr[0:line_bits], addr[0:line_bits])),
+                elems[tail].eq(Mux(strided, gather_n, n)),
                 tail.eq(tail + 1),
                 gather_valid.eq(0),
             ]
-        # The element offered joins the collected request (or starts the next one as the
-        # collected one leaves): the next element is ``+ step`` and ``+ delta`` bytes on, in
-        # the same line when the low bits do not carry past it (``delta < line_bytes``).
-        with m.If(strided & element_ok & (collect | issue)):
+        with m.If(walk):
+            m.d.sync += [cur_i.eq(next_i), addr.eq(next_addr)]
+        # Strided: the element offered joins the collected request (or starts the next one as
+        # the collected one leaves); the next element lies in the same line when the low bits
+        # do not carry past it (``delta < line_bytes``).
+        with m.If(strided & walk):
             same_line_next = (addr[0:line_bits] + delta[0:line_bits])[line_bits] == 0
             m.d.sync += [
                 gather_valid.eq(1),
                 gather_n.eq(Mux(gather_valid & ~issue, gather_n + 1, 1)),
-                cur_i.eq(cur_i + step),
-                addr.eq(addr + delta),
                 gather_same_line.eq(same_line_next),
             ]
             with m.If(~gather_valid | issue):

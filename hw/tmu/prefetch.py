@@ -59,10 +59,11 @@ class Prefetcher(wiring.Component):
     *Issue timing*: the request offered is two registers, its index ``cur_i`` (elements) and its
     exact address ``addr`` (bytes, 65 bits; strided, the collected request's address and
     count, offered when the element at ``cur_i`` cannot join it); each of its checks and its
-    element count is one adder or comparator on registers (the signed 64-bit range of ``i + c`` is a pair of index
-    bounds set at the start, the address's a test of its top bits), and so is the next
-    request's index and address (the next line's first element, the range's end inside the
-    line, or ``+ step`` elements and ``+ step * stride`` bytes): a grant only loads them.
+    element count is one adder or comparator on registers (the signed 64-bit range of ``i + c``
+    is a pair of index bounds set at the start, the address's a test of its top bits), and so
+    is the next request's index and address (the next line's first element, the range's end
+    inside the line, or ``+ step`` elements and ``+ step * stride`` bytes): a grant only loads
+    them.
 
     Parameters
     ----------

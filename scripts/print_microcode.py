@@ -30,7 +30,7 @@ from amaranth.sim import Simulator  # noqa: E402
 from hw.tmu import TmuConfig  # noqa: E402
 from hw.tmu.decoder import Decoder  # noqa: E402
 from hw.tmu.layouts import UopKind  # noqa: E402
-from hw.tmu.signatures import index_bits  # noqa: E402
+from hw.tmu.signatures import ProgramLine, program_lines  # noqa: E402
 from sw.compiler import CompileError, compile_mlir  # noqa: E402
 from sw.runtime.isa import Limits  # noqa: E402
 
@@ -44,13 +44,15 @@ class _Bench(wiring.Elaboratable):
     def __init__(self, config: TmuConfig, words: list[int]):
         self.decoder = Decoder(config)
         self._words = words
-        self._depth = 1 << index_bits(config.program_words)
+        self._lines = program_lines(config)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.decoder = dec = self.decoder
+        words = self._words + [0] * (4 * self._lines - len(self._words))
         m.submodules.program = program = memory.Memory(
-            shape=32, depth=self._depth, init=self._words + [0] * (self._depth - len(self._words)))
+            shape=ProgramLine, depth=self._lines,
+            init=[words[4 * k:4 * k + 4] for k in range(self._lines)])
         wiring.connect(m, dec.program, program.read_port())
         return m
 

@@ -49,8 +49,9 @@ class Decoder(wiring.Component):
         Program length in bytes (``PROG_LEN``).
     args : In(ArrayLayout(64, config.args))
         Argument registers (region bases and sizes are resolved at decode time).
-    program : In(memory.ReadPort.Signature(addr_width, 32))
-        The program memory's read port.
+    program : In(memory.ReadPort.Signature(addr_width, ProgramLine))
+        The program memory's read port, a line of 4 words per read
+        (``signatures.program_read_port``).
     busy : Out(1)
         From the cycle after ``start`` to the cycle of ``done``, both included (the
         ``decode_cycles`` counter).

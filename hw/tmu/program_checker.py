@@ -41,9 +41,11 @@ class ProgramChecker(wiring.Component):
     §7.7), so the first failing check gives the same fault code and PC. Each phase-2 descriptor
     that passes is handed on (``descriptor``) to fill the configuration.
 
-    Timing: 5 cycles to read the header, 1 to check it; per descriptor and phase 5 cycles to
-    read its 4 words, 1 to check it (plus the cycles ``descriptor`` waits for ``ready``); 1 cycle
-    per section boundary and per empty section, 1 at the end of each phase.
+    Timing: the program memory returns a line of 4 words (a descriptor, or the header) a cycle
+    after its address, so the header takes 1 cycle to read and 1 to check; each descriptor and
+    phase 1 cycle to read and 1 to check (plus the cycles ``descriptor`` waits for ``ready``);
+    1 cycle per section boundary and per empty section, 1 at the end of each phase. (Until
+    2026-11-28 the memory returned one word per read: 5 cycles to read 4 words.)
 
     Parameters
     ----------
@@ -58,8 +60,9 @@ class ProgramChecker(wiring.Component):
         Pulse: check the program now in the program memory. Ignored while ``busy``.
     prog_len : In(32)
         Program length in bytes (``PROG_LEN``); must not change while ``busy``.
-    program : In(memory.ReadPort.Signature(addr_width, 32))
-        The program memory's read port (word address; ``data`` the cycle after ``addr``).
+    program : In(memory.ReadPort.Signature(addr_width, ProgramLine))
+        The program memory's read port (``signatures.program_read_port``: line address, i.e.
+        word address // 4; ``data``, 4 words, the cycle after ``addr``).
     checked : Out(CheckedProgramSignature(config))
         Header counts, version, layer modes, stream layers, BLOCK streams: valid from the first
         ``descriptor`` of a decode until the next ``start``.
@@ -106,8 +109,10 @@ class ProgramChecker(wiring.Component):
         d       = Signal(8)
         dbase   = Signal(16)
         phase   = Signal(2)
-        fw      = Signal(3)             # word being fetched, 0..4
-        w       = Array(Signal(32, name=f"w{i}") for i in range(4))   # staged descriptor words
+        # The descriptor's 4 words: the program memory's line at ``dbase`` (a multiple of 4
+        # words), read while the checker fetches it and held while it checks it (``dbase``
+        # does not change, and the memory is not written while ``busy``).
+        w       = [self.program.data[i] for i in range(4)]
         count   = Array([nl, nr, ns, na])
         outcome = Signal.like(self.result.payload)
 
@@ -161,29 +166,18 @@ class ProgramChecker(wiring.Component):
             self.result.payload.eq(outcome),
         ]
 
-        def fetch_four_words(address, then):
-            """Read the four words at ``address`` (``fw`` = 0..3 counts them) into ``w``, one per
-            cycle (the program memory answers one cycle after its address), then go to ``then``."""
-            m.d.comb += self.program.addr.eq(address)
-            m.d.sync += fw.eq(fw + 1)
-            with m.Switch(fw):
-                for i in range(1, 5):
-                    with m.Case(i):
-                        m.d.sync += w[i - 1].eq(self.program.data)
-            with m.If(fw == 4):
-                m.d.sync += fw.eq(0)
-                m.next = then
+        m.d.comb += self.program.addr.eq(dbase[2:])
 
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.start):
-                    m.d.sync += [fw.eq(0), dbase.eq(0), stream_blk.eq(0), outcome.eq(0)]
+                    m.d.sync += [dbase.eq(0), stream_blk.eq(0), outcome.eq(0)]
                     m.next = "HDR_FETCH"
 
             # ---------------------------------------------------------------- header
-            with m.State("HDR_FETCH"):
-                fetch_four_words(fw, then="HDR_CHECK")
+            with m.State("HDR_FETCH"):          # the memory answers a cycle after its address
+                m.next = "HDR_CHECK"
 
             with m.State("HDR_CHECK"):
                 cw, argsw, version = CountsWord(w[2]), ArgsWord(w[3]), VersionWord(w[1])
@@ -232,7 +226,7 @@ class ProgramChecker(wiring.Component):
                     m.d.sync += section.eq(section + 1)
 
             with m.State("D_FETCH"):
-                fetch_four_words(dbase + fw, then="D_CHECK")
+                m.next = "D_CHECK"
 
             with m.State("D_CHECK"):
                 w0, w1, w2, w3 = w[0], w[1], w[2], w[3]

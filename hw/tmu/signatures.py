@@ -18,8 +18,8 @@ from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop
 
 
 __all__ = [
-    "index_bits", "ProgramCounts", "CheckedDescriptor", "CheckResult",
-    "program_read_port", "stream_table_write_port", "action_table_write_port",
+    "index_bits", "ProgramCounts", "CheckedDescriptor", "CheckResult", "ProgramLine",
+    "program_lines", "program_read_port", "stream_table_write_port", "action_table_write_port",
     "microcode_write_port", "CheckedProgramSignature", "descriptor_stream",
     "check_result_stream", "ConfigTablesSignature", "TraversalConfigSignature",
 ]
@@ -58,11 +58,23 @@ CheckResult = data.StructLayout({
 })
 
 
-def program_read_port(config):
-    """The program memory's read port (32-bit words, 1-cycle synchronous read)."""
+#: A line of the program memory: 4 words, one descriptor (``docs/isa.md`` §2: the header and
+#: every descriptor are 4 words, so each starts at a multiple of 4 words).
+ProgramLine = data.ArrayLayout(32, 4)
+
+
+def program_lines(config):
+    """Lines of the program memory: ``config.program_words`` rounded up to a power of two
+    words (at least 8), in lines of 4 words."""
     _check(config)
-    depth_bits = index_bits(config.program_words)
-    return memory.ReadPort.Signature(addr_width=depth_bits, shape=32)
+    return (1 << max(3, index_bits(config.program_words))) // 4
+
+
+def program_read_port(config):
+    """The program memory's read port: a line of 4 words (``ProgramLine``) per read, at a line
+    address (word address // 4), 1-cycle synchronous read."""
+    return memory.ReadPort.Signature(addr_width=index_bits(program_lines(config)),
+                                     shape=ProgramLine)
 
 
 def stream_table_write_port(config):

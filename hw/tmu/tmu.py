@@ -1,6 +1,6 @@
 """The access unit: program memory, decoder, traversal, reorder buffer, counters, watchdog."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,6 +17,7 @@ from .prefetch import Prefetcher
 from .request_arbiter import RequestArbiter
 from .rob import ReorderBuffer
 from .row_issue import RowIssue
+from .signatures import ProgramLine, program_lines
 from .traversal import Traversal
 
 
@@ -127,14 +128,16 @@ class Tmu(wiring.Component):
         m.submodules.row_issue = row_issue = RowIssue(c, row_lines)
         m.submodules.packer    = packer = Packer(c.line_bytes, c.output_tokens, c.drain_lines)
 
-        # Program memory (block RAM): written by the core interface, read by the decoder.
+        # Program memory (block RAM): written a word at a time by the core interface, read a
+        # line of 4 words (one descriptor) at a time by the decoder.
         m.submodules.program = program = memory.Memory(
-            shape=32, depth=program_memory_depth(c), init=[])
-        prog_w = program.write_port()
+            shape=ProgramLine, depth=program_lines(c), init=[])
+        prog_w = program.write_port(granularity=1)      # an enable per word of the line
         prog_r = program.read_port()
         m.d.comb += [
-            prog_w.addr.eq(self.ctl.prog.addr), prog_w.data.eq(self.ctl.prog.data),
-            prog_w.en.eq(self.ctl.prog.en),
+            prog_w.addr.eq(self.ctl.prog.addr[2:]),
+            prog_w.data.eq(Cat(*[self.ctl.prog.data] * 4)),
+            prog_w.en.eq(Mux(self.ctl.prog.en, Const(1, 4) << self.ctl.prog.addr[:2], 0)),
             dec.prog_len.eq(self.ctl.prog_len),
             dec.args.eq(self.ctl.args),
         ]

@@ -15,6 +15,7 @@ from amaranth.lib import memory, wiring
 
 from hw.tmu import TmuConfig
 from hw.tmu.program_checker import ProgramChecker
+from hw.tmu.signatures import ProgramLine, program_lines
 from hw.tmu.tmu import program_memory_depth
 from sw.runtime.isa import Limits, Program, ProgramError
 from sw.runtime.isa import Source
@@ -33,8 +34,8 @@ class _Bench(wiring.Elaboratable):
 
     def __init__(self, config):
         self.checker = ProgramChecker(config)
-        self.program = memory.Memory(shape=32, depth=program_memory_depth(config), init=[])
-        self.write = self.program.write_port()
+        self.program = memory.Memory(shape=ProgramLine, depth=program_lines(config), init=[])
+        self.write = self.program.write_port(granularity=1)
 
     def elaborate(self, platform):
         m = Module()
@@ -82,9 +83,9 @@ def _run(config, programs, *, ready_probability, seed):
     async def testbench(ctx):
         for program in programs:
             for i, word in enumerate(_words(program)):
-                ctx.set(bench.write.addr, i)
-                ctx.set(bench.write.data, word)
-                ctx.set(bench.write.en, 1)
+                ctx.set(bench.write.addr, i // 4)            # a word lane of a 4-word line
+                ctx.set(bench.write.data, [word] * 4)
+                ctx.set(bench.write.en, 1 << (i % 4))
                 await ctx.tick()
             ctx.set(bench.write.en, 0)
             ctx.set(chk.prog_len, len(program))

@@ -19,16 +19,14 @@ import pytest
 from hw.tmu.config import TmuConfig
 from hw.tmu.isa import FaultCode
 from hw.tmu.layouts import UopKind
-from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
-from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import ActionKind, Limits, Program
-from sw.workloads import WORKLOADS, widen
 from tb.golden_compare import assert_matches
 from tb.programs import Case
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.builder_bench import layer_body_uops
+from tb.tmu.transe_programs import transe_o3
 
 # The small build with room for TransE's 11 streams and 3 run-ahead engines.
 CONFIG = dataclasses.replace(TmuConfig.small(), streams=12, regions=4, args=10, prefetchers=4)
@@ -38,17 +36,8 @@ LIMITS = Limits.from_tmu_config(CONFIG)
 def _transe_case(seed, dim, bad_entity=False):
     """The compiled ``-O3`` TransE on the ``small`` triples at embedding width ``dim``. With
     ``bad_entity`` one head or tail index is past the entity table."""
-    rng = np.random.default_rng(seed)
-    w = WORKLOADS["kg_transe"]
-    args = widen(w.make("small", seed), dim, seed)
-    if bad_entity:
-        triples = args[0].reshape(-1, 3)
-        t, k = int(rng.integers(0, len(triples))), int(rng.choice([0, 2]))
-        triples[t, k] = args[1].shape[0] + int(rng.integers(0, 3))
-    k = compile_mlir(w.path.read_text(), filename=w.example, opt_level=3, limits=LIMITS)
-    image = build_image(k, args)
-    regs = bind_arguments(k, args, image)
-    return Case(f"transe_O3_d{dim}", k.program.encode(), image.data, regs)
+    kernel, _, image, regs = transe_o3(seed, dim, LIMITS, bad_entity=bad_entity)
+    return Case(f"transe_O3_d{dim}", kernel.program.encode(), image.data, regs)
 
 
 def test_row_carries_the_control_token():

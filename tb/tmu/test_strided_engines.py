@@ -22,15 +22,13 @@ import pytest
 
 from hw.tmu.config import TmuConfig
 from hw.tmu.isa import FaultCode
-from sw.compiler import compile_mlir
 from sw.runtime.golden import run_golden
-from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import Limits
-from sw.workloads import WORKLOADS, widen
 from tb.golden_compare import assert_matches
 from tb.programs import Case
 from tb.seeds import fresh_seed
 from tb.tmu.amaranth_bench import run_on_amaranth
+from tb.tmu.transe_programs import transe_o3
 
 # The small build with room for TransE's 11 streams and 3 run-ahead engines, on 64-byte lines
 # (the default's): 24 bytes between elements is below a line.
@@ -44,26 +42,12 @@ def _lines(start, size, line=64):
     return range(start // line, (start + size - 1) // line + 1)
 
 
-def _transe(seed, dim, bad_entity):
-    rng = np.random.default_rng(seed)
-    w = WORKLOADS["kg_transe"]
-    args = widen(w.make("small", seed), dim, seed)
-    if bad_entity:
-        triples = args[0].reshape(-1, 3)
-        t, k = int(rng.integers(0, len(triples))), int(rng.choice([0, 2]))
-        triples[t, k] = args[1].shape[0] + int(rng.integers(0, 3))
-    kernel = compile_mlir(w.path.read_text(), filename=w.example, opt_level=3, limits=LIMITS)
-    image = build_image(kernel, args)
-    regs = bind_arguments(kernel, args, image)
-    return kernel, args, image, regs
-
-
 @pytest.mark.parametrize("variant", ["plain", "bad_entity"])
 def test_strided_engines_match_golden(variant):
     seed = fresh_seed(f"strided engines, {variant}")
     rng = np.random.default_rng(seed)
     dim = int(rng.choice([4, 8, 24]))
-    kernel, args, image, regs = _transe(seed, dim, variant == "bad_entity")
+    kernel, args, image, regs = transe_o3(seed, dim, LIMITS, bad_entity=variant == "bad_entity")
     program = kernel.program.encode()
     case = Case(f"transe_O3_d{dim}_{variant}_{seed}", program, image.data, regs)
     gold = run_golden(program, image.data, regs, limits=LIMITS)

@@ -23,10 +23,11 @@ The mappers here, from the naive to the informed:
 Cost (:class:`UnitCostModel`): a piece of ``B`` bags and ``L`` lookups of rows of ``n`` 64-byte
 lines costs ``run + B × bag + L × max(n × line, lookup)`` cycles. The defaults are fitted to this
 unit on the RTL (:meth:`UnitCostModel.fit`, ``scripts/fit_unit_cost.py``: 168 pieces of the three
-table sets, 8 tables × 32 bags, HBM2, the default unit with the chained uop, 2026-11-25; on 168
-held-out pieces the mean error is 8.3 %, the largest 26.8 %): 0.98 cycles per line (the 512-bit
-output drains one line per cycle), 1.10 cycles per lookup when the traversal bounds it (one uop
-per lookup), 2.8 per bag, 489 per run (decode, start, the first latency and the drain).
+table sets, 8 tables × 32 bags, HBM2, the default unit after strided lines and the decoder's
+line reads, 2026-11-28; on 168 held-out pieces the mean error is 4.0 %, the largest 12.8 %):
+0.97 cycles per line (the 512-bit output drains one line per cycle), 1.08 cycles per lookup
+when the traversal bounds it (one uop per lookup), 1.3 per bag, 417 per run (decode, start,
+the first latency and the drain).
 
 Units run their pieces back to back; the makespan of a mapping is the largest per-unit sum of
 its pieces' cycles — estimated (:meth:`Mapping.makespan` with the cost model) or measured (with
@@ -104,10 +105,10 @@ class Piece:
 @dataclass(frozen=True)
 class UnitCostModel:
     """Estimated cycles of one access unit for one piece (see the module docstring; cycles)."""
-    cycles_per_run: float = 489.0      # decode, start, first latency, drain
-    cycles_per_bag: float = 2.82       # traversal uops per bag
-    cycles_per_lookup: float = 1.10    # traversal-bound floor per lookup
-    cycles_per_line: float = 0.979     # output-bound cost of a 64-byte line
+    cycles_per_run: float = 416.8      # decode, start, first latency, drain
+    cycles_per_bag: float = 1.34       # traversal uops per bag
+    cycles_per_lookup: float = 1.08    # traversal-bound floor per lookup
+    cycles_per_line: float = 0.968     # output-bound cost of a 64-byte line
     line_bytes: int = 64
 
     def piece_cycles(self, piece: Piece, tables: Sequence[TableStats]) -> float:

@@ -5,7 +5,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..tmu.config import TmuConfig
-from ..tmu.tmu import COUNTERS, TmuControlSignature, program_memory_depth
+from ..tmu.signatures import program_memory_depth
+from ..tmu.tmu import COUNTERS, TmuControlSignature
 from .signatures import CsrSignature, DataBeatSignature, data_beat_layout
 
 

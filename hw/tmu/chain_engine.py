@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from .datapath import alu, extract_aligned, outside_int64
 from .isa import AluOp
 from .multiport_memory import MultiPortMemory
-from .prefetch import Prefetcher
+from .prefetch import Prefetcher, running_dry
 
 
 __all__ = ["CHAIN_OPS", "chain_layout", "ChainEngine"]
@@ -242,7 +242,7 @@ class ChainEngine(wiring.Component):
         ]
         # The root runs ahead of the chain: the chain's own entries say how close it is to
         # running dry, for both stages' loads.
-        m.d.comb += [self.req_urgent.eq(count < max(1, depth // 2)),
+        m.d.comb += [self.req_urgent.eq(running_dry(count, depth)),
                      self.index_req_urgent.eq(self.req_urgent)]
         m.d.comb += self.idle.eq(root.idle & (root.continues | (pending == 0)))
 

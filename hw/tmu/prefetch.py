@@ -8,7 +8,13 @@ from .datapath import extract_aligned
 from .multiport_memory import MultiPortMemory
 
 
-__all__ = ["Prefetcher"]
+__all__ = ["Prefetcher", "running_dry"]
+
+
+def running_dry(count, depth):
+    """An engine's ``req_urgent`` (``docs/rtl.md`` §2.4): fewer than ``max(1, depth // 2)`` of
+    its ``depth`` entries are issued and not popped (``count``, a register)."""
+    return count < max(1, depth // 2)
 
 
 class Prefetcher(wiring.Component):
@@ -318,7 +324,7 @@ class Prefetcher(wiring.Component):
             self.req_slot.eq(tail),
             self.req_bytes.eq(Mux(strided, gather_n, n) << log2),
             self.busy.eq((count != 0) | gather_valid | (active & in_range & ok)),
-            self.req_urgent.eq(count < max(1, depth // 2)),
+            self.req_urgent.eq(running_dry(count, depth)),
         ]
         # The next request. Contiguous: the next line's first element, or, when the range ends
         # inside this line, the range's end (``ub``, in this line; ``cut`` does not wait for

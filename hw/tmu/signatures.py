@@ -19,7 +19,8 @@ from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop
 
 __all__ = [
     "index_bits", "ProgramCounts", "CheckedDescriptor", "CheckResult", "ProgramLine",
-    "program_lines", "program_read_port", "stream_table_write_port", "action_table_write_port",
+    "program_memory_depth", "program_lines", "program_read_port", "stream_table_write_port",
+    "action_table_write_port",
     "microcode_write_port", "CheckedProgramSignature", "descriptor_stream",
     "check_result_stream", "ConfigTablesSignature", "TraversalConfigSignature",
 ]
@@ -63,11 +64,16 @@ CheckResult = data.StructLayout({
 ProgramLine = data.ArrayLayout(32, 4)
 
 
+def program_memory_depth(config):
+    """Words of the program memory: ``config.program_words`` rounded up to a power of two."""
+    return 1 << index_bits(config.program_words)
+
+
 def program_lines(config):
-    """Lines of the program memory: ``config.program_words`` rounded up to a power of two
-    words (at least 8), in lines of 4 words."""
+    """Lines of the program memory: ``program_memory_depth`` words in lines of 4 words
+    (``config.program_words`` is at least 20: a header and four descriptors)."""
     _check(config)
-    return (1 << max(3, index_bits(config.program_words))) // 4
+    return program_memory_depth(config) // 4
 
 
 def program_read_port(config):

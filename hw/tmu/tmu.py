@@ -17,15 +17,11 @@ from .prefetch import Prefetcher
 from .request_arbiter import RequestArbiter
 from .rob import ReorderBuffer
 from .row_issue import RowIssue
-from .signatures import ProgramLine, program_lines
+from .signatures import ProgramLine, program_lines, program_memory_depth
 from .traversal import Traversal
 
 
 __all__ = ["COUNTERS", "CountersLayout", "TmuControlSignature", "Tmu"]
-
-
-def program_memory_depth(config):
-    return 1 << max(1, (config.program_words - 1).bit_length())
 
 
 class TmuControlSignature(wiring.Signature):

@@ -15,8 +15,7 @@ from amaranth.lib import memory, wiring
 
 from hw.tmu import TmuConfig
 from hw.tmu.program_checker import ProgramChecker
-from hw.tmu.signatures import ProgramLine, program_lines
-from hw.tmu.tmu import program_memory_depth
+from hw.tmu.signatures import ProgramLine, program_lines, program_memory_depth
 from sw.runtime.isa import Limits, Program, ProgramError
 from sw.runtime.isa import Source
 from tb.programs import (Case, embedding_bag_case, fault_cases, mutated_cases, random_case,

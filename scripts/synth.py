@@ -41,7 +41,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 DEFAULT_OUT = Path("build") / "synth"
-CONFIGS = ("default", "small")
+#: Configuration names: ``TmuConfig()``, ``TmuConfig.small()``, and each with the two-stage
+#: traversal uop (``uop_stages=2``, ``hw/tmu/evaluate_stage.py``).
+CONFIGS = ("default", "small", "default-2stage", "small-2stage")
 DEVICE = "85k"              # nextpnr-ecp5 --85k: LFE5U-85F
 PACKAGE = "CABGA381"
 TOP = "synth_top"
@@ -233,12 +235,13 @@ def merge_csv(path: Path, row: dict) -> list[dict]:
 
 def config_of(name: str):
     """The ``TmuConfig`` of a configuration name from ``CONFIGS``; ``ValueError`` otherwise."""
+    from dataclasses import replace
     from hw.tmu import TmuConfig
-    if name == "default":
-        return TmuConfig()
-    if name == "small":
-        return TmuConfig.small()
-    raise ValueError(f"config must be one of {CONFIGS}, not {name!r}")
+    if name not in CONFIGS:
+        raise ValueError(f"config must be one of {CONFIGS}, not {name!r}")
+    base, _, stages = name.partition("-")
+    config = TmuConfig() if base == "default" else TmuConfig.small()
+    return replace(config, uop_stages=2) if stages else config
 
 
 def write_rtlil(config_name: str, path: Path) -> Path:
@@ -345,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scripts/synth.py", description=__doc__.splitlines()[0],
         epilog="Needs the 'synth' extra: pip install -e '.[synth]'. Results: docs/synthesis.md.")
     p.add_argument("--config", choices=CONFIGS, default="default",
-                   help="TmuConfig() or TmuConfig.small() (default: default)")
+                   help="TmuConfig() or TmuConfig.small(), '-2stage': with the two-stage "
+                        "traversal uop (default: default)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT,
                    help=f"output directory (default {DEFAULT_OUT}); files go to OUT/CONFIG/")
     p.add_argument("--timeout", type=_positive(float), default=3600.0,

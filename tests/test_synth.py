@@ -5,6 +5,7 @@ that runs the tools is ``slow`` and skipped without them."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib.util
 import json
@@ -131,6 +132,8 @@ def test_missing_tools_exit_1_with_the_install_command(monkeypatch, capsys, tmp_
 def test_config_of():
     assert synth.config_of("small") == TmuConfig.small()
     assert synth.config_of("default") == TmuConfig()
+    assert synth.config_of("small-2stage") == dataclasses.replace(TmuConfig.small(), uop_stages=2)
+    assert synth.config_of("default-2stage").uop_stages == 2
     with pytest.raises(ValueError, match="config"):
         synth.config_of("tiny")
 

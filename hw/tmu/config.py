@@ -98,6 +98,12 @@ class TmuConfig:
         operand beside a line (a sparse matrix's value beside its dense row, SpMV's value beside
         ``x[col]``) does not cost a cycle of its own (``docs/rtl.md`` §2.5). Read the value in
         use from ``drain_lines``.
+    uop_stages : int
+        Pipeline stages of a traversal uop, 1 or 2. Default 1: a uop is evaluated and executed
+        in one cycle. 2: its evaluation (sources, address, checks) is registered and it executes
+        the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, at most one
+        uop per two cycles, and a logic path cut in two (``docs/synthesis.md``, "The two-stage
+        uop, first step").
     """
     layers: int = 4
     streams: int = 16
@@ -120,6 +126,7 @@ class TmuConfig:
     memory_ports: int = 2
     output_tokens: int = 8
     drain_entries: int = 0
+    uop_stages: int = 1
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):
@@ -179,6 +186,9 @@ class TmuConfig:
         if not isinstance(self.chain_engines, int) or isinstance(self.chain_engines, bool) or \
                 self.chain_engines not in (0, 1):
             raise ValueError(f"chain_engines must be 0 or 1, not {self.chain_engines!r}")
+        if not isinstance(self.uop_stages, int) or isinstance(self.uop_stages, bool) or \
+                self.uop_stages not in (1, 2):
+            raise ValueError(f"uop_stages must be 1 or 2, not {self.uop_stages!r}")
         if self.prefetchers * self.prefetch_depth > self.max_inflight:
             raise ValueError(f"prefetchers * prefetch_depth must be at most max_inflight "
                              f"({self.max_inflight}), not {self.prefetchers * self.prefetch_depth}")

@@ -31,6 +31,7 @@ from .actions import Actions
 from .config import TmuConfig
 from .datapath import extract_aligned
 from .engine_pop import EnginePops
+from .evaluate_stage import EvaluateStage
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop, UopKind
@@ -256,6 +257,10 @@ class Traversal(wiring.Component):
         # start parameters (hw/tmu/stream_evaluation.py).
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions)
         stream.connect_engines(m, idx, ubr, layers)
+        # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
+        # results from registers loaded the cycle before.
+        stage = EvaluateStage(m, c.uop_stages)
+        stage.hold_evaluation(stream, pops, u.enter_swap)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
         enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")
@@ -380,6 +385,8 @@ class Traversal(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.start):
+                    if stage.enabled:
+                        m.d.sync += stage.executing.eq(0)
                     m.d.sync += [pc.eq(0), self.fault_code.eq(FaultCode.NONE),
                                  self.fault_addr.eq(0)]
                     # Nothing of an earlier run survives a start (a run that faulted or was
@@ -394,7 +401,7 @@ class Traversal(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += [
                     self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & lanes.o_vector
-                                             & fetch.ready),
+                                             & fetch.ready & ~stage.capture),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
@@ -402,7 +409,14 @@ class Traversal(wiring.Component):
                 with m.Elif(~fetch.ready):
                     # a fetch bubble: the uop's words are read (hw/tmu/fetch.py)
                     m.d.comb += self.stat_fetch_bubble.eq(1)
+                if stage.enabled:
+                    with m.Elif(~stage.executing):
+                        # Two stages: the evaluate cycle, the results into registers.
+                        m.d.comb += stage.capture.eq(1)
+                        m.d.sync += stage.executing.eq(1)
                 with m.Else():
+                    if stage.enabled:
+                        m.d.sync += stage.executing.eq(0)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
                             with m.If(~pops.fallback & ~pops.stopped):

@@ -56,6 +56,8 @@ def test_drain_entries(kwargs, drain_lines):
     ({"drain_entries": True}, "drain_entries must be 0 (automatic) or an integer in 1..4, not True"),
     ({"drain_entries": 4, "max_inflight": 2, "prefetchers": 1, "prefetch_depth": 2},
      "drain_entries must be 0 (automatic) or an integer in 1..2, not 4"),
+    ({"uop_stages": 3}, "uop_stages must be 1 or 2, not 3"),
+    ({"uop_stages": True}, "uop_stages must be 1 or 2, not True"),
     ({"layers": 0}, "layers must be an integer in 1..255, not 0"),
     ({"args": 256}, "args must be an integer in 1..255, not 256"),
     ({"line_bytes": 128}, "line_bytes must be 8, 16, 32 or 64, not 128"),

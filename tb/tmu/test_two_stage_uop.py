@@ -1,0 +1,167 @@
+"""The two-stage traversal uop (``TmuConfig.uop_stages = 2``, ``hw/tmu/evaluate_stage.py``): the
+evaluation's results registered, the uop executed from them a cycle later. Token for token and
+fault for fault against the golden model, and against the one-stage unit's own tokens, in the
+Amaranth simulator with random back-pressure (fresh seeds, printed): bags with empty and short
+loops and a two-entry reorder buffer, every fault case, LOCKSTEP layers (lane by lane, vector
+mode, lane faults), BLOCK rows, engine-pop fallback steps, random v0/v1 programs and the
+compiled ``-O3`` workloads. The differential fuzz campaign runs the same generators on the
+Verilator build of the default unit with two stages (``test_two_stage_fuzz``)."""
+
+import dataclasses
+import random
+
+import pytest
+
+from hw.tmu import TmuConfig
+from hw.tmu.signatures import program_memory_depth
+from sim.system import RtlJob, run_many_on_rtl
+from sw.compiler import compile_mlir
+from sw.runtime.image import bind_arguments, build_image
+from sw.runtime.isa import Limits
+from sw.workloads import WORKLOADS
+from tb.golden_compare import assert_matches
+from tb.programs import (Case, address_overflow_cases, block_cases, csr_skip_case,
+                         embedding_bag_case, fault_cases, mutated_cases, random_case,
+                         random_v1_case)
+from tb.seeds import fresh_seed, seed_range
+from tb.tmu.amaranth_bench import run_on_amaranth
+from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
+
+ONE = TmuConfig.small()
+TWO = dataclasses.replace(ONE, uop_stages=2)
+TINY_ROB = dataclasses.replace(TWO, max_inflight=2, prefetchers=1, prefetch_depth=2)
+
+
+def _check(case, config, backpressure, seed):
+    """Run ``case`` on ``config`` and on its one-stage twin: both the golden model's tokens and
+    fault, and the same tokens as each other; returns both results."""
+    two = run_on_amaranth(case.program, case.memory, case.args, config=config,
+                          backpressure=backpressure, seed=seed)
+    assert_matches(case, two, config)
+    one_config = dataclasses.replace(config, uop_stages=1)
+    one = run_on_amaranth(case.program, case.memory, case.args, config=one_config,
+                          backpressure=backpressure, seed=seed)
+    assert (two.data_tokens, two.control_tokens, two.fault_code, two.fault_addr) == \
+        (one.data_tokens, one.control_tokens, one.fault_code, one.fault_addr), case.name
+    return one, two
+
+
+def test_uop_stages_is_a_parameter():
+    """One stage by default; the traversal with two builds its phase register."""
+    assert TmuConfig().uop_stages == 1
+    from hw.tmu.traversal import Traversal
+    from amaranth.back import rtlil
+    assert "held_s_result" not in rtlil.convert(Traversal(ONE))
+    assert "held_s_result" in rtlil.convert(Traversal(TWO))
+
+
+@pytest.mark.parametrize("config", [TWO, TINY_ROB], ids=["small", "tiny_rob"])
+def test_bags_with_short_loops_and_stalls(config):
+    """Bags of 0..3 lookups (empty layers, loop exits, refetch bubbles) with back-pressure and
+    a full reorder buffer: a uop that waits is evaluated again every second cycle. Two stages
+    take more cycles, never fewer than two per completed uop."""
+    seed = fresh_seed("two-stage bags back-pressure")
+    rng = random.Random(seed)
+    lengths = [rng.randint(0, 3) for _ in range(8)]
+    case = embedding_bag_case("two_stage_bags", rows=6, dim=2, lengths=lengths,
+                              indices=[rng.randrange(6) for _ in range(sum(lengths))],
+                              seed=seed % 1000)
+    one, two = _check(case, config, 0.5, seed)
+    run = lambda r: r.stats["cycles"] - r.stats["decode_cycles"]
+    assert run(two) > run(one)
+    assert run(two) >= 2 * two.stats["uops"]
+
+
+@pytest.mark.parametrize("name", [c.name for c in fault_cases(TWO)])
+def test_faults(name):
+    """Every fault case of ``tb.programs``: the fault is decided in the execute stage from
+    the registered checks, with every token before it."""
+    seed = fresh_seed(f"two-stage fault {name} back-pressure")
+    case = next(c for c in fault_cases(TWO) if c.name == name)
+    _check(case, TWO, 0.4, seed)
+
+
+def test_address_overflow_and_block_rows():
+    """Address overflow in every position (the registered ``wrapped`` bits) and BLOCK rows
+    pushed chunk by chunk (two cycles per chunk)."""
+    seed = fresh_seed("two-stage overflow and block rows back-pressure")
+    for k, case in enumerate(address_overflow_cases(TWO) + block_cases()):
+        _check(case, TWO, 0.3, seed + k)
+
+
+def test_lockstep_lanes():
+    """A LOCKSTEP layer lane by lane with a lane fault in the golden model's order, and
+    vector-mode layers (contiguous vector loads, masked lanes)."""
+    seed = fresh_seed("two-stage lockstep")
+    _check(lane_fault_order_case(TWO.lanes), TWO, 0.3, seed)
+    for s in seed_range(seed, 4):
+        _check(vector_mode_case(s, TWO), TWO, 0.3, s)
+
+
+@pytest.mark.parametrize("variant", ["lengths", "rowptr_cut"])
+def test_skipped_streams_and_engine_fallback(variant):
+    """CSR with a skipped ALU stream (fusion C) and a ``rowptr`` cut short: the run-ahead engine
+    stops, the uop falls back to evaluating its pops one per step (``pops.stopped`` and
+    ``wait`` held), the fault in program order."""
+    seed = fresh_seed(f"two-stage csr {variant}")
+    case = csr_skip_case(f"csr_{variant}", "popped",
+                         rowptr_cut=(3 if variant == "rowptr_cut" else None), seed=seed % 1000)
+    _check(case, TWO, 0.3, seed)
+
+
+def test_random_programs():
+    """Random v0 and v1 programs (BLOCK, LOCKSTEP, packing) and one-word mutants of them."""
+    seed = fresh_seed("two-stage random programs")
+    cases = [random_case(s) for s in seed_range(seed, 6)]
+    cases += [random_v1_case(s, TWO, block_prob=0.6, lockstep_prob=0.5)
+              for s in seed_range(seed + 6, 6)]
+    cases += mutated_cases(seed + 12, 6, TWO)
+    # (a program longer than the small unit's program memory faults PROGRAM_SIZE in both)
+    cases = [c for c in cases if len(c.program) <= 4 * program_memory_depth(TWO)]
+    for k, case in enumerate(cases):
+        _check(case, TWO, random.Random(seed + k).choice([0.0, 0.3, 0.7]), seed + k)
+
+
+@pytest.mark.parametrize("workload", ["eb_weighted", "spmm_cora", "spmv_csr", "kg_transe",
+                                      "spattn_gather"])
+def test_compiled_workloads(workload):
+    """The compiled ``-O3`` workloads (engine pops riding in uops, fused actions, loads as a
+    second action, fused ``NEXT``/``ENTER``) on their small inputs."""
+    config = dataclasses.replace(TWO, streams=16, actions=16, regions=4, args=16, prefetchers=4,
+                                 max_inflight=32)
+    limits = Limits.from_tmu_config(config)
+    seed = fresh_seed(f"two-stage {workload}")
+    w = WORKLOADS[workload]
+    args = w.make("small", seed)
+    kernel = compile_mlir(w.path.read_text(), filename=w.example, opt_level=3, limits=limits)
+    image = build_image(kernel, args)
+    regs = bind_arguments(kernel, args, image)
+    case = Case(f"{workload}_{seed}", kernel.program.encode(), image.data, regs)
+    _check(case, config, 0.2, seed)
+
+
+@pytest.mark.rtl
+def test_two_stage_fuzz():
+    """The differential fuzz campaign's generators (``tb/system/test_fuzz_campaign.py``) on the
+    Verilator build of the default unit with two stages: ``EMBER_FUZZ_PROGRAMS`` programs per
+    generator (default 200 here), each against the golden model."""
+    import os
+    config = dataclasses.replace(TmuConfig(), uop_stages=2)
+    n = int(os.environ.get("EMBER_FUZZ_PROGRAMS", "200"))
+    base = fresh_seed(f"two-stage fuzz: {n} programs per generator")
+    rng = random.Random(base)
+    cases = [random_case(s) for s in seed_range(base, n)]
+    cases += [random_v1_case(s, config, block_prob=0.6, lockstep_prob=0.5)
+              for s in seed_range(base + n, n)]
+    cases += [vector_mode_case(s, config) for s in seed_range(base + 2 * n, n)]
+    cases += mutated_cases(base + 3 * n, n, config)
+    jobs = [RtlJob(c.program, c.memory, c.args, backpressure=rng.choice([0.0, 0.3, 0.7]),
+                   seed=rng.getrandbits(32), max_cycles=2_000_000) for c in cases]
+    failures = []
+    for case, r in zip(cases, run_many_on_rtl(jobs, config=config)):
+        try:
+            assert_matches(case, r, config)
+        except AssertionError as e:
+            failures.append(str(e))
+    assert not failures, (f"{len(failures)} of {len(cases)} programs differ from the golden "
+                          f"model (EMBER_SEED={base}):\n" + "\n".join(failures[:20]))

@@ -18,7 +18,7 @@ Not a component: these helpers add combinational logic to the traversal's ``Modu
 it, issue a blocking load, fault, wait for an engine) is its FSM's (``hw/tmu/traversal.py``).
 """
 
-from amaranth.hdl import Array, Const, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Mux, Signal, signed
 
 from .chain import chain_value
 from .datapath import alu, outside_int64
@@ -29,6 +29,12 @@ from .source_fields import pick
 
 
 __all__ = ["StreamEvaluation"]
+
+
+def aligned_down(value, log2):
+    """``value`` (signed) rounded down to a multiple of ``1 << log2`` bytes (``log2`` 0..3):
+    its low bits cleared, as ``(value >> log2) << log2`` is, without a shifter."""
+    return Cat(value[:3] & ~((Const(1, 4) << log2) - 1)[:3], value[3:]).as_signed()
 
 
 class StreamEvaluation:
@@ -223,10 +229,12 @@ class StreamEvaluation:
         r_end = region.base + region.size
 
         def first_outside(limit):
-            """Address of the first element at or past ``limit`` (bytes)."""
-            room_ = Signal(signed(70), name="blk_room")
-            m.d.comb += room_.eq(limit - blk_start)
-            return blk_start + Mux(room_ < 0, 0, (room_ >> log2) << log2)
+            """Address of the first element at or past ``limit`` (bytes): ``blk_start + ((limit
+            - blk_start) // esize) * esize``, or ``blk_start`` below it. Checked after the
+            alignment, so ``blk_start`` is a multiple of the element size and this is ``limit``
+            rounded down to one: no subtraction, no addition (an adder less on the path into
+            the fault address, ``docs/synthesis.md`` "The two-stage uop, first step")."""
+            return Mux(limit < blk_start, blk_start, aligned_down(limit, log2))
 
         with m.If((blk_n < 0) | (blk_n > c.max_block)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
@@ -279,8 +287,6 @@ class StreamEvaluation:
         region_limit = Signal(signed(67), name="region_limit")
         r_end_ = region.base + region.size
         m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
-        vector_room = Signal(signed(67), name="vector_room")
-        m.d.comb += vector_room.eq(region_limit - addr)
         # The lanes' exact addresses ascend from lane 0's: the first and the last active
         # lane's are in the signed range, or one lane's address overflows.
         vector_last_addr = Signal(signed(100), name="vector_last_addr")
@@ -295,9 +301,12 @@ class StreamEvaluation:
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
                          vector_fault_addr.eq(addr)]
         with m.Elif(vector_end > region_limit):
+            # The first lane whose element ends past the limit: lane 0's address is aligned
+            # (checked before), so the lane's address is the limit rounded down to the element
+            # size (lane 0's if the limit is below it).
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                         vector_fault_addr.eq(
-                             addr + Mux(vector_room < 0, 0, (vector_room >> log2) << log2))]
+                         vector_fault_addr.eq(Mux(region_limit < addr, addr,
+                                                  aligned_down(region_limit, log2)))]
 
     def _wrapped_bit(self, m, lanes):
         """The evaluated stream's ``wrapped`` bit: an ADD/SUB/MUL/SHL result outside the signed

@@ -32,9 +32,11 @@ __all__ = ["StreamEvaluation"]
 
 
 def aligned_down(value, log2):
-    """``value`` (signed) rounded down to a multiple of ``1 << log2`` bytes (``log2`` 0..3):
-    its low bits cleared, as ``(value >> log2) << log2`` is, without a shifter."""
-    return Cat(value[:3] & ~((Const(1, 4) << log2) - 1)[:3], value[3:]).as_signed()
+    """``value`` rounded down to a multiple of ``1 << log2`` bytes (``log2`` 0..3; signed or
+    unsigned as ``value``): its low bits cleared, as ``(value >> log2) << log2`` is, without a
+    shifter."""
+    out = Cat(value[:3] & ~((Const(1, 4) << log2) - 1)[:3], value[3:])
+    return out.as_signed() if value.shape().signed else out
 
 
 class StreamEvaluation:
@@ -177,9 +179,11 @@ class StreamEvaluation:
         m.d.comb += esize.eq(Const(1, 4) << log2)
         self._misaligned = misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         self.region = region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
-        end = addr + esize
-        in_region = (addr >= region.base) & (end <= region.base + region.size)
-        in_image = end <= t.mem_limit
+        # The element ends inside the region and the image: ``addr + esize <= limit``. For an
+        # aligned ``addr`` (a misaligned one faults MISALIGNED first) that is ``addr <`` the
+        # limit rounded down to the element size: a compare, no adder after the address.
+        in_region = (addr >= region.base) & (addr < aligned_down(region.base + region.size, log2))
+        in_image = addr < aligned_down(t.mem_limit, log2)
         self._s_is_mem = s_is_mem = sc.kind == StreamKind.MEM
         self.s_fault = Signal(name="s_fault")
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)

@@ -34,7 +34,7 @@ Overlapping them (E of the next uop during X of this one) needs the hazards of
 Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``Module``.
 """
 
-from amaranth.hdl import Const, Mux, Signal
+from amaranth.hdl import Const, Signal
 
 
 __all__ = ["EvaluateStage"]
@@ -80,11 +80,11 @@ class EvaluateStage:
             self._m.d.sync += held.eq(value)
         return held
 
-    def hold_evaluation(self, stream, pops, swap):
+    def hold_evaluation(self, stream, pops):
         """Replace the evaluation results the execute stage reads with held ones: the stream's
         value, address, checks and ``wrapped`` bit, a chained uop's ALU value, a BLOCK row's
-        count, the sources (``ENTER``'s bounds, ``swap``: ``Uop.enter_swap``), the head of the
-        engine serving a blocking stream, and the pops' ``wait`` and ``stopped``
+        count, the sources (and with them ``ENTER``'s bounds), the head of the engine serving a
+        blocking stream, and the pops' ``wait`` and ``stopped``
         (``stream``: :class:`~hw.tmu.stream_evaluation.StreamEvaluation`, ``pops``:
         :class:`~hw.tmu.engine_pop.EnginePops`)."""
         if not self.enabled:
@@ -93,7 +93,5 @@ class EvaluateStage:
                      "chain_val", "chain_wraps", "blk_n", "a_v", "b_v",
                      "s_prefetch_head", "s_prefetch_busy"):
             setattr(stream, name, self.hold(getattr(stream, name), name))
-        stream.enter_lb = Mux(swap, stream.b_v, stream.a_v)
-        stream.enter_ub = Mux(swap, stream.a_v, stream.b_v)
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")

@@ -148,10 +148,6 @@ class StreamEvaluation:
         ]
         self.a_v = a_v = source(src_a)
         self.b_v = b_v = source(src_b)
-        # The bounds an ENTER evaluates: its own ``a_v``/``b_v`` (the layer's lb/ub), or for a
-        # fused ENTER the stream's sources, which the decoder found equal to them.
-        self.enter_lb = Mux(u.enter_swap, b_v, a_v)
-        self.enter_ub = Mux(u.enter_swap, a_v, b_v)
         alu_res, self._alu_wrapped = alu(m, sc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
@@ -179,10 +175,13 @@ class StreamEvaluation:
         m.d.comb += esize.eq(Const(1, 4) << log2)
         self._misaligned = misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
         self.region = region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
+        # The region's end (bytes, exclusive), for the scalar, BLOCK and vector checks.
+        self._region_end = region_end = Signal(signed(65), name="region_end")
+        m.d.comb += region_end.eq(region.base + region.size)
         # The element ends inside the region and the image: ``addr + esize <= limit``. For an
         # aligned ``addr`` (a misaligned one faults MISALIGNED first) that is ``addr <`` the
         # limit rounded down to the element size: a compare, no adder after the address.
-        in_region = (addr >= region.base) & (addr < aligned_down(region.base + region.size, log2))
+        in_region = (addr >= region.base) & (addr < aligned_down(region_end, log2))
         in_image = addr < aligned_down(t.mem_limit, log2)
         self._s_is_mem = s_is_mem = sc.kind == StreamKind.MEM
         self.s_fault = Signal(name="s_fault")
@@ -199,6 +198,18 @@ class StreamEvaluation:
             with m.Default():
                 m.d.comb += s_result.eq(addr)
         self.s_blocking = s_is_mem & t.blocking.bit_select(u.id[:sbits], 1)
+
+    @property
+    def enter_lb(self):
+        """The lower bound an ENTER evaluates: its own ``a_v`` (the layer's lb), or for a fused
+        ENTER the stream's source the decoder found equal to it (``Uop.enter_swap``). Built
+        from ``a_v``/``b_v`` as they are when read (held ones with two stages)."""
+        return Mux(self._uop.enter_swap, self.b_v, self.a_v)
+
+    @property
+    def enter_ub(self):
+        """The upper bound an ENTER evaluates (see :attr:`enter_lb`)."""
+        return Mux(self._uop.enter_swap, self.a_v, self.b_v)
 
     def _wraps(self, src):
         """Source ``src`` reads a stream whose value wrapped."""
@@ -230,7 +241,7 @@ class StreamEvaluation:
             blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
             blk_end.eq(blk_start + (blk_n << log2)),
         ]
-        r_end = region.base + region.size
+        r_end = self._region_end
 
         def first_outside(limit):
             """Address of the first element at or past ``limit`` (bytes): ``blk_start + ((limit
@@ -289,7 +300,7 @@ class StreamEvaluation:
         vector_end = Signal(signed(67), name="vector_end")
         m.d.comb += vector_end.eq(addr + (count << log2))
         region_limit = Signal(signed(67), name="region_limit")
-        r_end_ = region.base + region.size
+        r_end_ = self._region_end
         m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
         # The lanes' exact addresses ascend from lane 0's: the first and the last active
         # lane's are in the signed range, or one lane's address overflows.

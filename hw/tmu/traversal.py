@@ -260,7 +260,7 @@ class Traversal(wiring.Component):
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage = EvaluateStage(m, c.uop_stages)
-        stage.hold_evaluation(stream, pops, u.enter_swap)
+        stage.hold_evaluation(stream, pops)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
         enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")

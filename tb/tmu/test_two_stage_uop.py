@@ -4,8 +4,8 @@ fault for fault against the golden model, and against the one-stage unit's own t
 Amaranth simulator with random back-pressure (fresh seeds, printed): bags with empty and short
 loops and a two-entry reorder buffer, every fault case, LOCKSTEP layers (lane by lane, vector
 mode, lane faults), BLOCK rows, engine-pop fallback steps, random v0/v1 programs and the
-compiled ``-O3`` workloads. The differential fuzz campaign runs the same generators on the
-Verilator build of the default unit with two stages (``test_two_stage_fuzz``)."""
+compiled ``-O3`` workloads. The differential fuzz campaign's generators (``tb/fuzz.py``) run on
+the Verilator build of the default unit with two stages (``test_two_stage_fuzz``)."""
 
 import dataclasses
 import random
@@ -14,11 +14,11 @@ import pytest
 
 from hw.tmu import TmuConfig
 from hw.tmu.signatures import program_memory_depth
-from sim.system import RtlJob, run_many_on_rtl
 from sw.compiler import compile_mlir
 from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import Limits
 from sw.workloads import WORKLOADS
+from tb.fuzz import generators, mismatches, programs_per_generator
 from tb.golden_compare import assert_matches
 from tb.programs import (Case, address_overflow_cases, block_cases, csr_skip_case,
                          embedding_bag_case, fault_cases, mutated_cases, random_case,
@@ -142,26 +142,15 @@ def test_compiled_workloads(workload):
 
 @pytest.mark.rtl
 def test_two_stage_fuzz():
-    """The differential fuzz campaign's generators (``tb/system/test_fuzz_campaign.py``) on the
-    Verilator build of the default unit with two stages: ``EMBER_FUZZ_PROGRAMS`` programs per
-    generator (default 200 here), each against the golden model."""
-    import os
+    """The differential fuzz campaign's generators (``tb/fuzz.py``) on the Verilator build of
+    the default unit with two stages: ``EMBER_FUZZ_PROGRAMS`` programs per generator (default
+    200 here), each against the golden model."""
     config = dataclasses.replace(TmuConfig(), uop_stages=2)
-    n = int(os.environ.get("EMBER_FUZZ_PROGRAMS", "200"))
+    n = programs_per_generator(200)
     base = fresh_seed(f"two-stage fuzz: {n} programs per generator")
     rng = random.Random(base)
-    cases = [random_case(s) for s in seed_range(base, n)]
-    cases += [random_v1_case(s, config, block_prob=0.6, lockstep_prob=0.5)
-              for s in seed_range(base + n, n)]
-    cases += [vector_mode_case(s, config) for s in seed_range(base + 2 * n, n)]
-    cases += mutated_cases(base + 3 * n, n, config)
-    jobs = [RtlJob(c.program, c.memory, c.args, backpressure=rng.choice([0.0, 0.3, 0.7]),
-                   seed=rng.getrandbits(32), max_cycles=2_000_000) for c in cases]
-    failures = []
-    for case, r in zip(cases, run_many_on_rtl(jobs, config=config)):
-        try:
-            assert_matches(case, r, config)
-        except AssertionError as e:
-            failures.append(str(e))
+    cases = [case for k, generate in enumerate(generators(config).values())
+             for case in generate(base + k * n, n)]
+    failures = mismatches(cases, config, rng)
     assert not failures, (f"{len(failures)} of {len(cases)} programs differ from the golden "
                           f"model (EMBER_SEED={base}):\n" + "\n".join(failures[:20]))

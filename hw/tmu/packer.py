@@ -205,7 +205,9 @@ class Packer(wiring.Component):
             whole = filled[3:]
             emit(buffer, Cat(Const(0, 3), whole))
             with m.If(self.o.ready):
-                m.d.sync += [buffer.eq(buffer >> Cat(Const(0, 6), whole)),
+                # Bytes from ``filled`` on are zero, so what is left is the token at ``whole``
+                # (the partial one): a token select, not a shift of the buffer.
+                m.d.sync += [buffer.eq(buffer.word_select(whole, 64)),
                              filled.eq(filled[:3])]
 
         m.d.comb += self.holds_token.eq(filled >= 8)

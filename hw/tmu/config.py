@@ -101,9 +101,10 @@ class TmuConfig:
     uop_stages : int
         Pipeline stages of a traversal uop, 1 or 2. Default 1: a uop is evaluated and executed
         in one cycle. 2: its evaluation (sources, address, checks) is registered and it executes
-        the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, at most one
-        uop per two cycles, and a logic path cut in two (``docs/synthesis.md``, "The two-stage
-        uop, first step").
+        the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, a logic path
+        cut in two, one uop per two cycles except a uop that loops on itself (the inner loop
+        of the bags, SpMM, SpMV: one iteration per cycle; ``docs/rtl.md`` §2.2 "Two-stage
+        uop").
     """
     layers: int = 4
     streams: int = 16

@@ -108,7 +108,15 @@ class EnginePops:
         self.wait = Signal(name="pop_wait")
         self.uop = Signal(Uop, name="uop")
         m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
-        dead = self.pending & ~head_valid & ~busy
+        # The evaluation's view: the same, except while the uop's next iteration is evaluated
+        # during this one's execution (two stages, ``evaluate_next``): then every pop of the
+        # uop is the next iteration's, whatever this one's ``done`` bits say.
+        self.evaluate_next = Signal(name="pop_evaluate_next")
+        self.pending_evaluate = Signal(E, name="pop_pending_evaluate")
+        m.d.comb += self.pending_evaluate.eq(
+            Mux(uop.kind == UopKind.STREAM,
+                uop.pop[:E] & ~Mux(self.evaluate_next, Const(0, E), self.done), 0))
+        dead = self.pending_evaluate & ~head_valid & ~busy
         # The pending pop with the lowest stream id.
         best_valid, best_id, best_bit = Const(0), Const(0, 8), Const(0, E)
         best_step = Const(0, 8)     # the stream the fallback step evaluates
@@ -121,7 +129,7 @@ class EnginePops:
                             best_step)
         m.d.comb += [
             self.stopped.eq(~self.fallback & (dead != 0)),
-            self.wait.eq((self.pending & ~head_valid) != 0),
+            self.wait.eq((self.pending_evaluate & ~head_valid) != 0),
             self.uop.eq(uop),
         ]
         with m.If(self.enter):
@@ -133,23 +141,28 @@ class EnginePops:
                          self.uop.fuse_lane.eq(0), self.uop.pop.eq(0), self.uop.chain.eq(0),
                          self.uop.fuse_enter.eq(0)]
 
-    def update(self, clear, mark):
+    def update(self, clear, mark, commit_is_next):
         """Sync: the uop completes (``clear``: no pop of it is left), or a fallback step of
         engine ``mark`` (one-hot) completes: its skipped stream's step if that is still to do,
-        else its own. Either ends the fallback step."""
+        else its own. Either ends the fallback step. With ``commit_is_next`` the pops committed
+        in this cycle are the next iteration's (evaluated while this one completes): they stay
+        done."""
         with self._m.If(clear | (mark != 0)):
             self._m.d.sync += self.fallback.eq(0)
         self._m.d.sync += [
-            self.done.eq(Mux(clear, 0, self.done | self.commit | (mark & ~self._skip_todo))),
+            self.done.eq(Mux(clear, Mux(commit_is_next, self.commit, 0),
+                             self.done | self.commit | (mark & ~self._skip_todo))),
             self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_todo))),
         ]
 
-    def bypass(self, sid, stored):
+    def bypass(self, sid, stored, evaluate=True):
         """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid
-        whenever the uop proceeds), else ``stored``."""
+        whenever the uop proceeds), else ``stored``. ``evaluate``: as the evaluation sees the
+        pending pops (``pending_evaluate``), else as the execution does (``pending``)."""
+        pending = self.pending_evaluate if evaluate else self.pending
         out = stored
         for e in range(len(self._stream_of)):
-            out = Mux(self.pending[e] & ~self.fallback & (self._stream_of[e] == sid),
+            out = Mux(pending[e] & ~self.fallback & (self._stream_of[e] == sid),
                       self._head_data[e], out)
         return out
 

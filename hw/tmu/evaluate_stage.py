@@ -27,14 +27,38 @@ buffer's free entries, the control FIFO's and the request port's readies, an eng
 E: the uop waits, even if the head arrived meanwhile). Tokens, faults and their order are those
 of the one-stage unit; only cycles are added (``tb/tmu/test_two_stage_uop.py``).
 
-This is the first step of the two-stage uop: E and X do not overlap (one uop per two cycles).
-Overlapping them (E of the next uop during X of this one) needs the hazards of
-``docs/synthesis.md`` handled; not done.
+**Overlap for a uop that loops on itself** (:meth:`EvaluateStage.self_loop`). The inner loop
+of the bags, SpMM and SpMV is one ``STREAM`` uop whose fused ``NEXT`` jumps back to it
+(``docs/synthesis.md``, "Overlapping E and X"). While such a uop executes, E evaluates its next
+iteration on the same words, and the held registers take those results in the same cycle; if
+X continues the loop, the next cycle executes again instead of evaluating (one iteration per
+cycle); otherwise the next cycle evaluates as usual and what was held is overwritten. What
+makes the next iteration's evaluation exact during this one's execution:
+
+* the engine pops are committed by the evaluation whose results are used (an E cycle; or, in
+  an overlapped cycle, only if X continues the loop), not by X: so E of the next iteration
+  finds the engines' heads already past this iteration's values, and takes every pop of the
+  uop as pending (``EnginePops.pending_evaluate``); X reads the popped values from the value
+  registers, written when the pops committed;
+* the uop's evaluation reads nothing its execution writes: no index, ``COUNT`` or ``FIRST``
+  source, no source reading the uop's own stream or its chained ALU stream (their values and
+  ``wrapped`` bits are written by X); a uop that does is not overlapped;
+* nothing else is overlapped: not a blocking stream (its load or its engine's value is taken
+  in X), a LOCKSTEP stream or layer, a fused ``ENTER`` or lane step, an engine-pop fallback
+  step, a pending ``ENTER``.
+
+Any other uop, and any iteration after which X does not continue the loop (a wait, a fault, the
+loop's end), costs an E cycle as before. Overlapping the general case (the next uop another
+entry) needs a second set of fetched words and the hazards between two different uops; not
+done.
 
 Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``Module``.
 """
 
 from amaranth.hdl import Const, Signal
+
+from .isa import Source, SourceKind
+from .layouts import UopKind
 
 
 __all__ = ["EvaluateStage"]
@@ -69,6 +93,39 @@ class EvaluateStage:
         self.enabled = stages == 2
         self.executing = Signal(name="uop_executing") if self.enabled else Const(0)
         self.capture = Signal(name="uop_capture") if self.enabled else Const(0)
+
+    def self_loop(self, m, uop, pc, stream, loop, pops, enter_pending):
+        """Whether the uop held for execution may have its next iteration evaluated during its
+        execution (two stages; ``Const(0)`` with one): a ``STREAM`` uop whose fused ``NEXT``
+        jumps back to it, with none of the exclusions of the module docstring. From registers
+        and the held words only (``uop``: the uop being executed; ``pc``; ``stream``:
+        :class:`~hw.tmu.stream_evaluation.StreamEvaluation`; ``loop``:
+        :class:`~hw.tmu.loop_control.LoopControl`; ``pops``:
+        :class:`~hw.tmu.engine_pop.EnginePops`; ``enter_pending``: the traversal's
+        register)."""
+        if not self.enabled:
+            return Const(0)
+        # X writes the uop's stream (value, ``wrapped`` bit, BLOCK count) and, for a chained
+        # uop, its ALU stream (``b`` of the stream's configuration, hw/tmu/chain.py).
+        chained_id = stream.sc.b.value[:8]
+
+        def reads_written(src):
+            kind, number = src.kind, src.value[:8]
+            reads_index = ((kind == SourceKind.INDEX) | (kind == SourceKind.COUNT)
+                           | (kind == SourceKind.FIRST))
+            reads_stream = (kind == SourceKind.STREAM) & (
+                (number == uop.id[:8]) | (uop.chain & (number == chained_id)))
+            return reads_index | reads_stream
+
+        count_source = Source(stream.sc.stride.as_unsigned())   # a BLOCK row's count
+        hazard = (reads_written(stream.src_a) | reads_written(stream.src_b)
+                  | (stream.s_block & reads_written(count_source)))
+        loop_self = Signal(name="uop_self_loop")
+        m.d.comb += loop_self.eq(
+            (uop.kind == UopKind.STREAM) & uop.fuse_next & ~uop.fuse_lane & ~uop.fuse_enter
+            & (loop.body_pc == pc) & ~loop.lockstep & ~pops.fallback & ~enter_pending
+            & ~stream.s_blocking & ~stream.s_lockstep & ~hazard)
+        return loop_self
 
     def hold(self, value, name):
         """``value`` as the execute stage sees it: a register loaded in E cycles (two stages),

@@ -37,10 +37,16 @@ class OperandSources:
     lanes : LockstepLanes
         ``COUNT``/``FIRST`` of the LOCKSTEP layer (a SINGLE/BROADCAST layer has count 1 and its
         first index is its index).
+    evaluate : bool
+        The sources as the uop's evaluation reads them (the stream, its bounds; engine pops
+        pending as ``EnginePops.pending_evaluate`` says), or, ``False``, as its execution does
+        (the actions; ``EnginePops.pending``). The two differ only while a uop's next
+        iteration is evaluated during this one's execution (``hw/tmu/evaluate_stage.py``).
     """
 
-    def __init__(self, m, traversal, pops, values, indices, lanes):
+    def __init__(self, m, traversal, pops, values, indices, lanes, evaluate=True):
         self._m = m
+        self._evaluate = evaluate
         self._t = traversal
         self._pops = pops
         self._values = values
@@ -66,7 +72,8 @@ class OperandSources:
                 m.d.comb += out.eq(self._args[v[:self._argbits]])
             with m.Case(SourceKind.STREAM):
                 stored = self._pops.bypass(v[:8], pick(m, self._values, v[:self._sbits],
-                                                       signed(64), "stored"))
+                                                       signed(64), "stored"),
+                                           evaluate=self._evaluate)
                 if bypass_en is None:
                     m.d.comb += out.eq(stored)
                 else:

@@ -146,6 +146,7 @@ class StreamEvaluation:
             # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
             src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
         ]
+        self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
         self.a_v = a_v = source(src_a)
         self.b_v = b_v = source(src_b)
         alu_res, self._alu_wrapped = alu(m, sc.mode, a_v, b_v)
@@ -226,7 +227,7 @@ class StreamEvaluation:
         self.nbits = nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
         self.nvals = Array(Signal(nbits, name=f"count_{i}")
                            for i in range(c.streams if has_block else 1))
-        self._s_block = s_block = Signal(name="s_block")
+        self._s_block = self.s_block = s_block = Signal(name="s_block")
         self.blk_n = blk_n = Signal(signed(64), name="blk_n")
         blk_start = Signal(signed(68), name="blk_start")
         blk_end = Signal(signed(70), name="blk_end")

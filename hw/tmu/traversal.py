@@ -247,11 +247,16 @@ class Traversal(wiring.Component):
         u = pops.uop
         pop_clear = Signal()                  # the uop completes: no pop of it is left
         pop_mark = Signal(self._engines)      # a fallback step completes: its engine's pop
-        pops.update(pop_clear, pop_mark)
+        # Two stages: X continues a loop whose next iteration E evaluated in the same cycle
+        # (hw/tmu/evaluate_stage.py); the pops committed this cycle are that iteration's.
+        overlap_hit = Signal(name="uop_overlap_hit")
+        pops.update(pop_clear, pop_mark, overlap_hit)
         pops.write_values(vals, self._sbits)
         # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.prefetch_pop.eq(pops.commit)
         sources = OperandSources(m, self, pops, vals, idx, lanes)
+        # The actions read their sources as the execution sees the pops.
+        action_sources = OperandSources(m, self, pops, vals, idx, lanes, evaluate=False)
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
         # start parameters (hw/tmu/stream_evaluation.py).
@@ -260,19 +265,22 @@ class Traversal(wiring.Component):
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage = EvaluateStage(m, c.uop_stages)
+        # The pops as this cycle's evaluation finds them (before they are held for X).
+        evaluate_wait, evaluate_stopped = pops.wait, pops.stopped
         stage.hold_evaluation(stream, pops)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
         enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")
 
         # The action(s) (hw/tmu/actions.py; the LOCKSTEP lane values are added on the way).
-        actions = Actions(m, self, u, sources, stream, lanes)
+        actions = Actions(m, self, u, action_sources, stream, lanes)
 
         # NEXT (own uop or fused), next_outer and the fetch stage's loop prediction
         # (hw/tmu/loop_control.py).
         loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
                            (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
         cont = loop.cont
+        loop_continued = Signal(name="loop_continued")   # a fused NEXT continues its loop
 
         def leave_layer(exit_pc_):
             loop.leave_layer(exit_pc_, u.next_outer)
@@ -301,6 +309,7 @@ class Traversal(wiring.Component):
             with m.Elif(u.fuse_next):
                 with m.If(cont):
                     loop.next_iteration()
+                    m.d.comb += loop_continued.eq(1)
                 with m.Else():
                     leave_layer(loop.exit_pc)
             with m.Elif(u.fuse_enter):
@@ -311,6 +320,10 @@ class Traversal(wiring.Component):
         # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal()
+        # Two stages: the executed uop loops on itself and may overlap its next iteration's
+        # evaluation (hw/tmu/evaluate_stage.py).
+        self_loop = stage.self_loop(m, u, pc, stream, loop, pops, enter_pending)
+        m.d.comb += pops.evaluate_next.eq(stage.executing & self_loop)
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one) with the
         # bounds ``stream.enter_lb``/``enter_ub``, built once: a non-empty range starts the
@@ -401,7 +414,8 @@ class Traversal(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += [
                     self.stat_vec_marshal.eq((u.kind == UopKind.ACT) & lanes.o_vector
-                                             & fetch.ready & ~stage.capture),
+                                             & fetch.ready
+                                             & ~(stage.capture & ~stage.executing)),
                 ]
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
@@ -411,16 +425,28 @@ class Traversal(wiring.Component):
                     m.d.comb += self.stat_fetch_bubble.eq(1)
                 if stage.enabled:
                     with m.Elif(~stage.executing):
-                        # Two stages: the evaluate cycle, the results into registers.
+                        # Two stages: the evaluate cycle, the results into registers; the
+                        # uop's pops commit here (hw/tmu/evaluate_stage.py).
                         m.d.comb += stage.capture.eq(1)
                         m.d.sync += stage.executing.eq(1)
+                        with m.If((u.kind == UopKind.STREAM) & ~pops.fallback
+                                  & ~evaluate_stopped & ~evaluate_wait):
+                            m.d.comb += pops.commit.eq(pops.pending_evaluate)
                 with m.Else():
                     if stage.enabled:
-                        m.d.sync += stage.executing.eq(0)
+                        # A uop that loops on itself: E evaluates its next iteration now; if X
+                        # continues the loop, that iteration executes next cycle and its pops
+                        # commit now (hw/tmu/evaluate_stage.py).
+                        m.d.comb += [stage.capture.eq(self_loop),
+                                     overlap_hit.eq(self_loop & loop_continued)]
+                        m.d.sync += stage.executing.eq(overlap_hit)
+                        with m.If(overlap_hit & ~evaluate_stopped & ~evaluate_wait):
+                            m.d.comb += pops.commit.eq(pops.pending_evaluate)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
-                            with m.If(~pops.fallback & ~pops.stopped):
-                                m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
+                            if not stage.enabled:
+                                with m.If(~pops.fallback & ~pops.stopped):
+                                    m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
                             with m.If(pops.stopped):
                                 # A popped engine stopped: the fallback step, from registers,
                                 # next cycle (hw/tmu/engine_pop.py).

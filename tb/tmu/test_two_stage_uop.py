@@ -81,11 +81,25 @@ def test_faults(name):
     _check(case, TWO, 0.4, seed)
 
 
-def test_address_overflow_and_block_rows():
+# The fast suite runs a fresh random share of the longer case lists; ``make test-all`` all.
+SHARES = [pytest.param(0.3, id="sample"), pytest.param(1.0, id="all", marks=pytest.mark.slow)]
+
+
+def _share(cases, share, rng):
+    """A random ``share`` of ``cases`` (at least one), in their order; all for 1.0."""
+    if share >= 1.0:
+        return list(cases)
+    keep = sorted(rng.sample(range(len(cases)), max(1, round(share * len(cases)))))
+    return [cases[i] for i in keep]
+
+
+@pytest.mark.parametrize("share", SHARES)
+def test_address_overflow_and_block_rows(share):
     """Address overflow in every position (the registered ``wrapped`` bits) and BLOCK rows
     pushed chunk by chunk (two cycles per chunk)."""
-    seed = fresh_seed("two-stage overflow and block rows back-pressure")
-    for k, case in enumerate(address_overflow_cases(TWO) + block_cases()):
+    seed = fresh_seed(f"two-stage overflow and block rows back-pressure {share}")
+    cases = _share(address_overflow_cases(TWO) + block_cases(), share, random.Random(seed))
+    for k, case in enumerate(cases):
         _check(case, TWO, 0.3, seed + k)
 
 
@@ -109,13 +123,15 @@ def test_skipped_streams_and_engine_fallback(variant):
     _check(case, TWO, 0.3, seed)
 
 
-def test_random_programs():
+@pytest.mark.parametrize("share", SHARES)
+def test_random_programs(share):
     """Random v0 and v1 programs (BLOCK, LOCKSTEP, packing) and one-word mutants of them."""
-    seed = fresh_seed("two-stage random programs")
-    cases = [random_case(s) for s in seed_range(seed, 6)]
+    seed = fresh_seed(f"two-stage random programs {share}")
+    n = 6 if share >= 1.0 else 3
+    cases = [random_case(s) for s in seed_range(seed, n)]
     cases += [random_v1_case(s, TWO, block_prob=0.6, lockstep_prob=0.5)
-              for s in seed_range(seed + 6, 6)]
-    cases += mutated_cases(seed + 12, 6, TWO)
+              for s in seed_range(seed + 6, n)]
+    cases += mutated_cases(seed + 12, n, TWO)
     # (a program longer than the small unit's program memory faults PROGRAM_SIZE in both)
     cases = [c for c in cases if len(c.program) <= 4 * program_memory_depth(TWO)]
     for k, case in enumerate(cases):
@@ -144,9 +160,9 @@ def test_compiled_workloads(workload):
 def test_two_stage_fuzz():
     """The differential fuzz campaign's generators (``tb/fuzz.py``) on the Verilator build of
     the default unit with two stages: ``EMBER_FUZZ_PROGRAMS`` programs per generator (default
-    200 here), each against the golden model."""
+    100 here), each against the golden model."""
     config = dataclasses.replace(TmuConfig(), uop_stages=2)
-    n = programs_per_generator(200)
+    n = programs_per_generator(100)
     base = fresh_seed(f"two-stage fuzz: {n} programs per generator")
     rng = random.Random(base)
     cases = [case for k, generate in enumerate(generators(config).values())

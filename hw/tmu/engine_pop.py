@@ -85,7 +85,11 @@ class EnginePops:
     skip_done : Signal(engines)
         Register: fallback steps of the current uop that evaluated an engine's skipped stream.
     commit : Signal(engines)
-        Driven by the traversal: the pops done this cycle (``pending`` when it proceeds).
+        Driven by the traversal: the pops done this cycle (``ready``, in the cycle whose
+        evaluation the uop executes from).
+    ready : Signal(engines)
+        The pops this cycle's evaluation may commit: its pending pops, unless one waits or
+        stopped or a fallback step is under way (then none).
     """
 
     def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data, skipped_valid,
@@ -132,6 +136,9 @@ class EnginePops:
             self.wait.eq((self.pending_evaluate & ~head_valid) != 0),
             self.uop.eq(uop),
         ]
+        self.ready = Signal(E, name="pop_ready")
+        m.d.comb += self.ready.eq(Mux(self.fallback | self.stopped | self.wait, 0,
+                                      self.pending_evaluate))
         with m.If(self.enter):
             m.d.sync += [self.fallback.eq(1), self.fallback_bit.eq(best_bit),
                          self._fallback_step.eq(best_step)]

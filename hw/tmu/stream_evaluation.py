@@ -101,7 +101,7 @@ class StreamEvaluation:
         self._evaluate(m, sources, lanes, layers, regions)
         self._check_block_row(m, sources)
         self._check_vector_load(m, lanes)
-        s_block, s_vector_load = self._s_block, self._s_vector_load
+        s_block, s_vector_load = self.s_block, self._s_vector_load
         self.s_code = s_code = Signal(FaultCode, name="s_code")
         self.s_faddr = s_faddr = Signal(64, name="s_faddr")
         m.d.comb += [
@@ -227,7 +227,7 @@ class StreamEvaluation:
         self.nbits = nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
         self.nvals = Array(Signal(nbits, name=f"count_{i}")
                            for i in range(c.streams if has_block else 1))
-        self._s_block = self.s_block = s_block = Signal(name="s_block")
+        self.s_block = s_block = Signal(name="s_block")
         self.blk_n = blk_n = Signal(signed(64), name="blk_n")
         blk_start = Signal(signed(68), name="blk_start")
         blk_end = Signal(signed(70), name="blk_end")

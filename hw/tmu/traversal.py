@@ -265,8 +265,6 @@ class Traversal(wiring.Component):
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage = EvaluateStage(m, c.uop_stages)
-        # The pops as this cycle's evaluation finds them (before they are held for X).
-        evaluate_wait, evaluate_stopped = pops.wait, pops.stopped
         stage.hold_evaluation(stream, pops)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
@@ -429,9 +427,7 @@ class Traversal(wiring.Component):
                         # uop's pops commit here (hw/tmu/evaluate_stage.py).
                         m.d.comb += stage.capture.eq(1)
                         m.d.sync += stage.executing.eq(1)
-                        with m.If((u.kind == UopKind.STREAM) & ~pops.fallback
-                                  & ~evaluate_stopped & ~evaluate_wait):
-                            m.d.comb += pops.commit.eq(pops.pending_evaluate)
+                        m.d.comb += pops.commit.eq(pops.ready)
                 with m.Else():
                     if stage.enabled:
                         # A uop that loops on itself: E evaluates its next iteration now; if X
@@ -440,13 +436,12 @@ class Traversal(wiring.Component):
                         m.d.comb += [stage.capture.eq(self_loop),
                                      overlap_hit.eq(self_loop & loop_continued)]
                         m.d.sync += stage.executing.eq(overlap_hit)
-                        with m.If(overlap_hit & ~evaluate_stopped & ~evaluate_wait):
-                            m.d.comb += pops.commit.eq(pops.pending_evaluate)
+                        with m.If(overlap_hit):
+                            m.d.comb += pops.commit.eq(pops.ready)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
                             if not stage.enabled:
-                                with m.If(~pops.fallback & ~pops.stopped):
-                                    m.d.comb += pops.commit.eq(Mux(pops.wait, 0, pops.pending))
+                                m.d.comb += pops.commit.eq(pops.ready)
                             with m.If(pops.stopped):
                                 # A popped engine stopped: the fallback step, from registers,
                                 # next cycle (hw/tmu/engine_pop.py).

@@ -16,7 +16,8 @@ from hw.tmu import TmuConfig
 from hw.tmu.signatures import program_memory_depth
 from sw.compiler import compile_mlir
 from sw.runtime.image import bind_arguments, build_image
-from sw.runtime.isa import Limits
+from sw.runtime.isa import (Action, ActionKind, AluOp, Event, Layer, Limits, Program, Region,
+                            Source, Stream, StreamKind)
 from sw.workloads import WORKLOADS
 from tb.fuzz import generators, mismatches, programs_per_generator
 from tb.golden_compare import assert_matches
@@ -176,7 +177,6 @@ def _self_loop_case(name, seed, streams, pushes, n=9):
     """One layer of ``n`` iterations whose body is the given streams, each iteration pushing
     ``pushes`` (with the loop's ``NEXT`` fused into the last uop, a one-stream body is a uop
     that loops on itself)."""
-    from sw.runtime.isa import Action, ActionKind, Event, Layer, Program, Region, Source
     rng = random.Random(seed)
     words = 64
     memory = b"".join(rng.getrandbits(64).to_bytes(8, "little") for _ in range(words))
@@ -193,7 +193,6 @@ def _self_loop_cases(seed):
     """Loops of one uop that must not overlap (the evaluation reads what the execution
     writes: the layer's index; a stream cannot read its own value, the ISA's visibility rule)
     and ones that may (arguments only)."""
-    from sw.runtime.isa import AluOp, Source, Stream, StreamKind
     S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
     return [
         # The address reads the index NEXT increments.
@@ -229,7 +228,6 @@ def test_self_loop_overlaps_its_iterations():
     run completes more uops than half its run cycles, which two stages without the overlap
     (an evaluate and an execute cycle per uop) cannot. Counted by the unit's own counters
     (``uops``; ``cycles`` minus ``decode_cycles``), not by wall-clock time."""
-    from sw.runtime.isa import AluOp, Source, Stream, StreamKind
     seed = fresh_seed("two-stage self-loop overlap")
     R = Source.arg
     case = _self_loop_case("overlap", seed, [

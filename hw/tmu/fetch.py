@@ -74,6 +74,11 @@ class Fetch:
         Register: the held microcode word (the entry at ``pc`` when ``ready``).
     ready : Signal
         Every held word is the one the evaluation asks for: the uop may execute.
+    predicted : Signal
+        The predicted next ``pc`` (combinational, from registers).
+    predicted_word : Value(Uop)
+        The microcode word at ``predicted`` (the asynchronous read), the uop the held words
+        will be when ``pc`` moves to ``predicted`` this cycle.
     """
 
     def __init__(self, m, t, pc, advance, running, lanes, loop):
@@ -91,7 +96,7 @@ class Fetch:
         prefetch_streams = Array(t.prefetch_stream[i] for i in range(engines))
 
         # The predicted next pc, from registers only.
-        predicted = Signal(ubits, name="predicted_pc")
+        self.predicted = predicted = Signal(ubits, name="predicted_pc")
         pc_inc = (pc + 1)[:ubits]
         lane_next = (Mux(lanes.more_lanes, lanes.body_pc, pc_inc) if lanes.enabled else pc_inc)
         continues, loop_back, loop_exit = loop
@@ -119,7 +124,7 @@ class Fetch:
 
         m.d.comb += [t.ucode_addr.eq(pc), t.ucode_predict_addr.eq(predicted)]
         current_word = t.ucode_data
-        predicted_word = t.ucode_predict_data
+        self.predicted_word = predicted_word = t.ucode_predict_data
         uop_ok = valid & (uop_pc == pc)
         asked = (t.scfg_addr, t.acfg_addr, t.acfg2_addr)
         m.d.comb += ready.eq(uop_ok & (scfg_tag == t.scfg_addr) & (acfg_tag == t.acfg_addr)

@@ -369,6 +369,14 @@ class Traversal(wiring.Component):
                     m.d.comb += pop_clear.eq(0)
                     m.d.sync += enter_pending.eq(1)
 
+        # Two stages: the uop X moves to (or keeps) evaluates nothing and executes next cycle
+        # without an E cycle (hw/tmu/evaluate_stage.py).
+        next_without_evaluation = Mux(
+            pc_write,
+            (pc_next == fetch.predicted)
+            & stage.evaluates_nothing(m, fetch.predicted_word, lanes.on, "predicted_free"),
+            stage.evaluates_nothing(m, u, lanes.on, "uop_free"))
+
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)
         blocking_offset    = Signal(c.line_offset_bits)   # byte of the element in its line
@@ -435,7 +443,7 @@ class Traversal(wiring.Component):
                         # commit now (hw/tmu/evaluate_stage.py).
                         m.d.comb += [stage.capture.eq(self_loop),
                                      overlap_hit.eq(self_loop & loop_continued)]
-                        m.d.sync += stage.executing.eq(overlap_hit)
+                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation)
                         with m.If(overlap_hit):
                             m.d.comb += pops.commit.eq(pops.ready)
                     with m.Switch(u.kind):

@@ -60,7 +60,7 @@ def test_uop_stages_is_a_parameter():
 def test_bags_with_short_loops_and_stalls(config):
     """Bags of 0..3 lookups (empty layers, loop exits, refetch bubbles) with back-pressure and
     a full reorder buffer: a uop that waits is evaluated again every second cycle. Two stages
-    take more cycles, never fewer than two per completed uop."""
+    take more cycles, never fewer than one per completed uop."""
     seed = fresh_seed("two-stage bags back-pressure")
     rng = random.Random(seed)
     lengths = [rng.randint(0, 3) for _ in range(8)]
@@ -70,7 +70,7 @@ def test_bags_with_short_loops_and_stalls(config):
     one, two = _check(case, config, 0.5, seed)
     run = lambda r: r.stats["cycles"] - r.stats["decode_cycles"]
     assert run(two) > run(one)
-    assert run(two) >= 2 * two.stats["uops"]
+    assert run(two) >= two.stats["uops"]
 
 
 @pytest.mark.parametrize("name", [c.name for c in fault_cases(TWO)])
@@ -240,3 +240,26 @@ def test_self_loop_overlaps_its_iterations():
     print(f"two stages: {s['uops']} uops in {run} run cycles; one stage: {one.stats['uops']} "
           f"uops in {one.stats['cycles'] - one.stats['decode_cycles']}")
     assert 2 * s["uops"] > run
+
+
+@pytest.mark.parametrize("backpressure", [0.0, 0.5])
+def test_uops_that_evaluate_nothing_skip_the_evaluate_cycle(backpressure):
+    """A loop body of one ``STREAM`` uop and two ``ACT`` uops (six ``ITER`` operands: two ride
+    in the ``STREAM`` uop, two in each ``ACT``, the loop's ``NEXT`` fused into the last): the
+    ``ACT`` uops evaluate nothing, so with two stages they execute without an evaluate cycle
+    (and one that waits for the core executes again the next cycle). Tokens as the golden
+    model's and the one-stage unit's; without back-pressure the run completes more uops than
+    half its run cycles, which an evaluate and an execute cycle per uop cannot (the body has
+    no uop that loops on itself). Counted by the unit's own counters."""
+    seed = fresh_seed(f"two-stage uops without evaluation {backpressure}")
+    S, I, R = Source.stream, Source.index, Source.arg
+    case = _self_loop_case("act_body", seed, [
+        Stream(0, StreamKind.ALU, R(2), I(0), op=AluOp.ADD)],
+        [S(0), I(0), R(2), S(0), R(3), I(0)], n=24)
+    one, two = _check(case, TWO, backpressure, seed)
+    s = two.stats
+    run = s["cycles"] - s["decode_cycles"]
+    print(f"two stages: {s['uops']} uops in {run} run cycles; one stage: {one.stats['uops']} "
+          f"uops in {one.stats['cycles'] - one.stats['decode_cycles']}")
+    if backpressure == 0.0:
+        assert 2 * s["uops"] > run

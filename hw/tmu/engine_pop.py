@@ -60,6 +60,9 @@ class EnginePops:
         (``TraversalConfigSignature.prefetch_skipped_valid``).
     skipped_stream : list of Value
         Per engine, that skipped stream (8 bits).
+    evaluated : Uop, optional
+        The microcode word the evaluation reads (two stages: the next uop's while this one
+        executes, ``hw/tmu/ahead_fetch.py``); ``uop`` by default.
 
     Attributes
     ----------
@@ -93,7 +96,7 @@ class EnginePops:
     """
 
     def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data, skipped_valid,
-                 skipped_stream):
+                 skipped_stream, evaluated=None):
         E = engines
         self._m = m
         self._stream_of = stream_of
@@ -112,14 +115,16 @@ class EnginePops:
         self.wait = Signal(name="pop_wait")
         self.uop = Signal(Uop, name="uop")
         m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
-        # The evaluation's view: the same, except while the uop's next iteration is evaluated
-        # during this one's execution (two stages, ``evaluate_next``): then every pop of the
-        # uop is the next iteration's, whatever this one's ``done`` bits say.
+        # The evaluation's view: the same, except while the next uop (``evaluated``, the uop
+        # itself when it loops on itself) is evaluated during this one's execution (two
+        # stages, ``evaluate_next``): then every pop of that uop is pending, whatever this
+        # one's ``done`` bits say.
+        ev = uop if evaluated is None else evaluated
         self.evaluate_next = Signal(name="pop_evaluate_next")
         self.pending_evaluate = Signal(E, name="pop_pending_evaluate")
         m.d.comb += self.pending_evaluate.eq(
-            Mux(uop.kind == UopKind.STREAM,
-                uop.pop[:E] & ~Mux(self.evaluate_next, Const(0, E), self.done), 0))
+            Mux(ev.kind == UopKind.STREAM,
+                ev.pop[:E] & ~Mux(self.evaluate_next, Const(0, E), self.done), 0))
         dead = self.pending_evaluate & ~head_valid & ~busy
         # The pending pop with the lowest stream id.
         best_valid, best_id, best_bit = Const(0), Const(0, 8), Const(0, E)

@@ -27,40 +27,42 @@ buffer's free entries, the control FIFO's and the request port's readies, an eng
 E: the uop waits, even if the head arrived meanwhile). Tokens, faults and their order are those
 of the one-stage unit; only cycles are added (``tb/tmu/test_two_stage_uop.py``).
 
-**Overlap for a uop that loops on itself** (:meth:`EvaluateStage.self_loop`). The inner loop
-of the bags, SpMM and SpMV is one ``STREAM`` uop whose fused ``NEXT`` jumps back to it
-(``docs/synthesis.md``, "Overlapping E and X"). While such a uop executes, E evaluates its next
-iteration on the same words, and the held registers take those results in the same cycle; if
-X continues the loop, the next cycle executes again instead of evaluating (one iteration per
-cycle); otherwise the next cycle evaluates as usual and what was held is overwritten. What
-makes the next iteration's evaluation exact during this one's execution:
+**E of the next uop during X of this one** (:meth:`EvaluateStage.overlap`). In every X cycle
+E evaluates the *ahead* uop, the one predicted to follow (``hw/tmu/ahead_fetch.py`` holds its
+words: the uop itself for a loop of one uop, the bags', SpMM's and SpMV's inner loop; the next
+entry in TransE's body), and, if the pair is free of hazards, the held registers take those
+results in the same cycle. If X then moves ``pc`` to exactly the ahead uop's address, the next
+cycle executes it instead of evaluating (one uop per cycle); otherwise the next cycle evaluates
+as usual and what was held is overwritten. What makes the ahead evaluation exact during this
+execution:
 
 * the engine pops are committed by the evaluation whose results are used (an E cycle; or, in
-  an overlapped cycle, only if X continues the loop), not by X: so E of the next iteration
-  finds the engines' heads already past this iteration's values, and takes every pop of the
+  an overlapped cycle, only if X moves to the ahead uop), not by X: so E of the ahead uop
+  finds the engines' heads already past this uop's values, and takes every pop of the ahead
   uop as pending (``EnginePops.pending_evaluate``); X reads the popped values from the value
   registers, written when the pops committed;
-* the uop's evaluation reads nothing its execution writes: no index, ``COUNT`` or ``FIRST``
-  source, no source reading the uop's own stream or its chained ALU stream (their values and
-  ``wrapped`` bits are written by X); a uop that does is not overlapped;
-* nothing else is overlapped: not a blocking stream (its load or its engine's value is taken
-  in X), a LOCKSTEP stream or layer, a fused ``ENTER`` or lane step, an engine-pop fallback
-  step, a pending ``ENTER``.
+* X reads only its own uop's words (the fetch stage's) and the held results, never E's
+  combinational values (``StreamEvaluation`` builds what X needs from the executed uop's words,
+  the evaluation from the evaluated uop's);
+* the ahead uop's evaluation reads nothing this execution writes: no index, ``COUNT`` or
+  ``FIRST`` source, no source reading this uop's stream or its chained ALU stream (their
+  values and ``wrapped`` bits are written by X), no engine pop if this uop starts engines;
+* nothing else is overlapped: the ahead uop is a ``STREAM`` uop, not blocking (its load or its
+  engine's value is taken in X); this uop is not blocking, not a ``PREFETCH`` or ``DONE``, not
+  an engine-pop fallback step or a pending ``ENTER``; no lane step and no program with a
+  LOCKSTEP layer (there E always evaluates the executed uop's words, as without the overlap).
 
 **No evaluation for a uop that evaluates nothing** (:meth:`EvaluateStage.evaluates_nothing`).
 An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step, in a program without
-a LOCKSTEP layer) executes from registers and its words only: its actions read their sources in X, its
-``NEXT`` decides from the index registers, and nothing of the held registers is read. When X
+a LOCKSTEP layer) executes from registers and its words only: its actions read their
+sources in X, its ``NEXT`` decides from the index registers, and nothing of the held registers is read. When X
 moves ``pc`` to the predicted address and the word there is such a uop, the next cycle executes
 it directly (its words are the ones the fetch stage reads in this cycle), without an E cycle;
 and such a uop that stays (a full reorder buffer or control FIFO, a row's next chunk) executes
-again the next cycle. TransE's body (three ``STREAM`` uops, then two ``ACT``) takes eight
-cycles instead of ten.
+again the next cycle.
 
-Any other uop, and any iteration after which X does not continue the loop (a wait, a fault, the
-loop's end), costs an E cycle as before. Overlapping the general case (the next uop another
-entry) needs a second set of fetched words and the hazards between two different uops; not
-done.
+Any other uop, and any uop after which X does not move to the ahead uop (a wait, a fault, a
+loop's end, a hazard), costs an E cycle as before.
 
 Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``Module``.
 """
@@ -104,19 +106,26 @@ class EvaluateStage:
         self.executing = Signal(name="uop_executing") if self.enabled else Const(0)
         self.capture = Signal(name="uop_capture") if self.enabled else Const(0)
 
-    def self_loop(self, m, uop, pc, stream, loop, pops, enter_pending):
-        """Whether the uop held for execution may have its next iteration evaluated during its
-        execution (two stages; ``Const(0)`` with one): a ``STREAM`` uop whose fused ``NEXT``
-        jumps back to it, with none of the exclusions of the module docstring. From registers
-        and the held words only (``uop``: the uop being executed; ``pc``; ``stream``:
-        :class:`~hw.tmu.stream_evaluation.StreamEvaluation`; ``loop``:
-        :class:`~hw.tmu.loop_control.LoopControl`; ``pops``:
-        :class:`~hw.tmu.engine_pop.EnginePops`; ``enter_pending``: the traversal's
-        register)."""
+    def overlap(self, m, uop, ahead, stream, pops, enter_pending, lockstep_program):
+        """Whether E, evaluating the ahead uop (:class:`~hw.tmu.ahead_fetch.AheadFetch`) in this
+        X cycle, evaluates it exactly as it would after this uop's execution (two stages;
+        ``Const(0)`` with one). From registers and words only: ``uop``, the uop X executes;
+        ``stream``: :class:`~hw.tmu.stream_evaluation.StreamEvaluation` (the executed uop's
+        words and the ahead uop's sources); ``pops``: :class:`~hw.tmu.engine_pop.EnginePops`;
+        ``enter_pending``: the traversal's register; ``lockstep_program``:
+        ``LockstepLanes.on``.
+
+        The ahead uop is a ``STREAM`` uop, not blocking, without a lane step; the executed
+        uop is a ``STREAM``, ``ACT``, ``NEXT`` or ``ENTER`` uop, not blocking, without a lane
+        step, an engine-pop fallback step or a pending ``ENTER``; the program has no LOCKSTEP
+        layer; and the ahead uop reads nothing the execution writes: no index, ``COUNT`` or
+        ``FIRST`` source (a ``NEXT`` or ``ENTER`` writes the indices), no source reading the
+        executed uop's stream or its chained ALU stream (value, ``wrapped`` bit, BLOCK count),
+        and no engine pop if the executed uop starts engines (``ENTER``, own or fused)."""
         if not self.enabled:
             return Const(0)
-        # X writes the uop's stream (value, ``wrapped`` bit, BLOCK count) and, for a chained
-        # uop, its ALU stream (``b`` of the stream's configuration, hw/tmu/chain.py).
+        # X writes the uop's stream and, for a chained uop, its ALU stream (``b`` of the
+        # stream's configuration, hw/tmu/chain.py).
         chained_id = stream.sc.b.value[:8]
 
         def reads_written(src):
@@ -127,15 +136,20 @@ class EvaluateStage:
                 (number == uop.id[:8]) | (uop.chain & (number == chained_id)))
             return reads_index | reads_stream
 
-        count_source = Source(stream.sc.stride.as_unsigned())   # a BLOCK row's count
+        count_source = Source(stream.evaluated_sc.stride.as_unsigned())   # a BLOCK row's count
         hazard = (reads_written(stream.src_a) | reads_written(stream.src_b)
                   | (stream.s_block & reads_written(count_source)))
-        loop_self = Signal(name="uop_self_loop")
-        m.d.comb += loop_self.eq(
-            (uop.kind == UopKind.STREAM) & uop.fuse_next & ~uop.fuse_lane & ~uop.fuse_enter
-            & (loop.body_pc == pc) & ~loop.lockstep & ~pops.fallback & ~enter_pending
-            & ~stream.s_blocking & ~stream.s_lockstep & ~hazard)
-        return loop_self
+        starts_engines = (uop.kind == UopKind.ENTER) | uop.fuse_enter
+        executed_ok = (((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)
+                        | (uop.kind == UopKind.NEXT) | (uop.kind == UopKind.ENTER))
+                       & ~uop.fuse_lane & ~stream.s_blocking & ~pops.fallback & ~enter_pending)
+        next_uop = ahead.uop
+        ahead_ok = (ahead.valid & (next_uop.kind == UopKind.STREAM) & ~next_uop.fuse_lane
+                    & ~stream.evaluated_blocking
+                    & ~(starts_engines & (next_uop.pop != 0)))
+        ok = Signal(name="uop_overlap")
+        m.d.comb += ok.eq(executed_ok & ahead_ok & ~lockstep_program & ~hazard)
+        return ok
 
     def evaluates_nothing(self, m, word, lockstep_program, name):
         """Whether the uop ``word`` executes without an E cycle before it (two stages;
@@ -174,7 +188,7 @@ class EvaluateStage:
             return
         for name in ("s_result", "addr", "s_fault", "s_code", "s_faddr", "s_wraps",
                      "chain_val", "chain_wraps", "blk_n", "a_v", "b_v",
-                     "s_prefetch_head", "s_prefetch_busy"):
+                     "s_prefetch_head", "s_prefetch_busy", "base_wrapped"):
             setattr(stream, name, self.hold(getattr(stream, name), name))
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")

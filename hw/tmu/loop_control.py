@@ -12,7 +12,40 @@ from .layouts import LayerCfg, UopKind
 from .source_fields import pick
 
 
-__all__ = ["LoopControl"]
+__all__ = ["LoopControl", "predicted_after"]
+
+
+def predicted_after(m, word, registers, advanced, ubits, lbits, name):
+    """The ``pc`` after the uop ``word`` if it has a ``NEXT`` (own, or fused into a
+    ``STREAM``/``ACT``), predicted from registers as the fetch stage predicts it (the loop goes
+    on if its index plus its step is below its upper bound; else its exit, or with
+    ``next_outer`` the outer layer's body or exit), with the index of the layer ``advanced``
+    names one step further: ``advanced = (valid, layer)``, the ``NEXT`` another uop performs
+    before ``word`` executes. Outside LOCKSTEP layers (their vector steps are not predicted
+    here). ``registers``: as :class:`LoopControl`'s."""
+    idx, ubr, layers, body_pc, exit_pc = registers
+    advanced_valid, advanced_layer = advanced
+    layer = Mux(word.kind == UopKind.NEXT, word.id, word.next_layer)[:lbits]
+    outer = Signal(lbits, name=f"{name}_outer")
+    m.d.comb += outer.eq(layer - 1)
+
+    def index_of(k, tag):
+        cfg = pick(m, layers, k, LayerCfg, f"{name}_{tag}_cfg")
+        index = pick(m, idx, k, signed(64), f"{name}_{tag}_index")
+        further = advanced_valid & (advanced_layer[:lbits] == k)
+        return index + Mux(further, cfg.step, 0) + cfg.step
+
+    continues = index_of(layer, "layer") < pick(m, ubr, layer, signed(64), f"{name}_layer_ub")
+    outer_continues = (index_of(outer, "outer")
+                       < pick(m, ubr, outer, signed(64), f"{name}_outer_ub"))
+    exit_target = Mux(word.next_outer,
+                      Mux(outer_continues, pick(m, body_pc, outer, ubits, f"{name}_outer_body"),
+                          pick(m, exit_pc, outer, ubits, f"{name}_outer_exit")),
+                      pick(m, exit_pc, layer, ubits, f"{name}_layer_exit"))
+    after = Signal(ubits, name=name)
+    m.d.comb += after.eq(Mux(continues, pick(m, body_pc, layer, ubits, f"{name}_layer_body"),
+                             exit_target))
+    return after
 
 
 class LoopControl:

@@ -92,10 +92,15 @@ class StreamEvaluation:
         The evaluated BLOCK stream's count.
     """
 
-    def __init__(self, m, traversal, uop, sources, lanes, layers, regions):
+    def __init__(self, m, traversal, uop, sources, lanes, layers, regions, evaluated=None):
         self._t = traversal
         self._c = traversal._cfg
         self._uop = uop
+        # The words evaluated: the executed uop's, or (two stages) the uop evaluated during
+        # another's execution (``evaluated``: its microcode word and stream configuration).
+        self._eval_uop, self._eval_sc = evaluated or (uop, traversal.scfg_data)
+        self.evaluated_sc = self._eval_sc
+        self._shared = evaluated is None
         self._sbits = index_bits(self._c.streams)
         # The parts, in this order (the Verilog's names and order follow it).
         self._evaluate(m, sources, lanes, layers, regions)
@@ -117,6 +122,7 @@ class StreamEvaluation:
     def _evaluate(self, m, sources, lanes, layers, regions):
         """The sources, the ALU, a MEM stream's address and its scalar checks (ISA v0)."""
         t, c, u, sbits = self._t, self._c, self._uop, self._sbits
+        eu, esc, shared = self._eval_uop, self._eval_sc, self._shared
         lbits = index_bits(c.layers)
         rbits = index_bits(c.regions)
         engines = c.engines
@@ -125,9 +131,13 @@ class StreamEvaluation:
         is_enter = u.kind == UopKind.ENTER
         # The layer an ENTER enters: its ``id``, or a STREAM uop's fused ENTER's ``next_layer``
         # (docs/rtl.md §9.5 E).
-        self.enters = enters = is_enter | u.fuse_enter
+        self.enters = is_enter | u.fuse_enter
         self.enter_layer = enter_layer = Mux(is_enter, u.id, u.next_layer)[:lbits]
         self.lay = lay = pick(m, layers, enter_layer, LayerCfg, "lay")
+        # (the same of the evaluated uop: an ENTER's bounds are its layer's sources)
+        e_is_enter = eu.kind == UopKind.ENTER
+        e_lay = lay if shared else pick(m, layers, Mux(e_is_enter, eu.id, eu.next_layer)[:lbits],
+                                        LayerCfg, "evaluated_lay")
 
         is_pf = u.kind == UopKind.PREFETCH
         self.prefetch_engine = prefetch_engine = u.id[:ebits]
@@ -142,14 +152,14 @@ class StreamEvaluation:
         self._src_a = src_a = Signal(Source, name="src_a")
         src_b = Signal(Source, name="src_b")
         m.d.comb += [
-            src_a.eq(Mux(is_enter, lay.lb, sc.a)),
+            src_a.eq(Mux(e_is_enter, e_lay.lb, esc.a)),
             # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
-            src_b.eq(Mux(is_enter, lay.ub, Mux(u.chain, sc.chain_src, sc.b))),
+            src_b.eq(Mux(e_is_enter, e_lay.ub, Mux(eu.chain, esc.chain_src, esc.b))),
         ]
         self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
         self.a_v = a_v = source(src_a)
         self.b_v = b_v = source(src_b)
-        alu_res, self._alu_wrapped = alu(m, sc.mode, a_v, b_v)
+        alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
         # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
@@ -157,25 +167,38 @@ class StreamEvaluation:
         # whose exact address lies outside the signed range, faults ADDR_OVERFLOW (address:
         # stream id) before its alignment and region checks.
         self.wrapped = Signal(c.streams, name="wrapped")
+        # ``a`` wrapped: the wrapped bit of an engine's base (PREFETCH, ENTER)
+        self.base_wrapped = Signal(name="base_wrapped")
+        m.d.comb += self.base_wrapped.eq(self._wraps(src_a))
 
         # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
         self.chain_val, self.chain_wraps, chain_overflow = chain_value(m, b_v, self._wraps(src_b),
-                                                                       sc.chain_factor)
+                                                                       esc.chain_factor)
         self._operand_wrapped = operand_wrapped = Signal(name="operand_wrapped")
-        m.d.comb += operand_wrapped.eq(self._wraps(src_a) | self._wraps(src_b)
-                                       | (u.chain & chain_overflow))
+        m.d.comb += operand_wrapped.eq(self.base_wrapped | self._wraps(src_b)
+                                       | (eu.chain & chain_overflow))
         self._addr_exact = addr_exact = Signal(signed(98), name="addr_exact")
-        m.d.comb += addr_exact.eq(a_v + b_v * Mux(u.chain, sc.chain_scale, sc.stride))
+        m.d.comb += addr_exact.eq(a_v + b_v * Mux(eu.chain, esc.chain_scale, esc.stride))
         self.addr = addr = Signal(signed(64), name="addr")
         m.d.comb += addr.eq(addr_exact[:64])
         self._addr_overflow = addr_overflow = Signal(name="addr_overflow")
         m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
+        # The element size and the region: the executed uop's (its request, an engine's start)
+        # and the evaluated uop's (the checks).
         self.s_mode = s_mode = MemMode(sc.mode)
-        self.log2 = log2 = s_mode.log2_size
-        self.esize = esize = Signal(4, name="esize")
-        m.d.comb += esize.eq(Const(1, 4) << log2)
+        self.log2 = s_mode.log2_size
+        self.esize = Signal(4, name="esize")
+        m.d.comb += self.esize.eq(Const(1, 4) << self.log2)
+        self.region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
+        self._e_mode = e_mode = s_mode if shared else MemMode(esc.mode)
+        self._e_log2 = log2 = e_mode.log2_size
+        self._e_esize = esize = self.esize if shared else Signal(4, name="evaluated_esize")
+        if not shared:
+            m.d.comb += esize.eq(Const(1, 4) << log2)
         self._misaligned = misaligned = (addr[0:3] & (esize - 1)[:3]) != 0
-        self.region = region = pick(m, regions, sc.region[:rbits], RegionCfg, "region")
+        self._e_region = region = (self.region if shared else
+                                   pick(m, regions, esc.region[:rbits], RegionCfg,
+                                        "evaluated_region"))
         # The region's end (bytes, exclusive), for the scalar, BLOCK and vector checks.
         self._region_end = region_end = Signal(signed(65), name="region_end")
         m.d.comb += region_end.eq(region.base + region.size)
@@ -184,21 +207,24 @@ class StreamEvaluation:
         # limit rounded down to the element size: a compare, no adder after the address.
         in_region = (addr >= region.base) & (addr < aligned_down(region_end, log2))
         in_image = addr < aligned_down(t.mem_limit, log2)
-        self._s_is_mem = s_is_mem = sc.kind == StreamKind.MEM
+        self._s_is_mem = s_is_mem = esc.kind == StreamKind.MEM
         self.s_fault = Signal(name="s_fault")
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
         self._s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
                               Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        self._s_faddr_v0 = Mux(addr_overflow, u.id, addr.as_unsigned())
+        self._s_faddr_v0 = Mux(addr_overflow, eu.id, addr.as_unsigned())
         self.s_result = s_result = Signal(signed(64), name="s_result")
-        with m.Switch(sc.kind):
+        with m.Switch(esc.kind):
             with m.Case(StreamKind.ALU):
                 m.d.comb += s_result.eq(alu_res)
             with m.Case(StreamKind.FWD):
                 m.d.comb += s_result.eq(a_v)
             with m.Default():
                 m.d.comb += s_result.eq(addr)
-        self.s_blocking = s_is_mem & t.blocking.bit_select(u.id[:sbits], 1)
+        # A blocking MEM stream: the executed uop's, and the evaluated one's.
+        self.s_blocking = ((sc.kind == StreamKind.MEM)
+                           & t.blocking.bit_select(u.id[:sbits], 1))
+        self.evaluated_blocking = s_is_mem & t.blocking.bit_select(eu.id[:sbits], 1)
 
     @property
     def enter_lb(self):
@@ -220,9 +246,9 @@ class StreamEvaluation:
     def _check_block_row(self, m, sources):
         """ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word
         3 is the count source. Checked here (evaluation), loaded by the OPERAND actions."""
-        t, c, u = self._t, self._c, self._uop
-        sc, a_v, b_v, log2, esize = self.sc, self.a_v, self.b_v, self.log2, self.esize
-        region, addr_exact = self.region, self._addr_exact
+        t, c, u = self._t, self._c, self._eval_uop
+        sc, a_v, b_v, log2, esize = self._eval_sc, self.a_v, self.b_v, self._e_log2, self._e_esize
+        region, addr_exact = self._e_region, self._addr_exact
         self.has_block = has_block = c.has("block")
         self.nbits = nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
         self.nvals = Array(Signal(nbits, name=f"count_{i}")
@@ -237,7 +263,7 @@ class StreamEvaluation:
         if not has_block:
             return
         m.d.comb += [
-            s_block.eq(self._s_is_mem & self.s_mode.reserved),
+            s_block.eq(self._s_is_mem & self._e_mode.reserved),
             blk_n.eq(sources.read(Source(sc.stride.as_unsigned()))),
             blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
             blk_end.eq(blk_start + (blk_n << log2)),
@@ -282,11 +308,13 @@ class StreamEvaluation:
         golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
         same offset), lane 0 below the region (lanes ascend), else the first lane whose element
         ends past the region or the memory (``min`` of both limits: that lane faults first)."""
-        t, u, sbits = self._t, self._uop, self._sbits
-        sc, addr, log2, region = self.sc, self.addr, self.log2, self.region
+        t, u, sbits = self._t, self._eval_uop, self._sbits
+        sc, addr, log2, region = self._eval_sc, self.addr, self._e_log2, self._e_region
         count = lanes.count
-        # the stream being evaluated belongs to the LOCKSTEP layer
-        self.s_lockstep = s_lockstep = Signal(name="s_lockstep")
+        # the stream being evaluated belongs to the LOCKSTEP layer (``s_lockstep``: the
+        # executed uop's stream does)
+        self._e_lockstep = s_lockstep = Signal(name="evaluated_lockstep")
+        self.s_lockstep = Signal(name="s_lockstep")
         self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
         self._vector_fault = vector_fault = Signal(name="vector_fault")
         self._vector_code = vector_code = Signal(FaultCode, name="vector_code")
@@ -294,6 +322,7 @@ class StreamEvaluation:
         if not lanes.enabled:
             return
         m.d.comb += [
+            self.s_lockstep.eq(lanes.on & (self.sc.layer == t.lockstep_layer)),
             s_lockstep.eq(lanes.on & (sc.layer == t.lockstep_layer)),
             s_vector_load.eq(s_lockstep & t.lockstep_vector_mode & self._s_is_mem
                              & t.contiguous_vector.bit_select(u.id[:sbits], 1)),
@@ -330,8 +359,8 @@ class StreamEvaluation:
         the other ops' results are fresh. In vector mode a lane-affine value moves by c·step
         per lane, so its last active lane is checked too (the lanes between lie between lane
         0's and the last one's exact values)."""
-        t, u, sbits = self._t, self._uop, self._sbits
-        sc, a_v, b_v, s_lockstep = self.sc, self.a_v, self.b_v, self.s_lockstep
+        t, u, sbits = self._t, self._eval_uop, self._sbits
+        sc, a_v, b_v, s_lockstep = self._eval_sc, self.a_v, self.b_v, self._e_lockstep
         self.s_wraps = s_wraps = Signal(name="s_wraps")
         last_lane_wraps = Signal(name="last_lane_wraps")
         if lanes.enabled:
@@ -360,12 +389,24 @@ class StreamEvaluation:
             with m.Case(StreamKind.FWD):
                 m.d.comb += s_wraps.eq(self._wraps(self._src_a) | last_lane_wraps)
 
+    def engine_heads(self, m):
+        """The engine serving the evaluated stream (if it has one): ``s_prefetch_head``, its
+        value is ready, ``s_prefetch_busy``, it is on its way (evaluation results, held with
+        two stages)."""
+        t, c = self._t, self._c
+        engine = pick(m, Array(t.stream_prefetch_engine[i] for i in range(c.streams)),
+                      self._eval_uop.id[:self._sbits], index_bits(c.engines),
+                      "evaluated_prefetch_engine")
+        self.s_prefetch_head = t.prefetch_head_valid.bit_select(engine, 1)
+        self.s_prefetch_busy = t.prefetch_busy.bit_select(engine, 1)
+
     def connect_engines(self, m, indices, upper_bounds, layers):
         """The run-ahead engines' start parameters (``PREFETCH e`` starts engine ``e`` with the
         stream it serves, evaluated by this uop: base ``a``, stride, element size, region, and
-        its layer's current index, bound and step) and the engine serving the evaluated stream:
-        ``s_prefetched`` (it has one), ``s_prefetch_engine``, ``s_prefetch_head`` (its value is
-        ready: ``s_prefetch_data``), ``s_prefetch_busy`` (it is on its way)."""
+        its layer's current index, bound and step) and the engine serving the executed uop's
+        stream: ``s_prefetched`` (it has one), ``s_prefetch_engine``, ``s_prefetch_data`` (its
+        head's value). Called after the evaluation's results are held (two stages): the
+        executed uop's words and its held ``a``, bounds and base ``wrapped`` bit."""
         t, c, u = self._t, self._c, self._uop
         sbits, lbits = self._sbits, index_bits(c.layers)
         ebits = index_bits(c.engines)
@@ -381,7 +422,7 @@ class StreamEvaluation:
         enters = self.enters
         m.d.comb += [
             t.prefetch_base.eq(a_v),
-            t.prefetch_base_wrapped.eq(self._wraps(self._src_a)),
+            t.prefetch_base_wrapped.eq(self.base_wrapped),
             t.prefetch_lower_bound.eq(Mux(enters, self.enter_lb,
                                           pick(m, idx, prefetch_layer_index, signed(64),
                                                "prefetch_lower_bound_value"))),
@@ -400,18 +441,12 @@ class StreamEvaluation:
             t.prefetch_region_base.eq(region.base),
             t.prefetch_region_size.eq(region.size),
         ]
-        s_prefetched = t.stream_prefetched.bit_select(u.id[:sbits], 1)
-        s_prefetch_engine = pick(m, Array(t.stream_prefetch_engine[i]
-                                           for i in range(c.streams)),
-                                  u.id[:sbits], ebits, "s_prefetch_engine")
-        s_prefetch_head = t.prefetch_head_valid.bit_select(s_prefetch_engine, 1)
-        s_prefetch_busy = t.prefetch_busy.bit_select(s_prefetch_engine, 1)
-        s_prefetch_data = pick(m, Array(t.prefetch_head_data[i] for i in engines),
-                                s_prefetch_engine, 64, "s_prefetch_data")
-
-        self.s_prefetched, self.s_prefetch_engine = s_prefetched, s_prefetch_engine
-        self.s_prefetch_head, self.s_prefetch_busy = s_prefetch_head, s_prefetch_busy
-        self.s_prefetch_data = s_prefetch_data
+        self.s_prefetched = t.stream_prefetched.bit_select(u.id[:sbits], 1)
+        self.s_prefetch_engine = s_prefetch_engine = pick(
+            m, Array(t.stream_prefetch_engine[i] for i in range(c.streams)),
+            u.id[:sbits], ebits, "s_prefetch_engine")
+        self.s_prefetch_data = pick(m, Array(t.prefetch_head_data[i] for i in engines),
+                                    s_prefetch_engine, 64, "s_prefetch_data")
 
     def keep_value(self, m, values, lanes):
         """Sync: the evaluated stream's value, a BLOCK row's count and a lane's value are kept,

@@ -165,6 +165,14 @@ class Tmu(wiring.Component):
             ucode_r.addr.eq(trv.ucode_addr), trv.ucode_data.eq(ucode_r.data),
             ucode_r2.addr.eq(trv.ucode_predict_addr), trv.ucode_predict_data.eq(ucode_r2.data),
         ]
+        if c.uop_stages == 2:
+            # The ahead words (hw/tmu/ahead_fetch.py): a second read of each.
+            scfg_r2 = scfg.read_port(domain="sync")
+            ucode_r3 = ucode.read_port(domain="comb")
+            m.d.comb += [
+                scfg_r2.addr.eq(trv.scfg_ahead_addr), trv.scfg_ahead_data.eq(scfg_r2.data),
+                ucode_r3.addr.eq(trv.ucode_ahead_addr), trv.ucode_ahead_data.eq(ucode_r3.data),
+            ]
 
         # Decoder configuration into the traversal (one port per member of
         # ``TraversalConfigSignature``, which the traversal declares from the receiving side).

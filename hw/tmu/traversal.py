@@ -28,6 +28,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..core_if.signatures import MemRequestSignature
 from .actions import Actions
+from .ahead_fetch import AheadFetch
 from .config import TmuConfig
 from .datapath import extract_aligned
 from .engine_pop import EnginePops
@@ -134,6 +135,12 @@ class Traversal(wiring.Component):
             "acfg_data":  In(ActionCfg),
             "acfg2_fetch_addr": Out(self._abits),
             "acfg2_data": In(ActionCfg),
+            # Two stages: the words of the uop evaluated during another's execution
+            # (hw/tmu/ahead_fetch.py), an asynchronous microcode read and a synchronous
+            # stream configuration read.
+            **({"ucode_ahead_addr": Out(self._ubits), "ucode_ahead_data": In(Uop),
+                "scfg_ahead_addr": Out(self._sbits), "scfg_ahead_data": In(StreamCfg)}
+               if c.uop_stages == 2 else {}),
             "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
             "blocking_resp_valid": In(1),
             "blocking_resp_data":  In(8 * c.line_bytes),   # the line
@@ -236,6 +243,18 @@ class Traversal(wiring.Component):
         fetch = Fetch(m, self, pc, pc_write, self.busy, lanes,
                       (loop_continues, loop_body_pc, loop_exit_pc))
 
+        # Two stages (hw/tmu/evaluate_stage.py): in an X cycle E evaluates the ahead uop
+        # (hw/tmu/ahead_fetch.py) from its own words, outside programs with a LOCKSTEP layer.
+        stage = EvaluateStage(m, c.uop_stages)
+        evaluate_ahead = Const(0)
+        if stage.enabled:
+            ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
+                               (idx, ubr, layers, body_pc, exit_pc), fetch.uop)
+            evaluate_ahead = Signal(name="evaluate_ahead")
+            m.d.comb += evaluate_ahead.eq(stage.executing & ~lanes.on)
+            evaluated_word = Signal(Uop, name="evaluated_word")
+            m.d.comb += evaluated_word.eq(Mux(evaluate_ahead, ahead.uop, fetch.uop))
+
         # Engine pops carried by a STREAM uop (hw/tmu/engine_pop.py); ``u`` is the entry to
         # execute (a fallback step replaces it with a plain STREAM of a popped stream).
         pops = EnginePops(m, fetch.uop, self._engines,
@@ -243,12 +262,21 @@ class Traversal(wiring.Component):
                           self.prefetch_head_valid, self.prefetch_busy,
                           [self.prefetch_head_data[i] for i in range(self._engines)],
                           self.prefetch_skipped_valid,
-                          [self.prefetch_skipped_stream[i] for i in range(self._engines)])
+                          [self.prefetch_skipped_stream[i] for i in range(self._engines)],
+                          evaluated=evaluated_word if stage.enabled else None)
         u = pops.uop
+        evaluated = None
+        if stage.enabled:
+            evaluated_uop = Signal(Uop, name="evaluated_uop")
+            evaluated_sc = Signal(StreamCfg, name="evaluated_scfg")
+            m.d.comb += [evaluated_uop.eq(Mux(evaluate_ahead, ahead.uop, u)),
+                         evaluated_sc.eq(Mux(evaluate_ahead, ahead.sc, self.scfg_data)),
+                         pops.evaluate_next.eq(evaluate_ahead)]
+            evaluated = (evaluated_uop, evaluated_sc)
         pop_clear = Signal()                  # the uop completes: no pop of it is left
         pop_mark = Signal(self._engines)      # a fallback step completes: its engine's pop
-        # Two stages: X continues a loop whose next iteration E evaluated in the same cycle
-        # (hw/tmu/evaluate_stage.py); the pops committed this cycle are that iteration's.
+        # Two stages: X moves to the uop E evaluated in the same cycle (hw/tmu/evaluate_stage.py);
+        # the pops committed this cycle are that uop's.
         overlap_hit = Signal(name="uop_overlap_hit")
         pops.update(pop_clear, pop_mark, overlap_hit)
         pops.write_values(vals, self._sbits)
@@ -260,12 +288,12 @@ class Traversal(wiring.Component):
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
         # start parameters (hw/tmu/stream_evaluation.py).
-        stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions)
-        stream.connect_engines(m, idx, ubr, layers)
+        stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated)
+        stream.engine_heads(m)
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
-        stage = EvaluateStage(m, c.uop_stages)
         stage.hold_evaluation(stream, pops)
+        stream.connect_engines(m, idx, ubr, layers)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
         enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")
@@ -278,7 +306,6 @@ class Traversal(wiring.Component):
         loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
                            (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
         cont = loop.cont
-        loop_continued = Signal(name="loop_continued")   # a fused NEXT continues its loop
 
         def leave_layer(exit_pc_):
             loop.leave_layer(exit_pc_, u.next_outer)
@@ -307,7 +334,6 @@ class Traversal(wiring.Component):
             with m.Elif(u.fuse_next):
                 with m.If(cont):
                     loop.next_iteration()
-                    m.d.comb += loop_continued.eq(1)
                 with m.Else():
                     leave_layer(loop.exit_pc)
             with m.Elif(u.fuse_enter):
@@ -318,10 +344,10 @@ class Traversal(wiring.Component):
         # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal()
-        # Two stages: the executed uop loops on itself and may overlap its next iteration's
-        # evaluation (hw/tmu/evaluate_stage.py).
-        self_loop = stage.self_loop(m, u, pc, stream, loop, pops, enter_pending)
-        m.d.comb += pops.evaluate_next.eq(stage.executing & self_loop)
+        # Two stages: E evaluates the ahead uop exactly during this execution
+        # (hw/tmu/evaluate_stage.py).
+        overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending, lanes.on)
+                   if stage.enabled else Const(0))
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one) with the
         # bounds ``stream.enter_lb``/``enter_ub``, built once: a non-empty range starts the
@@ -438,11 +464,11 @@ class Traversal(wiring.Component):
                         m.d.comb += pops.commit.eq(pops.ready)
                 with m.Else():
                     if stage.enabled:
-                        # A uop that loops on itself: E evaluates its next iteration now; if X
-                        # continues the loop, that iteration executes next cycle and its pops
-                        # commit now (hw/tmu/evaluate_stage.py).
-                        m.d.comb += [stage.capture.eq(self_loop),
-                                     overlap_hit.eq(self_loop & loop_continued)]
+                        # E evaluates the ahead uop now; if X moves to it, it executes next
+                        # cycle and its pops commit now (hw/tmu/evaluate_stage.py).
+                        m.d.comb += [stage.capture.eq(overlap),
+                                     overlap_hit.eq(overlap & pc_write
+                                                    & (pc_next == ahead.pc))]
                         m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation)
                         with m.If(overlap_hit):
                             m.d.comb += pops.commit.eq(pops.ready)

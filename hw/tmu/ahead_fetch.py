@@ -1,0 +1,96 @@
+"""The words of the uop evaluated during another's execution (``TmuConfig.uop_stages = 2``;
+``docs/rtl.md`` §2.2 "Two-stage uop", ``hw/tmu/evaluate_stage.py``).
+
+With two stages a uop is evaluated (E) in one cycle and executed (X) in the next. While X
+executes a uop, E may evaluate the uop that follows it, if the two do not touch the same
+registers (:meth:`~hw.tmu.evaluate_stage.EvaluateStage.overlap`). E then needs that uop's words
+in X's cycle, while X still reads its own from the fetch stage (``hw/tmu/fetch.py``): this block
+holds a second set, the *ahead* words: a microcode word (a register) and its stream
+configuration word (a synchronous read port of ``scfg``, read a cycle ahead).
+
+Which uop: in an E cycle, the one the fetch stage predicts after the uop being evaluated (so
+that X's cycle holds the words of the uop after it); in an X cycle, the one after the ahead
+uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
+after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
+index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
+performs on the same layer in this cycle: a loop's last iteration is followed by its exit (or
+the outer layer's body). The prediction needs not be right: the ahead words are always the words at ``pc`` (the
+microcode word read at ``pc``, the stream word at its ``id``), and the execution takes E's
+results only when it moves to exactly that ``pc``. A LOCKSTEP lane step is not predicted (the
+programs with a LOCKSTEP layer do not overlap).
+
+Not a component: it adds its registers and read addresses to the traversal's ``Module``.
+"""
+
+from amaranth.hdl import Mux, Signal
+
+from .layouts import Uop, UopKind
+from .loop_control import predicted_after
+from .signatures import index_bits
+
+
+__all__ = ["AheadFetch"]
+
+
+class AheadFetch:
+    """The ahead words and their address.
+
+    Parameters
+    ----------
+    m : Module
+    t : Traversal
+        Its ports ``ucode_ahead_*`` (asynchronous microcode read) and ``scfg_ahead_*``
+        (synchronous stream configuration read) are driven and read.
+    fetch : Fetch
+        ``predicted`` and ``predicted_word``: the uop after the one the fetch stage holds.
+    executing : Value
+        Register: this cycle executes (X); otherwise it evaluates (E).
+    running : Value
+        The traversal is running: the words read this cycle are valid next cycle.
+    registers : (idx, ubr, layers, body_pc, exit_pc)
+        As :class:`~hw.tmu.loop_control.LoopControl`'s.
+    executed : Uop
+        The uop X executes (its ``NEXT`` advances a layer before the ahead uop's).
+
+    Attributes
+    ----------
+    pc : Signal
+        Register: the microcode address of the ahead uop.
+    uop : Signal(Uop)
+        Register: its microcode word.
+    sc : Value(StreamCfg)
+        Its stream configuration word (``scfg`` at ``uop.id``).
+    valid : Signal
+        Register: the words were read in this run.
+    """
+
+    def __init__(self, m, t, fetch, executing, running, registers, executed):
+        c = t._cfg
+        ubits, sbits, lbits = (index_bits(c.ucode_depth), index_bits(c.streams),
+                               index_bits(c.layers))
+        self.pc = Signal(ubits, name="ahead_pc")
+        self.uop = Signal(Uop, name="ahead_uop")
+        self.valid = Signal(name="ahead_valid")
+        self.sc = t.scfg_ahead_data
+
+        # The uop after the ahead one: its NEXT's (own or fused) predicted target, else the
+        # next entry.
+        def next_of(word):
+            return (word.kind == UopKind.NEXT) | (
+                ((word.kind == UopKind.STREAM) | (word.kind == UopKind.ACT)) & word.fuse_next)
+
+        word = self.uop
+        advanced = (next_of(executed),
+                    Mux(executed.kind == UopKind.NEXT, executed.id, executed.next_layer))
+        after_ahead = Signal(ubits, name="ahead_next_pc")
+        m.d.comb += after_ahead.eq(Mux(next_of(word),
+                                       predicted_after(m, word, registers, advanced, ubits,
+                                                       lbits, "ahead_loop_next_pc"),
+                                       (self.pc + 1)[:ubits]))
+        m.d.comb += t.ucode_ahead_addr.eq(after_ahead)
+
+        address = Mux(executing, after_ahead, fetch.predicted)
+        next_word = Signal(Uop, name="ahead_next_word")
+        m.d.comb += next_word.eq(Mux(executing, t.ucode_ahead_data, fetch.predicted_word))
+        m.d.comb += t.scfg_ahead_addr.eq(next_word.id[:sbits])
+        m.d.sync += [self.pc.eq(address), self.uop.eq(next_word), self.valid.eq(running)]

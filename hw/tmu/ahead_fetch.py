@@ -13,7 +13,7 @@ that X's cycle holds the words of the uop after it); in an X cycle, the one afte
 uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
 after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
 index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
-performs on the same layer in this cycle: a loop's last iteration is followed by its exit (or
+performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last iteration is followed by its exit (or
 the outer layer's body). The prediction needs not be right: the ahead words are always the words at ``pc`` (the
 microcode word read at ``pc``, the stream word at its ``id``), and the execution takes E's
 results only when it moves to exactly that ``pc``. A LOCKSTEP lane step is not predicted (the
@@ -51,6 +51,9 @@ class AheadFetch:
         As :class:`~hw.tmu.loop_control.LoopControl`'s.
     executed : Uop
         The uop X executes (its ``NEXT`` advances a layer before the ahead uop's).
+    entered : (Value, Value, Value, Value)
+        Whether X's uop performs an ``ENTER`` (own or fused), its layer and its bounds (the
+        ahead uop's ``NEXT`` is predicted in the entered range).
 
     Attributes
     ----------
@@ -64,7 +67,7 @@ class AheadFetch:
         Register: the words were read in this run.
     """
 
-    def __init__(self, m, t, fetch, executing, running, registers, executed):
+    def __init__(self, m, t, fetch, executing, running, registers, executed, entered):
         c = t._cfg
         ubits, sbits, lbits = (index_bits(c.ucode_depth), index_bits(c.streams),
                                index_bits(c.layers))
@@ -84,8 +87,8 @@ class AheadFetch:
                     Mux(executed.kind == UopKind.NEXT, executed.id, executed.next_layer))
         after_ahead = Signal(ubits, name="ahead_next_pc")
         m.d.comb += after_ahead.eq(Mux(next_of(word),
-                                       predicted_after(m, word, registers, advanced, ubits,
-                                                       lbits, "ahead_loop_next_pc"),
+                                       predicted_after(m, word, registers, advanced, entered,
+                                                       ubits, lbits, "ahead_loop_next_pc"),
                                        (self.pc + 1)[:ubits]))
         m.d.comb += t.ucode_ahead_addr.eq(after_ahead)
 

@@ -46,7 +46,8 @@ execution:
   the evaluation from the evaluated uop's);
 * the ahead uop's evaluation reads nothing this execution writes: no index, ``COUNT`` or
   ``FIRST`` source, no source reading this uop's stream or its chained ALU stream (their
-  values and ``wrapped`` bits are written by X), no engine pop if this uop starts engines;
+  values and ``wrapped`` bits are written by X), no pop of an engine this uop's ``ENTER``
+  starts unless the start continues the engine's sequence with its head there;
 * nothing else is overlapped: the ahead uop is a ``STREAM`` uop, not blocking (its load or its
   engine's value is taken in X); this uop is not blocking, not a ``PREFETCH`` or ``DONE``, not
   an engine-pop fallback step or a pending ``ENTER``; no lane step and no program with a
@@ -67,7 +68,7 @@ loop's end, a hazard), costs an E cycle as before.
 Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``Module``.
 """
 
-from amaranth.hdl import Const, Signal
+from amaranth.hdl import Const, Mux, Signal
 
 from .isa import Source, SourceKind
 from .layouts import UopKind
@@ -106,14 +107,15 @@ class EvaluateStage:
         self.executing = Signal(name="uop_executing") if self.enabled else Const(0)
         self.capture = Signal(name="uop_capture") if self.enabled else Const(0)
 
-    def overlap(self, m, uop, ahead, stream, pops, enter_pending, lockstep_program):
+    def overlap(self, m, uop, ahead, stream, pops, enter_pending, lockstep_program, ready):
         """Whether E, evaluating the ahead uop (:class:`~hw.tmu.ahead_fetch.AheadFetch`) in this
         X cycle, evaluates it exactly as it would after this uop's execution (two stages;
         ``Const(0)`` with one). From registers and words only: ``uop``, the uop X executes;
         ``stream``: :class:`~hw.tmu.stream_evaluation.StreamEvaluation` (the executed uop's
         words and the ahead uop's sources); ``pops``: :class:`~hw.tmu.engine_pop.EnginePops`;
         ``enter_pending``: the traversal's register; ``lockstep_program``:
-        ``LockstepLanes.on``.
+        ``LockstepLanes.on``; ``ready``: per engine, a start now would continue its sequence
+        (``Prefetcher.continues``, its entries kept) and its head is valid.
 
         The ahead uop is a ``STREAM`` uop, not blocking, without a lane step; the executed
         uop is a ``STREAM``, ``ACT``, ``NEXT`` or ``ENTER`` uop, not blocking, without a lane
@@ -121,7 +123,11 @@ class EvaluateStage:
         layer; and the ahead uop reads nothing the execution writes: no index, ``COUNT`` or
         ``FIRST`` source (a ``NEXT`` or ``ENTER`` writes the indices), no source reading the
         executed uop's stream or its chained ALU stream (value, ``wrapped`` bit, BLOCK count),
-        and no engine pop if the executed uop starts engines (``ENTER``, own or fused)."""
+        and no pop of an engine the executed uop starts (``ENTER``, own or fused) unless the
+        start continues the engine's sequence and its head is already there: the head is then
+        the new range's first element, the one the pop takes after the start (a CSR row's
+        engines, ``Prefetcher``'s continuation; a restarted engine's head, or a missing one that
+        would look stopped, is read after the start)."""
         if not self.enabled:
             return Const(0)
         # X writes the uop's stream and, for a chained uop, its ALU stream (``b`` of the
@@ -140,13 +146,14 @@ class EvaluateStage:
         hazard = (reads_written(stream.src_a) | reads_written(stream.src_b)
                   | (stream.s_block & reads_written(count_source)))
         starts_engines = (uop.kind == UopKind.ENTER) | uop.fuse_enter
+        started = Mux(starts_engines, uop.start_engines[:len(ready)], 0)
         executed_ok = (((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)
                         | (uop.kind == UopKind.NEXT) | (uop.kind == UopKind.ENTER))
                        & ~uop.fuse_lane & ~stream.s_blocking & ~pops.fallback & ~enter_pending)
         next_uop = ahead.uop
         ahead_ok = (ahead.valid & (next_uop.kind == UopKind.STREAM) & ~next_uop.fuse_lane
                     & ~stream.evaluated_blocking
-                    & ~(starts_engines & (next_uop.pop != 0)))
+                    & ((next_uop.pop[:len(ready)] & started & ~ready) == 0))
         ok = Signal(name="uop_overlap")
         m.d.comb += ok.eq(executed_ok & ahead_ok & ~lockstep_program & ~hazard)
         return ok

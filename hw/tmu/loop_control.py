@@ -15,29 +15,32 @@ from .source_fields import pick
 __all__ = ["LoopControl", "predicted_after"]
 
 
-def predicted_after(m, word, registers, advanced, ubits, lbits, name):
+def predicted_after(m, word, registers, advanced, entered, ubits, lbits, name):
     """The ``pc`` after the uop ``word`` if it has a ``NEXT`` (own, or fused into a
     ``STREAM``/``ACT``), predicted from registers as the fetch stage predicts it (the loop goes
     on if its index plus its step is below its upper bound; else its exit, or with
     ``next_outer`` the outer layer's body or exit), with the index of the layer ``advanced``
     names one step further: ``advanced = (valid, layer)``, the ``NEXT`` another uop performs
-    before ``word`` executes. Outside LOCKSTEP layers (their vector steps are not predicted
-    here). ``registers``: as :class:`LoopControl`'s."""
+    before ``word`` executes; and the bounds of the layer an ``ENTER`` of that uop starts:
+    ``entered = (valid, layer, lb, ub)``. Outside LOCKSTEP layers (their vector steps are not
+    predicted here). ``registers``: as :class:`LoopControl`'s."""
     idx, ubr, layers, body_pc, exit_pc = registers
     advanced_valid, advanced_layer = advanced
+    entered_valid, entered_layer, entered_lb, entered_ub = entered
     layer = Mux(word.kind == UopKind.NEXT, word.id, word.next_layer)[:lbits]
     outer = Signal(lbits, name=f"{name}_outer")
     m.d.comb += outer.eq(layer - 1)
 
-    def index_of(k, tag):
+    def continues_at(k, tag):
         cfg = pick(m, layers, k, LayerCfg, f"{name}_{tag}_cfg")
-        index = pick(m, idx, k, signed(64), f"{name}_{tag}_index")
+        entering = entered_valid & (entered_layer[:lbits] == k)
+        index = Mux(entering, entered_lb, pick(m, idx, k, signed(64), f"{name}_{tag}_index"))
+        ub = Mux(entering, entered_ub, pick(m, ubr, k, signed(64), f"{name}_{tag}_ub"))
         further = advanced_valid & (advanced_layer[:lbits] == k)
-        return index + Mux(further, cfg.step, 0) + cfg.step
+        return index + Mux(further, cfg.step, 0) + cfg.step < ub
 
-    continues = index_of(layer, "layer") < pick(m, ubr, layer, signed(64), f"{name}_layer_ub")
-    outer_continues = (index_of(outer, "outer")
-                       < pick(m, ubr, outer, signed(64), f"{name}_outer_ub"))
+    continues = continues_at(layer, "layer")
+    outer_continues = continues_at(outer, "outer")
     exit_target = Mux(word.next_outer,
                       Mux(outer_continues, pick(m, body_pc, outer, ubits, f"{name}_outer_body"),
                           pick(m, exit_pc, outer, ubits, f"{name}_outer_exit")),

@@ -209,6 +209,10 @@ class Tmu(wiring.Component):
                 trv.prefetch_idle[e].eq(eng.idle),
                 eng.pop.eq(trv.prefetch_pop[e]),
             ]
+            if c.uop_stages == 2:
+                # (the chain engine's start is not evaluated ahead: hw/tmu/evaluate_stage.py)
+                m.d.comb += trv.prefetch_continues[e].eq(
+                    eng.continues if e < c.prefetchers else 0)
 
         # Memory requests: each requester's loads through a buffer of its own onto the ports
         # (hw/tmu/request_arbiter.py), the traversal first, then the row issue block's lanes,

@@ -184,6 +184,9 @@ class Traversal(wiring.Component):
             "prefetch_head_data":     In(data.ArrayLayout(64, E)),
             "prefetch_busy":          In(E),
             "prefetch_idle":          In(E),
+            # Two stages: a start would continue the engine's sequence (``Prefetcher.continues``,
+            # 0 for the chain engine; hw/tmu/evaluate_stage.py).
+            **({"prefetch_continues": In(E)} if c.uop_stages == 2 else {}),
             "prefetch_pop":           Out(E),
             # ISA v1 LOCKSTEP statistics (the layer's classes are in the configuration).
             "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
@@ -248,8 +251,12 @@ class Traversal(wiring.Component):
         stage = EvaluateStage(m, c.uop_stages)
         evaluate_ahead = Const(0)
         if stage.enabled:
+            # (X's ENTER, own or fused: driven below from the held bounds)
+            entered = (Signal(name="ahead_entered"), Signal(self._lbits, name="ahead_entered_layer"),
+                       Signal(signed(64), name="ahead_entered_lb"),
+                       Signal(signed(64), name="ahead_entered_ub"))
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
-                               (idx, ubr, layers, body_pc, exit_pc), fetch.uop)
+                               (idx, ubr, layers, body_pc, exit_pc), fetch.uop, entered)
             evaluate_ahead = Signal(name="evaluate_ahead")
             m.d.comb += evaluate_ahead.eq(stage.executing & ~lanes.on)
             evaluated_word = Signal(Uop, name="evaluated_word")
@@ -346,7 +353,8 @@ class Traversal(wiring.Component):
         enter_pending = Signal()
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
-        overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending, lanes.on)
+        overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending, lanes.on,
+                                 self.prefetch_continues & self.prefetch_head_valid)
                    if stage.enabled else Const(0))
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one) with the
@@ -355,6 +363,9 @@ class Traversal(wiring.Component):
         # an empty one jumps to the layer's exit. ``enter`` below decides when it completes.
         enter_k = stream.enter_layer
         enter_lb, enter_ub = stream.enter_lb, stream.enter_ub
+        if stage.enabled:
+            m.d.comb += [e.eq(v) for e, v in zip(entered, (stream.enters, enter_k, enter_lb,
+                                                            enter_ub))]
         enter_nonempty = Signal(name="enter_nonempty")
         enter_order_fault = Signal(name="enter_order_fault")
         enter_starts = Signal(self._engines, name="enter_starts")

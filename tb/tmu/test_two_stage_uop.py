@@ -47,6 +47,16 @@ def _check(case, config, backpressure, seed):
     return one, two
 
 
+def _uop_rate(case, backpressure, seed):
+    """``_check`` ``case`` on the two-stage unit; returns its uops and the run cycles (cycles
+    after decoding, the unit's own counters) with two stages and with one, printed."""
+    one, two = _check(case, TWO, backpressure, seed)
+    run = lambda r: r.stats["cycles"] - r.stats["decode_cycles"]
+    print(f"two stages: {two.stats['uops']} uops in {run(two)} run cycles; one stage: "
+          f"{one.stats['uops']} uops in {run(one)}")
+    return two.stats["uops"], run(two), run(one)
+
+
 def test_uop_stages_is_a_parameter():
     """One stage by default; the traversal with two builds its phase register."""
     assert TmuConfig().uop_stages == 1
@@ -234,12 +244,8 @@ def test_self_loop_overlaps_its_iterations():
         Stream(0, StreamKind.MEM, R(0), Source.index(0), size=8, stride=8, region=0),
         Stream(0, StreamKind.ALU, Source.stream(0), R(2), op=AluOp.ADD)],
         [Source.stream(1)], n=48)
-    one, two = _check(case, TWO, 0.0, seed)
-    s = two.stats
-    run = s["cycles"] - s["decode_cycles"]
-    print(f"two stages: {s['uops']} uops in {run} run cycles; one stage: {one.stats['uops']} "
-          f"uops in {one.stats['cycles'] - one.stats['decode_cycles']}")
-    assert 2 * s["uops"] > run
+    uops, run, _ = _uop_rate(case, 0.0, seed)
+    assert 2 * uops > run
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
@@ -256,13 +262,9 @@ def test_uops_that_evaluate_nothing_skip_the_evaluate_cycle(backpressure):
     case = _self_loop_case("act_body", seed, [
         Stream(0, StreamKind.ALU, R(2), I(0), op=AluOp.ADD)],
         [S(0), I(0), R(2), S(0), R(3), I(0)], n=24)
-    one, two = _check(case, TWO, backpressure, seed)
-    s = two.stats
-    run = s["cycles"] - s["decode_cycles"]
-    print(f"two stages: {s['uops']} uops in {run} run cycles; one stage: {one.stats['uops']} "
-          f"uops in {one.stats['cycles'] - one.stats['decode_cycles']}")
+    uops, run, _ = _uop_rate(case, backpressure, seed)
     if backpressure == 0.0:
-        assert 2 * s["uops"] > run
+        assert 2 * uops > run
 
 
 @pytest.mark.parametrize("backpressure", [0.0, 0.5])
@@ -290,10 +292,6 @@ def test_next_uop_evaluated_during_this_ones_execution(backpressure):
     free = _self_loop_case("two_uops", seed, body(False), [S(1), S(3)], n=24)
     dependent = _self_loop_case("two_uops_dependent", seed, body(True), [S(1), S(3)], n=24)
     _check(dependent, TWO, backpressure, seed)
-    one, two = _check(free, TWO, backpressure, seed)
-    s = two.stats
-    run = s["cycles"] - s["decode_cycles"]
-    print(f"two stages: {s['uops']} uops in {run} run cycles; one stage: {one.stats['uops']} "
-          f"uops in {one.stats['cycles'] - one.stats['decode_cycles']}")
+    uops, run, run_one_stage = _uop_rate(free, backpressure, seed)
     if backpressure == 0.0:
-        assert 4 * (run - (one.stats["cycles"] - one.stats["decode_cycles"])) < s["uops"]
+        assert 4 * (run - run_one_stage) < uops

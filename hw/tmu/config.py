@@ -102,9 +102,10 @@ class TmuConfig:
         Pipeline stages of a traversal uop, 1 or 2. Default 1: a uop is evaluated and executed
         in one cycle. 2: its evaluation (sources, address, checks) is registered and it executes
         the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, a logic path
-        cut in two, one uop per two cycles except a uop that loops on itself (the inner loop
-        of the bags, SpMM, SpMV: one iteration per cycle; ``docs/rtl.md`` §2.2 "Two-stage
-        uop").
+        cut in two; the uop predicted to follow is evaluated during this one's execution
+        (``hw/tmu/ahead_fetch.py``), so a uop completes per cycle except after a hazard or a
+        misprediction (HBM2, ``-O3``: every workload within 1.6 % of one stage's cycles;
+        ``docs/rtl.md`` §2.2 "Two-stage uop").
     """
     layers: int = 4
     streams: int = 16

@@ -13,11 +13,12 @@ that X's cycle holds the words of the uop after it); in an X cycle, the one afte
 uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
 after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
 index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
-performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last iteration is followed by its exit (or
-the outer layer's body). The prediction needs not be right: the ahead words are always the words at ``pc`` (the
-microcode word read at ``pc``, the stream word at its ``id``), and the execution takes E's
-results only when it moves to exactly that ``pc``. A LOCKSTEP lane step is not predicted (the
-programs with a LOCKSTEP layer do not overlap).
+performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last
+iteration is followed by its exit (or the outer layer's body). The prediction needs not be
+right: the ahead words are always the words at ``pc`` (the microcode word read at ``pc``, the
+stream word at its ``id``), and the execution takes E's results only when it moves to exactly
+that ``pc``. A LOCKSTEP lane step is not predicted (the programs with a LOCKSTEP layer do not
+overlap).
 
 Not a component: it adds its registers and read addresses to the traversal's ``Module``.
 """
@@ -25,7 +26,7 @@ Not a component: it adds its registers and read addresses to the traversal's ``M
 from amaranth.hdl import Mux, Signal
 
 from .layouts import Uop, UopKind
-from .loop_control import predicted_after
+from .loop_control import next_layer_of, predicted_after
 from .signatures import index_bits
 
 
@@ -83,8 +84,7 @@ class AheadFetch:
                 ((word.kind == UopKind.STREAM) | (word.kind == UopKind.ACT)) & word.fuse_next)
 
         word = self.uop
-        advanced = (next_of(executed),
-                    Mux(executed.kind == UopKind.NEXT, executed.id, executed.next_layer))
+        advanced = (next_of(executed), next_layer_of(executed))
         after_ahead = Signal(ubits, name="ahead_next_pc")
         m.d.comb += after_ahead.eq(Mux(next_of(word),
                                        predicted_after(m, word, registers, advanced, entered,

@@ -54,13 +54,13 @@ execution:
   LOCKSTEP layer (there E always evaluates the executed uop's words, as without the overlap).
 
 **No evaluation for a uop that evaluates nothing** (:meth:`EvaluateStage.evaluates_nothing`).
-An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step, in a program without
-a LOCKSTEP layer) executes from registers and its words only: its actions read their
-sources in X, its ``NEXT`` decides from the index registers, and nothing of the held registers is read. When X
-moves ``pc`` to the predicted address and the word there is such a uop, the next cycle executes
-it directly (its words are the ones the fetch stage reads in this cycle), without an E cycle;
-and such a uop that stays (a full reorder buffer or control FIFO, a row's next chunk) executes
-again the next cycle.
+An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step, in a program without a
+LOCKSTEP layer) executes from registers and its words only: its actions read their sources in
+X, its ``NEXT`` decides from the index registers, and nothing of the held registers is read.
+When X moves ``pc`` to the predicted address and the word there is such a uop, the next cycle
+executes it directly (its words are the ones the fetch stage reads in this cycle), without an E
+cycle; and such a uop that stays (a full reorder buffer or control FIFO, a row's next chunk)
+executes again the next cycle.
 
 Any other uop, and any uop after which X does not move to the ahead uop (a wait, a fault, a
 loop's end, a hazard), costs an E cycle as before.

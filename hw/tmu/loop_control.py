@@ -12,7 +12,13 @@ from .layouts import LayerCfg, UopKind
 from .source_fields import pick
 
 
-__all__ = ["LoopControl", "predicted_after"]
+__all__ = ["LoopControl", "next_layer_of", "predicted_after"]
+
+
+def next_layer_of(word):
+    """The layer a uop's ``NEXT`` steps: a ``NEXT`` uop's ``id``, a fused one's ``next_layer``
+    (full width: callers slice it to a layer number)."""
+    return Mux(word.kind == UopKind.NEXT, word.id, word.next_layer)
 
 
 def predicted_after(m, word, registers, advanced, entered, ubits, lbits, name):
@@ -27,7 +33,7 @@ def predicted_after(m, word, registers, advanced, entered, ubits, lbits, name):
     idx, ubr, layers, body_pc, exit_pc = registers
     advanced_valid, advanced_layer = advanced
     entered_valid, entered_layer, entered_lb, entered_ub = entered
-    layer = Mux(word.kind == UopKind.NEXT, word.id, word.next_layer)[:lbits]
+    layer = next_layer_of(word)[:lbits]
     outer = Signal(lbits, name=f"{name}_outer")
     m.d.comb += outer.eq(layer - 1)
 
@@ -92,7 +98,7 @@ class LoopControl:
         loop_continues, loop_body_pc, loop_exit_pc = prediction
         self._m, self._t, self._idx, self._lanes, self._goto = m, traversal, idx, lanes, goto
 
-        layer_id = Mux(uop.kind == UopKind.NEXT, uop.id, uop.next_layer)[:lbits]
+        layer_id = next_layer_of(uop)[:lbits]
         self._layer_id = layer_id
         self.next_index = next_index = Signal(signed(66), name="next_index")
         self.cont = cont = Signal(name="cont")

@@ -252,13 +252,16 @@ class Traversal(wiring.Component):
         evaluate_ahead = Const(0)
         if stage.enabled:
             # (X's ENTER, own or fused: driven below from the held bounds)
-            entered = (Signal(name="ahead_entered"), Signal(self._lbits, name="ahead_entered_layer"),
+            entered = (Signal(name="ahead_entered"),
+                       Signal(self._lbits, name="ahead_entered_layer"),
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
                                (idx, ubr, layers, body_pc, exit_pc), fetch.uop, entered)
             evaluate_ahead = Signal(name="evaluate_ahead")
             m.d.comb += evaluate_ahead.eq(stage.executing & ~lanes.on)
+            # (the fetched word, for the pops' pending bits; the evaluation itself reads
+            # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")
             m.d.comb += evaluated_word.eq(Mux(evaluate_ahead, ahead.uop, fetch.uop))
 

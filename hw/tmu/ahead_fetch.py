@@ -17,8 +17,8 @@ performs on the same layer in this cycle (or the range its ``ENTER`` starts): a 
 iteration is followed by its exit (or the outer layer's body). The prediction needs not be
 right: the ahead words are always the words at ``pc`` (the microcode word read at ``pc``, the
 stream word at its ``id``), and the execution takes E's results only when it moves to exactly
-that ``pc``. A LOCKSTEP lane step is not predicted (the programs with a LOCKSTEP layer do not
-overlap).
+that ``pc``. A LOCKSTEP layer's ``NEXT`` is predicted by vector iterations (``lanes`` steps
+from lane 0's index); a lane step is not predicted (it is not overlapped).
 
 Not a component: it adds its registers and read addresses to the traversal's ``Module``.
 """
@@ -50,6 +50,8 @@ class AheadFetch:
         The traversal is running: the words read this cycle are valid next cycle.
     registers : (idx, ubr, layers, body_pc, exit_pc)
         As :class:`~hw.tmu.loop_control.LoopControl`'s.
+    lanes : LockstepLanes
+        The LOCKSTEP layer (its ``NEXT`` steps by vector iterations).
     executed : Uop
         The uop X executes (its ``NEXT`` advances a layer before the ahead uop's).
     entered : (Value, Value, Value, Value)
@@ -68,7 +70,7 @@ class AheadFetch:
         Register: the words were read in this run.
     """
 
-    def __init__(self, m, t, fetch, executing, running, registers, executed, entered):
+    def __init__(self, m, t, fetch, executing, running, registers, lanes, executed, entered):
         c = t._cfg
         ubits, sbits, lbits = (index_bits(c.ucode_depth), index_bits(c.streams),
                                index_bits(c.layers))
@@ -87,8 +89,9 @@ class AheadFetch:
         advanced = (next_of(executed), next_layer_of(executed))
         after_ahead = Signal(ubits, name="ahead_next_pc")
         m.d.comb += after_ahead.eq(Mux(next_of(word),
-                                       predicted_after(m, word, registers, advanced, entered,
-                                                       ubits, lbits, "ahead_loop_next_pc"),
+                                       predicted_after(m, word, registers, lanes, advanced,
+                                                       entered, ubits, lbits,
+                                                       "ahead_loop_next_pc"),
                                        (self.pc + 1)[:ubits]))
         m.d.comb += t.ucode_ahead_addr.eq(after_ahead)
 

@@ -44,18 +44,25 @@ execution:
 * X reads only its own uop's words (the fetch stage's) and the held results, never E's
   combinational values (``StreamEvaluation`` builds what X needs from the executed uop's words,
   the evaluation from the evaluated uop's);
-* the ahead uop's evaluation reads nothing this execution writes: no index, ``COUNT`` or
-  ``FIRST`` source, no source reading this uop's stream or its chained ALU stream (their
-  values and ``wrapped`` bits are written by X), no pop of an engine this uop's ``ENTER``
-  starts unless the start continues the engine's sequence with its head there;
+* what this execution writes and the evaluation reads is *forwarded*: the stream value and
+  ``wrapped`` bit this uop keeps (and a chained uop's ALU stream's), the index its ``NEXT``
+  (with ``next_outer``, the outer layer's) or ``ENTER`` writes, and the vector iteration of
+  the LOCKSTEP layer either starts (``first``, ``count``, ``span``): E reads what X writes
+  into those registers (held results, the loop control's next index and next vector
+  iteration, the held bounds) instead of the registers (:class:`StreamForward`), so a chain
+  of dependent ALU streams (``-O0``'s ``s5 = s4 + i; s6 = load(a + s5 * 4)``) and a loop
+  body's first uop reading the index or the lanes overlap;
+* the ahead uop pops no engine this uop's ``ENTER`` starts, unless the start continues the
+  engine's sequence with its head there;
 * nothing else is overlapped: the ahead uop is a ``STREAM`` uop, not blocking (its load or its
-  engine's value is taken in X); this uop is not blocking, not a ``PREFETCH`` or ``DONE``, not
-  an engine-pop fallback step or a pending ``ENTER``; no lane step and no program with a
-  LOCKSTEP layer (there E always evaluates the executed uop's words, as without the overlap).
+  engine's value is taken in X), without a lane step; this uop is not blocking, not a
+  ``PREFETCH`` or ``DONE``, not an engine-pop fallback step, a pending ``ENTER`` or a lane
+  step (``LANE``, fused or its own: it moves the lane and the layer's index).
 
 **No evaluation for a uop that evaluates nothing** (:meth:`EvaluateStage.evaluates_nothing`).
-An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step, in a program without a
-LOCKSTEP layer) executes from registers and its words only: its actions read their sources in
+An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step) executes from registers
+and its words only (a vector operand's lanes included: ``first``, ``count``, the lane and the
+lane values are registers): its actions read their sources in
 X, its ``NEXT`` decides from the index registers, and nothing of the held registers is read.
 When X moves ``pc`` to the predicted address and the word there is such a uop, the next cycle
 executes it directly (its words are the ones the fetch stage reads in this cycle), without an E
@@ -68,13 +75,99 @@ loop's end, a hazard), costs an E cycle as before.
 Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``Module``.
 """
 
-from amaranth.hdl import Const, Mux, Signal
+from amaranth.hdl import Const, Mux, Signal, signed
 
-from .isa import Source, SourceKind
 from .layouts import UopKind
+from .loop_control import next_layer_of
 
 
-__all__ = ["EvaluateStage"]
+__all__ = ["EvaluateStage", "StreamForward"]
+
+
+class StreamForward:
+    """The stream values, layer indices and vector iteration an execution writes, forwarded to
+    the evaluation of the ahead uop in the same cycle (two stages): X keeps its uop's stream
+    value and ``wrapped`` bit (and a chained uop's ALU stream's) from the held results, and
+    its ``NEXT`` or ``ENTER`` writes a layer's index (and for the LOCKSTEP layer starts a
+    vector iteration: ``first``, ``count``, ``span``) from registers and held bounds, so E,
+    reading such a stream, index or vector iteration, takes that value instead of the
+    register (``OperandSources.read``, ``StreamEvaluation``): what the register holds after
+    X, as the one-stage unit's next uop reads it.
+
+    Parameters
+    ----------
+    lbits : int
+        Bits of a layer number.
+
+    Attributes
+    ----------
+    entries : list of (Signal, Signal(8), Signal(signed(64)), Signal)
+        Per forwarded stream: forwarded this cycle, its id, its value and its ``wrapped`` bit
+        (driven by :meth:`EvaluateStage.drive_forward`).
+    index_entries : list of (Signal, Signal(lbits), Signal(signed(64)))
+        Per index written (the ``NEXT``'s layer, with ``next_outer`` the outer one, the
+        ``ENTER``'s layer): written this cycle, the layer, the new index.
+    vector_entries : list of (Signal, Signal(signed(64)), Signal(8), Signal(signed(40)))
+        Per way a vector iteration of the LOCKSTEP layer starts (its ``NEXT``, its ``ENTER``):
+        started this cycle, its ``first``, ``count`` and ``span`` (``LockstepLanes``).
+    """
+
+    def __init__(self, lbits):
+        self.entries = [(Signal(name=f"forward_{k}_en"), Signal(8, name=f"forward_{k}_id"),
+                         Signal(signed(64), name=f"forward_{k}_value"),
+                         Signal(name=f"forward_{k}_wraps"))
+                        for k in ("stream", "chained")]
+        self.index_entries = [(Signal(name=f"forward_{k}_index_en"),
+                               Signal(lbits, name=f"forward_{k}_layer"),
+                               Signal(signed(64), name=f"forward_{k}_index"))
+                              for k in ("next", "outer", "enter")]
+        self.vector_entries = [(Signal(name=f"forward_{k}_vector_en"),
+                                Signal(signed(64), name=f"forward_{k}_first"),
+                                Signal(8, name=f"forward_{k}_count"),
+                                Signal(signed(40), name=f"forward_{k}_span"))
+                               for k in ("next", "enter")]
+
+    def _vector(self, field, stored):
+        out = stored
+        for entry in self.vector_entries:
+            out = Mux(entry[0], entry[field], out)
+        return out
+
+    def first(self, stored):
+        """The LOCKSTEP layer's lane 0 index as E sees it, given the register's ``stored``."""
+        return self._vector(1, stored)
+
+    def count(self, stored):
+        """The LOCKSTEP layer's active lanes as E sees them, given the register's ``stored``."""
+        return self._vector(2, stored)
+
+    def span(self, stored):
+        """The LOCKSTEP layer's ``(count - 1) * step`` as E sees it, given the register's
+        ``stored``."""
+        return self._vector(3, stored)
+
+    def index(self, layer, stored):
+        """Layer ``layer``'s index as E sees it, given the register's ``stored`` (at most one
+        entry is written in a cycle)."""
+        out = stored
+        for enable, number, value in self.index_entries:
+            out = Mux(enable & (number == layer), value, out)
+        return out
+
+    def value(self, number, stored):
+        """Stream ``number``'s value (8 bits of a source's ``value``) as E sees it, given the
+        register's ``stored``."""
+        out = stored
+        for enable, sid, value, _ in reversed(self.entries):   # the stream's own value wins
+            out = Mux(enable & (sid == number), value, out)
+        return out
+
+    def wraps(self, number, stored):
+        """Stream ``number``'s ``wrapped`` bit as E sees it, given the register's ``stored``."""
+        out = stored
+        for enable, sid, _, wraps in reversed(self.entries):
+            out = Mux(enable & (sid == number), wraps, out)
+        return out
 
 
 class EvaluateStage:
@@ -107,62 +200,50 @@ class EvaluateStage:
         self.executing = Signal(name="uop_executing") if self.enabled else Const(0)
         self.capture = Signal(name="uop_capture") if self.enabled else Const(0)
 
-    def overlap(self, m, uop, ahead, stream, pops, enter_pending, lockstep_program, ready):
+    def overlap(self, m, uop, ahead, stream, pops, enter_pending, ready):
         """Whether E, evaluating the ahead uop (:class:`~hw.tmu.ahead_fetch.AheadFetch`) in this
         X cycle, evaluates it exactly as it would after this uop's execution (two stages;
         ``Const(0)`` with one). From registers and words only: ``uop``, the uop X executes;
         ``stream``: :class:`~hw.tmu.stream_evaluation.StreamEvaluation` (the executed uop's
         words and the ahead uop's sources); ``pops``: :class:`~hw.tmu.engine_pop.EnginePops`;
-        ``enter_pending``: the traversal's register; ``lockstep_program``:
-        ``LockstepLanes.on``; ``ready``: per engine, a start now would continue its sequence
-        (``Prefetcher.continues``, its entries kept) and its head is valid.
+        ``enter_pending``: the traversal's register; ``ready``: per engine, a start now would
+        continue its sequence (``Prefetcher.continues``, its entries kept) and its head is
+        valid.
 
         The ahead uop is a ``STREAM`` uop, not blocking, without a lane step; the executed
         uop is a ``STREAM``, ``ACT``, ``NEXT`` or ``ENTER`` uop, not blocking, without a lane
-        step, an engine-pop fallback step or a pending ``ENTER``; the program has no LOCKSTEP
-        layer; and the ahead uop reads nothing the execution writes: no index, ``COUNT`` or
-        ``FIRST`` source (a ``NEXT`` or ``ENTER`` writes the indices), no source reading the
-        executed uop's stream or its chained ALU stream (value, ``wrapped`` bit, BLOCK count),
-        and no pop of an engine the executed uop starts (``ENTER``, own or fused) unless the
+        step, an engine-pop fallback step or a pending ``ENTER``; what the execution writes
+        and the evaluation reads is forwarded (:class:`StreamForward`); and the ahead uop pops
+        no engine the executed uop starts (``ENTER``, own or fused) unless the
         start continues the engine's sequence and its head is already there: the head is then
         the new range's first element, the one the pop takes after the start (a CSR row's
         engines, ``Prefetcher``'s continuation; a restarted engine's head, or a missing one that
         would look stopped, is read after the start)."""
         if not self.enabled:
             return Const(0)
-        # X writes the uop's stream and, for a chained uop, its ALU stream (``b`` of the
-        # stream's configuration, hw/tmu/chain.py).
-        chained_id = stream.sc.b.value[:8]
-
-        def reads_written(src):
-            kind, number = src.kind, src.value[:8]
-            reads_index = ((kind == SourceKind.INDEX) | (kind == SourceKind.COUNT)
-                           | (kind == SourceKind.FIRST))
-            reads_stream = (kind == SourceKind.STREAM) & (
-                (number == uop.id[:8]) | (uop.chain & (number == chained_id)))
-            return reads_index | reads_stream
-
-        count_source = Source(stream.evaluated_sc.stride.as_unsigned())   # a BLOCK row's count
-        hazard = (reads_written(stream.src_a) | reads_written(stream.src_b)
-                  | (stream.s_block & reads_written(count_source)))
+        # What X writes and E reads (the uop's stream and a chained uop's ALU stream, the
+        # index its NEXT or ENTER writes, a vector iteration of the LOCKSTEP layer) is
+        # forwarded (:class:`StreamForward`): no hazard but the engines an ENTER starts.
         starts_engines = (uop.kind == UopKind.ENTER) | uop.fuse_enter
         started = Mux(starts_engines, uop.start_engines[:len(ready)], 0)
+        # (``s_blocking`` reads the stream configuration at the uop's ``id``: an ACT's or an
+        # ENTER's ``id`` is no stream)
         executed_ok = (((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)
                         | (uop.kind == UopKind.NEXT) | (uop.kind == UopKind.ENTER))
-                       & ~uop.fuse_lane & ~stream.s_blocking & ~pops.fallback & ~enter_pending)
+                       & ~uop.fuse_lane & ~((uop.kind == UopKind.STREAM) & stream.s_blocking)
+                       & ~pops.fallback & ~enter_pending)
         next_uop = ahead.uop
         ahead_ok = (ahead.valid & (next_uop.kind == UopKind.STREAM) & ~next_uop.fuse_lane
                     & ~stream.evaluated_blocking
                     & ((next_uop.pop[:len(ready)] & started & ~ready) == 0))
         ok = Signal(name="uop_overlap")
-        m.d.comb += ok.eq(executed_ok & ahead_ok & ~lockstep_program & ~hazard)
+        m.d.comb += ok.eq(executed_ok & ahead_ok)
         return ok
 
-    def evaluates_nothing(self, m, word, lockstep_program, name):
+    def evaluates_nothing(self, m, word, name):
         """Whether the uop ``word`` executes without an E cycle before it (two stages;
         ``Const(0)`` with one): an ``ACT``, ``NEXT`` or ``DONE`` uop with no fused ``ENTER`` or
-        lane step, in a program without a LOCKSTEP layer (``lockstep_program``:
-        ``LockstepLanes.on``; vector operands and lane steps read the held evaluation). The
+        lane step (a lane step reads the held evaluation's fault). The
         traversal asks it of the word X moves to (``Fetch.predicted_word``, when ``pc`` moves
         to the predicted address) and of the uop X keeps (one that waits, or a row's next
         chunk)."""
@@ -171,7 +252,7 @@ class EvaluateStage:
         free = Signal(name=name)
         m.d.comb += free.eq(((word.kind == UopKind.ACT) | (word.kind == UopKind.NEXT)
                              | (word.kind == UopKind.DONE))
-                            & ~word.fuse_enter & ~word.fuse_lane & ~lockstep_program)
+                            & ~word.fuse_enter & ~word.fuse_lane)
         return free
 
     def hold(self, value, name):
@@ -199,3 +280,48 @@ class EvaluateStage:
             setattr(stream, name, self.hold(getattr(stream, name), name))
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")
+
+    def drive_forward(self, m, forward, uop, stream, lanes, loop, enter_vector, evaluate_ahead):
+        """Drive ``forward`` (:class:`StreamForward`) from the held results and the loop
+        registers, after :meth:`hold_evaluation` and the loop control (``loop``): while E
+        evaluates the ahead uop (``evaluate_ahead``), the index the executed uop ``uop``
+        writes, and the value and ``wrapped`` bit an executed ``STREAM`` uop keeps (a chained
+        uop's ALU stream's too: ``StreamEvaluation.keep_value``), unless it faults (a lane's
+        fault, recorded lane by lane, moves ``pc`` without keeping the value). Otherwise
+        whether X writes them does not matter: E's results are used only if X moves ``pc`` to
+        the ahead uop, which it does only after writing them."""
+        (en, sid, value, wraps), (chain_en, chain_id, chain_value, chain_wraps) = forward.entries
+        keeps = evaluate_ahead & (uop.kind == UopKind.STREAM) & ~stream.s_fault
+        m.d.comb += [
+            en.eq(keeps), sid.eq(uop.id[:8]), value.eq(stream.s_result),
+            wraps.eq(stream.kept_wraps(lanes)),
+            chain_en.eq(keeps & uop.chain), chain_id.eq(stream.sc.b.value[:8]),
+            chain_value.eq(stream.chain_val), chain_wraps.eq(stream.chain_wraps),
+        ]
+        # The indices (``loop``: :class:`~hw.tmu.loop_control.LoopControl`): a NEXT going on
+        # writes its layer's next index; one leaving its range with ``next_outer`` the outer
+        # layer's, if that goes on; an ENTER its layer's lower bound.
+        lbits = len(stream.enter_layer)
+        steps = (uop.kind == UopKind.NEXT) | (
+            ((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)) & uop.fuse_next)
+        stepped = next_layer_of(uop)[:lbits]
+        (next_en, next_layer, next_index), (outer_en, outer_layer, outer_index), \
+            (enter_en, enter_layer, enter_index) = forward.index_entries
+        m.d.comb += [
+            next_en.eq(evaluate_ahead & steps & loop.cont), next_layer.eq(stepped),
+            next_index.eq(loop.next_index),
+            outer_en.eq(evaluate_ahead & steps & ~loop.cont & uop.next_outer
+                        & loop.outer_continues),
+            outer_layer.eq(stepped - 1), outer_index.eq(loop.outer_index),
+            enter_en.eq(evaluate_ahead & stream.enters), enter_layer.eq(stream.enter_layer),
+            enter_index.eq(stream.enter_lb),
+        ]
+        # A vector iteration of the LOCKSTEP layer: its NEXT going on (``loop.next_vector``),
+        # its ENTER (``enter_vector``, from the held bounds); ``LockstepLanes``.
+        for (en, first, count, span), starts, vector in zip(
+                forward.vector_entries,
+                (steps & loop.cont & loop.lockstep,
+                 stream.enters & lanes.on & (stream.enter_layer == lanes.layer_id)),
+                (loop.next_vector, enter_vector)):
+            m.d.comb += [en.eq(evaluate_ahead & starts), first.eq(vector[0]),
+                         count.eq(vector[1]), span.eq(vector[2])]

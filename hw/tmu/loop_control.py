@@ -21,29 +21,35 @@ def next_layer_of(word):
     return Mux(word.kind == UopKind.NEXT, word.id, word.next_layer)
 
 
-def predicted_after(m, word, registers, advanced, entered, ubits, lbits, name):
+def predicted_after(m, word, registers, lanes, advanced, entered, ubits, lbits, name):
     """The ``pc`` after the uop ``word`` if it has a ``NEXT`` (own, or fused into a
     ``STREAM``/``ACT``), predicted from registers as the fetch stage predicts it (the loop goes
     on if its index plus its step is below its upper bound; else its exit, or with
     ``next_outer`` the outer layer's body or exit), with the index of the layer ``advanced``
     names one step further: ``advanced = (valid, layer)``, the ``NEXT`` another uop performs
     before ``word`` executes; and the bounds of the layer an ``ENTER`` of that uop starts:
-    ``entered = (valid, layer, lb, ub)``. Outside LOCKSTEP layers (their vector steps are not
-    predicted here). ``registers``: as :class:`LoopControl`'s."""
+    ``entered = (valid, layer, lb, ub)``. The LOCKSTEP layer (``lanes``:
+    :class:`~hw.tmu.lockstep_lanes.LockstepLanes`) steps by vector iterations: from lane 0's
+    index ``first``, ``lanes × step`` at a time. ``registers``: as :class:`LoopControl`'s."""
     idx, ubr, layers, body_pc, exit_pc = registers
     advanced_valid, advanced_layer = advanced
     entered_valid, entered_layer, entered_lb, entered_ub = entered
     layer = next_layer_of(word)[:lbits]
     outer = Signal(lbits, name=f"{name}_outer")
     m.d.comb += outer.eq(layer - 1)
+    vector_step = Signal(signed(40), name=f"{name}_vector_step")
+    m.d.comb += vector_step.eq((lanes.cfg.lanes_m1 + 1) * lanes.cfg.step)
 
     def continues_at(k, tag):
         cfg = pick(m, layers, k, LayerCfg, f"{name}_{tag}_cfg")
+        lockstep = lanes.on & (k == lanes.layer_id)
         entering = entered_valid & (entered_layer[:lbits] == k)
-        index = Mux(entering, entered_lb, pick(m, idx, k, signed(64), f"{name}_{tag}_index"))
+        index = Mux(entering, entered_lb,
+                    Mux(lockstep, lanes.first, pick(m, idx, k, signed(64), f"{name}_{tag}_index")))
         ub = Mux(entering, entered_ub, pick(m, ubr, k, signed(64), f"{name}_{tag}_ub"))
         further = advanced_valid & (advanced_layer[:lbits] == k)
-        return index + Mux(further, cfg.step, 0) + cfg.step < ub
+        step = Mux(lockstep, vector_step, cfg.step)
+        return index + Mux(further, step, 0) + step < ub
 
     continues = continues_at(layer, "layer")
     outer_continues = continues_at(outer, "outer")
@@ -91,6 +97,15 @@ class LoopControl:
         The layer's next index is below its upper bound.
     exit_pc : Signal
         The layer's exit (where a fused ``NEXT`` leaving the range jumps).
+    next_index : Signal(signed(66))
+        The layer's next index (a LOCKSTEP layer's: the next vector iteration's lane 0).
+    outer_index, outer_continues : Signal
+        ``next_outer``: the outer layer's next index, and whether it is below its bound.
+    lockstep : Value
+        The ``NEXT`` steps the LOCKSTEP layer.
+    next_vector : (Signal, Signal, Signal)
+        That layer's next vector iteration, ``(first, count, span)``
+        (``LockstepLanes.vector_iteration``).
     """
 
     def __init__(self, m, traversal, uop, registers, lanes, goto, prediction, ubits, lbits):
@@ -118,7 +133,7 @@ class LoopControl:
             loop_body_pc.eq(self.body_pc),
         ]
         # The LOCKSTEP layer's next vector iteration (its active lanes), outside any condition.
-        self._next_vector = lanes.vector_iteration(m, self.next_index, lanes.ub, "next_vector")
+        self.next_vector = lanes.vector_iteration(m, self.next_index, lanes.ub, "next_vector")
 
         # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
         # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same
@@ -130,12 +145,15 @@ class LoopControl:
         m.d.comb += outer_index.eq(pick(m, idx, outer_id, signed(64), "outer_layer_index")
                                    + outer_cfg.step)
         self._outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
+        self.outer_index = outer_index
+        self.outer_continues = Signal(name="outer_continues")
+        m.d.comb += self.outer_continues.eq(outer_index < self._outer_ub)
         self._outer_body_pc = pick(m, body_pc, outer_id, ubits, "outer_body_pc")
         self._outer_exit_pc = pick(m, exit_pc, outer_id, ubits, "outer_exit_pc")
         # The fetch stage's exit target: with ``next_outer``, the outer layer's body or exit
         # (from registers, as the outer NEXT decides it).
         m.d.comb += loop_exit_pc.eq(Mux(uop.next_outer,
-                                        Mux(outer_index < self._outer_ub, self._outer_body_pc,
+                                        Mux(self.outer_continues, self._outer_body_pc,
                                             self._outer_exit_pc),
                                         self.exit_pc))
 
@@ -146,7 +164,7 @@ class LoopControl:
         m.d.sync += self._idx[self._layer_id].eq(self.next_index)
         self._goto(self.body_pc)
         with m.If(self.lockstep):
-            lanes.start_vector_iteration(m, self._next_vector)
+            lanes.start_vector_iteration(m, self.next_vector)
             lanes.restart_lane(m)
             m.d.comb += self._t.stat_vec_iter.eq(1)
 
@@ -155,7 +173,7 @@ class LoopControl:
         outer layer's ``NEXT`` (its next iteration or its exit)."""
         m = self._m
         with m.If(next_outer):
-            with m.If(self._outer_index < self._outer_ub):
+            with m.If(self.outer_continues):
                 m.d.sync += self._idx[self._outer_id].eq(self._outer_index)
                 self._goto(self._outer_body_pc)
             with m.Else():

@@ -42,11 +42,16 @@ class OperandSources:
         pending as ``EnginePops.pending_evaluate`` says), or, ``False``, as its execution does
         (the actions; ``EnginePops.pending``). The two differ only while a uop's next
         iteration is evaluated during this one's execution (``hw/tmu/evaluate_stage.py``).
+    forward : StreamForward or None
+        Two stages, evaluation: the stream values, indices and LOCKSTEP vector iteration the
+        execution in the same cycle writes, read instead of the registers
+        (``hw/tmu/evaluate_stage.py``).
     """
 
-    def __init__(self, m, traversal, pops, values, indices, lanes, evaluate=True):
+    def __init__(self, m, traversal, pops, values, indices, lanes, evaluate=True, forward=None):
         self._m = m
         self._evaluate = evaluate
+        self._forward = forward
         self._t = traversal
         self._pops = pops
         self._values = values
@@ -57,6 +62,16 @@ class OperandSources:
         self._argbits = index_bits(c.args)
         self._sbits = index_bits(c.streams)
         self._lbits = index_bits(c.layers)
+
+    def _index(self, layer):
+        """Layer ``layer``'s index register (forwarded: as the evaluation sees it)."""
+        index = self._indices[layer]
+        return index if self._forward is None else self._forward.index(layer, index)
+
+    def _lanes_value(self, register, name):
+        """The LOCKSTEP layer's ``count`` or ``first`` register (forwarded: as the evaluation
+        sees it)."""
+        return register if self._forward is None else getattr(self._forward, name)(register)
 
     def read(self, src, bypass_en=None, bypass_id=None, bypass_val=None):
         """A ``signed(64)`` signal with the value of ``src`` (a ``Source`` view). With
@@ -71,21 +86,23 @@ class OperandSources:
             with m.Case(SourceKind.ARG):
                 m.d.comb += out.eq(self._args[v[:self._argbits]])
             with m.Case(SourceKind.STREAM):
-                stored = self._pops.bypass(v[:8], pick(m, self._values, v[:self._sbits],
-                                                       signed(64), "stored"),
-                                           evaluate=self._evaluate)
+                stored = pick(m, self._values, v[:self._sbits], signed(64), "stored")
+                if self._forward is not None:
+                    stored = self._forward.value(v[:8], stored)
+                stored = self._pops.bypass(v[:8], stored, evaluate=self._evaluate)
                 if bypass_en is None:
                     m.d.comb += out.eq(stored)
                 else:
                     m.d.comb += out.eq(Mux(bypass_en & (v[:8] == bypass_id), bypass_val, stored))
             with m.Case(SourceKind.INDEX):
-                m.d.comb += out.eq(self._indices[v[:self._lbits]])
+                m.d.comb += out.eq(self._index(v[:self._lbits]))
             # ISA v1 (docs/isa.md §7.3): a SINGLE/BROADCAST layer has count 1 and its first
             # index is its index.
             with m.Case(SourceKind.COUNT):
                 m.d.comb += out.eq(Mux(lanes.on & (v[:8] == self._t.lockstep_layer),
-                                       lanes.count, 1))
+                                       self._lanes_value(lanes.count, "count"), 1))
             with m.Case(SourceKind.FIRST):
                 m.d.comb += out.eq(Mux(lanes.on & (v[:8] == self._t.lockstep_layer),
-                                       lanes.first, self._indices[v[:self._lbits]]))
+                                       self._lanes_value(lanes.first, "first"),
+                                       self._index(v[:self._lbits])))
         return out

@@ -58,6 +58,13 @@ class StreamEvaluation:
     lanes : LockstepLanes
     layers, regions : Array
         The layer and region descriptors.
+    evaluated : (Signal(Uop), Signal(StreamCfg)) or None
+        Two stages: the words of the uop evaluated (the executed one's, or the ahead uop's:
+        ``hw/tmu/evaluate_stage.py``); ``None``: ``uop`` and ``scfg_data``.
+    forward : StreamForward or None
+        Two stages: the stream values the execution keeps in the same cycle and the vector
+        iteration it starts, read by the evaluation instead of the registers (here the
+        ``wrapped`` bits and the LOCKSTEP layer's ``count`` and ``span``).
 
     Attributes
     ----------
@@ -92,8 +99,10 @@ class StreamEvaluation:
         The evaluated BLOCK stream's count.
     """
 
-    def __init__(self, m, traversal, uop, sources, lanes, layers, regions, evaluated=None):
+    def __init__(self, m, traversal, uop, sources, lanes, layers, regions, evaluated=None,
+                 forward=None):
         self._t = traversal
+        self._forward = forward
         self._c = traversal._cfg
         self._uop = uop
         # The words evaluated: the executed uop's, or (two stages) the uop evaluated during
@@ -239,9 +248,12 @@ class StreamEvaluation:
         return Mux(self._uop.enter_swap, self.a_v, self.b_v)
 
     def _wraps(self, src):
-        """Source ``src`` reads a stream whose value wrapped."""
-        return ((src.kind == SourceKind.STREAM)
-                & self.wrapped.bit_select(src.value[:self._sbits], 1))
+        """Source ``src`` reads a stream whose value wrapped (two stages: as the ahead uop's
+        evaluation sees it, ``forward``)."""
+        stored = self.wrapped.bit_select(src.value[:self._sbits], 1)
+        if self._forward is not None:
+            stored = self._forward.wraps(src.value[:8], stored)
+        return (src.kind == SourceKind.STREAM) & stored
 
     def _check_block_row(self, m, sources):
         """ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word
@@ -310,10 +322,11 @@ class StreamEvaluation:
         ends past the region or the memory (``min`` of both limits: that lane faults first)."""
         t, u, sbits = self._t, self._eval_uop, self._sbits
         sc, addr, log2, region = self._eval_sc, self.addr, self._e_log2, self._e_region
-        count = lanes.count
+        count = lanes.count if self._forward is None else self._forward.count(lanes.count)
         # the stream being evaluated belongs to the LOCKSTEP layer (``s_lockstep``: the
         # executed uop's stream does)
-        self._e_lockstep = s_lockstep = Signal(name="evaluated_lockstep")
+        s_lockstep = Signal(name="evaluated_lockstep")
+        self.evaluated_lockstep = self._e_lockstep = s_lockstep
         self.s_lockstep = Signal(name="s_lockstep")
         self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
         self._vector_fault = vector_fault = Signal(name="vector_fault")
@@ -368,7 +381,9 @@ class StreamEvaluation:
             affine_exact = Signal(signed(66), name="affine_exact")
             m.d.comb += affine_exact.eq(Mux(sc.kind == StreamKind.FWD, a_v,
                                             Mux(sc.mode == AluOp.SUB.value, a_v - b_v, a_v + b_v)))
-            span = lanes.span           # (count - 1) * step, a register
+            span = lanes.span           # (count - 1) * step, a register (or forwarded)
+            if self._forward is not None:
+                span = self._forward.span(span)
             last_exact = Signal(signed(68), name="last_exact")
             m.d.comb += last_exact.eq(affine_exact + Mux(t.lane_pos.bit_select(sid_, 1), span,
                                                          Mux(t.lane_neg.bit_select(sid_, 1),
@@ -448,21 +463,26 @@ class StreamEvaluation:
         self.s_prefetch_data = pick(m, Array(t.prefetch_head_data[i] for i in engines),
                                     s_prefetch_engine, 64, "s_prefetch_data")
 
+    def kept_wraps(self, lanes):
+        """The ``wrapped`` bit :meth:`keep_value` keeps for the executed uop's stream: its own,
+        or lane by lane whether any lane so far wrapped."""
+        t, sid = self._t, self._uop.id[:self._sbits]
+        return self.s_wraps | (self.s_lockstep & ~t.lockstep_vector_mode & (lanes.lane != 0)
+                               & self.wrapped.bit_select(sid, 1))
+
     def keep_value(self, m, values, lanes):
         """Sync: the evaluated stream's value, a BLOCK row's count and a lane's value are kept,
         and whether the value wrapped (lane by lane: whether any lane so far wrapped); a
         chained uop keeps its ALU stream's value and bit too (``values``: the traversal's
         stream registers)."""
-        t, u, sbits = self._t, self._uop, self._sbits
+        u, sbits = self._uop, self._sbits
         wrapped = self.wrapped
         with m.If(u.chain):
             chained_id = self.sc.b.value[:sbits]
             m.d.sync += [values[chained_id].eq(self.chain_val),
                          wrapped.bit_select(chained_id, 1).eq(self.chain_wraps)]
         m.d.sync += values[u.id[:sbits]].eq(self.s_result)
-        m.d.sync += wrapped.bit_select(u.id[:sbits], 1).eq(
-            self.s_wraps | (self.s_lockstep & ~t.lockstep_vector_mode & (lanes.lane != 0)
-                            & wrapped.bit_select(u.id[:sbits], 1)))
+        m.d.sync += wrapped.bit_select(u.id[:sbits], 1).eq(self.kept_wraps(lanes))
         if self.has_block:
             m.d.sync += self.nvals[u.id[:sbits]].eq(self.blk_n)
         if lanes.enabled:

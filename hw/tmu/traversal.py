@@ -32,7 +32,7 @@ from .ahead_fetch import AheadFetch
 from .config import TmuConfig
 from .datapath import extract_aligned
 from .engine_pop import EnginePops
-from .evaluate_stage import EvaluateStage
+from .evaluate_stage import EvaluateStage, StreamForward
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
 from .layouts import ActionCfg, StreamCfg, Uop, UopKind
@@ -247,7 +247,7 @@ class Traversal(wiring.Component):
                       (loop_continues, loop_body_pc, loop_exit_pc))
 
         # Two stages (hw/tmu/evaluate_stage.py): in an X cycle E evaluates the ahead uop
-        # (hw/tmu/ahead_fetch.py) from its own words, outside programs with a LOCKSTEP layer.
+        # (hw/tmu/ahead_fetch.py) from its own words.
         stage = EvaluateStage(m, c.uop_stages)
         evaluate_ahead = Const(0)
         if stage.enabled:
@@ -257,9 +257,9 @@ class Traversal(wiring.Component):
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
-                               (idx, ubr, layers, body_pc, exit_pc), fetch.uop, entered)
+                               (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered)
             evaluate_ahead = Signal(name="evaluate_ahead")
-            m.d.comb += evaluate_ahead.eq(stage.executing & ~lanes.on)
+            m.d.comb += evaluate_ahead.eq(stage.executing)
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")
@@ -292,13 +292,16 @@ class Traversal(wiring.Component):
         pops.write_values(vals, self._sbits)
         # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.prefetch_pop.eq(pops.commit)
-        sources = OperandSources(m, self, pops, vals, idx, lanes)
+        # Two stages: the stream values and indices X writes, forwarded to E's ahead evaluation.
+        forward = StreamForward(self._lbits) if stage.enabled else None
+        sources = OperandSources(m, self, pops, vals, idx, lanes, forward=forward)
         # The actions read their sources as the execution sees the pops.
         action_sources = OperandSources(m, self, pops, vals, idx, lanes, evaluate=False)
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
         # start parameters (hw/tmu/stream_evaluation.py).
-        stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated)
+        stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
+                                  forward)
         stream.engine_heads(m)
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
@@ -316,6 +319,9 @@ class Traversal(wiring.Component):
         loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
                            (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
         cont = loop.cont
+        if stage.enabled:
+            stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
+                               evaluate_ahead)
 
         def leave_layer(exit_pc_):
             loop.leave_layer(exit_pc_, u.next_outer)
@@ -356,7 +362,7 @@ class Traversal(wiring.Component):
         enter_pending = Signal()
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
-        overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending, lanes.on,
+        overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
                                  self.prefetch_continues & self.prefetch_head_valid)
                    if stage.enabled else Const(0))
 
@@ -414,8 +420,8 @@ class Traversal(wiring.Component):
         next_without_evaluation = Mux(
             pc_write,
             (pc_next == fetch.predicted)
-            & stage.evaluates_nothing(m, fetch.predicted_word, lanes.on, "predicted_free"),
-            stage.evaluates_nothing(m, u, lanes.on, "uop_free"))
+            & stage.evaluates_nothing(m, fetch.predicted_word, "predicted_free"),
+            stage.evaluates_nothing(m, u, "uop_free"))
 
         # Blocking load in flight.
         blocking_stream_id = Signal(self._sbits)

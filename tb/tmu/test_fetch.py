@@ -68,10 +68,14 @@ def test_lane_steps():
     assert_matches(case, r, SMALL)
 
 
-def test_no_asynchronous_stream_configuration_read():
+@pytest.mark.parametrize("stages", [1, 2])
+def test_no_asynchronous_stream_configuration_read(stages):
     """The traversal reads the stream configuration through the fetch stage only (one
-    synchronous port of ``scfg``); the operand's kind and mode are in the action words."""
-    assert not [n for n in Traversal(SMALL).signature.members if n.startswith("operand_cfg")]
-    m = Tmu(SMALL).elaborate(None)
-    assert [p.domain for p in m.submodules.scfg.read_ports] == ["sync"]
+    synchronous port of ``scfg``; with two stages a second, the ahead words',
+    ``hw/tmu/ahead_fetch.py``, synchronous too); the operand's kind and mode are in the action
+    words."""
+    config = dataclasses.replace(SMALL, uop_stages=stages)
+    assert not [n for n in Traversal(config).signature.members if n.startswith("operand_cfg")]
+    m = Tmu(config).elaborate(None)
+    assert [p.domain for p in m.submodules.scfg.read_ports] == ["sync"] * stages
     assert [p.domain for p in m.submodules.acfg.read_ports] == ["sync", "sync"]

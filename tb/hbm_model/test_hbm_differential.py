@@ -217,12 +217,18 @@ def _restart_case(seed, n=400):
 def test_lockstep_refresh_restart():
     """``refresh_restart`` (docs/hbm_model.md §2 "Refresh restart"): the Amaranth model against
     the reference cycle by cycle, reduced HBM2 with a refresh every 300 cycles, restarts at
-    random cycles (about one per 150 cycles, so most refreshes follow a restart), fresh seed."""
-    seed = random.randrange(1 << 30)
-    print(f"seed {seed}")
-    p, reqs = _restart_case(seed)
-    _, rtl, ref = lockstep(p, reqs, seed=seed, p_restart=1 / 150)
-    _stats_equal(rtl, ref)
+    random cycles (about one per 150 cycles, so most refreshes follow a restart), fresh seed.
+    A stimulus on which the reference counts two restarts or fewer (rare: seed 476539713 gave
+    one in 2,238 cycles) exercises too little; another fresh seed is drawn, up to three, each
+    run checked."""
+    for _ in range(3):
+        seed = random.randrange(1 << 30)
+        print(f"seed {seed}")
+        p, reqs = _restart_case(seed)
+        _, rtl, ref = lockstep(p, reqs, seed=seed, p_restart=1 / 150)
+        _stats_equal(rtl, ref)
+        if ref["restarts"] > 2 and ref["refreshes"] > 2:
+            break
     assert ref["restarts"] > 2 and ref["refreshes"] > 2, ref
 
 

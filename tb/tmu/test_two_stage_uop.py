@@ -176,7 +176,9 @@ def test_compiled_workloads(workload):
     _check(_compiled_case(workload, 3, seed), COMPILED, 0.2, seed)
 
 
-@pytest.mark.parametrize("opt_level,percent", [(0, 20), (2, 40)])
+@pytest.mark.parametrize("opt_level,percent", [
+    pytest.param(0, 20, marks=pytest.mark.slow),   # -O0's forwarding: also the chain test above
+    (2, 40)])
 def test_compiled_levels_with_forwarding(opt_level, percent):
     """The bags compiled at ``-O0`` (scalar: chains of dependent ALU streams, the loop's index
     read by its body's first uop) and ``-O2`` (the dimension loop a LOCKSTEP layer in vector

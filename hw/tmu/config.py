@@ -103,9 +103,11 @@ class TmuConfig:
         in one cycle. 2: its evaluation (sources, address, checks) is registered and it executes
         the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, a logic path
         cut in two; the uop predicted to follow is evaluated during this one's execution
-        (``hw/tmu/ahead_fetch.py``), so a uop completes per cycle except after a hazard or a
-        misprediction (HBM2, ``-O3``: every workload within 1.6 % of one stage's cycles;
-        ``docs/rtl.md`` §2.2 "Two-stage uop").
+        (``hw/tmu/ahead_fetch.py``) with what this one writes forwarded to it, so a uop
+        completes per cycle except after a blocking load, an ``ENTER`` or a misprediction
+        (HBM2: every workload within 1.6 % of one stage's cycles at ``-O3``, within 1.09x at
+        ``-O0..-O2`` but SpMV's program, 1.18x; ``docs/rtl.md`` §2.2 "Two-stage uop",
+        ``docs/performance.md`` "Two stages at every ``-O`` level").
     """
     layers: int = 4
     streams: int = 16

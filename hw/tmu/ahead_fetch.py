@@ -25,8 +25,8 @@ Not a component: it adds its registers and read addresses to the traversal's ``M
 
 from amaranth.hdl import Mux, Signal
 
-from .layouts import Uop, UopKind
-from .loop_control import next_layer_of, predicted_after
+from .layouts import Uop
+from .loop_control import has_next, next_layer_of, predicted_after
 from .signatures import index_bits
 
 
@@ -81,14 +81,10 @@ class AheadFetch:
 
         # The uop after the ahead one: its NEXT's (own or fused) predicted target, else the
         # next entry.
-        def next_of(word):
-            return (word.kind == UopKind.NEXT) | (
-                ((word.kind == UopKind.STREAM) | (word.kind == UopKind.ACT)) & word.fuse_next)
-
         word = self.uop
-        advanced = (next_of(executed), next_layer_of(executed))
+        advanced = (has_next(executed), next_layer_of(executed))
         after_ahead = Signal(ubits, name="ahead_next_pc")
-        m.d.comb += after_ahead.eq(Mux(next_of(word),
+        m.d.comb += after_ahead.eq(Mux(has_next(word),
                                        predicted_after(m, word, registers, lanes, advanced,
                                                        entered, ubits, lbits,
                                                        "ahead_loop_next_pc"),

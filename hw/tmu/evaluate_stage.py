@@ -78,7 +78,7 @@ Not a component: :class:`EvaluateStage` adds its registers to the traversal's ``
 from amaranth.hdl import Const, Mux, Signal, signed
 
 from .layouts import UopKind
-from .loop_control import next_layer_of
+from .loop_control import has_next, next_layer_of
 
 
 __all__ = ["EvaluateStage", "StreamForward"]
@@ -302,8 +302,7 @@ class EvaluateStage:
         # writes its layer's next index; one leaving its range with ``next_outer`` the outer
         # layer's, if that goes on; an ENTER its layer's lower bound.
         lbits = len(stream.enter_layer)
-        steps = (uop.kind == UopKind.NEXT) | (
-            ((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)) & uop.fuse_next)
+        steps = has_next(uop)
         stepped = next_layer_of(uop)[:lbits]
         (next_en, next_layer, next_index), (outer_en, outer_layer, outer_index), \
             (enter_en, enter_layer, enter_index) = forward.index_entries

@@ -74,6 +74,8 @@ class LockstepLanes:
         lane's (the last lane's wrap check, ``hw/tmu/stream_evaluation.py``).
     cfg : Signal(LayerCfg)
         The LOCKSTEP layer's descriptor (``step``, ``lanes_m1``).
+    vector_step : Signal(signed(40))
+        ``lanes × step``: from one vector iteration's lane 0 to the next one's.
     """
 
     def __init__(self, m, traversal, layers, upper_bounds):
@@ -91,6 +93,8 @@ class LockstepLanes:
         self.count = Signal(8, name="count")
         self.span = Signal(signed(40), name="span")
         self.cfg = pick(m, layers, self.layer_id, LayerCfg, "lockstep_cfg")
+        self.vector_step = Signal(signed(40), name="vector_step")
+        m.d.comb += self.vector_step.eq((self.cfg.lanes_m1 + 1) * self.cfg.step)
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)

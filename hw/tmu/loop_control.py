@@ -12,7 +12,13 @@ from .layouts import LayerCfg, UopKind
 from .source_fields import pick
 
 
-__all__ = ["LoopControl", "next_layer_of", "predicted_after"]
+__all__ = ["LoopControl", "has_next", "next_layer_of", "predicted_after"]
+
+
+def has_next(word):
+    """The uop ``word`` performs a ``NEXT``: its own, or fused into a ``STREAM``/``ACT``."""
+    return (word.kind == UopKind.NEXT) | (
+        ((word.kind == UopKind.STREAM) | (word.kind == UopKind.ACT)) & word.fuse_next)
 
 
 def next_layer_of(word):
@@ -37,8 +43,6 @@ def predicted_after(m, word, registers, lanes, advanced, entered, ubits, lbits, 
     layer = next_layer_of(word)[:lbits]
     outer = Signal(lbits, name=f"{name}_outer")
     m.d.comb += outer.eq(layer - 1)
-    vector_step = Signal(signed(40), name=f"{name}_vector_step")
-    m.d.comb += vector_step.eq((lanes.cfg.lanes_m1 + 1) * lanes.cfg.step)
 
     def continues_at(k, tag):
         cfg = pick(m, layers, k, LayerCfg, f"{name}_{tag}_cfg")
@@ -48,7 +52,7 @@ def predicted_after(m, word, registers, lanes, advanced, entered, ubits, lbits, 
                     Mux(lockstep, lanes.first, pick(m, idx, k, signed(64), f"{name}_{tag}_index")))
         ub = Mux(entering, entered_ub, pick(m, ubr, k, signed(64), f"{name}_{tag}_ub"))
         further = advanced_valid & (advanced_layer[:lbits] == k)
-        step = Mux(lockstep, vector_step, cfg.step)
+        step = Mux(lockstep, lanes.vector_step, cfg.step)
         return index + Mux(further, step, 0) + step < ub
 
     continues = continues_at(layer, "layer")
@@ -125,7 +129,7 @@ class LoopControl:
         self.lockstep = lanes.on & (layer_id == lanes.layer_id)
         m.d.comb += [
             # A LOCKSTEP layer's next vector iteration starts lanes * step further.
-            next_index.eq(Mux(self.lockstep, lanes.first + (cfg.lanes_m1 + 1) * cfg.step,
+            next_index.eq(Mux(self.lockstep, lanes.first + lanes.vector_step,
                               index + cfg.step)),
             cont.eq(next_index < ub),
             # The fetch stage's prediction (registers only, no lane multiply).

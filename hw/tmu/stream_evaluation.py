@@ -325,8 +325,7 @@ class StreamEvaluation:
         count = lanes.count if self._forward is None else self._forward.count(lanes.count)
         # the stream being evaluated belongs to the LOCKSTEP layer (``s_lockstep``: the
         # executed uop's stream does)
-        s_lockstep = Signal(name="evaluated_lockstep")
-        self.evaluated_lockstep = self._e_lockstep = s_lockstep
+        self._e_lockstep = s_lockstep = Signal(name="evaluated_lockstep")
         self.s_lockstep = Signal(name="s_lockstep")
         self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
         self._vector_fault = vector_fault = Signal(name="vector_fault")

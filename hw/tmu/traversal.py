@@ -258,8 +258,7 @@ class Traversal(wiring.Component):
                        Signal(signed(64), name="ahead_entered_ub"))
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
                                (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered)
-            evaluate_ahead = Signal(name="evaluate_ahead")
-            m.d.comb += evaluate_ahead.eq(stage.executing)
+            evaluate_ahead = stage.executing
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")

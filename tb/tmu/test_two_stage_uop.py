@@ -367,5 +367,5 @@ def test_forwarded_wrapped_bit(backpressure):
     seed = fresh_seed(f"two-stage forwarded wrapped bit {backpressure}")
     case = _chain_case("forwarded_wraps", seed, (Source.imm(3), Source.imm(62), AluOp.SHL),
                        n=8)
-    one, two = _check(case, TWO, backpressure, seed)
+    _, two = _check(case, TWO, backpressure, seed)
     assert two.fault_code == FaultCode.ADDR_OVERFLOW.value and two.fault_addr == 2

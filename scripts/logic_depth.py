@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Logic depth of the access unit after ECP5 mapping: the longest register-to-register path.
 
-    python3 scripts/logic_depth.py [--config small|default|small-2stage|default-2stage]
+    python3 scripts/logic_depth.py [--config small|default|small-1stage|default-1stage|...]
                                    [--block unit|traversal|prefetch|chain_engine]
                                    [--out build/depth] [--reuse | --from-synth build/synth]
 
@@ -223,7 +223,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=CONFIGS, default="small",
                         help="TmuConfig: small (TmuConfig.small(), default: ~15 min) or default; "
-                             "'-2stage': with the two-stage traversal uop (uop_stages=2)")
+                             "'-1stage'/'-2stage': with the one-/two-stage traversal uop "
+                             "(uop_stages=1/2; unsuffixed: TmuConfig's default, 2)")
     parser.add_argument("--block", choices=BLOCKS, default="unit",
                         help="what to map: the unit behind make synth's thin top (default), or "
                              "one block alone")

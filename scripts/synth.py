@@ -41,9 +41,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 DEFAULT_OUT = Path("build") / "synth"
-#: Configuration names: ``TmuConfig()``, ``TmuConfig.small()``, and each with the two-stage
-#: traversal uop (``uop_stages=2``, ``hw/tmu/evaluate_stage.py``).
-CONFIGS = ("default", "small", "default-2stage", "small-2stage")
+#: Configuration names: ``TmuConfig()``, ``TmuConfig.small()``, and each with a one-stage or a
+#: two-stage traversal uop (``uop_stages=1`` or ``2``, ``hw/tmu/evaluate_stage.py``; the
+#: unsuffixed names take ``TmuConfig``'s default, two stages since session 28).
+CONFIGS = ("default", "small", "default-1stage", "small-1stage", "default-2stage", "small-2stage")
 DEVICE = "85k"              # nextpnr-ecp5 --85k: LFE5U-85F
 PACKAGE = "CABGA381"
 TOP = "synth_top"
@@ -241,7 +242,7 @@ def config_of(name: str):
         raise ValueError(f"config must be one of {CONFIGS}, not {name!r}")
     base, _, stages = name.partition("-")
     config = TmuConfig() if base == "default" else TmuConfig.small()
-    return replace(config, uop_stages=2) if stages else config
+    return replace(config, uop_stages=int(stages[0])) if stages else config
 
 
 def write_rtlil(config_name: str, path: Path) -> Path:

@@ -134,6 +134,8 @@ def test_config_of():
     assert synth.config_of("default") == TmuConfig()
     assert synth.config_of("small-2stage") == dataclasses.replace(TmuConfig.small(), uop_stages=2)
     assert synth.config_of("default-2stage").uop_stages == 2
+    assert synth.config_of("small-1stage") == dataclasses.replace(TmuConfig.small(), uop_stages=1)
+    assert synth.config_of("default-1stage").uop_stages == 1
     with pytest.raises(ValueError, match="config"):
         synth.config_of("tiny")
 

@@ -99,15 +99,16 @@ class TmuConfig:
         ``x[col]``) does not cost a cycle of its own (``docs/rtl.md`` §2.5). Read the value in
         use from ``drain_lines``.
     uop_stages : int
-        Pipeline stages of a traversal uop, 1 or 2. Default 1: a uop is evaluated and executed
-        in one cycle. 2: its evaluation (sources, address, checks) is registered and it executes
-        the next cycle (``hw/tmu/evaluate_stage.py``): the same tokens and faults, a logic path
-        cut in two; the uop predicted to follow is evaluated during this one's execution
-        (``hw/tmu/ahead_fetch.py``) with what this one writes forwarded to it, so a uop
-        completes per cycle except after a blocking load, an ``ENTER`` or a misprediction
-        (HBM2: every workload within 1.6 % of one stage's cycles at ``-O3``, within 1.09x at
-        ``-O0..-O2`` but SpMV's program, 1.18x; ``docs/rtl.md`` §2.2 "Two-stage uop",
-        ``docs/performance.md`` "Two stages at every ``-O`` level").
+        Pipeline stages of a traversal uop, 1 or 2. Default 2: a uop's evaluation (sources,
+        address, checks) is registered and it executes the next cycle
+        (``hw/tmu/evaluate_stage.py``): the uop's logic path cut in two; the uop predicted to
+        follow is evaluated during this one's execution (``hw/tmu/ahead_fetch.py``) with what
+        this one writes forwarded to it, so a uop completes per cycle except after a blocking
+        load, an ``ENTER`` or a misprediction (HBM2: every workload within 1.6 % of one stage's
+        cycles at ``-O3``, within 1.09x at ``-O0..-O2`` but SpMV's program, 1.18x; placed
+        1.4-1.7x faster per ns: ``docs/rtl.md`` §2.2 "Two-stage uop", ``docs/performance.md``
+        "Two stages at every ``-O`` level", ``docs/synthesis.md``). 1: a uop is evaluated and
+        executed in one cycle (the same tokens and faults; the unit before session 28).
     """
     layers: int = 4
     streams: int = 16
@@ -130,7 +131,7 @@ class TmuConfig:
     memory_ports: int = 2
     output_tokens: int = 8
     drain_entries: int = 0
-    uop_stages: int = 1
+    uop_stages: int = 2
 
     def __post_init__(self):
         for name in ("layers", "streams", "actions", "regions", "args"):

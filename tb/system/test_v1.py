@@ -192,8 +192,10 @@ def test_start_resets_state():
     cases += [vector_mode_case(s, CFG) for s in seed_range(base, 4)]
     wide = block_case("wide_rows", rows=64, dim=64, lengths=[4] * 8, size=4, pack=1)
     faulting = next(c for c in block_cases() if c.name == "block_past_region")
+    # watchdog 56: past the first index loads' silent wait (two stages: more than 40 cycles),
+    # short of the 80 the core's slow pops leave silent once the rows are marshaled
     disturbers = [RtlJob(wide.program, wide.memory, wide.args, backpressure=0.95, seed=3,
-                         watchdog=40),
+                         watchdog=56),
                   RtlJob(watchdog_case().program, bytes(64), [], watchdog=50),
                   RtlJob(faulting.program, faulting.memory, faulting.args)]
     jobs, slots = [], []

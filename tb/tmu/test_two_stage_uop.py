@@ -4,8 +4,10 @@ fault for fault against the golden model, and against the one-stage unit's own t
 Amaranth simulator with random back-pressure (fresh seeds, printed): bags with empty and short
 loops and a two-entry reorder buffer, every fault case, LOCKSTEP layers (lane by lane, vector
 mode, lane faults), BLOCK rows, engine-pop fallback steps, random v0/v1 programs and the
-compiled ``-O3`` workloads. The differential fuzz campaign's generators (``tb/fuzz.py``) run on
-the Verilator build of the default unit with two stages (``test_two_stage_fuzz``)."""
+compiled ``-O3`` workloads. Two stages are the default since session 28; the one-stage unit stays
+a parameter, checked here as the twin of every case. The differential fuzz campaign's generators
+(``tb/fuzz.py``) run on the Verilator build of the default unit (``test_two_stage_fuzz``) and,
+``slow``, of its one-stage twin (``test_one_stage_fuzz``)."""
 
 import dataclasses
 import random
@@ -29,17 +31,20 @@ from tb.seeds import fresh_seed, seed_range
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.lockstep_programs import lane_fault_order_case, vector_mode_case
 
-ONE = TmuConfig.small()
-TWO = dataclasses.replace(ONE, uop_stages=2)
+TWO = TmuConfig.small()
+ONE = dataclasses.replace(TWO, uop_stages=1)
 TINY_ROB = dataclasses.replace(TWO, max_inflight=2, prefetchers=1, prefetch_depth=2)
 
 
-def _check(case, config, backpressure, seed):
-    """Run ``case`` on ``config`` and on its one-stage twin: both the golden model's tokens and
-    fault, and the same tokens as each other; returns both results."""
+def _check(case, config, backpressure, seed, twin=True):
+    """Run ``case`` on ``config`` and (``twin``) on its one-stage twin: both the golden model's
+    tokens and fault, and the same tokens as each other; returns both results (``None`` for the
+    twin not run)."""
     two = run_on_amaranth(case.program, case.memory, case.args, config=config,
                           backpressure=backpressure, seed=seed)
     assert_matches(case, two, config)
+    if not twin:
+        return None, two
     one_config = dataclasses.replace(config, uop_stages=1)
     one = run_on_amaranth(case.program, case.memory, case.args, config=one_config,
                           backpressure=backpressure, seed=seed)
@@ -59,8 +64,8 @@ def _uop_rate(case, backpressure, seed, config=TWO):
 
 
 def test_uop_stages_is_a_parameter():
-    """One stage by default; the traversal with two builds its phase register."""
-    assert TmuConfig().uop_stages == 1
+    """Two stages by default; only the traversal with two builds its held evaluation."""
+    assert TmuConfig().uop_stages == 2 and TWO.uop_stages == 2
     from hw.tmu.traversal import Traversal
     from amaranth.back import rtlil
     assert "held_s_result" not in rtlil.convert(Traversal(ONE))
@@ -93,7 +98,8 @@ def test_faults(name):
     _check(case, TWO, 0.4, seed)
 
 
-# The fast suite runs a fresh random share of the longer case lists; ``make test-all`` all.
+# The fast suite runs a fresh random share of the longer case lists on two stages only;
+# ``make test-all`` all of them, each also on its one-stage twin.
 SHARES = [pytest.param(0.3, id="sample"), pytest.param(1.0, id="all", marks=pytest.mark.slow)]
 
 
@@ -112,7 +118,7 @@ def test_address_overflow_and_block_rows(share):
     seed = fresh_seed(f"two-stage overflow and block rows back-pressure {share}")
     cases = _share(address_overflow_cases(TWO) + block_cases(), share, random.Random(seed))
     for k, case in enumerate(cases):
-        _check(case, TWO, 0.3, seed + k)
+        _check(case, TWO, 0.3, seed + k, twin=share >= 1.0)
 
 
 def test_lockstep_lanes():
@@ -147,7 +153,8 @@ def test_random_programs(share):
     # (a program longer than the small unit's program memory faults PROGRAM_SIZE in both)
     cases = [c for c in cases if len(c.program) <= 4 * program_memory_depth(TWO)]
     for k, case in enumerate(cases):
-        _check(case, TWO, random.Random(seed + k).choice([0.0, 0.3, 0.7]), seed + k)
+        _check(case, TWO, random.Random(seed + k).choice([0.0, 0.3, 0.7]), seed + k,
+               twin=share >= 1.0)
 
 
 #: The compiled workloads' configuration: the small unit with the default's streams, actions,
@@ -195,20 +202,32 @@ def test_compiled_levels_with_forwarding(opt_level, percent):
     assert 100 * run < (100 + percent) * run_one_stage
 
 
-@pytest.mark.rtl
-def test_two_stage_fuzz():
+def _fuzz(config, label):
     """The differential fuzz campaign's generators (``tb/fuzz.py``) on the Verilator build of
-    the default unit with two stages: ``EMBER_FUZZ_PROGRAMS`` programs per generator (default
-    100 here), each against the golden model."""
-    config = dataclasses.replace(TmuConfig(), uop_stages=2)
+    ``config``: ``EMBER_FUZZ_PROGRAMS`` programs per generator (default 100 here), each against
+    the golden model."""
     n = programs_per_generator(100)
-    base = fresh_seed(f"two-stage fuzz: {n} programs per generator")
+    base = fresh_seed(f"{label} fuzz: {n} programs per generator")
     rng = random.Random(base)
     cases = [case for k, generate in enumerate(generators(config).values())
              for case in generate(base + k * n, n)]
     failures = mismatches(cases, config, rng)
     assert not failures, (f"{len(failures)} of {len(cases)} programs differ from the golden "
                           f"model (EMBER_SEED={base}):\n" + "\n".join(failures[:20]))
+
+
+@pytest.mark.rtl
+def test_two_stage_fuzz():
+    """The fuzz generators on the default unit (two stages)."""
+    _fuzz(TmuConfig(), "two-stage")
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_one_stage_fuzz():
+    """The fuzz generators on the default unit with one stage (its own Verilator build, so
+    ``slow``; the Amaranth tests above check one stage as every case's twin)."""
+    _fuzz(dataclasses.replace(TmuConfig(), uop_stages=1), "one-stage")
 
 
 def _self_loop_case(name, seed, streams, pushes, n=9):

@@ -8,15 +8,17 @@ from sw.runtime.image import bind_arguments, build_image
 from sw.workloads import WORKLOADS, widen
 
 
-def transe_o3(seed, dim, limits, *, bad_entity=False):
-    """TransE compiled at ``-O3`` for ``limits`` on the ``small`` triples of ``seed``, with
-    embeddings ``dim`` wide (f32). With ``bad_entity`` one head or tail index is past the
-    entity table (its row's address faults ``ADDR_RANGE``). Returns ``(kernel, args, image,
+def transe_o3(seed, dim, limits, *, bad_entity=False, triples=None):
+    """TransE compiled at ``-O3`` for ``limits`` on the ``small`` triples of ``seed`` (24, or
+    the first ``triples`` of them), with embeddings ``dim`` wide (f32). With ``bad_entity`` one
+    head or tail index is past the entity table (its row's address faults ``ADDR_RANGE``). Returns ``(kernel, args, image,
     regs)``: the compiled kernel, the NumPy arguments (``args[0]`` the flat triples), the
     memory image and the argument registers."""
     rng = np.random.default_rng(seed)
     w = WORKLOADS["kg_transe"]
     args = widen(w.make("small", seed), dim, seed)
+    if triples is not None:
+        args[0], args[3] = args[0][:3 * triples], args[3][:triples]
     if bad_entity:
         triples = args[0].reshape(-1, 3)
         t, k = int(rng.integers(0, len(triples))), int(rng.choice([0, 2]))

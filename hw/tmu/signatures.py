@@ -9,12 +9,15 @@ interfaces. Every ``*Signature`` here is seen from its initiator (the block that
 
 from amaranth.hdl import signed
 from amaranth.lib import data, memory, stream, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
+from ..core_if.signatures import MemRequestSignature
 from .chain_engine import chain_layout
 from .config import TmuConfig
 from .isa import FaultCode
 from .layouts import ActionCfg, LayerCfg, RegionCfg, StreamCfg, Uop
+from .rob import alloc_layout
+from .row_issue import row_job_layout
 
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "action_table_write_port",
     "microcode_write_port", "CheckedProgramSignature", "descriptor_stream",
     "check_result_stream", "ConfigTablesSignature", "TraversalConfigSignature",
+    "TraversalSignature",
 ]
 
 
@@ -297,4 +301,117 @@ class TraversalConfigSignature(wiring.Signature):
             "lane_neg":               Out(S),
             "contiguous_vector":      Out(S),
             **({"chain_root": Out(8)} if config.chain_engines else {}),
+        })
+
+
+class TraversalSignature(wiring.Signature):
+    """The traversal's ports (``hw/tmu/traversal.py``), seen from the traversal: the
+    decoder's configuration registers (:class:`TraversalConfigSignature`, flipped), run
+    control, the fetch stage's microcode and configuration reads (``hw/tmu/fetch.py``; with
+    two stages also the ahead uop's, ``hw/tmu/ahead_fetch.py``), the memory request port and
+    the blocking load's response line, the reorder buffer's allocation ports, the row issue
+    block's jobs, the control FIFO's write side, the run-ahead engines' start parameters,
+    heads and pops (``hw/tmu/prefetch.py``) and the per-cycle statistics the counters add
+    up (``hw/tmu/counters.py``). Each port's meaning is given beside it. (Unlike the
+    signatures above, seen from the block that holds the ports, not from an initiator.)
+    """
+    def __init__(self, config):
+        _check(config)
+        c = config
+        ubits, sbits, abits = (index_bits(c.ucode_depth), index_bits(c.streams),
+                               index_bits(c.actions))
+        E = c.engines
+        super().__init__({
+            # The decoder's configuration registers (layers, regions, blocking streams,
+            # microcode addresses, run-ahead engine assignment, ISA v1 classes): declared once,
+            # hw/tmu/signatures.py's TraversalConfigSignature, here from the receiving side.
+            **TraversalConfigSignature(c).flip().members,
+            "start":      In(1),
+            "abort":      In(1),
+            "busy":       Out(1),
+            "done":       Out(1),
+            "fault":      Out(1),
+            "fault_code": Out(FaultCode),
+            "fault_addr": Out(64),
+            "args":       In(data.ArrayLayout(64, c.args)),
+            "mem_limit":  In(64),
+            # Microcode: asynchronous reads at ``pc`` and at the predicted next ``pc``; stream and
+            # action configuration: synchronous reads (the address of this cycle gives the word
+            # of the next), the fetch stage (hw/tmu/fetch.py). The operand stream's kind and
+            # mode come with the action words (``ActionCfg.operand_*``).
+            "ucode_addr": Out(ubits),
+            "ucode_data": In(Uop),
+            "ucode_predict_addr": Out(ubits),
+            "ucode_predict_data": In(Uop),
+            "scfg_fetch_addr":  Out(sbits),
+            "scfg_data":  In(StreamCfg),
+            "acfg_fetch_addr":  Out(abits),
+            "acfg_data":  In(ActionCfg),
+            "acfg2_fetch_addr": Out(abits),
+            "acfg2_data": In(ActionCfg),
+            # Two stages: the words of the uop evaluated during another's execution
+            # (hw/tmu/ahead_fetch.py), an asynchronous microcode read and a synchronous
+            # stream configuration read.
+            **({"ucode_ahead_addr": Out(ubits), "ucode_ahead_data": In(Uop),
+                "scfg_ahead_addr": Out(sbits), "scfg_ahead_data": In(StreamCfg)}
+               if c.uop_stages == 2 else {}),
+            "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
+            "blocking_resp_valid": In(1),
+            "blocking_resp_data":  In(8 * c.line_bytes),   # the line
+            "rob_alloc_en":    Out(1),
+            "rob_alloc":       Out(alloc_layout(c.line_bytes)),
+            "rob_alloc_ready": In(1),
+            "rob_alloc2_en":    Out(1),
+            "rob_alloc2":       Out(alloc_layout(c.line_bytes)),
+            "rob_alloc2_ready": In(1),
+            "rob_alloc_slot":  In(c.rob_bits),
+            "rob_alloc_reserve": Out(1),      # the first allocation reserves a row's lines
+            "rob_alloc_count":   Out(range(c.row_chunk_lines + 1)),
+            "rob_free":          In(range(c.max_inflight + 1)),
+            "row_job":           Out(stream.Signature(row_job_layout(c))),
+            "rob_empty":       In(1),
+            "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
+            "ctrl_w_data": Out(16),
+            "ctrl_w_rdy":  In(1),     # the control FIFO has room (does not depend on ctrl_w_en)
+            "ctrl_empty":  In(1),     # the control FIFO is empty
+            "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
+            "stat_block_wait":  Out(1),   # waiting for a blocking load
+            "stat_issue":       Out(1),   # a load request is accepted this cycle
+            "stat_issue_bytes": Out(8),   # the bytes of its elements (useful bytes)
+            "stat_blocking":    Out(1),   # that load is a blocking one
+            # Run-ahead engines (hw/tmu/prefetch.py): their assignment is in the configuration.
+            "prefetch_start":         Out(E),
+            "prefetch_arm":           Out(E),   # PREFETCH with ``arm``: latch the parameters
+            "prefetch_armed":         Out(1),   # the start (ENTER) uses the latched ones
+            "prefetch_base":          Out(signed(64)),
+            "prefetch_base_wrapped":  Out(1),   # the base is a stream value that wrapped
+            "prefetch_lower_bound":   Out(signed(64)),
+            "prefetch_upper_bound":   Out(signed(64)),
+            "prefetch_step":          Out(signed(28)),
+            "prefetch_start_offset":  Out(signed(28)),
+            "prefetch_stride":        Out(signed(32)),
+            "prefetch_size_log2":     Out(2),
+            "prefetch_sign":          Out(1),
+            "prefetch_region_base":   Out(signed(64)),
+            "prefetch_region_size":   Out(signed(64)),
+            "prefetch_head_valid":    In(E),
+            "prefetch_head_data":     In(data.ArrayLayout(64, E)),
+            "prefetch_busy":          In(E),
+            "prefetch_idle":          In(E),
+            # Two stages: a start would continue the engine's sequence (``Prefetcher.continues``,
+            # 0 for the chain engine; hw/tmu/evaluate_stage.py).
+            **({"prefetch_continues": In(E)} if c.uop_stages == 2 else {}),
+            "prefetch_pop":           Out(E),
+            # ISA v1 LOCKSTEP statistics (the layer's classes are in the configuration).
+            "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
+            "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
+            "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts
+            # A microcode entry completes: ``pc`` moves (a loop back, a lane step included), or
+            # ``DONE`` pushes its token. Fetch bubbles, waits, the extra cycles of a row or a
+            # vector and engine-pop fallback steps do not count.
+            "stat_uop":             Out(1),
+            # The fetch stage holds no valid uop this cycle (a bubble, hw/tmu/fetch.py).
+            "stat_fetch_bubble":    Out(1),
+            # A load request or a row job is offered and not taken this cycle.
+            "stat_issue_wait":      Out(1),
         })

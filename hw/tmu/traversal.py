@@ -21,28 +21,23 @@ modules that add their logic to the traversal's ``Module``:
   slot).
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
-from amaranth.lib import stream as lib_stream
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
 
-from ..core_if.signatures import MemRequestSignature
 from .actions import Actions
 from .ahead_fetch import AheadFetch
 from .config import TmuConfig
-from .datapath import extract_aligned
+from .blocking_load import BlockingLoad
 from .engine_pop import EnginePops
 from .evaluate_stage import EvaluateStage, StreamForward
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
-from .layouts import ActionCfg, StreamCfg, Uop, UopKind
+from .layer_entry import LayerEntry
+from .layouts import StreamCfg, Uop, UopKind
 from .lockstep_lanes import LockstepLanes
 from .loop_control import LoopControl
 from .operand_sources import OperandSources
-from .rob import alloc_layout
-from .row_issue import row_job_layout
-from .signatures import TraversalConfigSignature, index_bits
-from .source_fields import pick
+from .signatures import TraversalSignature, index_bits
 from .stream_evaluation import StreamEvaluation
 
 
@@ -96,6 +91,8 @@ class Traversal(wiring.Component):
     busy, done, fault, fault_code, fault_addr : Out
         ``done`` pulses when the run ends: after the ``DONE`` token or, after a fault, once the
         reorder buffer has drained everything that precedes the fault.
+
+    The other ports, each with its meaning: :class:`~hw.tmu.signatures.TraversalSignature`.
     """
 
     def __init__(self, config):
@@ -106,101 +103,8 @@ class Traversal(wiring.Component):
         self._sbits = index_bits(c.streams)
         self._abits = index_bits(c.actions)
         self._lbits = index_bits(c.layers)
-        E = self._engines = c.engines
-        super().__init__({
-            # The decoder's configuration registers (layers, regions, blocking streams,
-            # microcode addresses, run-ahead engine assignment, ISA v1 classes): declared once,
-            # hw/tmu/signatures.py's TraversalConfigSignature, here from the receiving side.
-            **TraversalConfigSignature(c).flip().members,
-            "start":      In(1),
-            "abort":      In(1),
-            "busy":       Out(1),
-            "done":       Out(1),
-            "fault":      Out(1),
-            "fault_code": Out(FaultCode),
-            "fault_addr": Out(64),
-            "args":       In(data.ArrayLayout(64, c.args)),
-            "mem_limit":  In(64),
-            # Microcode: asynchronous reads at ``pc`` and at the predicted next ``pc``; stream and
-            # action configuration: synchronous reads (the address of this cycle gives the word
-            # of the next), the fetch stage (hw/tmu/fetch.py). The operand stream's kind and
-            # mode come with the action words (``ActionCfg.operand_*``).
-            "ucode_addr": Out(self._ubits),
-            "ucode_data": In(Uop),
-            "ucode_predict_addr": Out(self._ubits),
-            "ucode_predict_data": In(Uop),
-            "scfg_fetch_addr":  Out(self._sbits),
-            "scfg_data":  In(StreamCfg),
-            "acfg_fetch_addr":  Out(self._abits),
-            "acfg_data":  In(ActionCfg),
-            "acfg2_fetch_addr": Out(self._abits),
-            "acfg2_data": In(ActionCfg),
-            # Two stages: the words of the uop evaluated during another's execution
-            # (hw/tmu/ahead_fetch.py), an asynchronous microcode read and a synchronous
-            # stream configuration read.
-            **({"ucode_ahead_addr": Out(self._ubits), "ucode_ahead_data": In(Uop),
-                "scfg_ahead_addr": Out(self._sbits), "scfg_ahead_data": In(StreamCfg)}
-               if c.uop_stages == 2 else {}),
-            "req":        Out(MemRequestSignature(c.tag_bits, c.line_bytes)),
-            "blocking_resp_valid": In(1),
-            "blocking_resp_data":  In(8 * c.line_bytes),   # the line
-            "rob_alloc_en":    Out(1),
-            "rob_alloc":       Out(alloc_layout(c.line_bytes)),
-            "rob_alloc_ready": In(1),
-            "rob_alloc2_en":    Out(1),
-            "rob_alloc2":       Out(alloc_layout(c.line_bytes)),
-            "rob_alloc2_ready": In(1),
-            "rob_alloc_slot":  In(c.rob_bits),
-            "rob_alloc_reserve": Out(1),      # the first allocation reserves a row's lines
-            "rob_alloc_count":   Out(range(c.row_chunk_lines + 1)),
-            "rob_free":          In(range(c.max_inflight + 1)),
-            "row_job":           Out(lib_stream.Signature(row_job_layout(c))),
-            "rob_empty":       In(1),
-            "ctrl_w_en":   Out(1),    # write a control token (the control FIFO's write side)
-            "ctrl_w_data": Out(16),
-            "ctrl_w_rdy":  In(1),     # the control FIFO has room (does not depend on ctrl_w_en)
-            "ctrl_empty":  In(1),     # the control FIFO is empty
-            "stat_rob_stall":   Out(1),   # an action waits for a free reorder-buffer entry
-            "stat_block_wait":  Out(1),   # waiting for a blocking load
-            "stat_issue":       Out(1),   # a load request is accepted this cycle
-            "stat_issue_bytes": Out(8),   # the bytes of its elements (useful bytes)
-            "stat_blocking":    Out(1),   # that load is a blocking one
-            # Run-ahead engines (hw/tmu/prefetch.py): their assignment is in the configuration.
-            "prefetch_start":         Out(E),
-            "prefetch_arm":           Out(E),   # PREFETCH with ``arm``: latch the parameters
-            "prefetch_armed":         Out(1),   # the start (ENTER) uses the latched ones
-            "prefetch_base":          Out(signed(64)),
-            "prefetch_base_wrapped":  Out(1),   # the base is a stream value that wrapped
-            "prefetch_lower_bound":   Out(signed(64)),
-            "prefetch_upper_bound":   Out(signed(64)),
-            "prefetch_step":          Out(signed(28)),
-            "prefetch_start_offset":  Out(signed(28)),
-            "prefetch_stride":        Out(signed(32)),
-            "prefetch_size_log2":     Out(2),
-            "prefetch_sign":          Out(1),
-            "prefetch_region_base":   Out(signed(64)),
-            "prefetch_region_size":   Out(signed(64)),
-            "prefetch_head_valid":    In(E),
-            "prefetch_head_data":     In(data.ArrayLayout(64, E)),
-            "prefetch_busy":          In(E),
-            "prefetch_idle":          In(E),
-            # Two stages: a start would continue the engine's sequence (``Prefetcher.continues``,
-            # 0 for the chain engine; hw/tmu/evaluate_stage.py).
-            **({"prefetch_continues": In(E)} if c.uop_stages == 2 else {}),
-            "prefetch_pop":           Out(E),
-            # ISA v1 LOCKSTEP statistics (the layer's classes are in the configuration).
-            "stat_lane_eval":       Out(1),   # a STREAM/LANE uop of the LOCKSTEP layer completes
-            "stat_vec_marshal":     Out(1),   # a vector OPERAND action this cycle
-            "stat_vec_iter":        Out(1),   # a vector iteration of the LOCKSTEP layer starts
-            # A microcode entry completes: ``pc`` moves (a loop back, a lane step included), or
-            # ``DONE`` pushes its token. Fetch bubbles, waits, the extra cycles of a row or a
-            # vector and engine-pop fallback steps do not count.
-            "stat_uop":             Out(1),
-            # The fetch stage holds no valid uop this cycle (a bubble, hw/tmu/fetch.py).
-            "stat_fetch_bubble":    Out(1),
-            # A load request or a row job is offered and not taken this cycle.
-            "stat_issue_wait":      Out(1),
-        })
+        self._engines = c.engines
+        super().__init__(TraversalSignature(c))
         # The configuration addresses the uop being evaluated asks for (driven by
         # stream_evaluation.py and actions.py; the fetch stage compares them with the held
         # words' addresses).
@@ -358,61 +262,23 @@ class Traversal(wiring.Component):
 
         # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
-        enter_pending = Signal()
+        enter_pending = Signal(name="enter_pending")
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
                                  self.prefetch_continues & self.prefetch_head_valid)
                    if stage.enabled else Const(0))
 
-        # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one) with the
-        # bounds ``stream.enter_lb``/``enter_ub``, built once: a non-empty range starts the
-        # layer's armed run-ahead engines in its cycle (docs/rtl.md §9.5 B) and enters the body,
-        # an empty one jumps to the layer's exit. ``enter`` below decides when it completes.
-        enter_k = stream.enter_layer
-        enter_lb, enter_ub = stream.enter_lb, stream.enter_ub
+        # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one), built once
+        # (hw/tmu/layer_entry.py); ``enter`` below decides when it completes.
         if stage.enabled:
-            m.d.comb += [e.eq(v) for e, v in zip(entered, (stream.enters, enter_k, enter_lb,
-                                                            enter_ub))]
-        enter_nonempty = Signal(name="enter_nonempty")
-        enter_order_fault = Signal(name="enter_order_fault")
-        enter_starts = Signal(self._engines, name="enter_starts")
-        enter_can_start = Signal(name="enter_can_start")
-        enter_target = Signal(self._ubits, name="enter_target")
-        enter_commit = Signal(name="enter_commit")
-        m.d.comb += [
-            enter_nonempty.eq(enter_lb < enter_ub),
-            enter_order_fault.eq(stream.lay.check_order & (enter_ub < enter_lb)),
-            enter_starts.eq(Mux(enter_nonempty, u.start_engines[:self._engines], 0)),
-            enter_can_start.eq((enter_starts & ~self.prefetch_idle) == 0),
-            enter_target.eq(Mux(enter_nonempty, pc + 1,
-                                pick(m, exit_pc, enter_k, self._ubits, "k_exit"))),
-        ]
-        with m.If(enter_commit):
-            m.d.comb += self.prefetch_start.eq(enter_starts)
-            m.d.sync += [idx[enter_k].eq(enter_lb), ubr[enter_k].eq(enter_ub),
-                         enter_pending.eq(0)]
-            with m.If(lanes.on & (enter_k == lanes.layer_id)):
-                lanes.start_vector_iteration(m, enter_vector)
-                lanes.restart_lane(m)
-                m.d.sync += lanes.lf_valid.eq(0)
-                m.d.comb += self.stat_vec_iter.eq(enter_nonempty)
+            m.d.comb += [e.eq(v) for e, v in zip(entered, (stream.enters, stream.enter_layer,
+                                                            stream.enter_lb, stream.enter_ub))]
+        entry = LayerEntry(m, self, u, stream, lanes, (idx, ubr, exit_pc), pc, enter_pending,
+                           enter_vector)
 
         def enter(fused):
-            """The ENTER completes (``enter_commit``) unless its range is reversed
-            (``RANGE_ORDER``); while one of the engines it starts may not start yet (``idle``, as
-            a PREFETCH waits) the uop stays, and for a fused ENTER (``fused``: its stream and
-            actions completed this cycle) only the ENTER is left (``enter_pending``)."""
-            with m.If(enter_order_fault):
-                stop(FaultCode.RANGE_ORDER, enter_k)
-            with m.Elif(enter_can_start):
-                m.d.comb += enter_commit.eq(1)
-                goto(enter_target)
-            with m.Else():
-                if fused:
-                    # The pops stay done; the uop has not completed.
-                    m.d.comb += pop_clear.eq(0)
-                    m.d.sync += enter_pending.eq(1)
+            entry.enter(fused, stop, goto, pop_clear)
 
         # Two stages: the uop X moves to (or keeps) evaluates nothing and executes next cycle
         # without an E cycle (hw/tmu/evaluate_stage.py).
@@ -422,17 +288,9 @@ class Traversal(wiring.Component):
             & stage.evaluates_nothing(m, fetch.predicted_word, "predicted_free"),
             stage.evaluates_nothing(m, u, "uop_free"))
 
-        # Blocking load in flight.
-        blocking_stream_id = Signal(self._sbits)
-        blocking_offset    = Signal(c.line_offset_bits)   # byte of the element in its line
-        blocking_log2_size = Signal(2)
-        blocking_sign      = Signal()
-        blocking_lockstep  = Signal()     # ... for a lane of the LOCKSTEP layer
-        # The element of the blocking load's line (aligned: its address was checked).
-        blocking_value = Signal(64)
-        m.d.comb += blocking_value.eq(extract_aligned(self.blocking_resp_data, blocking_offset,
-                                                      blocking_log2_size, blocking_sign))
-        # (a fallback step's blocking load: ``pops.fallback`` stays set until it completes)
+        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
+        # stays set until it completes).
+        blocking = BlockingLoad(m, self, c, self._sbits)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -528,21 +386,7 @@ class Traversal(wiring.Component):
                                         & stream.s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
                             with m.Elif(stream.s_blocking):
-                                m.d.comb += [
-                                    self.req.valid.eq(1),
-                                    self.req.payload.addr.eq(stream.addr),
-                                    self.req.payload.tag.eq(1 << c.tag_index_bits),
-                                    self.stat_issue_bytes.eq(stream.esize),
-                                    self.stat_blocking.eq(1),
-                                ]
-                                with m.If(self.req.ready):
-                                    m.d.sync += [blocking_stream_id.eq(u.id),
-                                                 blocking_offset.eq(
-                                                     stream.addr[0:c.line_offset_bits]),
-                                                 blocking_log2_size.eq(stream.log2),
-                                                 blocking_sign.eq(stream.s_mode.sign),
-                                                 blocking_lockstep.eq(stream.s_lockstep)]
-                                    m.next = "BWAIT"
+                                blocking.issue(m, u, stream)
                             with m.Elif(u.fuse_act):
                                 # The stream's value (and a BLOCK row's count) is kept when
                                 # its fused action fires, exactly as without the action.
@@ -585,13 +429,7 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(self.blocking_resp_valid):
-                    m.d.sync += vals[blocking_stream_id].eq(blocking_value)
-                    if lanes.enabled:
-                        vreg_w = lanes.vreg_w
-                        m.d.comb += [vreg_w.addr.eq(Cat(lanes.lane[:lanes.lane_bits],
-                                                        blocking_stream_id)),
-                                     vreg_w.data.eq(blocking_value),
-                                     vreg_w.en.eq(blocking_lockstep)]
+                    blocking.complete(m, vals, lanes)
                     advance()
                     m.next = "RUN"
 

@@ -1,12 +1,13 @@
 """The traversal's evaluate stage (``TmuConfig.uop_stages = 2``; ``docs/rtl.md`` §2.2
 "Two-stage uop", ``docs/synthesis.md`` "Why trimming the uop no longer shortens it").
 
-With one stage (the default) a uop is evaluated and executed in one cycle: its sources, the
-stream's address ``a + b * stride`` and its checks, and the decision that fires it (no fault,
-room in the reorder buffer, the control FIFO and the request buffer) with the enables of every
-register the traversal writes, all in one combinational path.
+With one stage (``uop_stages = 1``) a uop is evaluated and executed in one cycle: its sources,
+the stream's address ``a + b * stride`` and its checks, and the decision that fires it (no
+fault, room in the reorder buffer, the control FIFO and the request buffer) with the enables of
+every register the traversal writes, all in one combinational path.
 
-With two stages a uop takes two cycles (at least) and that path is cut in two:
+With two stages (the default since session 28) a uop takes two cycles (at least) and that path
+is cut in two:
 
 * **Evaluate** (E): the sources, the ALU, the address and its checks, the engines' heads the
   uop waits for; their results go into registers (:meth:`EvaluateStage.hold`). Nothing fires:

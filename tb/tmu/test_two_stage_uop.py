@@ -5,7 +5,8 @@ Amaranth simulator with random back-pressure (fresh seeds, printed): bags with e
 loops and a two-entry reorder buffer, every fault case, LOCKSTEP layers (lane by lane, vector
 mode, lane faults), BLOCK rows, engine-pop fallback steps, random v0/v1 programs and the
 compiled ``-O3`` workloads. Two stages are the default since session 28; the one-stage unit stays
-a parameter, checked here as the twin of every case. The differential fuzz campaign's generators
+a parameter, checked here as the twin of each case (the fast suite's random shares of the
+overflow, BLOCK and random programs on two stages only). The differential fuzz campaign's generators
 (``tb/fuzz.py``) run on the Verilator build of the default unit (``test_two_stage_fuzz``) and,
 ``slow``, of its one-stage twin (``test_one_stage_fuzz``)."""
 

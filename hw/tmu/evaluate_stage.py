@@ -55,10 +55,23 @@ execution:
   body's first uop reading the index or the lanes overlap;
 * the ahead uop pops no engine this uop's ``ENTER`` starts, unless the start continues the
   engine's sequence with its head there;
-* nothing else is overlapped: the ahead uop is a ``STREAM`` uop, not blocking (its load or its
-  engine's value is taken in X), without a lane step; this uop is not blocking, not a
-  ``PREFETCH`` or ``DONE``, not an engine-pop fallback step, a pending ``ENTER`` or a lane
-  step (``LANE``, fused or its own: it moves the lane and the layer's index).
+* a blocking ``STREAM`` uop (session 29): as the ahead uop, E holds the head of the engine
+  serving its stream (``StreamEvaluation.engine_heads``) or its address (a blocking load
+  without an engine), which X takes; so the executed uop may not start that engine (unless
+  the start continues its sequence with its head there, as for the pops) nor be the same
+  uop (X would pop that head). As the executed uop, only if an engine serves its stream, outside
+  the LOCKSTEP layer: X takes the held head's value and forwards it, or waits without moving
+  ``pc``; a blocking load without an engine waits for its line (``BWAIT``);
+* an ``ENTER`` as the ahead uop (session 29): E reads its bounds (forwarded as any source);
+  X starts its engines and writes its index from the held bounds;
+* nothing else is overlapped: the ahead uop is a ``STREAM`` or ``ENTER`` uop without a lane
+  step; this uop is not a ``PREFETCH`` or ``DONE``, not an engine-pop fallback step, a
+  pending ``ENTER`` or a lane step (``LANE``, fused or its own: it moves the lane and the
+  layer's index).
+
+What is left (``docs/performance.md``, "Blocking loads and ``ENTER`` evaluated ahead"): after
+a fetch bubble (a LOCKSTEP loop's exit, an empty layer) the ahead words are not those of the
+uop after the one fetched, so that uop is evaluated after its predecessor's execution.
 
 **No evaluation for a uop that evaluates nothing** (:meth:`EvaluateStage.evaluates_nothing`).
 An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step) executes from registers
@@ -211,9 +224,12 @@ class EvaluateStage:
         continue its sequence (``Prefetcher.continues``, its entries kept) and its head is
         valid.
 
-        The ahead uop is a ``STREAM`` uop, not blocking, without a lane step; the executed
-        uop is a ``STREAM``, ``ACT``, ``NEXT`` or ``ENTER`` uop, not blocking, without a lane
-        step, an engine-pop fallback step or a pending ``ENTER``; what the execution writes
+        The ahead uop is a ``STREAM`` or ``ENTER`` uop without a lane step (a blocking
+        ``STREAM``: its engine not started by the executed uop unless it continues with its
+        head there, and not the executed blocking uop itself); the executed uop is a
+        ``STREAM``, ``ACT``, ``NEXT`` or ``ENTER`` uop (a blocking ``STREAM`` only if an engine
+        serves its stream, outside the LOCKSTEP layer), without a lane step, an engine-pop
+        fallback step or a pending ``ENTER``; what the execution writes
         and the evaluation reads is forwarded (:class:`StreamForward`); and the ahead uop pops
         no engine the executed uop starts (``ENTER``, own or fused) unless the
         start continues the engine's sequence and its head is already there: the head is then
@@ -225,18 +241,33 @@ class EvaluateStage:
         # What X writes and E reads (the uop's stream and a chained uop's ALU stream, the
         # index its NEXT or ENTER writes, a vector iteration of the LOCKSTEP layer) is
         # forwarded (:class:`StreamForward`): no hazard but the engines an ENTER starts.
+        engines = len(ready)
         starts_engines = (uop.kind == UopKind.ENTER) | uop.fuse_enter
-        started = Mux(starts_engines, uop.start_engines[:len(ready)], 0)
+        started = Mux(starts_engines, uop.start_engines[:engines], 0)
+        # A blocking STREAM uop executed overlaps only if an engine serves its stream (X takes
+        # the held head's value, forwarded, or waits without moving ``pc``), outside the
+        # LOCKSTEP layer; a blocking load without an engine goes on to wait for its line.
         # (``s_blocking`` reads the stream configuration at the uop's ``id``: an ACT's or an
         # ENTER's ``id`` is no stream)
+        executed_blocking = (uop.kind == UopKind.STREAM) & stream.s_blocking
         executed_ok = (((uop.kind == UopKind.STREAM) | (uop.kind == UopKind.ACT)
                         | (uop.kind == UopKind.NEXT) | (uop.kind == UopKind.ENTER))
-                       & ~uop.fuse_lane & ~((uop.kind == UopKind.STREAM) & stream.s_blocking)
+                       & ~uop.fuse_lane
+                       & ~(executed_blocking & ~(stream.s_prefetched & ~stream.s_lockstep))
                        & ~pops.fallback & ~enter_pending)
         next_uop = ahead.uop
-        ahead_ok = (ahead.valid & (next_uop.kind == UopKind.STREAM) & ~next_uop.fuse_lane
-                    & ~stream.evaluated_blocking
-                    & ((next_uop.pop[:len(ready)] & started & ~ready) == 0))
+        # An ahead blocking STREAM: its engine's head (if one serves it) is held in E and
+        # taken in X, so no start by this uop may replace it (as for the pops below) and this
+        # uop may not pop it (the same stream: a blocking uop looping on itself).
+        ahead_stream = next_uop.kind == UopKind.STREAM
+        ahead_engine = Mux(stream.evaluated_prefetched,
+                           Const(1, engines) << stream.evaluated_engine, 0)[:engines]
+        ahead_blocking_ok = (~stream.evaluated_blocking
+                             | (((ahead_engine & started & ~ready) == 0)
+                                & ~(executed_blocking & (uop.id == next_uop.id))))
+        ahead_ok = (ahead.valid & ~next_uop.fuse_lane
+                    & ((ahead_stream & ahead_blocking_ok) | (next_uop.kind == UopKind.ENTER))
+                    & ((next_uop.pop[:engines] & started & ~ready) == 0))
         ok = Signal(name="uop_overlap")
         m.d.comb += ok.eq(executed_ok & ahead_ok)
         return ok
@@ -277,7 +308,8 @@ class EvaluateStage:
             return
         for name in ("s_result", "addr", "s_fault", "s_code", "s_faddr", "s_wraps",
                      "chain_val", "chain_wraps", "blk_n", "a_v", "b_v",
-                     "s_prefetch_head", "s_prefetch_busy", "base_wrapped"):
+                     "s_prefetch_head", "s_prefetch_busy", "s_prefetch_value",
+                     "base_wrapped"):
             setattr(stream, name, self.hold(getattr(stream, name), name))
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")
@@ -293,8 +325,11 @@ class EvaluateStage:
         the ahead uop, which it does only after writing them."""
         (en, sid, value, wraps), (chain_en, chain_id, chain_value, chain_wraps) = forward.entries
         keeps = evaluate_ahead & (uop.kind == UopKind.STREAM) & ~stream.s_fault
+        # (a blocking stream an engine serves keeps its engine's held head)
+        from_engine = stream.s_blocking & stream.s_prefetched
         m.d.comb += [
-            en.eq(keeps), sid.eq(uop.id[:8]), value.eq(stream.s_result),
+            en.eq(keeps), sid.eq(uop.id[:8]),
+            value.eq(Mux(from_engine, stream.s_prefetch_value, stream.s_result)),
             wraps.eq(stream.kept_wraps(lanes)),
             chain_en.eq(keeps & uop.chain), chain_id.eq(stream.sc.b.value[:8]),
             chain_value.eq(stream.chain_val), chain_wraps.eq(stream.chain_wraps),

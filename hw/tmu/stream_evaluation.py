@@ -405,22 +405,36 @@ class StreamEvaluation:
 
     def engine_heads(self, m):
         """The engine serving the evaluated stream (if it has one): ``s_prefetch_head``, its
-        value is ready, ``s_prefetch_busy``, it is on its way (evaluation results, held with
-        two stages)."""
+        value is ready, ``s_prefetch_busy``, it is on its way, ``s_prefetch_value``, that
+        value (evaluation results, held with two stages: a blocking stream's value taken from
+        its engine in X is the head E saw valid, which nothing pops before X), and
+        ``evaluated_prefetched`` / ``evaluated_engine``: an engine serves the stream, and
+        which (not held)."""
         t, c = self._t, self._c
         engine = pick(m, Array(t.stream_prefetch_engine[i] for i in range(c.streams)),
                       self._eval_uop.id[:self._sbits], index_bits(c.engines),
                       "evaluated_prefetch_engine")
         self.s_prefetch_head = t.prefetch_head_valid.bit_select(engine, 1)
         self.s_prefetch_busy = t.prefetch_busy.bit_select(engine, 1)
+        # (two stages: whether an engine serves the evaluated stream, which one, and its head's
+        # value, held with the head's valid bit: the ahead evaluation of a blocking stream;
+        # one stage: ``s_prefetch_data``, ``connect_engines``)
+        self.evaluated_prefetched = t.stream_prefetched.bit_select(
+            self._eval_uop.id[:self._sbits], 1)
+        self.evaluated_engine = engine
+        if not self._shared:
+            self.s_prefetch_value = pick(m, Array(t.prefetch_head_data[i]
+                                                  for i in range(c.engines)),
+                                         engine, 64, "evaluated_prefetch_data")
 
     def connect_engines(self, m, indices, upper_bounds, layers):
         """The run-ahead engines' start parameters (``PREFETCH e`` starts engine ``e`` with the
         stream it serves, evaluated by this uop: base ``a``, stride, element size, region, and
         its layer's current index, bound and step) and the engine serving the executed uop's
-        stream: ``s_prefetched`` (it has one), ``s_prefetch_engine``, ``s_prefetch_data`` (its
-        head's value). Called after the evaluation's results are held (two stages): the
-        executed uop's words and its held ``a``, bounds and base ``wrapped`` bit."""
+        stream: ``s_prefetched`` (it has one), ``s_prefetch_engine`` and (one stage; with two
+        the held one of :meth:`engine_heads`) ``s_prefetch_value``, its head's value. Called
+        after the evaluation's results are held (two stages): the executed uop's words and its
+        held ``a``, bounds and base ``wrapped`` bit."""
         t, c, u = self._t, self._c, self._uop
         sbits, lbits = self._sbits, index_bits(c.layers)
         ebits = index_bits(c.engines)
@@ -459,8 +473,9 @@ class StreamEvaluation:
         self.s_prefetch_engine = s_prefetch_engine = pick(
             m, Array(t.stream_prefetch_engine[i] for i in range(c.streams)),
             u.id[:sbits], ebits, "s_prefetch_engine")
-        self.s_prefetch_data = pick(m, Array(t.prefetch_head_data[i] for i in engines),
-                                    s_prefetch_engine, 64, "s_prefetch_data")
+        if self._shared:
+            self.s_prefetch_value = pick(m, Array(t.prefetch_head_data[i] for i in engines),
+                                         s_prefetch_engine, 64, "s_prefetch_data")
 
     def kept_wraps(self, lanes):
         """The ``wrapped`` bit :meth:`keep_value` keeps for the executed uop's stream: its own,

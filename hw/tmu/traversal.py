@@ -375,9 +375,9 @@ class Traversal(wiring.Component):
                             with m.Elif(stream.s_blocking & stream.s_prefetched
                                         & stream.s_prefetch_head):
                                 # The engine has the value already.
-                                m.d.sync += vals[u.id[:self._sbits]].eq(stream.s_prefetch_data)
+                                m.d.sync += vals[u.id[:self._sbits]].eq(stream.s_prefetch_value)
                                 if lanes.enabled:
-                                    m.d.comb += [lanes.vreg_w.data.eq(stream.s_prefetch_data),
+                                    m.d.comb += [lanes.vreg_w.data.eq(stream.s_prefetch_value),
                                                  lanes.vreg_w.en.eq(stream.s_lockstep)]
                                 m.d.comb += self.prefetch_pop.bit_select(
                                     stream.s_prefetch_engine, 1).eq(1)

@@ -139,7 +139,8 @@ def main(ns: argparse.Namespace) -> int:
                 ("fetch_bubble_cycles", "fetch bubbles"),
                 ("block_wait_cycles", "blocking-load waits"),
                 ("rob_full_cycles", "reorder buffer full"),
-                ("issue_wait_cycles", "request or row issue full"))]
+                ("issue_wait_cycles", "request or row issue full"),
+                ("evaluate_cycles", "evaluate cycles (two stages)"))]
             print("  cycles without a uop: " + ", ".join(f"{n} {what}" for n, what in waits)
                   + f"; the rest ({run_cycles - stats['uops'] - sum(n for n, _ in waits)}): "
                   f"the other waits (output, engines, rows of several chunks) and the drain")

@@ -30,6 +30,8 @@ COUNTERS = (
                             # first uop, a configuration word read again)
     "issue_wait_cycles",    # cycles a load request or a row job the traversal offered was not
                             # taken (its request buffer, or the row issue block, was full)
+    "evaluate_cycles",      # two stages: cycles the traversal evaluated a uop without executing
+                            # one (an evaluate cycle not overlapped with an execution)
 )
 
 CountersLayout = data.StructLayout({name: 64 for name in COUNTERS})
@@ -58,6 +60,7 @@ def events_layout(config):
         "uop":              1,
         "fetch_bubble":     1,
         "issue_wait":       1,
+        "evaluate":         1,
     })
 
 
@@ -134,6 +137,7 @@ class Counters(wiring.Component):
                     cnt.uops.eq(cnt.uops + ev.uop),
                     cnt.fetch_bubble_cycles.eq(cnt.fetch_bubble_cycles + ev.fetch_bubble),
                     cnt.issue_wait_cycles.eq(cnt.issue_wait_cycles + ev.issue_wait),
+                    cnt.evaluate_cycles.eq(cnt.evaluate_cycles + ev.evaluate),
                 ]
                 with m.If(inflight_after > cnt.peak_inflight):
                     m.d.sync += cnt.peak_inflight.eq(inflight_after)

@@ -414,4 +414,6 @@ class TraversalSignature(wiring.Signature):
             "stat_fetch_bubble":    Out(1),
             # A load request or a row job is offered and not taken this cycle.
             "stat_issue_wait":      Out(1),
+            # Two stages: an evaluate cycle in which no uop executes (hw/tmu/evaluate_stage.py).
+            "stat_evaluate":        Out(1),
         })

@@ -400,5 +400,6 @@ class Tmu(wiring.Component):
             ev.uop.eq(trv.stat_uop),
             ev.fetch_bubble.eq(trv.stat_fetch_bubble),
             ev.issue_wait.eq(trv.stat_issue_wait),
+            ev.evaluate.eq(trv.stat_evaluate),
         ]
         return m

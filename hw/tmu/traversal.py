@@ -336,7 +336,7 @@ class Traversal(wiring.Component):
                     with m.Elif(~stage.executing):
                         # Two stages: the evaluate cycle, the results into registers; the
                         # uop's pops commit here (hw/tmu/evaluate_stage.py).
-                        m.d.comb += stage.capture.eq(1)
+                        m.d.comb += [stage.capture.eq(1), self.stat_evaluate.eq(1)]
                         m.d.sync += stage.executing.eq(1)
                         m.d.comb += pops.commit.eq(pops.ready)
                 with m.Else():

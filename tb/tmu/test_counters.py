@@ -50,6 +50,7 @@ def _model_step(counts, state, ev):
     counts["uops"] += ev["uop"]
     counts["fetch_bubble_cycles"] += ev["fetch_bubble"]
     counts["issue_wait_cycles"] += ev["issue_wait"]
+    counts["evaluate_cycles"] += ev["evaluate"]
     state["inflight"] = after
 
 

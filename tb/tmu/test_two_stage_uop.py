@@ -56,11 +56,21 @@ def _check(case, config, backpressure, seed, twin=True):
 
 def _uop_rate(case, backpressure, seed, config=TWO):
     """``_check`` ``case`` on the two-stage unit ``config``; returns its uops and the run cycles
-    (cycles after decoding, the unit's own counters) with two stages and with one, printed."""
+    (cycles after decoding, the unit's own counters) with two stages and with one, printed.
+
+    Checks the ``evaluate_cycles`` counter (``docs/rtl.md`` §2.7): 0 with one stage; with two,
+    disjoint from the cycles that complete a uop, fetch bubbles and the reorder buffer's and
+    request port's waits, and without back-pressure at least the cycles two stages add."""
     one, two = _check(case, config, backpressure, seed)
     run = lambda r: r.stats["cycles"] - r.stats["decode_cycles"]
-    print(f"two stages: {two.stats['uops']} uops in {run(two)} run cycles; one stage: "
-          f"{one.stats['uops']} uops in {run(one)}")
+    evaluate = two.stats["evaluate_cycles"]
+    print(f"two stages: {two.stats['uops']} uops and {evaluate} evaluate cycles in {run(two)} "
+          f"run cycles; one stage: {one.stats['uops']} uops in {run(one)}")
+    assert one.stats["evaluate_cycles"] == 0
+    assert sum(two.stats[k] for k in ("uops", "evaluate_cycles", "fetch_bubble_cycles",
+                                      "rob_full_cycles", "issue_wait_cycles")) <= run(two)
+    if backpressure == 0.0:
+        assert run(two) - run(one) <= evaluate
     return two.stats["uops"], run(two), run(one)
 
 

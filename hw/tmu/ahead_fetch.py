@@ -9,8 +9,10 @@ holds a second set, the *ahead* words: a microcode word (a register) and its str
 configuration word (a synchronous read port of ``scfg``, read a cycle ahead).
 
 Which uop: in an E cycle, the one the fetch stage predicts after the uop being evaluated (so
-that X's cycle holds the words of the uop after it); in an X cycle, the one after the ahead
-uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
+that X's cycle holds the words of the uop after it); in a fetch bubble, the one after the uop
+at ``pc`` (the word the bubble fetches: a uop that evaluates nothing executes right after the
+bubble, ``EvaluateStage.evaluates_nothing``, and its X cycle evaluates the one after it); in an
+X cycle, the one after the ahead uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
 after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
 index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
 performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last
@@ -23,7 +25,7 @@ from lane 0's index); a lane step is not predicted (it is not overlapped).
 Not a component: it adds its registers and read addresses to the traversal's ``Module``.
 """
 
-from amaranth.hdl import Mux, Signal
+from amaranth.hdl import Const, Mux, Signal, signed
 
 from .layouts import Uop
 from .loop_control import has_next, next_layer_of, predicted_after
@@ -57,6 +59,9 @@ class AheadFetch:
     entered : (Value, Value, Value, Value)
         Whether X's uop performs an ``ENTER`` (own or fused), its layer and its bounds (the
         ahead uop's ``NEXT`` is predicted in the entered range).
+    bubble : Value
+        A fetch bubble in which nothing executes: the words after ``fetch.current_word`` are
+        read.
 
     Attributes
     ----------
@@ -70,7 +75,8 @@ class AheadFetch:
         Register: the words were read in this run.
     """
 
-    def __init__(self, m, t, fetch, executing, running, registers, lanes, executed, entered):
+    def __init__(self, m, t, fetch, executing, running, registers, lanes, executed, entered,
+                 bubble):
         c = t._cfg
         ubits, sbits, lbits = (index_bits(c.ucode_depth), index_bits(c.streams),
                                index_bits(c.layers))
@@ -89,10 +95,20 @@ class AheadFetch:
                                                        entered, ubits, lbits,
                                                        "ahead_loop_next_pc"),
                                        (self.pc + 1)[:ubits]))
-        m.d.comb += t.ucode_ahead_addr.eq(after_ahead)
+        # In a bubble (nothing executes: no index moves), the uop after the one fetched.
+        current = fetch.current_word
+        nothing = (Const(0), Const(0, lbits))
+        after_current = Signal(ubits, name="ahead_after_fetched_pc")
+        m.d.comb += after_current.eq(Mux(has_next(current),
+                                         predicted_after(m, current, registers, lanes, nothing,
+                                                         (*nothing, Const(0, signed(64)), Const(0, signed(64))),
+                                                         ubits, lbits, "ahead_bubble_next_pc"),
+                                         (t.ucode_addr + 1)[:ubits]))
+        m.d.comb += t.ucode_ahead_addr.eq(Mux(bubble, after_current, after_ahead))
 
-        address = Mux(executing, after_ahead, fetch.predicted)
+        address = Mux(executing, after_ahead, Mux(bubble, after_current, fetch.predicted))
         next_word = Signal(Uop, name="ahead_next_word")
-        m.d.comb += next_word.eq(Mux(executing, t.ucode_ahead_data, fetch.predicted_word))
+        m.d.comb += next_word.eq(Mux(executing | bubble, t.ucode_ahead_data,
+                                     fetch.predicted_word))
         m.d.comb += t.scfg_ahead_addr.eq(next_word.id[:sbits])
         m.d.sync += [self.pc.eq(address), self.uop.eq(next_word), self.valid.eq(running)]

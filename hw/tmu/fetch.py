@@ -79,6 +79,9 @@ class Fetch:
     predicted_word : Value(Uop)
         The microcode word at ``predicted`` (the asynchronous read), the uop the held words
         will be when ``pc`` moves to ``predicted`` this cycle.
+    current_word : Value(Uop)
+        The microcode word at ``pc`` (the asynchronous read), the uop the held words are after
+        a bubble.
     """
 
     def __init__(self, m, t, pc, advance, running, lanes, loop):
@@ -123,7 +126,7 @@ class Fetch:
                     word.act2_id[:abits])
 
         m.d.comb += [t.ucode_addr.eq(pc), t.ucode_predict_addr.eq(predicted)]
-        current_word = t.ucode_data
+        self.current_word = current_word = t.ucode_data
         self.predicted_word = predicted_word = t.ucode_predict_data
         uop_ok = valid & (uop_pc == pc)
         asked = (t.scfg_addr, t.acfg_addr, t.acfg2_addr)

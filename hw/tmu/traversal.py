@@ -160,8 +160,11 @@ class Traversal(wiring.Component):
                        Signal(self._lbits, name="ahead_entered_layer"),
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
+            # (a fetch bubble in which nothing executes: driven below)
+            bubble = Signal(name="fetch_bubble_evaluating")
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
-                               (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered)
+                               (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered,
+                               bubble)
             evaluate_ahead = stage.executing
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
@@ -330,8 +333,15 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(~fetch.ready):
-                    # a fetch bubble: the uop's words are read (hw/tmu/fetch.py)
+                    # a fetch bubble: the uop's words are read (hw/tmu/fetch.py); with two
+                    # stages a uop that evaluates nothing executes right after it, and the
+                    # ahead words are those of the uop after it (hw/tmu/ahead_fetch.py)
                     m.d.comb += self.stat_fetch_bubble.eq(1)
+                    if stage.enabled:
+                        with m.If(~stage.executing):
+                            m.d.comb += bubble.eq(1)
+                            m.d.sync += stage.executing.eq(
+                                stage.evaluates_nothing(m, fetch.current_word, "fetched_free"))
                 if stage.enabled:
                     with m.Elif(~stage.executing):
                         # Two stages: the evaluate cycle, the results into registers; the

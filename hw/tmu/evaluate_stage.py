@@ -69,9 +69,11 @@ execution:
   pending ``ENTER`` or a lane step (``LANE``, fused or its own: it moves the lane and the
   layer's index).
 
-What is left (``docs/performance.md``, "Blocking loads and ``ENTER`` evaluated ahead"): after
-a fetch bubble (a LOCKSTEP loop's exit, an empty layer) the ahead words are not those of the
-uop after the one fetched, so that uop is evaluated after its predecessor's execution.
+**After a fetch bubble** (session 29; a LOCKSTEP loop's exit, an empty layer's ``ENTER``): a
+uop that evaluates nothing executes in the cycle after the bubble, and the bubble reads the
+ahead words of the uop after it (``hw/tmu/ahead_fetch.py``), so that one is evaluated during
+its execution. The evaluate cycles left, not overlapped with an execution, are counted
+(``evaluate_cycles``, ``docs/rtl.md`` §2.7).
 
 **No evaluation for a uop that evaluates nothing** (:meth:`EvaluateStage.evaluates_nothing`).
 An ``ACT``, ``NEXT`` or ``DONE`` uop (no fused ``ENTER`` or lane step) executes from registers

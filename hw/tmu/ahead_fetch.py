@@ -12,8 +12,8 @@ Which uop: in an E cycle, the one the fetch stage predicts after the uop being e
 that X's cycle holds the words of the uop after it); in a fetch bubble, the one after the uop
 at ``pc`` (the word the bubble fetches: a uop that evaluates nothing executes right after the
 bubble, ``EvaluateStage.evaluates_nothing``, and its X cycle evaluates the one after it); in an
-X cycle, the one after the ahead uop itself (so that the next X cycle, if it executes the ahead uop, holds the words of the uop
-after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
+X cycle, the one after the ahead uop itself (so that the next X cycle, if it executes the
+ahead uop, holds the words of the uop after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
 index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
 performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last
 iteration is followed by its exit (or the outer layer's body). The prediction needs not be
@@ -98,11 +98,12 @@ class AheadFetch:
         # In a bubble (nothing executes: no index moves), the uop after the one fetched.
         current = fetch.current_word
         nothing = (Const(0), Const(0, lbits))
+        no_bounds = (Const(0, signed(64)), Const(0, signed(64)))
         after_current = Signal(ubits, name="ahead_after_fetched_pc")
         m.d.comb += after_current.eq(Mux(has_next(current),
                                          predicted_after(m, current, registers, lanes, nothing,
-                                                         (*nothing, Const(0, signed(64)), Const(0, signed(64))),
-                                                         ubits, lbits, "ahead_bubble_next_pc"),
+                                                         (*nothing, *no_bounds), ubits, lbits,
+                                                         "ahead_bubble_next_pc"),
                                          (t.ucode_addr + 1)[:ubits]))
         m.d.comb += t.ucode_ahead_addr.eq(Mux(bubble, after_current, after_ahead))
 

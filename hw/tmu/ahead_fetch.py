@@ -62,6 +62,9 @@ class AheadFetch:
     bubble : Value
         A fetch bubble in which nothing executes: the words after ``fetch.current_word`` are
         read.
+    hold : Value
+        An X cycle in which the executed uop waits and is evaluated again: the ahead words
+        stay (the next cycle executes the same uop).
 
     Attributes
     ----------
@@ -76,7 +79,7 @@ class AheadFetch:
     """
 
     def __init__(self, m, t, fetch, executing, running, registers, lanes, executed, entered,
-                 bubble):
+                 bubble, hold):
         c = t._cfg
         ubits, sbits, lbits = (index_bits(c.ucode_depth), index_bits(c.streams),
                                index_bits(c.layers))
@@ -107,9 +110,11 @@ class AheadFetch:
                                          (t.ucode_addr + 1)[:ubits]))
         m.d.comb += t.ucode_ahead_addr.eq(Mux(bubble, after_current, after_ahead))
 
-        address = Mux(executing, after_ahead, Mux(bubble, after_current, fetch.predicted))
+        address = Mux(hold, self.pc, Mux(executing, after_ahead,
+                                         Mux(bubble, after_current, fetch.predicted)))
         next_word = Signal(Uop, name="ahead_next_word")
-        m.d.comb += next_word.eq(Mux(executing | bubble, t.ucode_ahead_data,
-                                     fetch.predicted_word))
+        m.d.comb += next_word.eq(Mux(hold, self.uop,
+                                     Mux(executing | bubble, t.ucode_ahead_data,
+                                         fetch.predicted_word)))
         m.d.comb += t.scfg_ahead_addr.eq(next_word.id[:sbits])
         m.d.sync += [self.pc.eq(address), self.uop.eq(next_word), self.valid.eq(running)]

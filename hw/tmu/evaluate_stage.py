@@ -69,6 +69,13 @@ execution:
   pending ``ENTER`` or a lane step (``LANE``, fused or its own: it moves the lane and the
   layer's index).
 
+**A uop waiting for an engine's value** (session 29: a popped engine's head, or the head of
+the engine serving its blocking stream, not there in E): its X cycle waits and evaluates the
+uop itself again (``again`` in the traversal: E reads the fetched words, not the ahead ones,
+captures and commits the pops as an E cycle does, and the ahead words stay), so the next
+cycle executes it with the new results: the wait is polled every cycle, as with one stage,
+not every second one.
+
 **After a fetch bubble** (session 29; a LOCKSTEP loop's exit, an empty layer's ``ENTER``): a
 uop that evaluates nothing executes in the cycle after the bubble, and the bubble reads the
 ahead words of the uop after it (``hw/tmu/ahead_fetch.py``), so that one is evaluated during

@@ -160,12 +160,14 @@ class Traversal(wiring.Component):
                        Signal(self._lbits, name="ahead_entered_layer"),
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
-            # (a fetch bubble in which nothing executes: driven below)
+            # (a fetch bubble in which nothing executes; an X cycle that waits for an
+            # engine's value and evaluates its own uop again: driven below)
             bubble = Signal(name="fetch_bubble_evaluating")
+            again = Signal(name="uop_evaluate_again")
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
                                (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered,
-                               bubble)
-            evaluate_ahead = stage.executing
+                               bubble, again)
+            evaluate_ahead = stage.executing & ~again
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")
@@ -271,6 +273,16 @@ class Traversal(wiring.Component):
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
                                  self.prefetch_continues & self.prefetch_head_valid)
                    if stage.enabled else Const(0))
+        if stage.enabled:
+            # An X cycle of a STREAM uop that waits for a popped engine's value or for the
+            # engine serving its blocking stream (the branches of the same conditions below):
+            # from registers and held results only.
+            m.d.comb += again.eq(
+                stage.executing & fetch.ready & ~self.abort & (u.kind == UopKind.STREAM)
+                & ~pops.stopped & ~enter_pending
+                & ((~pops.fallback & pops.wait)
+                   | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
+                      & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one), built once
         # (hw/tmu/layer_entry.py); ``enter`` below decides when it completes.
@@ -353,11 +365,14 @@ class Traversal(wiring.Component):
                     if stage.enabled:
                         # E evaluates the ahead uop now; if X moves to it, it executes next
                         # cycle and its pops commit now (hw/tmu/evaluate_stage.py).
-                        m.d.comb += [stage.capture.eq(overlap),
+                        # A STREAM uop waiting for an engine's value evaluates itself again
+                        # (``again``): it executes next cycle with the new results.
+                        m.d.comb += [stage.capture.eq(overlap | again),
                                      overlap_hit.eq(overlap & pc_write
                                                     & (pc_next == ahead.pc))]
-                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation)
-                        with m.If(overlap_hit):
+                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation
+                                                       | again)
+                        with m.If(overlap_hit | again):
                             m.d.comb += pops.commit.eq(pops.ready)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):

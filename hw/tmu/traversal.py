@@ -161,7 +161,7 @@ class Traversal(wiring.Component):
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
             # (a fetch bubble in which nothing executes; an X cycle that waits for an
-            # engine's value and evaluates its own uop again: driven below)
+            # engine's value and evaluates its own uop again: driven in the wait branches)
             bubble = Signal(name="fetch_bubble_evaluating")
             again = Signal(name="uop_evaluate_again")
             ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
@@ -273,16 +273,6 @@ class Traversal(wiring.Component):
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
                                  self.prefetch_continues & self.prefetch_head_valid)
                    if stage.enabled else Const(0))
-        if stage.enabled:
-            # An X cycle of a STREAM uop that waits for a popped engine's value or for the
-            # engine serving its blocking stream (the branches of the same conditions below):
-            # from registers and held results only.
-            m.d.comb += again.eq(
-                stage.executing & fetch.ready & ~self.abort & (u.kind == UopKind.STREAM)
-                & ~pops.stopped & ~enter_pending
-                & ((~pops.fallback & pops.wait)
-                   | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
-                      & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one), built once
         # (hw/tmu/layer_entry.py); ``enter`` below decides when it completes.
@@ -388,6 +378,8 @@ class Traversal(wiring.Component):
                                 enter(fused=True)
                             with m.Elif(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
+                                if stage.enabled:
+                                    m.d.comb += again.eq(1)
                             with m.Elif(stream.s_fault & stream.s_lockstep
                                         & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
@@ -410,6 +402,8 @@ class Traversal(wiring.Component):
                             with m.Elif(stream.s_blocking & stream.s_prefetched
                                         & stream.s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
+                                if stage.enabled:
+                                    m.d.comb += again.eq(1)
                             with m.Elif(stream.s_blocking):
                                 blocking.issue(m, u, stream)
                             with m.Elif(u.fuse_act):

@@ -264,6 +264,38 @@ class EvaluateStage:
                        & ~uop.fuse_lane
                        & ~(executed_blocking & ~(stream.s_prefetched & ~stream.s_lockstep))
                        & ~pops.fallback & ~enter_pending)
+        ok = Signal(name="uop_overlap")
+        m.d.comb += ok.eq(executed_ok & self._ahead_ok(uop, ahead, stream, started, ready,
+                                                       executed_blocking))
+        return ok
+
+    def overlap_after_line(self, m, uop, ahead, stream, pops, enter_pending, ready):
+        """Whether E, evaluating the ahead uop in the cycle a blocking load without an engine
+        completes (the traversal's ``BWAIT``: its line is here), evaluates it exactly as it
+        would after the completion (two stages; ``Const(0)`` with one). Arguments as
+        :meth:`overlap`'s; ``uop`` is the blocking ``STREAM`` uop.
+
+        The loaded element is forwarded as the stream's value (``drive_forward``'s ``line``),
+        the rest of the completion (a fused ``NEXT`` or ``ENTER``, or the next entry) as after
+        any executed uop; not overlapped: the uop of a LOCKSTEP lane (the completion writes a
+        lane value) or with a lane step, a chained uop, an engine-pop fallback step's load, a
+        pending ``ENTER``."""
+        if not self.enabled:
+            return Const(0)
+        engines = len(ready)
+        started = Mux(uop.fuse_enter, uop.start_engines[:engines], 0)
+        executed_ok = (~uop.fuse_lane & ~uop.chain & ~stream.s_lockstep & ~pops.fallback
+                       & ~enter_pending)
+        ok = Signal(name="uop_overlap_after_line")
+        m.d.comb += ok.eq(executed_ok & self._ahead_ok(uop, ahead, stream, started, ready,
+                                                       Const(1)))
+        return ok
+
+    def _ahead_ok(self, uop, ahead, stream, started, ready, executed_blocking):
+        """The ahead uop's half of :meth:`overlap`: a ``STREAM`` or ``ENTER`` uop without a
+        lane step, whose pops and blocking stream's engine the executed uop does not start
+        (``started``, per engine) unless the start continues with its head there (``ready``)."""
+        engines = len(ready)
         next_uop = ahead.uop
         # An ahead blocking STREAM: its engine's head (if one serves it) is held in E and
         # taken in X, so no start by this uop may replace it (as for the pops below) and this
@@ -274,12 +306,9 @@ class EvaluateStage:
         ahead_blocking_ok = (~stream.evaluated_blocking
                              | (((ahead_engine & started & ~ready) == 0)
                                 & ~(executed_blocking & (uop.id == next_uop.id))))
-        ahead_ok = (ahead.valid & ~next_uop.fuse_lane
-                    & ((ahead_stream & ahead_blocking_ok) | (next_uop.kind == UopKind.ENTER))
-                    & ((next_uop.pop[:engines] & started & ~ready) == 0))
-        ok = Signal(name="uop_overlap")
-        m.d.comb += ok.eq(executed_ok & ahead_ok)
-        return ok
+        return (ahead.valid & ~next_uop.fuse_lane
+                & ((ahead_stream & ahead_blocking_ok) | (next_uop.kind == UopKind.ENTER))
+                & ((next_uop.pop[:engines] & started & ~ready) == 0))
 
     def evaluates_nothing(self, m, word, name):
         """Whether the uop ``word`` executes without an E cycle before it (two stages;
@@ -323,23 +352,29 @@ class EvaluateStage:
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")
 
-    def drive_forward(self, m, forward, uop, stream, lanes, loop, enter_vector, evaluate_ahead):
+    def drive_forward(self, m, forward, uop, stream, lanes, loop, enter_vector, evaluate_ahead,
+                      line):
         """Drive ``forward`` (:class:`StreamForward`) from the held results and the loop
         registers, after :meth:`hold_evaluation` and the loop control (``loop``): while E
         evaluates the ahead uop (``evaluate_ahead``), the index the executed uop ``uop``
         writes, and the value and ``wrapped`` bit an executed ``STREAM`` uop keeps (a chained
         uop's ALU stream's too: ``StreamEvaluation.keep_value``), unless it faults (a lane's
-        fault, recorded lane by lane, moves ``pc`` without keeping the value). Otherwise
-        whether X writes them does not matter: E's results are used only if X moves ``pc`` to
-        the ahead uop, which it does only after writing them."""
+        fault, recorded lane by lane, moves ``pc`` without keeping the value). While a
+        blocking load without an engine waits for its line, ``line`` = ``(waiting, arrived,
+        stream id, element)``: the element is the stream's value once the line is here, its
+        ``wrapped`` bit stays. Otherwise whether X writes them does not matter: E's results are
+        used only if X moves ``pc`` to the ahead uop, which it does only after writing them."""
         (en, sid, value, wraps), (chain_en, chain_id, chain_value, chain_wraps) = forward.entries
-        keeps = evaluate_ahead & (uop.kind == UopKind.STREAM) & ~stream.s_fault
+        waiting, arrived, line_id, line_value = line
+        keeps = evaluate_ahead & ~waiting & (uop.kind == UopKind.STREAM) & ~stream.s_fault
         # (a blocking stream an engine serves keeps its engine's held head)
         from_engine = stream.s_blocking & stream.s_prefetched
         m.d.comb += [
-            en.eq(keeps), sid.eq(uop.id[:8]),
-            value.eq(Mux(from_engine, stream.s_prefetch_value, stream.s_result)),
-            wraps.eq(stream.kept_wraps(lanes)),
+            en.eq(keeps | (waiting & arrived)), sid.eq(Mux(waiting, line_id, uop.id[:8])),
+            value.eq(Mux(waiting, line_value,
+                         Mux(from_engine, stream.s_prefetch_value, stream.s_result))),
+            wraps.eq(Mux(waiting, stream.wrapped.bit_select(line_id, 1),
+                         stream.kept_wraps(lanes))),
             chain_en.eq(keeps & uop.chain), chain_id.eq(stream.sc.b.value[:8]),
             chain_value.eq(stream.chain_val), chain_wraps.eq(stream.chain_wraps),
         ]

@@ -164,10 +164,16 @@ class Traversal(wiring.Component):
             # engine's value and evaluates its own uop again: driven in the wait branches)
             bubble = Signal(name="fetch_bubble_evaluating")
             again = Signal(name="uop_evaluate_again")
-            ahead = AheadFetch(m, self, fetch, stage.executing, self.busy,
-                               (idx, ubr, layers, body_pc, exit_pc), lanes, fetch.uop, entered,
-                               bubble, again)
-            evaluate_ahead = stage.executing & ~again
+            # (``BWAIT``: a blocking load without an engine waits for its line; E evaluates
+            # the ahead uop, to execute it right after the line is here: driven below. The
+            # cycle the line is here executes the load's completion, so the ahead words move
+            # on as in an X cycle.)
+            waiting_for_line = Signal(name="waiting_for_line")
+            ahead = AheadFetch(m, self, fetch,
+                               stage.executing | (waiting_for_line & self.blocking_resp_valid),
+                               self.busy, (idx, ubr, layers, body_pc, exit_pc), lanes,
+                               fetch.uop, entered, bubble, again)
+            evaluate_ahead = (stage.executing & ~again) | waiting_for_line
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")
@@ -227,9 +233,13 @@ class Traversal(wiring.Component):
         loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
                            (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
         cont = loop.cont
+        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
+        # stays set until it completes).
+        blocking = BlockingLoad(m, self, c, self._sbits)
         if stage.enabled:
             stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
-                               evaluate_ahead)
+                               evaluate_ahead, (waiting_for_line, self.blocking_resp_valid,
+                                                blocking.stream_id, blocking.value))
 
         def leave_layer(exit_pc_):
             loop.leave_layer(exit_pc_, u.next_outer)
@@ -276,6 +286,9 @@ class Traversal(wiring.Component):
 
         # ``ENTER stream.enter_layer`` (its own uop, a fused one or a pending one), built once
         # (hw/tmu/layer_entry.py); ``enter`` below decides when it completes.
+        overlap_after_line = (stage.overlap_after_line(
+            m, u, ahead, stream, pops, enter_pending,
+            self.prefetch_continues & self.prefetch_head_valid) if stage.enabled else Const(0))
         if stage.enabled:
             m.d.comb += [e.eq(v) for e, v in zip(entered, (stream.enters, stream.enter_layer,
                                                             stream.enter_lb, stream.enter_ub))]
@@ -292,10 +305,6 @@ class Traversal(wiring.Component):
             (pc_next == fetch.predicted)
             & stage.evaluates_nothing(m, fetch.predicted_word, "predicted_free"),
             stage.evaluates_nothing(m, u, "uop_free"))
-
-        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
-        # stays set until it completes).
-        blocking = BlockingLoad(m, self, c, self._sbits)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
@@ -444,6 +453,8 @@ class Traversal(wiring.Component):
 
             with m.State("BWAIT"):
                 m.d.comb += self.stat_block_wait.eq(1)
+                if stage.enabled:
+                    m.d.comb += waiting_for_line.eq(1)
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
@@ -451,6 +462,16 @@ class Traversal(wiring.Component):
                     blocking.complete(m, vals, lanes)
                     advance()
                     m.next = "RUN"
+                    if stage.enabled:
+                        # Two stages: E evaluated the ahead uop with the element forwarded;
+                        # if X moves to it, it executes next cycle and its pops commit now
+                        # (hw/tmu/evaluate_stage.py).
+                        m.d.comb += [stage.capture.eq(overlap_after_line),
+                                     overlap_hit.eq(overlap_after_line & pc_write
+                                                    & (pc_next == ahead.pc))]
+                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation)
+                        with m.If(overlap_hit):
+                            m.d.comb += pops.commit.eq(pops.ready)
 
             with m.State("FINISH"):
                 with m.If(self.abort):

@@ -233,13 +233,6 @@ class Traversal(wiring.Component):
         loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
                            (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
         cont = loop.cont
-        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
-        # stays set until it completes).
-        blocking = BlockingLoad(m, self, c, self._sbits)
-        if stage.enabled:
-            stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
-                               evaluate_ahead, (waiting_for_line, self.blocking_resp_valid,
-                                                blocking.stream_id, blocking.value))
 
         def leave_layer(exit_pc_):
             loop.leave_layer(exit_pc_, u.next_outer)
@@ -305,6 +298,14 @@ class Traversal(wiring.Component):
             (pc_next == fetch.predicted)
             & stage.evaluates_nothing(m, fetch.predicted_word, "predicted_free"),
             stage.evaluates_nothing(m, u, "uop_free"))
+
+        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
+        # stays set until it completes).
+        blocking = BlockingLoad(m, self, c, self._sbits)
+        if stage.enabled:
+            stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
+                               evaluate_ahead, (waiting_for_line, self.blocking_resp_valid,
+                                                blocking.stream_id, blocking.value))
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]

@@ -61,7 +61,7 @@ execution:
   the start continues its sequence with its head there, as for the pops) nor be the same
   uop (X would pop that head). As the executed uop, only if an engine serves its stream, outside
   the LOCKSTEP layer: X takes the held head's value and forwards it, or waits without moving
-  ``pc``; a blocking load without an engine waits for its line (``BWAIT``);
+  ``pc``; a blocking load without an engine waits for its line (``BWAIT``: see below);
 * an ``ENTER`` as the ahead uop (session 29): E reads its bounds (forwarded as any source);
   X starts its engines and writes its index from the held bounds;
 * nothing else is overlapped: the ahead uop is a ``STREAM`` or ``ENTER`` uop without a lane
@@ -75,6 +75,14 @@ uop itself again (``again`` in the traversal: E reads the fetched words, not the
 captures and commits the pops as an E cycle does, and the ahead words stay), so the next
 cycle executes it with the new results: the wait is polled every cycle, as with one stage,
 not every second one.
+
+**While a blocking load without an engine waits for its line** (``BWAIT``, session 30;
+TransE's ``triples[3i + k]`` below ``-O3``): E evaluates the ahead uop in every waiting cycle,
+and in the cycle the line is here the loaded element is forwarded as the stream's value (its
+``wrapped`` bit stays), the completion's ``NEXT`` or ``ENTER`` as any execution's; the held
+registers take the results then (:meth:`EvaluateStage.overlap_after_line`), and if the
+completion moves ``pc`` to the ahead uop, it executes in the next cycle. Not for the load of a
+LOCKSTEP lane, a chained uop, a fallback step's load, or a completion with a lane step.
 
 **After a fetch bubble** (session 29; a LOCKSTEP loop's exit, an empty layer's ``ENTER``): a
 uop that evaluates nothing executes in the cycle after the bubble, and the bubble reads the

@@ -196,22 +196,22 @@ def _compiled_case(workload, opt_level, seed, bad_entity=False):
     return Case(f"{workload}_O{opt_level}_{seed}", kernel.program.encode(), image.data, regs)
 
 
-@pytest.mark.parametrize("opt_level", [0, 1, 2])
+@pytest.mark.parametrize("opt_level", [pytest.param(0, marks=pytest.mark.slow), 1])
 def test_blocking_loads_without_an_engine_overlap_the_next_uop(opt_level):
-    """TransE at ``-O0..-O2``: each triple's index loads (``triples[3i + k]``) are blocking
+    """TransE at ``-O0`` and ``-O1`` (``-O2``'s program is ``-O1``'s): each triple's index loads (``triples[3i + k]``) are blocking
     loads without an engine (``BWAIT``), and the uops after them read the loaded indices. E
     evaluates the uop after such a load while it waits, with the element forwarded in the
     cycle its line arrives, so the two-stage unit takes at most 1 % more run cycles than one
     stage (3.9 % at ``-O1`` when that uop had an E cycle of its own). Tokens as the golden
-    model's and the one-stage unit's, without and with back-pressure; with a head or tail
-    index past the entity table, the row's fault (found by the overlapped evaluation, from the
-    forwarded element) in the golden model's order."""
+    model's and the one-stage unit's; with a head or tail index past the entity table and
+    back-pressure, the row's fault (found by the overlapped evaluation, from the forwarded
+    element) and the tokens before it as the golden model's."""
     seed = fresh_seed(f"two-stage transe -O{opt_level} blocking loads")
     _, run, run_one_stage = _uop_rate(_compiled_case("kg_transe", opt_level, seed), 0.0, seed,
                                       COMPILED)
     assert 100 * run <= 101 * run_one_stage
     case = _compiled_case("kg_transe", opt_level, seed, bad_entity=True)
-    one, two = _check(case, COMPILED, 0.3, seed)
+    _, two = _check(case, COMPILED, 0.3, seed, twin=False)
     assert two.fault_code == FaultCode.ADDR_RANGE.value, (seed, two.fault_code)
 
 

@@ -29,7 +29,8 @@ from .ahead_fetch import AheadFetch
 from .config import TmuConfig
 from .blocking_load import BlockingLoad
 from .engine_pop import EnginePops
-from .evaluate_stage import EvaluateStage, StreamForward
+from .evaluate_stage import EvaluateStage
+from .stream_forward import StreamForward
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
 from .layer_entry import LayerEntry

@@ -89,8 +89,12 @@ def test_uop_stages_is_a_parameter():
 @pytest.mark.parametrize("config", [TWO, TINY_ROB], ids=["small", "tiny_rob"])
 def test_bags_with_short_loops_and_stalls(config):
     """Bags of 0..3 lookups (empty layers, loop exits, refetch bubbles) with back-pressure and
-    a full reorder buffer: a uop that waits is evaluated again every second cycle. Two stages
-    take more cycles, never fewer than one per completed uop."""
+    a full reorder buffer (``tiny_rob``: with one engine, some of its bound and index loads
+    are blocking loads without an engine, whose next uop is evaluated while they wait): tokens as the golden model's and one stage's,
+    and the cycles the counters attribute (completed uops, evaluate cycles, fetch bubbles, a
+    full reorder buffer, the request port's waits) disjoint, so never fewer run cycles than
+    uops. (Until session 30 two stages took strictly more cycles here; with the uop after a
+    blocking load overlapped they can take one stage's.)"""
     seed = fresh_seed("two-stage bags back-pressure")
     rng = random.Random(seed)
     lengths = [rng.randint(0, 3) for _ in range(8)]
@@ -99,8 +103,9 @@ def test_bags_with_short_loops_and_stalls(config):
                               seed=seed % 1000)
     one, two = _check(case, config, 0.5, seed)
     run = lambda r: r.stats["cycles"] - r.stats["decode_cycles"]
-    assert run(two) > run(one)
-    assert run(two) >= two.stats["uops"]
+    assert one.stats["evaluate_cycles"] == 0, seed
+    assert sum(two.stats[k] for k in ("uops", "evaluate_cycles", "fetch_bubble_cycles",
+                                      "rob_full_cycles", "issue_wait_cycles")) <= run(two), seed
 
 
 @pytest.mark.parametrize("name", [c.name for c in fault_cases(TWO)])

@@ -13,10 +13,12 @@ that X's cycle holds the words of the uop after it); in a fetch bubble, the one 
 at ``pc`` (the word the bubble fetches: a uop that evaluates nothing executes right after the
 bubble, ``EvaluateStage.evaluates_nothing``, and its X cycle evaluates the one after it); in an
 X cycle, the one after the ahead uop itself (so that the next X cycle, if it executes the
-ahead uop, holds the words of the uop after that): ``pc + 1``, or for a ``NEXT`` (own or fused) the fetch stage's prediction from the
-index registers (``loop_control.predicted_after``), counting the ``NEXT`` the executed uop
-performs on the same layer in this cycle (or the range its ``ENTER`` starts): a loop's last
-iteration is followed by its exit (or the outer layer's body). The prediction needs not be
+ahead uop, holds the words of the uop after that): ``pc + 1``, or for a ``NEXT`` (own or
+fused) the fetch stage's prediction from the index registers
+(``loop_control.predicted_after``), counting the ``NEXT`` the executed uop performs on the same
+layer in this cycle (or the range its ``ENTER`` starts): a loop's last iteration is followed by
+its exit (or the outer layer's body). In the cycle a blocking load's line arrives (its
+completion, ``BWAIT``), as in an X cycle. The prediction needs not be
 right: the ahead words are always the words at ``pc`` (the microcode word read at ``pc``, the
 stream word at its ``id``), and the execution takes E's results only when it moves to exactly
 that ``pc``. A LOCKSTEP layer's ``NEXT`` is predicted by vector iterations (``lanes`` steps
@@ -47,7 +49,8 @@ class AheadFetch:
     fetch : Fetch
         ``predicted`` and ``predicted_word``: the uop after the one the fetch stage holds.
     executing : Value
-        Register: this cycle executes (X); otherwise it evaluates (E).
+        This cycle executes (X: the register; or the cycle a blocking load's line arrives,
+        which completes it); otherwise it evaluates (E).
     running : Value
         The traversal is running: the words read this cycle are valid next cycle.
     registers : (idx, ubr, layers, body_pc, exit_pc)

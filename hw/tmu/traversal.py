@@ -292,6 +292,18 @@ class Traversal(wiring.Component):
         def enter(fused):
             entry.enter(fused, stop, goto, pop_clear)
 
+        def take_ahead(ok, again_=None):
+            """Two stages, in a cycle that executes (X, or a blocking load's completion): the
+            held registers take E's evaluation of the ahead uop if ``ok``; if ``pc`` moves to
+            exactly that uop, it executes next cycle and its pops commit now. ``again_``: the
+            executed uop waits and takes its own evaluation instead (hw/tmu/evaluate_stage.py)."""
+            also = (lambda v: v) if again_ is None else (lambda v: v | again_)
+            m.d.comb += [stage.capture.eq(also(ok)),
+                         overlap_hit.eq(ok & pc_write & (pc_next == ahead.pc))]
+            m.d.sync += stage.executing.eq(also(overlap_hit | next_without_evaluation))
+            with m.If(also(overlap_hit)):
+                m.d.comb += pops.commit.eq(pops.ready)
+
         # Two stages: the uop X moves to (or keeps) evaluates nothing and executes next cycle
         # without an E cycle (hw/tmu/evaluate_stage.py).
         next_without_evaluation = Mux(
@@ -368,13 +380,7 @@ class Traversal(wiring.Component):
                         # cycle and its pops commit now (hw/tmu/evaluate_stage.py).
                         # A STREAM uop waiting for an engine's value evaluates itself again
                         # (``again``): it executes next cycle with the new results.
-                        m.d.comb += [stage.capture.eq(overlap | again),
-                                     overlap_hit.eq(overlap & pc_write
-                                                    & (pc_next == ahead.pc))]
-                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation
-                                                       | again)
-                        with m.If(overlap_hit | again):
-                            m.d.comb += pops.commit.eq(pops.ready)
+                        take_ahead(overlap, again)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
                             if not stage.enabled:
@@ -465,15 +471,8 @@ class Traversal(wiring.Component):
                     advance()
                     m.next = "RUN"
                     if stage.enabled:
-                        # Two stages: E evaluated the ahead uop with the element forwarded;
-                        # if X moves to it, it executes next cycle and its pops commit now
-                        # (hw/tmu/evaluate_stage.py).
-                        m.d.comb += [stage.capture.eq(overlap_after_line),
-                                     overlap_hit.eq(overlap_after_line & pc_write
-                                                    & (pc_next == ahead.pc))]
-                        m.d.sync += stage.executing.eq(overlap_hit | next_without_evaluation)
-                        with m.If(overlap_hit):
-                            m.d.comb += pops.commit.eq(pops.ready)
+                        # Two stages: E evaluated the ahead uop with the element forwarded.
+                        take_ahead(overlap_after_line)
 
             with m.State("FINISH"):
                 with m.If(self.abort):

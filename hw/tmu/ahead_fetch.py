@@ -53,7 +53,7 @@ class AheadFetch:
         which completes it); otherwise it evaluates (E).
     running : Value
         The traversal is running: the words read this cycle are valid next cycle.
-    registers : (idx, ubr, layers, body_pc, exit_pc)
+    registers : (indices, ubr, layers, body_pc, exit_pc)
         As :class:`~hw.tmu.loop_control.LoopControl`'s.
     lanes : LockstepLanes
         The LOCKSTEP layer (its ``NEXT`` steps by vector iterations).

@@ -40,9 +40,9 @@ class LayerEntry:
         configuration (``lay.check_order``).
     lanes : LockstepLanes
         The LOCKSTEP layer's lanes.
-    registers : (Array, Array, Array)
-        The layers' index and upper-bound registers and exit addresses (``idx``, ``ubr``,
-        ``exit_pc``).
+    registers : (LayerIndices, Array)
+        The layers' index registers (:class:`~hw.tmu.layer_indices.LayerIndices`, with their
+        upper bounds) and exit addresses (``exit_pc``).
     pc : Signal
         The microcode address.
     pending : Signal
@@ -61,7 +61,7 @@ class LayerEntry:
 
     def __init__(self, m, traversal, uop, stream, lanes, registers, pc, pending, enter_vector):
         t = traversal
-        idx, ubr, exit_pc = registers
+        indices, exit_pc = registers
         k, lb, ub = stream.enter_layer, stream.enter_lb, stream.enter_ub
         engines, ubits = len(t.prefetch_idle), len(pc)
         self.layer = k
@@ -79,9 +79,11 @@ class LayerEntry:
             self.can_start.eq((self.starts & ~t.prefetch_idle) == 0),
             self.target.eq(Mux(self.nonempty, pc + 1, pick(m, exit_pc, k, ubits, "k_exit"))),
         ]
+        write_bounds = indices.writer(m, k, lb, "enter_write", ub=ub)
         with m.If(self.commit):
             m.d.comb += t.prefetch_start.eq(self.starts)
-            m.d.sync += [idx[k].eq(lb), ubr[k].eq(ub), pending.eq(0)]
+            write_bounds()
+            m.d.sync += pending.eq(0)
             with m.If(lanes.on & (k == lanes.layer_id)):
                 lanes.start_vector_iteration(m, enter_vector)
                 lanes.restart_lane(m)

@@ -75,7 +75,15 @@ class LockstepLanes:
     cfg : Signal(LayerCfg)
         The LOCKSTEP layer's descriptor (``step``, ``lanes_m1``).
     vector_step : Signal(signed(40))
-        ``lanes × step``: from one vector iteration's lane 0 to the next one's.
+        Register: ``lanes × step``, from one vector iteration's lane 0 to the next one's
+        (a product of configuration registers, registered: it is read a cycle after the
+        configuration is written at the earliest, at the layer's ``ENTER``).
+    next_first : Signal(signed(66))
+        Register: ``first + vector_step``, the next vector iteration's lane 0 (exact), written
+        with ``first`` (:meth:`start_vector_iteration`), so that the ``NEXT`` forwards a
+        register (``hw/tmu/layer_indices.py`` keeps the other layers' next index the same way).
+    next_continues : Signal
+        Register: ``next_first`` is below the layer's upper bound.
     """
 
     def __init__(self, m, traversal, layers, upper_bounds):
@@ -94,7 +102,9 @@ class LockstepLanes:
         self.span = Signal(signed(40), name="span")
         self.cfg = pick(m, layers, self.layer_id, LayerCfg, "lockstep_cfg")
         self.vector_step = Signal(signed(40), name="vector_step")
-        m.d.comb += self.vector_step.eq((self.cfg.lanes_m1 + 1) * self.cfg.step)
+        m.d.sync += self.vector_step.eq((self.cfg.lanes_m1 + 1) * self.cfg.step)
+        self.next_first = Signal(signed(66), name="next_first")
+        self.next_continues = Signal(name="next_continues")
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
@@ -103,7 +113,8 @@ class LockstepLanes:
         """Sync: nothing of an earlier run survives (lane, vector iteration, recorded lane
         fault); the traversal calls it at a start."""
         m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0), self.lf_valid.eq(0),
-                     self.first.eq(0), self.count.eq(0), self.span.eq(0)]
+                     self.first.eq(0), self.count.eq(0), self.span.eq(0),
+                     self.next_first.eq(0), self.next_continues.eq(0)]
 
     def restart_lane(self, m):
         """Sync: lane 0 next cycle."""
@@ -117,16 +128,22 @@ class LockstepLanes:
     def vector_iteration(self, m, first, ub, name):
         """The registers of a vector iteration whose lane 0 has index ``first`` (truncated to
         64 bits, as the register keeps it) under the upper bound ``ub``: ``(first, count,
-        span)``, ``count`` the lanes ``l <= lanes_m1`` with ``first + l * step < ub``. Call it
+        span, next_first, next_continues)``, ``count`` the lanes ``l <= lanes_m1`` with
+        ``first + l * step < ub``, ``next_first = first + vector_step`` (the iteration after
+        it) and ``next_continues = next_first < ub``. Call it
         outside any ``If`` (the logic must not depend on when it is used: an assignment inside
         a condition would put that condition in front of the adders), then
         :meth:`start_vector_iteration` where it starts."""
         first_ = Signal(signed(64), name=f"{name}_first")
         count = Signal(8, name=f"{name}_count")
         span = Signal(signed(40), name=f"{name}_span")
+        next_first = Signal(signed(66), name=f"{name}_next_first")
+        next_continues = Signal(name=f"{name}_next_continues")
         m.d.comb += first_.eq(first)
         if not self.enabled:
-            return first_, count, span
+            return first_, count, span, next_first, next_continues
+        m.d.comb += [next_first.eq(first_ + self.vector_step),
+                     next_continues.eq(next_first < ub)]
         active_bits = []
         for l_ in range(self._c.lanes):
             a_ = Signal(name=f"{name}_lane_active_{l_}")
@@ -139,15 +156,17 @@ class LockstepLanes:
         for k in range(1, self._c.lanes + 1):
             span_ = Mux(count == k, (k - 1) * self.cfg.step, span_)
         m.d.comb += span.eq(span_)
-        return first_, count, span
+        return first_, count, span, next_first, next_continues
 
     def start_vector_iteration(self, m, iteration):
         """Sync: the vector iteration ``iteration`` (from :meth:`vector_iteration`) starts
-        next cycle: ``first``, ``count`` and ``span`` written."""
-        first_, count, span = iteration
+        next cycle: ``first``, ``count``, ``span``, ``next_first`` and ``next_continues``
+        written."""
+        first_, count, span, next_first, next_continues = iteration
         m.d.sync += self.first.eq(first_)
         if self.enabled:
-            m.d.sync += [self.count.eq(count), self.span.eq(span)]
+            m.d.sync += [self.count.eq(count), self.span.eq(span),
+                         self.next_first.eq(next_first), self.next_continues.eq(next_continues)]
 
     def add_lane_values(self, m, uop, action, operand_value, stream_result, o_vector_load):
         """The lane values of the layer's streams (``vreg``, written as each lane is evaluated)
@@ -199,10 +218,12 @@ class LockstepLanes:
                                      Mux(action.src.kind == SourceKind.STREAM, vstream,
                                          self.first + lane_off)))
 
-    def add_lane_step(self, m, body_pc):
+    def add_lane_step(self, m, body_pc, indices):
         """The lane stepping of the ``LANE`` uop and the vector iteration's recorded fault.
 
-        ``body_pc``: the layers' body addresses (``Array``). Sets ``more_lanes`` (another active
+        ``body_pc``: the layers' body addresses (``Array``); ``indices``: the layers' index
+        registers (:class:`~hw.tmu.layer_indices.LayerIndices`: the next lane's index is the
+        layer's next index). Sets ``more_lanes`` (another active
         lane follows) and the recorded fault ``lf_valid``, ``lf_sid`` (its stream), ``lf_code``,
         ``lf_addr`` (registers; ``lf_valid`` is cleared when the layer is entered).
         """
@@ -218,6 +239,9 @@ class LockstepLanes:
                              "lockstep_body_pc")
         self.more_lanes = Signal(name="more_lanes")
         m.d.comb += self.more_lanes.eq(self.lane + 1 < self.count)
+        self._write_lane_index = indices.writer(
+            m, self.layer_id, pick(m, indices.next, self.layer_id, signed(66), "lane_next_index"),
+            "lane_step")
 
     def record_fault(self, m, stream_id, code, fault_addr):
         """A lane's fault (lane by lane): keep it if it comes first in the golden model's order
@@ -229,20 +253,19 @@ class LockstepLanes:
             m.d.sync += [self.lf_valid.eq(1), self.lf_sid.eq(stream_id),
                          self.lf_code.eq(code), self.lf_addr.eq(fault_addr)]
 
-    def lane_step(self, m, goto, pc, indices, stream_id, stop, cur_fault=None, code=None,
+    def lane_step(self, m, goto, pc, stream_id, stop, cur_fault=None, code=None,
                   fault_addr=None):
         """``LANE``: the next active lane, or (after the last) the first fault of the vector
         iteration in the golden model's order, or its ITER actions (``pc + 1``).
 
         ``goto(target)``: writes the traversal's microcode address ``pc`` (a register);
-        ``indices``: the layer indices (registers);
         ``stop(code, addr)``: stops the run with a fault. ``cur_fault``: the uop's own lane
         fault of this cycle (a fused ``LANE``), not yet recorded, with its ``code`` and
         ``fault_addr``; ``stream_id``: the uop's stream."""
         lf_valid, lf_code, lf_addr = self.lf_valid, self.lf_code, self.lf_addr
         with m.If(self.more_lanes):
             self.next_lane(m)
-            m.d.sync += indices[self.layer_id].eq(indices[self.layer_id] + self.cfg.step)
+            self._write_lane_index()
             goto(self.body_pc)
         if cur_fault is not None:
             # This last lane's address overflow beats a recorded fault of the same stream

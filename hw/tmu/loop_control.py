@@ -30,7 +30,7 @@ def next_layer_of(word):
 def predicted_after(m, word, registers, lanes, advanced, entered, ubits, lbits, name):
     """The ``pc`` after the uop ``word`` if it has a ``NEXT`` (own, or fused into a
     ``STREAM``/``ACT``), predicted from registers as the fetch stage predicts it (the loop goes
-    on if its index plus its step is below its upper bound; else its exit, or with
+    on if its next index is below its upper bound; else its exit, or with
     ``next_outer`` the outer layer's body or exit), with the index of the layer ``advanced``
     names one step further: ``advanced = (valid, layer)``, the ``NEXT`` another uop performs
     before ``word`` executes; and the bounds of the layer an ``ENTER`` of that uop starts:
@@ -48,12 +48,17 @@ def predicted_after(m, word, registers, lanes, advanced, entered, ubits, lbits, 
         cfg = pick(m, layers, k, LayerCfg, f"{name}_{tag}_cfg")
         lockstep = lanes.on & (k == lanes.layer_id)
         entering = entered_valid & (entered_layer[:lbits] == k)
-        index = Mux(entering, entered_lb,
-                    Mux(lockstep, lanes.first, pick(m, idx, k, signed(64), f"{name}_{tag}_index")))
-        ub = Mux(entering, entered_ub, pick(m, ubr, k, signed(64), f"{name}_{tag}_ub"))
         further = advanced_valid & (advanced_layer[:lbits] == k)
         step = Mux(lockstep, lanes.vector_step, cfg.step)
-        return index + Mux(further, step, 0) + step < ub
+        # the layer's next index and its comparison are registers (hw/tmu/layer_indices.py);
+        # one step further (``advanced``) adds a step to it
+        following = Mux(lockstep, lanes.next_first,
+                        pick(m, idx.next, k, signed(66), f"{name}_{tag}_next_index"))
+        in_range = Mux(lockstep, lanes.next_continues,
+                       pick(m, idx.continues, k, 1, f"{name}_{tag}_continues"))
+        ub = pick(m, ubr, k, signed(64), f"{name}_{tag}_ub")
+        return Mux(entering, entered_lb + Mux(further, step, 0) + step < entered_ub,
+                   Mux(further, following + step < ub, in_range))
 
     continues = continues_at(layer, "layer")
     outer_continues = continues_at(outer, "outer")
@@ -79,9 +84,11 @@ class LoopControl:
     uop : Uop
         The held microcode word (``fetch.uop``; an engine-pop fallback step, the only change
         ``pops.uop`` makes, has no ``NEXT``).
-    registers : (idx, ubr, layers, body_pc, exit_pc)
-        ``Array``s indexed by layer: indices, upper bounds, layer configurations (``LayerCfg``)
-        and the layers' body and exit microcode addresses.
+    registers : (indices, ubr, layers, body_pc, exit_pc)
+        The layers' index registers (:class:`~hw.tmu.layer_indices.LayerIndices`: each
+        index with its next index and whether that is in range) and ``Array``s indexed by
+        layer: upper bounds, layer configurations (``LayerCfg``) and the layers' body and exit
+        microcode addresses.
     lanes : LockstepLanes
         The LOCKSTEP layer (its next vector iteration starts ``lanes × step`` further).
     goto : callable
@@ -98,7 +105,8 @@ class LoopControl:
     Members
     -------
     cont : Signal
-        The layer's next index is below its upper bound.
+        The layer's next index is below its upper bound (a register's value: no adder and no
+        comparison in front of what the evaluation reads).
     exit_pc : Signal
         The layer's exit (where a fused ``NEXT`` leaving the range jumps).
     next_index : Signal(signed(66))
@@ -115,27 +123,26 @@ class LoopControl:
     def __init__(self, m, traversal, uop, registers, lanes, goto, prediction, ubits, lbits):
         idx, ubr, layers, body_pc, exit_pc = registers
         loop_continues, loop_body_pc, loop_exit_pc = prediction
-        self._m, self._t, self._idx, self._lanes, self._goto = m, traversal, idx, lanes, goto
+        self._m, self._t, self._lanes, self._goto = m, traversal, lanes, goto
 
         layer_id = next_layer_of(uop)[:lbits]
         self._layer_id = layer_id
         self.next_index = next_index = Signal(signed(66), name="next_index")
         self.cont = cont = Signal(name="cont")
-        index = pick(m, idx, layer_id, signed(64), "next_layer_index")
-        ub = pick(m, ubr, layer_id, signed(64), "next_layer_ub")
-        cfg = pick(m, layers, layer_id, LayerCfg, "next_layer_cfg")
+        following = pick(m, idx.next, layer_id, signed(66), "next_layer_next_index")
+        in_range = pick(m, idx.continues, layer_id, 1, "next_layer_continues")
         self.body_pc = pick(m, body_pc, layer_id, ubits, "next_layer_body_pc")
         self.exit_pc = pick(m, exit_pc, layer_id, ubits, "next_layer_exit_pc")
         self.lockstep = lanes.on & (layer_id == lanes.layer_id)
         m.d.comb += [
             # A LOCKSTEP layer's next vector iteration starts lanes * step further.
-            next_index.eq(Mux(self.lockstep, lanes.first + lanes.vector_step,
-                              index + cfg.step)),
-            cont.eq(next_index < ub),
-            # The fetch stage's prediction (registers only, no lane multiply).
-            loop_continues.eq(self.lockstep | (index + cfg.step < ub)),
+            next_index.eq(Mux(self.lockstep, lanes.next_first, following)),
+            cont.eq(Mux(self.lockstep, lanes.next_continues, in_range)),
+            # The fetch stage's prediction.
+            loop_continues.eq(self.lockstep | in_range),
             loop_body_pc.eq(self.body_pc),
         ]
+        self._write_next = idx.writer(m, layer_id, next_index, "next_write")
         # The LOCKSTEP layer's next vector iteration (its active lanes), outside any condition.
         self.next_vector = lanes.vector_iteration(m, self.next_index, lanes.ub, "next_vector")
 
@@ -145,13 +152,12 @@ class LoopControl:
         self._outer_id = outer_id = Signal(lbits, name="outer_id")
         m.d.comb += outer_id.eq(layer_id - 1)
         self._outer_index = outer_index = Signal(signed(66), name="outer_index")
-        outer_cfg = pick(m, layers, outer_id, LayerCfg, "outer_layer_cfg")
-        m.d.comb += outer_index.eq(pick(m, idx, outer_id, signed(64), "outer_layer_index")
-                                   + outer_cfg.step)
-        self._outer_ub = pick(m, ubr, outer_id, signed(64), "outer_layer_ub")
+        m.d.comb += outer_index.eq(pick(m, idx.next, outer_id, signed(66), "outer_layer_next"))
         self.outer_index = outer_index
         self.outer_continues = Signal(name="outer_continues")
-        m.d.comb += self.outer_continues.eq(outer_index < self._outer_ub)
+        m.d.comb += self.outer_continues.eq(
+            pick(m, idx.continues, outer_id, 1, "outer_layer_continues"))
+        self._write_outer = idx.writer(m, outer_id, outer_index, "outer_write")
         self._outer_body_pc = pick(m, body_pc, outer_id, ubits, "outer_body_pc")
         self._outer_exit_pc = pick(m, exit_pc, outer_id, ubits, "outer_exit_pc")
         # The fetch stage's exit target: with ``next_outer``, the outer layer's body or exit
@@ -165,7 +171,7 @@ class LoopControl:
         """The layer's next iteration: its index and a jump to its body (a LOCKSTEP layer's
         next vector iteration restarts at lane 0)."""
         m, lanes = self._m, self._lanes
-        m.d.sync += self._idx[self._layer_id].eq(self.next_index)
+        self._write_next()
         self._goto(self.body_pc)
         with m.If(self.lockstep):
             lanes.start_vector_iteration(m, self.next_vector)
@@ -178,7 +184,7 @@ class LoopControl:
         m = self._m
         with m.If(next_outer):
             with m.If(self.outer_continues):
-                m.d.sync += self._idx[self._outer_id].eq(self._outer_index)
+                self._write_outer()
                 self._goto(self._outer_body_pc)
             with m.Else():
                 self._goto(self._outer_exit_pc)

@@ -34,6 +34,7 @@ from .stream_forward import StreamForward
 from .fetch import Fetch
 from .isa import DONE_TOKEN, FaultCode
 from .layer_entry import LayerEntry
+from .layer_indices import LayerIndices
 from .layouts import StreamCfg, Uop, UopKind
 from .lockstep_lanes import LockstepLanes
 from .loop_control import LoopControl
@@ -121,9 +122,11 @@ class Traversal(wiring.Component):
         # upper bounds.
         pc   = Signal(self._ubits)
         vals = Array(Signal(signed(64), name=f"value_{i}") for i in range(c.streams))
-        idx  = Array(Signal(signed(64), name=f"index_{i}") for i in range(c.layers))
         ubr  = Array(Signal(signed(64), name=f"ub_{i}") for i in range(c.layers))
         layers  = Array(self.layers[i] for i in range(c.layers))
+        # (each index with its next index and whether that is in range: hw/tmu/layer_indices.py)
+        indices = LayerIndices(c.layers, layers, ubr)
+        idx = indices.index
         regions = Array(self.regions[i] for i in range(c.regions))
         body_pc = Array(self.body_pc[i] for i in range(c.layers))
         exit_pc = Array(self.exit_pc[i] for i in range(c.layers))
@@ -132,7 +135,7 @@ class Traversal(wiring.Component):
         # index of lane 0 of the vector iteration, ``lane`` the lane being evaluated or pushed,
         # ``count`` the active lanes.
         lanes = LockstepLanes(m, self, layers, ubr)
-        lanes.add_lane_step(m, body_pc)
+        lanes.add_lane_step(m, body_pc, indices)
 
         # ``pc`` is written through ``goto``; the fetch stage (hw/tmu/fetch.py) holds the
         # microcode and configuration words of the uop at ``pc`` and reads the next uop's.
@@ -172,7 +175,7 @@ class Traversal(wiring.Component):
             waiting_for_line = Signal(name="waiting_for_line")
             ahead = AheadFetch(m, self, fetch,
                                stage.executing | (waiting_for_line & self.blocking_resp_valid),
-                               self.busy, (idx, ubr, layers, body_pc, exit_pc), lanes,
+                               self.busy, (indices, ubr, layers, body_pc, exit_pc), lanes,
                                fetch.uop, entered, bubble, again)
             evaluate_ahead = (stage.executing & ~again) | waiting_for_line
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
@@ -231,8 +234,9 @@ class Traversal(wiring.Component):
 
         # NEXT (own uop or fused), next_outer and the fetch stage's loop prediction
         # (hw/tmu/loop_control.py).
-        loop = LoopControl(m, self, fetch.uop, (idx, ubr, layers, body_pc, exit_pc), lanes, goto,
-                           (loop_continues, loop_body_pc, loop_exit_pc), self._ubits, self._lbits)
+        loop = LoopControl(m, self, fetch.uop, (indices, ubr, layers, body_pc, exit_pc), lanes,
+                           goto, (loop_continues, loop_body_pc, loop_exit_pc), self._ubits,
+                           self._lbits)
         cont = loop.cont
 
         def leave_layer(exit_pc_):
@@ -245,7 +249,7 @@ class Traversal(wiring.Component):
 
         def lane_step(cur_fault=None):
             m.d.comb += uop_done.eq(1)
-            lanes.lane_step(m, goto, pc, idx, u.id, stop, cur_fault, s_code, s_faddr)
+            lanes.lane_step(m, goto, pc, u.id, stop, cur_fault, s_code, s_faddr)
 
         def advance(cur_fault=None):
             with m.If(pops.fallback):
@@ -286,7 +290,7 @@ class Traversal(wiring.Component):
         if stage.enabled:
             m.d.comb += [e.eq(v) for e, v in zip(entered, (stream.enters, stream.enter_layer,
                                                             stream.enter_lb, stream.enter_ub))]
-        entry = LayerEntry(m, self, u, stream, lanes, (idx, ubr, exit_pc), pc, enter_pending,
+        entry = LayerEntry(m, self, u, stream, lanes, (indices, exit_pc), pc, enter_pending,
                            enter_vector)
 
         def enter(fused):
@@ -343,7 +347,8 @@ class Traversal(wiring.Component):
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0)]
                     lanes.clear(m)
-                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *idx, *ubr)]
+                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *ubr)]
+                    indices.clear(m)
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
                                  pops.fallback.eq(0), enter_pending.eq(0)]
                     m.next = "RUN"

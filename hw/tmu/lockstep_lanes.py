@@ -82,9 +82,8 @@ class LockstepLanes:
         Register: ``first + vector_step``, the next vector iteration's lane 0 (exact), written
         with ``first`` (:meth:`start_vector_iteration`), so that the ``NEXT`` forwards a
         register (``hw/tmu/layer_indices.py`` keeps the other layers' next index the same way).
-    next_continues, next_count, next_span : Signal
-        Registers: ``next_first`` is below the layer's upper bound; the next iteration's
-        active lanes and span (written with ``first``, for the same reason).
+    next_continues : Signal
+        Register: ``next_first`` is below the layer's upper bound.
     """
 
     def __init__(self, m, traversal, layers, upper_bounds):
@@ -106,8 +105,6 @@ class LockstepLanes:
         m.d.sync += self.vector_step.eq((self.cfg.lanes_m1 + 1) * self.cfg.step)
         self.next_first = Signal(signed(66), name="next_first")
         self.next_continues = Signal(name="next_continues")
-        self.next_count = Signal(8, name="next_count")
-        self.next_span = Signal(signed(40), name="next_span")
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
@@ -117,8 +114,7 @@ class LockstepLanes:
         fault); the traversal calls it at a start."""
         m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0), self.lf_valid.eq(0),
                      self.first.eq(0), self.count.eq(0), self.span.eq(0),
-                     self.next_first.eq(0), self.next_continues.eq(0),
-                     self.next_count.eq(0), self.next_span.eq(0)]
+                     self.next_first.eq(0), self.next_continues.eq(0)]
 
     def restart_lane(self, m):
         """Sync: lane 0 next cycle."""
@@ -129,16 +125,29 @@ class LockstepLanes:
         m.d.sync += [self.lane.eq(self.lane + 1),
                      self.lane_offset.eq(self.lane_offset + self.cfg.step)]
 
-    def _active_lanes(self, m, first, ub, name):
-        """``(count, span)`` of a vector iteration whose lane 0 has index ``first``
-        (``signed(64)``) under the upper bound ``ub``: ``count`` the lanes ``l <= lanes_m1``
-        with ``first + l * step < ub``, ``span = (count - 1) * step``."""
+    def vector_iteration(self, m, first, ub, name):
+        """The registers of a vector iteration whose lane 0 has index ``first`` (truncated to
+        64 bits, as the register keeps it) under the upper bound ``ub``: ``(first, count,
+        span, next_first, next_continues)``, ``count`` the lanes ``l <= lanes_m1`` with
+        ``first + l * step < ub``, ``next_first = first + vector_step`` (the iteration after
+        it) and ``next_continues = next_first < ub``. Call it
+        outside any ``If`` (the logic must not depend on when it is used: an assignment inside
+        a condition would put that condition in front of the adders), then
+        :meth:`start_vector_iteration` where it starts."""
+        first_ = Signal(signed(64), name=f"{name}_first")
         count = Signal(8, name=f"{name}_count")
         span = Signal(signed(40), name=f"{name}_span")
+        next_first = Signal(signed(66), name=f"{name}_next_first")
+        next_continues = Signal(name=f"{name}_next_continues")
+        m.d.comb += first_.eq(first)
+        if not self.enabled:
+            return first_, count, span, next_first, next_continues
+        m.d.comb += [next_first.eq(first_ + self.vector_step),
+                     next_continues.eq(next_first < ub)]
         active_bits = []
         for l_ in range(self._c.lanes):
             a_ = Signal(name=f"{name}_lane_active_{l_}")
-            m.d.comb += a_.eq((first + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
+            m.d.comb += a_.eq((first_ + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
             active_bits.append(a_)
         m.d.comb += count.eq(sum(active_bits))
         # (count - 1) * step as a select of constant multiples of step: no multiplier after
@@ -147,64 +156,17 @@ class LockstepLanes:
         for k in range(1, self._c.lanes + 1):
             span_ = Mux(count == k, (k - 1) * self.cfg.step, span_)
         m.d.comb += span.eq(span_)
-        return count, span
-
-    def _following(self, m, first, ub, name):
-        """The vector iteration after the one whose lane 0 has index ``first``
-        (``signed(64)``): ``(next_first, next_continues, next_count, next_span)``,
-        ``next_first = first + vector_step`` (exact), ``next_continues = next_first < ub``
-        and its active lanes (from ``next_first`` truncated to 64 bits, as ``first`` will keep
-        it; used only if it continues, when the two are equal)."""
-        next_first = Signal(signed(66), name=f"{name}_next_first")
-        next_continues = Signal(name=f"{name}_next_continues")
-        kept = Signal(signed(64), name=f"{name}_next_first_kept")
-        m.d.comb += [next_first.eq(first + self.vector_step),
-                     next_continues.eq(next_first < ub), kept.eq(next_first)]
-        return (next_first, next_continues, *self._active_lanes(m, kept, ub, f"{name}_next"))
-
-    def vector_iteration(self, m, first, ub, name):
-        """The registers of a vector iteration whose lane 0 has index ``first`` (truncated to
-        64 bits, as the register keeps it) under the upper bound ``ub`` (an ``ENTER``'s
-        bounds): ``(first, count, span, next_first, next_continues, next_count, next_span)``,
-        ``count`` the lanes ``l <= lanes_m1`` with ``first + l * step < ub``, ``span =
-        (count - 1) * step``, and the same of the iteration after it (``next_first = first +
-        vector_step``, ``next_continues = next_first < ub``), kept in registers so that its
-        ``NEXT`` forwards registers (:meth:`next_vector_iteration`). Call it outside any
-        ``If`` (the logic must not depend on when it is used: an assignment inside a
-        condition would put that condition in front of the adders), then
-        :meth:`start_vector_iteration` where it starts."""
-        first_ = Signal(signed(64), name=f"{name}_first")
-        m.d.comb += first_.eq(first)
-        if not self.enabled:
-            return (first_, *(Signal(shape, name=f"{name}_{field}") for field, shape in (
-                ("count", 8), ("span", signed(40)), ("next_first", signed(66)),
-                ("next_continues", 1), ("next_count", 8), ("next_span", signed(40)))))
-        return (first_, *self._active_lanes(m, first_, ub, name),
-                *self._following(m, first_, ub, name))
-
-    def next_vector_iteration(self, m, name):
-        """The vector iteration a ``NEXT`` of the layer starts, from registers (the next
-        iteration's ``first``, ``count`` and ``span`` were computed when the current one
-        started), with the one after it computed now: the tuple of
-        :meth:`vector_iteration`."""
-        first_ = Signal(signed(64), name=f"{name}_first")
-        m.d.comb += first_.eq(self.next_first)
-        if not self.enabled:
-            return self.vector_iteration(m, first_, self.ub, name)
-        return (first_, self.next_count, self.next_span,
-                *self._following(m, first_, self.ub, name))
+        return first_, count, span, next_first, next_continues
 
     def start_vector_iteration(self, m, iteration):
-        """Sync: the vector iteration ``iteration`` (from :meth:`vector_iteration` or
-        :meth:`next_vector_iteration`) starts next cycle: ``first``, ``count``, ``span`` and
-        the next iteration's ``next_first``, ``next_continues``, ``next_count`` and
-        ``next_span`` written."""
-        first_, count, span, next_first, next_continues, next_count, next_span = iteration
+        """Sync: the vector iteration ``iteration`` (from :meth:`vector_iteration`) starts
+        next cycle: ``first``, ``count``, ``span``, ``next_first`` and ``next_continues``
+        written."""
+        first_, count, span, next_first, next_continues = iteration
         m.d.sync += self.first.eq(first_)
         if self.enabled:
             m.d.sync += [self.count.eq(count), self.span.eq(span),
-                         self.next_first.eq(next_first), self.next_continues.eq(next_continues),
-                         self.next_count.eq(next_count), self.next_span.eq(next_span)]
+                         self.next_first.eq(next_first), self.next_continues.eq(next_continues)]
 
     def add_lane_values(self, m, uop, action, operand_value, stream_result, o_vector_load):
         """The lane values of the layer's streams (``vreg``, written as each lane is evaluated)

@@ -115,9 +115,9 @@ class LoopControl:
         ``next_outer``: the outer layer's next index, and whether it is below its bound.
     lockstep : Value
         The ``NEXT`` steps the LOCKSTEP layer.
-    next_vector : tuple
-        That layer's next vector iteration, ``(first, count, span)`` (registers) and the one
-        after it (``LockstepLanes.next_vector_iteration``).
+    next_vector : (Signal, Signal, Signal)
+        That layer's next vector iteration, ``(first, count, span)``
+        (``LockstepLanes.vector_iteration``).
     """
 
     def __init__(self, m, traversal, uop, registers, lanes, goto, prediction, ubits, lbits):
@@ -144,7 +144,7 @@ class LoopControl:
         ]
         self._write_next = idx.writer(m, layer_id, next_index, "next_write")
         # The LOCKSTEP layer's next vector iteration (its active lanes), outside any condition.
-        self.next_vector = lanes.next_vector_iteration(m, "next_vector")
+        self.next_vector = lanes.vector_iteration(m, self.next_index, lanes.ub, "next_vector")
 
         # ``next_outer`` (docs/rtl.md §9.5 D): a NEXT leaving its layer's range performs the
         # NEXT of the layer before (never the LOCKSTEP layer, which is the last) in the same

@@ -221,16 +221,13 @@ class Traversal(wiring.Component):
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
                                   forward)
         stream.engine_heads(m)
-        # The LOCKSTEP layer's first vector iteration (and the one after it), if this uop is
-        # its ENTER (lb, ub): evaluated (E) and held with the bounds, so that X forwards
-        # registers to the next evaluation.
-        enter_vector = tuple(stage.hold(v, f"enter_vector_{i}") for i, v in enumerate(
-            lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")))
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage.hold_evaluation(stream, pops)
         stream.connect_engines(m, idx, ubr, layers)
         s_code, s_faddr = stream.s_code, stream.s_faddr
+        # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
+        enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")
 
         # The action(s) (hw/tmu/actions.py; the LOCKSTEP lane values are added on the way).
         actions = Actions(m, self, u, action_sources, stream, lanes)

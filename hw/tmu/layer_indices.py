@@ -1,6 +1,6 @@
 """The layers' index registers, each with its next index and whether that one is in range
-(``docs/rtl.md`` §2.2 "Two-stage uop", *Forwarding*; ``docs/synthesis.md``, "The next index
-kept in registers").
+(``docs/rtl.md`` §2.2 "The next index in registers"; ``docs/synthesis.md``, "The next index
+in registers").
 
 A layer's ``NEXT`` writes ``index + step`` and goes on while it is below the layer's upper
 bound (``docs/isa.md`` §1 "Execution order"). Computed when the ``NEXT`` executes, that adder and

@@ -82,9 +82,9 @@ class LayerIndices:
         return write
 
     def clear(self, m):
-        """Sync, at a start (every upper bound cleared to 0 too): every index 0, its next index
-        its step, in range if ``step < 0`` (never: a step is positive)."""
+        """Sync, at a start: every index and upper bound 0, its next index its step, in range
+        if ``step < 0`` (never: a step is positive)."""
         for k in range(len(self.index)):
             step = self._layers[k].step
-            m.d.sync += [self.index[k].eq(0), self.next[k].eq(step),
+            m.d.sync += [self.index[k].eq(0), self._ub[k].eq(0), self.next[k].eq(step),
                          self.continues[k].eq(step < 0)]

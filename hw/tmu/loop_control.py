@@ -121,7 +121,7 @@ class LoopControl:
     """
 
     def __init__(self, m, traversal, uop, registers, lanes, goto, prediction, ubits, lbits):
-        idx, ubr, layers, body_pc, exit_pc = registers
+        idx, _, _, body_pc, exit_pc = registers    # (the next index and its comparison: idx)
         loop_continues, loop_body_pc, loop_exit_pc = prediction
         self._m, self._t, self._lanes, self._goto = m, traversal, lanes, goto
 

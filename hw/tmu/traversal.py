@@ -347,8 +347,8 @@ class Traversal(wiring.Component):
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0)]
                     lanes.clear(m)
-                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals, *ubr)]
-                    indices.clear(m)
+                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals)]
+                    indices.clear(m)          # (the indices and upper bounds)
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
                                  pops.fallback.eq(0), enter_pending.eq(0)]
                     m.next = "RUN"

@@ -36,7 +36,6 @@ class _Bench(Elaboratable):
         enter_write = self.indices.writer(m, self.layer, self.value, "enter_write", ub=self.ub)
         with m.If(self.clear):
             self.indices.clear(m)
-            m.d.sync += [u.eq(0) for u in self.ubr]
         with m.Elif(self.en & self.with_ub):
             enter_write()
         with m.Elif(self.en):

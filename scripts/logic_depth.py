@@ -4,6 +4,7 @@
     python3 scripts/logic_depth.py [--config small|default|small-1stage|default-1stage|...]
                                    [--block unit|traversal|prefetch|chain_engine]
                                    [--out build/depth] [--reuse | --from-synth build/synth]
+                                   [--abc-delay PS]
 
 Where is the clock lost? ``make synth`` answers with nextpnr's Fmax after an hour of placement,
 and nextpnr 0.11 names the critical path only after routing, which this design does not finish
@@ -40,6 +41,9 @@ Yosys run gives both nextpnr's Fmax and the path that limits it.
 are pins, so a path that enters from another block starts at the pin. The traversal alone maps
 in about a third of the whole unit's time, which makes it the quick check of a change to the
 uop's stages; the whole design's path can still run through several blocks.
+
+``--abc-delay PS`` maps as ``scripts/synth.py --abc-delay PS`` does: with ABC9's delay target
+(``abc9.D``) at PS picoseconds, so that ABC recovers area on paths shorter than that.
 """
 
 from __future__ import annotations
@@ -236,7 +240,12 @@ def main(argv=None) -> int:
     parser.add_argument("--from-synth", type=Path, metavar="DIR",
                         help="no synthesis: analyse make synth's netlist, DIR/CONFIG/synth_top.json "
                              "(scripts/synth.py --out DIR; the unit only)")
+    parser.add_argument("--abc-delay", type=int, metavar="PS",
+                        help="ABC9 delay target, picoseconds, as scripts/synth.py --abc-delay "
+                             "(default: none, the best delay)")
     ns = parser.parse_args(argv)
+    if ns.abc_delay is not None and ns.abc_delay < 1:
+        parser.error(f"--abc-delay must be >= 1 picosecond, not {ns.abc_delay}")
     if ns.min_cells < 1:
         parser.error(f"--min-cells must be >= 1, not {ns.min_cells}")
     if ns.from_synth is not None:
@@ -257,8 +266,9 @@ def main(argv=None) -> int:
         elif not (ns.reuse and (work / "mapped.il").is_file()):
             write_block_rtlil(ns.block, ns.config, work / f"{TOP}.il")
             print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
-            yosys(f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP}; write_rtlil mapped.il", work,
-                  "yosys.log")
+            target = "" if ns.abc_delay is None else f"scratchpad -set abc9.D {ns.abc_delay}; "
+            yosys(f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP}; write_rtlil mapped.il",
+                  work, "yosys.log")
         paths = longest_paths(work, ns.min_cells)
     except (RuntimeError, FileNotFoundError) as e:
         print(f"logic_depth: {e}", file=sys.stderr)

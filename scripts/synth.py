@@ -66,6 +66,7 @@ COLUMNS = (
     ("routed", "routing finished"),
     ("yosys_s", "yosys s"),
     ("nextpnr_s", "nextpnr s"),
+    ("abc_delay_ps", "ABC9 delay target ps"),
 )
 
 #: yosys cell type -> result key.
@@ -254,8 +255,13 @@ def write_rtlil(config_name: str, path: Path) -> Path:
     return path
 
 
-def yosys_command(work: Path) -> list[str]:
-    script = (f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json; "
+def yosys_command(work: Path, abc_delay: int | None = None) -> list[str]:
+    """The yosys invocation. ``abc_delay``: ABC9's delay target in picoseconds (Yosys's
+    ``abc9.D`` scratchpad value, ABC's ``&if -D``), or None for its default, the best delay it
+    can reach. A target above that lets ABC trade depth for area on every path
+    (``docs/synthesis.md``, "A delay target for the LUT mapping")."""
+    target = "" if abc_delay is None else f"scratchpad -set abc9.D {abc_delay}; "
+    script = (f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP} -json {TOP}.json; "
               f"tee -q -o stat.json stat -json")
     return [YOSYS, "-q", "-l", "yosys.log", "-p", script]
 
@@ -290,7 +296,7 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[
 
 
 def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: float,
-               router: str, route: bool = True) -> dict:
+               router: str, route: bool = True, abc_delay: int | None = None) -> dict:
     """Run the flow for one configuration; returns the result (also in ``result.json``)."""
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
@@ -299,10 +305,11 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
         (work / stale).unlink(missing_ok=True)
     write_rtlil(config_name, work / f"{TOP}.il")
     result = {"config": config_name, "device": f"LFE5U-{DEVICE.upper()[:-1]}F", "package": PACKAGE,
-              "target_mhz": freq, "router": router if route else "none (--no-route)"}
+              "target_mhz": freq, "router": router if route else "none (--no-route)",
+              "abc_delay_ps": abc_delay}
 
     print(f"[{config_name}] yosys synth_ecp5 ...", flush=True)
-    status, secs = run_tool(yosys_command(work), work, timeout, "yosys.out")
+    status, secs = run_tool(yosys_command(work, abc_delay), work, timeout, "yosys.out")
     result.update(yosys=status, yosys_s=round(secs))
     if status != "ok" or not (work / "stat.json").is_file():
         return _finish(work, result)
@@ -366,6 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-route", action="store_true",
                    help="stop after placement: Fmax and critical paths are nextpnr's post-placement "
                         "estimates (for a design that does not route within --timeout)")
+    p.add_argument("--abc-delay", type=_positive(int), default=None, metavar="PS",
+                   help="delay target of the LUT mapping (ABC9), picoseconds; above the best "
+                        "delay ABC reaches it recovers area on every path (default: none, the "
+                        "best delay)")
     return p
 
 
@@ -377,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
               f"pip install -e '.[synth]'", file=sys.stderr)
         return 1
     result = synthesise(ns.config, ns.out, timeout=ns.timeout, jobs=ns.jobs, freq=ns.freq,
-                        router=ns.router, route=not ns.no_route)
+                        router=ns.router, route=not ns.no_route, abc_delay=ns.abc_delay)
     rows = merge_csv(ns.out / "results.csv", result)
     print(markdown_table(rows))
     for path in result.get("critical_paths", [])[:1] or [{"nets": result.get("critical_path", [])}]:

@@ -106,6 +106,8 @@ def test_help_exits_zero(capsys):
     (["--jobs", "0"], "--jobs"),
     (["--jobs", "two"], "--jobs"),
     (["--freq", "0"], "--freq"),
+    (["--abc-delay", "0"], "--abc-delay"),
+    (["--abc-delay", "4.5"], "--abc-delay"),
 ])
 def test_bad_arguments_exit_2_naming_the_argument(argv, word, capsys):
     with pytest.raises(SystemExit) as e:
@@ -117,8 +119,16 @@ def test_bad_arguments_exit_2_naming_the_argument(argv, word, capsys):
 
 def test_defaults():
     ns = synth.build_parser().parse_args([])
-    assert (ns.config, ns.out, ns.jobs, ns.freq, ns.timeout, ns.no_route) == \
-        ("default", Path("build/synth"), 1, 100.0, 3600.0, False)
+    assert (ns.config, ns.out, ns.jobs, ns.freq, ns.timeout, ns.no_route, ns.abc_delay) == \
+        ("default", Path("build/synth"), 1, 100.0, 3600.0, False, None)
+
+
+def test_yosys_command_sets_the_delay_target_only_when_given():
+    script = synth.yosys_command(Path("w"))[-1]
+    assert "synth_ecp5 -top synth_top" in script and "abc9.D" not in script
+    script = synth.yosys_command(Path("w"), abc_delay=40000)[-1]
+    # the scratchpad value abc9 reads (&if -D), set before synth_ecp5 runs abc9
+    assert script.index("scratchpad -set abc9.D 40000;") < script.index("synth_ecp5")
 
 
 def test_missing_tools_exit_1_with_the_install_command(monkeypatch, capsys, tmp_path):

@@ -170,3 +170,11 @@ def test_a_block_alone_is_written_under_the_top_name(tmp_path, block, module_hin
     assert f"module \\{logic_depth.TOP}\n" in text
     assert module_hint in text
     assert "SynthTop" not in text and "row_issue" not in text
+
+
+def test_a_delay_target_below_one_picosecond_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        logic_depth.main(["--abc-delay", "0", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "--abc-delay" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

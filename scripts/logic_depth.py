@@ -67,7 +67,11 @@ from synth import CONFIGS, TOP, YOSYS, config_of, write_rtlil  # noqa: E402
 BLOCKS = ("unit", "traversal", "prefetch", "chain_engine")
 
 DEFAULT_OUT = Path("build") / "depth"
-CUT = "t:TRELLIS_FF t:DP16KD %u t:TRELLIS_DPR16X4 %u"   # cells a path may not go through
+CUT = "t:TRELLIS_FF t:DP16KD %u"          # cells a path may not go through
+#: ... and LUT RAMs too with ``--cut-lutram`` (the measure of sessions before 2026-11-29 evening)
+CUT_LUTRAM = CUT + " t:TRELLIS_DPR16X4 %u"
+#: A LUT RAM's synchronous write ports: a path ends there (its read arc RAD -> DO is kept)
+LUTRAM_WRITE_PORTS = ("DI", "WAD", "WRE", "WCK")
 #: cell types reported per path, in this order
 KINDS = ("LUT4", "PFUMX", "L6MUX21", "CCU2C", "MULT18X18D", "TRELLIS_DPR16X4")
 
@@ -153,17 +157,46 @@ def block_prefixes(types: dict, minimum: int) -> dict:
             if n >= minimum and re.fullmatch(r"[\w.]+", b)}
 
 
-def longest_paths(work: Path, minimum: int) -> list[dict]:
+def without_lutram_writes(netlist: Path, out: Path) -> Path:
+    """A copy of the RTLIL ``netlist`` at ``out`` in which every ``TRELLIS_DPR16X4`` (LUT RAM)
+    keeps only its read ports: its write data, address, enable and clock
+    (``LUTRAM_WRITE_PORTS``) are disconnected, so that ``ltp`` follows the asynchronous read
+    arc (read address -> data out, one cell level) and ends a path at a write port instead of
+    running from the write data to the read data, which the hardware never does in one cycle."""
+    with netlist.open() as f, out.open("w") as g:
+        in_lutram = False
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("cell "):
+                in_lutram = stripped.split()[1] == "\\TRELLIS_DPR16X4"
+            elif stripped == "end":
+                in_lutram = False
+            elif in_lutram and stripped.startswith("connect "):
+                if stripped.split()[1].lstrip("\\") in LUTRAM_WRITE_PORTS:
+                    continue
+            g.write(line)
+    return out
+
+
+def longest_paths(work: Path, minimum: int, *, cut_lutram: bool = False) -> list[dict]:
     """The longest path of the whole design, then of each block's cells alone (the cells Yosys
     named after the block's signals: ``block_prefixes``), from ``work/mapped.il`` in one Yosys
     session. Each: ``scope`` (``design`` or the block), ``cells_in_scope``, ``length`` (cells on
     the path), ``kinds`` (cell type -> cells of that type on it), ``blocks`` (the blocks it goes
-    through, in order), ``signals`` (the source signals of its nets, in order)."""
+    through, in order), ``signals`` (the source signals of its nets, in order). Paths start and
+    end at flip-flops, block RAMs and pins; a LUT RAM is a cell of the path on its read arc
+    (``without_lutram_writes``), or an end like a flip-flop with ``cut_lutram``."""
     types = cell_types(work / "mapped.il")
     scopes = {"design": len(types), **block_prefixes(types, minimum)}
-    steps = ["read_rtlil mapped.il", f"select -set cut {CUT}"]
+    if cut_lutram:
+        source, cut = "mapped.il", CUT_LUTRAM
+    else:
+        source, cut = without_lutram_writes(work / "mapped.il", work / "mapped_reads.il").name, CUT
+    steps = [f"read_rtlil {source}", f"select -set cut {cut}"]
     for k, scope in enumerate(scopes):
-        where = "" if scope == "design" else f" {TOP}/{scope}.* %i"
+        # (a block's cells, with every wire: a cell of the block may drive a wire named after
+        # another, as a LUT RAM's read port is named after its memory, and ltp needs its bits)
+        where = "" if scope == "design" else f" {TOP}/{scope}.* %i {TOP}/w:* %u"
         steps.append(f"tee -q -o ltp_{k}.txt ltp -noff @cut %n{where}")
     yosys("; ".join(steps), work, "ltp.log")
     paths = []
@@ -243,6 +276,9 @@ def main(argv=None) -> int:
     parser.add_argument("--abc-delay", type=int, metavar="PS",
                         help="ABC9 delay target, picoseconds, as scripts/synth.py --abc-delay "
                              "(default: none, the best delay)")
+    parser.add_argument("--cut-lutram", action="store_true",
+                        help="end paths at LUT RAMs as at flip-flops (the measure before "
+                             "2026-11-29 evening) instead of following their asynchronous reads")
     ns = parser.parse_args(argv)
     if ns.abc_delay is not None and ns.abc_delay < 1:
         parser.error(f"--abc-delay must be >= 1 picosecond, not {ns.abc_delay}")
@@ -269,7 +305,7 @@ def main(argv=None) -> int:
             target = "" if ns.abc_delay is None else f"scratchpad -set abc9.D {ns.abc_delay}; "
             yosys(f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP}; write_rtlil mapped.il",
                   work, "yosys.log")
-        paths = longest_paths(work, ns.min_cells)
+        paths = longest_paths(work, ns.min_cells, cut_lutram=ns.cut_lutram)
     except (RuntimeError, FileNotFoundError) as e:
         print(f"logic_depth: {e}", file=sys.stderr)
         return 1

@@ -178,3 +178,56 @@ def test_a_delay_target_below_one_picosecond_exits_2(tmp_path, capsys):
     assert e.value.code == 2
     assert "--abc-delay" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def _lutram_rtlil(path: Path) -> None:
+    """A 16 x 4 memory with an asynchronous read (a LUT RAM on the ECP5) between two adders:
+    register -> ``addr_sum`` (adder) -> read address -> read data -> ``data_sum`` (adder) ->
+    register, and a write port fed by its own registers."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Elaboratable, Module, Signal
+    from amaranth.lib.memory import Memory
+
+    class Top(Elaboratable):
+        def __init__(self):
+            self.seed = Signal(4, name="seed")
+            self.out = Signal(4, name="out")
+            self.wdata = Signal(4, name="wdata")
+            self.waddr = Signal(4, name="waddr")
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.table = table = Memory(shape=4, depth=16, init=[])
+            write = table.write_port()
+            read = table.read_port(domain="comb")
+            a, b = Signal(4, name="addr_a"), Signal(4, name="addr_b")
+            m.d.sync += [a.eq(self.seed), b.eq(a + 3)]
+            m.d.comb += [read.addr.eq(a + b), write.addr.eq(self.waddr),
+                         write.data.eq(self.wdata), write.en.eq(1)]
+            c = Signal(4, name="data_c")
+            m.d.sync += [c.eq(self.seed ^ 5), self.out.eq(read.data + c)]
+            return m
+
+    top = Top()
+    path.write_text(rtlil.convert(top, ports=[top.seed, top.out, top.wdata, top.waddr],
+                                  name=logic_depth.TOP))
+
+
+@needs_yosys
+def test_a_lut_ram_read_is_a_cell_of_the_path(tmp_path):
+    """The longest path runs from the address registers through the adder, the LUT RAM's
+    asynchronous read and the second adder (the write port's registers end at the RAM);
+    with ``cut_lutram`` it ends at the RAM and is shorter."""
+    _lutram_rtlil(tmp_path / "top.il")
+    logic_depth.yosys(f"read_rtlil top.il; synth_ecp5 -top {logic_depth.TOP}; write_rtlil mapped.il",
+                      tmp_path, "yosys.log")
+    types = logic_depth.cell_types(tmp_path / "mapped.il")
+    assert "TRELLIS_DPR16X4" in types.values()
+    through = logic_depth.longest_paths(tmp_path, 1)[0]
+    cut = logic_depth.longest_paths(tmp_path, 1, cut_lutram=True)[0]
+    assert through["kinds"].get("TRELLIS_DPR16X4") == 1
+    assert "TRELLIS_DPR16X4" not in cut["kinds"]
+    assert through["length"] > cut["length"]
+    # the write port is cut: the read data does not continue into a write of the same RAM
+    text = (tmp_path / "mapped_reads.il").read_text()
+    assert "connect \\WAD" not in text and "connect \\WRE" not in text and "connect \\RAD" in text

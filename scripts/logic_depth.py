@@ -62,6 +62,7 @@ for p in (REPO, REPO / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+import path_delay  # noqa: E402
 from synth import CONFIGS, TOP, YOSYS, config_of, write_rtlil  # noqa: E402
 
 BLOCKS = ("unit", "traversal", "prefetch", "chain_engine")
@@ -279,7 +280,12 @@ def main(argv=None) -> int:
     parser.add_argument("--cut-lutram", action="store_true",
                         help="end paths at LUT RAMs as at flip-flops (the measure before "
                              "2026-11-29 evening) instead of following their asynchronous reads")
+    parser.add_argument("--routing-ns", type=float, default=path_delay.ROUTING_NS,
+                        help="delay of a routed net in the weighted path, ns (default "
+                             f"{path_delay.ROUTING_NS:g})")
     ns = parser.parse_args(argv)
+    if ns.routing_ns < 0:
+        parser.error(f"--routing-ns must be >= 0, not {ns.routing_ns}")
     if ns.abc_delay is not None and ns.abc_delay < 1:
         parser.error(f"--abc-delay must be >= 1 picosecond, not {ns.abc_delay}")
     if ns.min_cells < 1:
@@ -303,16 +309,28 @@ def main(argv=None) -> int:
             write_block_rtlil(ns.block, ns.config, work / f"{TOP}.il")
             print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
             target = "" if ns.abc_delay is None else f"scratchpad -set abc9.D {ns.abc_delay}; "
-            yosys(f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP}; write_rtlil mapped.il",
-                  work, "yosys.log")
+            yosys(f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP}; write_rtlil mapped.il; "
+                  f"write_json mapped.json", work, "yosys.log")
         paths = longest_paths(work, ns.min_cells, cut_lutram=ns.cut_lutram)
-    except (RuntimeError, FileNotFoundError) as e:
-        print(f"logic_depth: {e}", file=sys.stderr)
+        netlist_json = work / (f"{TOP}.json" if ns.from_synth is not None else "mapped.json")
+        if not netlist_json.is_file():                  # (--reuse of an earlier run's output)
+            yosys("read_rtlil mapped.il; write_json mapped.json", work, "json.log")
+        weighted = path_delay.from_file(netlist_json, TOP, routing_ns=ns.routing_ns)
+    except (RuntimeError, FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+        print(f"logic_depth: {e!r}" if isinstance(e, KeyError) else f"logic_depth: {e}",
+              file=sys.stderr)
         return 1
     (work / "paths.json").write_text(json.dumps(paths, indent=1) + "\n")
+    weighted["signals"] = list(dict.fromkeys(signal_name(n) for n in weighted["nets"]
+                                             if not n.startswith("$")))
+    (work / "weighted.json").write_text(json.dumps(weighted, indent=1) + "\n")
     print(markdown(paths))
     for p in paths:
         print(f"\n{p['scope']} ({p['length']} cells): " + " -> ".join(p["signals"]))
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(weighted["kinds"].items()))
+    print(f"\nlongest path weighted by delay (scripts/path_delay.py, {ns.routing_ns:g} ns a net): "
+          f"~{weighted['ns']:.1f} ns, {len(weighted['cells'])} cells ({kinds}): "
+          + " -> ".join(weighted["signals"]))
     return 0
 
 

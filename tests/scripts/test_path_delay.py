@@ -81,6 +81,17 @@ def test_a_combinational_loop_is_counted_not_followed():
     assert r["unordered_bits"] == 2
 
 
+def test_a_cell_type_without_delays_is_reported():
+    """A cell type the delay table does not know is counted, not silently treated as a wire
+    or a path's end (Yosys' ``$scopeinfo`` bookkeeping cells are skipped)."""
+    cells = {"a": _lut(1, 2), "pll": {"type": "EHXPLLL", "port_directions": {"CLKI": "input",
+                                      "CLKOP": "output"}, "connections": {"CLKI": [2], "CLKOP": [3]}},
+             "scope": {"type": "$scopeinfo", "port_directions": {}, "connections": {}}}
+    r = path_delay.longest_weighted_path(_netlist(cells), "top")
+    assert r["cells_without_arcs"] == {"EHXPLLL": 1}
+    assert r["cells"] == ["a"]
+
+
 def test_unknown_top_raises():
     with pytest.raises(KeyError):
         path_delay.longest_weighted_path(_netlist({}), "synth_top")

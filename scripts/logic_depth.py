@@ -26,7 +26,8 @@ port is named after that memory).
 Beside it, the longest path **weighted by delay** (``scripts/path_delay.py``: a LUT level and
 its routed net ~1.4 ns, a carry cell's carry ~0.06 ns, a combinational DSP ~3.5 ns; LUT RAM
 reads followed): the cell count weighs a carry cell like a LUT level, and placed clocks follow
-LUT levels (``docs/synthesis.md``, "A delay target for the LUT mapping").
+LUT levels more than carry cells (``docs/synthesis.md``, "A delay target for the LUT mapping";
+differences of ~10 % are within what placement decides).
 
 A proxy, not a timing analysis: levels are counted, not nanoseconds; a LUT4 level on an ECP5
 costs about 0.4-0.5 ns plus its routing (often as much again), so 100 MHz (10 ns) leaves room for

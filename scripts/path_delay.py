@@ -5,8 +5,9 @@ each cell's and each net's delay (``scripts/logic_depth.py`` reports it beside Y
 slice's dedicated wire in well under 0.1 ns) weighs as much as a LUT level (a LUT and, nearly
 always, a routed net: 1-2 ns after placement on a crowded device). The placed clocks of
 2026-11-29 (``docs/synthesis.md``, "A delay target for the LUT mapping") showed the cell count
-ranking designs the wrong way round: a netlist with 25 fewer cells on its longest path but more
-LUT levels placed slower. This module weighs each arc instead:
+hiding what matters: netlists with fewer cells on their longest path but more LUT levels placed
+slower. This module weighs each arc instead (it put the fastest of four placed netlists first;
+differences of ~10 % between the others were placement's to decide):
 
 * a cell's delay from an input port to an output port (``CELL_DELAY_NS``: the ECP5 data sheet's
   order of magnitude for speed grade 6, not nextpnr's exact numbers);

@@ -64,6 +64,7 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
     """The longest path of module ``top`` of a Yosys JSON netlist (``write_json``), arcs
     weighted as the module docstring says. Returns ``{"ns": float, "cells": [cell names, in
     order], "kinds": {cell type: count on the path}, "nets": [net names, in order],
+    "arrival_ns": [the estimated time each of those nets settles, from the path's start],
     "unordered_bits": int, "cells_without_arcs": {cell type: count}}`` (``unordered_bits``:
     bits left on a combinational loop, which a sound design has none of;
     ``cells_without_arcs``: cells of a type ``CELL_DELAY_NS`` does not know, which the path
@@ -123,6 +124,7 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
     return {"ns": round(arrival[end], 2) if end is not None else 0.0, "cells": cells,
             "kinds": dict(Counter(kinds[c] for c in cells)),
             "nets": [names.get(b, f"bit{b}") for b in bits],
+            "arrival_ns": [round(arrival[b], 2) for b in bits],
             "unordered_bits": len(nodes) - ordered, "cells_without_arcs": dict(unknown)}
 
 

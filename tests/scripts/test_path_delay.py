@@ -52,6 +52,7 @@ def test_three_lut_levels_outweigh_a_ten_cell_carry_chain():
     assert r["kinds"] == {"LUT4": 3}
     assert r["ns"] == pytest.approx(3 * (R + LUT), abs=0.01)
     assert r["cells"] == ["lut0", "lut1", "lut2"] and r["nets"][-1] == "lut_out"
+    assert r["arrival_ns"] == pytest.approx([k * (R + LUT) for k in range(4)], abs=0.01)
     chain = (R + path_delay.cell_delay("CCU2C", "A0", "COUT")
              + 9 * path_delay.cell_delay("CCU2C", "CIN", "COUT"))
     assert chain < r["ns"]

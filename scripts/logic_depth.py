@@ -15,9 +15,9 @@ mapped cells with every flip-flop (``TRELLIS_FF``) and block RAM (``DP16KD``) le
 selection, so that paths start and end at them: the deepest register-to-register (or pin) logic
 of the design. A LUT RAM (``TRELLIS_DPR16X4``) is a cell of a path on its asynchronous read
 (``scfg``, ``acfg``, ``ucode``, ``vreg``); its write ports end one (``--cut-lutram``: paths end
-at LUT RAMs too, the measure before 2026-11-29 evening). A path is reported as its cell types — LUT4 levels,
-``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C`` (carry-chain cells, 2 bits
-each, fast), ``MULT18X18D`` (a DSP multiplier, combinational here) — and as the named signals along
+at LUT RAMs too, the measure before 2026-11-29 evening). A path is reported as its cell
+types — LUT4 levels, ``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C``
+(carry-chain cells, 2 bits each, fast), ``MULT18X18D`` (a DSP multiplier, combinational here) — and as the named signals along
 it (their hierarchical names say which block of ``hw/tmu`` the logic is in). Then the same for each
 block's cells alone (the cells Yosys named after the block's signals: a heuristic scope, since
 ``autoname`` names a cell after a net it drives or reads, so logic that consumes a memory's read
@@ -36,7 +36,8 @@ about 8-10 LUT levels with a short carry chain, and a path of 40 levels is a 20-
 Writes ``OUT/<config>/``: ``synth_top.il``, ``mapped.il`` (the netlist, reused by ``--reuse``),
 ``mapped.json``, ``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length,
 cell-type counts, blocks, signals), ``weighted.json`` (the weighted path: ns, cells, kinds,
-nets) and prints a markdown table and the weighted path. Exit status 0, 1 if Yosys failed, 2 for bad arguments.
+nets) and prints a markdown table and the weighted path. Exit status 0, 1 if Yosys failed, 2
+for bad arguments.
 
 ``--from-synth DIR`` maps nothing: it reads the netlist ``make synth`` wrote
 (``DIR/<config>/synth_top.json``, the same ``synth_ecp5`` mapping of the same thin top), so one
@@ -69,7 +70,7 @@ for p in (REPO, REPO / "scripts"):
         sys.path.insert(0, str(p))
 
 import path_delay  # noqa: E402
-from synth import CONFIGS, TOP, YOSYS, config_of, write_rtlil  # noqa: E402
+from synth import CONFIGS, TOP, YOSYS, config_of, delay_target, write_rtlil  # noqa: E402
 
 BLOCKS = ("unit", "traversal", "prefetch", "chain_engine")
 
@@ -314,9 +315,8 @@ def main(argv=None) -> int:
         elif not (ns.reuse and (work / "mapped.il").is_file()):
             write_block_rtlil(ns.block, ns.config, work / f"{TOP}.il")
             print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
-            target = "" if ns.abc_delay is None else f"scratchpad -set abc9.D {ns.abc_delay}; "
-            yosys(f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP}; write_rtlil mapped.il; "
-                  f"write_json mapped.json", work, "yosys.log")
+            yosys(f"read_rtlil {TOP}.il; {delay_target(ns.abc_delay)}synth_ecp5 -top {TOP}; "
+                  f"write_rtlil mapped.il; write_json mapped.json", work, "yosys.log")
         paths = longest_paths(work, ns.min_cells, cut_lutram=ns.cut_lutram)
         netlist_json = work / (f"{TOP}.json" if ns.from_synth is not None else "mapped.json")
         if not netlist_json.is_file():                  # (--reuse of an earlier run's output)

@@ -255,14 +255,19 @@ def write_rtlil(config_name: str, path: Path) -> Path:
     return path
 
 
+def delay_target(abc_delay: int | None) -> str:
+    """The Yosys commands to put in front of ``synth_ecp5`` for ABC9's delay target
+    ``abc_delay`` in picoseconds (Yosys's ``abc9.D`` scratchpad value, ABC's ``&if -D``);
+    none for None, ABC's default, the best delay it can reach. A target above that lets ABC
+    trade depth for area on every path (``docs/synthesis.md``, "A delay target for the LUT
+    mapping")."""
+    return "" if abc_delay is None else f"scratchpad -set abc9.D {abc_delay}; "
+
+
 def yosys_command(work: Path, abc_delay: int | None = None) -> list[str]:
-    """The yosys invocation. ``abc_delay``: ABC9's delay target in picoseconds (Yosys's
-    ``abc9.D`` scratchpad value, ABC's ``&if -D``), or None for its default, the best delay it
-    can reach. A target above that lets ABC trade depth for area on every path
-    (``docs/synthesis.md``, "A delay target for the LUT mapping")."""
-    target = "" if abc_delay is None else f"scratchpad -set abc9.D {abc_delay}; "
-    script = (f"read_rtlil {TOP}.il; {target}synth_ecp5 -top {TOP} -json {TOP}.json; "
-              f"tee -q -o stat.json stat -json")
+    """The yosys invocation; ``abc_delay`` as :func:`delay_target`."""
+    script = (f"read_rtlil {TOP}.il; {delay_target(abc_delay)}"
+              f"synth_ecp5 -top {TOP} -json {TOP}.json; tee -q -o stat.json stat -json")
     return [YOSYS, "-q", "-l", "yosys.log", "-p", script]
 
 

@@ -18,8 +18,8 @@ of the design. A LUT RAM (``TRELLIS_DPR16X4``) is a cell of a path on its asynch
 at LUT RAMs too, the measure before 2026-11-29 evening). A path is reported as its cell
 types — LUT4 levels, ``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C``
 (carry-chain cells, 2 bits each, fast), ``MULT18X18D`` (a DSP multiplier, combinational
-here) — and as the named signals along it (their hierarchical names say which block of ``hw/tmu`` the logic is in). Then the same for each
-block's cells alone (the cells Yosys named after the block's signals: a heuristic scope, since
+here) — and as the named signals along it (their hierarchical names say which block of
+``hw/tmu`` the logic is in). Then the same for each block's cells alone (the cells Yosys named after the block's signals: a heuristic scope, since
 ``autoname`` names a cell after a net it drives or reads, so logic that consumes a memory's read
 port is named after that memory).
 

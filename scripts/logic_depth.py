@@ -19,9 +19,10 @@ at LUT RAMs too, the measure before 2026-11-29 evening). A path is reported as i
 types — LUT4 levels, ``PFUMX``/``L6MUX21`` (the wide-multiplexer stages of a slice), ``CCU2C``
 (carry-chain cells, 2 bits each, fast), ``MULT18X18D`` (a DSP multiplier, combinational
 here) — and as the named signals along it (their hierarchical names say which block of
-``hw/tmu`` the logic is in). Then the same for each block's cells alone (the cells Yosys named after the block's signals: a heuristic scope, since
-``autoname`` names a cell after a net it drives or reads, so logic that consumes a memory's read
-port is named after that memory).
+``hw/tmu`` the logic is in). Then the same for each block's cells alone (the cells Yosys
+named after the block's signals: a heuristic scope, since ``autoname`` names a cell after a
+net it drives or reads, so logic that consumes a memory's read port is named after that
+memory).
 
 Beside it, the longest path **weighted by delay** (``scripts/path_delay.py``: a LUT level and
 its routed net ~1.4 ns, a carry cell's carry ~0.06 ns, a combinational DSP ~3.5 ns; LUT RAM

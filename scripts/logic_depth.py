@@ -208,6 +208,8 @@ def longest_paths(work: Path, minimum: int, *, cut_lutram: bool = False) -> list
         where = "" if scope == "design" else f" {TOP}/{scope}.* %i {TOP}/w:* %u"
         steps.append(f"tee -q -o ltp_{k}.txt ltp -noff @cut %n{where}")
     yosys("; ".join(steps), work, "ltp.log")
+    if not cut_lutram:      # (the unit's copy is ~170 MB; mapped.il stays, for --reuse)
+        (work / source).unlink()
     paths = []
     for k, (scope, size) in enumerate(scopes.items()):
         path = parse_ltp((work / f"ltp_{k}.txt").read_text())

@@ -165,9 +165,12 @@ class Traversal(wiring.Component):
                        Signal(signed(64), name="ahead_entered_lb"),
                        Signal(signed(64), name="ahead_entered_ub"))
             # (a fetch bubble in which nothing executes; an X cycle that waits for an
-            # engine's value and evaluates its own uop again: driven in the wait branches)
+            # engine's value and evaluates its own uop again: driven in the X branch from
+            # ``executed_waits``, the executed uop's wait from registers and held results,
+            # driven after the evaluation below)
             bubble = Signal(name="fetch_bubble_evaluating")
             again = Signal(name="uop_evaluate_again")
+            executed_waits = Signal(name="executed_uop_waits")
             # (``BWAIT``: a blocking load without an engine waits for its line; E evaluates
             # the ahead uop, to execute it right after the line is here: driven below. The
             # cycle the line is here executes the load's completion, so the ahead words move
@@ -177,7 +180,12 @@ class Traversal(wiring.Component):
                                stage.executing | (waiting_for_line & self.blocking_resp_valid),
                                self.busy, (indices, ubr, layers, body_pc, exit_pc), lanes,
                                fetch.uop, entered, bubble, again)
-            evaluate_ahead = (stage.executing & ~again) | waiting_for_line
+            # Which uop E evaluates is decided from registers (``executed_waits``, not
+            # ``again``, which also needs the fetch stage's tag comparison): in an X cycle
+            # that does not take E's results (a fetch bubble, an abort) it does not matter
+            # which uop E evaluates, nothing is held or committed (docs/synthesis.md, "The
+            # evaluated uop chosen from registers").
+            evaluate_ahead = (stage.executing & ~executed_waits) | waiting_for_line
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)
             evaluated_word = Signal(Uop, name="evaluated_word")
@@ -276,6 +284,15 @@ class Traversal(wiring.Component):
         # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal(name="enter_pending")
+        if stage.enabled:
+            # The executed STREAM uop waits for an engine's value (the two waiting branches of
+            # the X cycle below: a popped engine's head, or the head of the engine serving its
+            # blocking stream, on its way), from registers and held results only.
+            m.d.comb += executed_waits.eq(
+                (u.kind == UopKind.STREAM) & ~pops.stopped & ~enter_pending
+                & ((~pops.fallback & pops.wait)
+                   | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
+                      & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
@@ -385,6 +402,7 @@ class Traversal(wiring.Component):
                         # cycle and its pops commit now (hw/tmu/evaluate_stage.py).
                         # A STREAM uop waiting for an engine's value evaluates itself again
                         # (``again``): it executes next cycle with the new results.
+                        m.d.comb += again.eq(executed_waits)
                         take_ahead(overlap, again)
                     with m.Switch(u.kind):
                         with m.Case(UopKind.STREAM):
@@ -400,8 +418,6 @@ class Traversal(wiring.Component):
                                 enter(fused=True)
                             with m.Elif(~pops.fallback & pops.wait):
                                 m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
-                                if stage.enabled:
-                                    m.d.comb += again.eq(1)
                             with m.Elif(stream.s_fault & stream.s_lockstep
                                         & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
@@ -424,8 +440,6 @@ class Traversal(wiring.Component):
                             with m.Elif(stream.s_blocking & stream.s_prefetched
                                         & stream.s_prefetch_busy):
                                 m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
-                                if stage.enabled:
-                                    m.d.comb += again.eq(1)
                             with m.Elif(stream.s_blocking):
                                 blocking.issue(m, u, stream)
                             with m.Elif(u.fuse_act):

@@ -167,11 +167,13 @@ class EnginePops:
             self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_todo))),
         ]
 
-    def bypass(self, sid, stored, evaluate=True):
+    def bypass(self, sid, stored, evaluate=True, pending=None):
         """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid
         whenever the uop proceeds), else ``stored``. ``evaluate``: as the evaluation sees the
-        pending pops (``pending_evaluate``), else as the execution does (``pending``)."""
-        pending = self.pending_evaluate if evaluate else self.pending
+        pending pops (``pending_evaluate``), else as the execution does (``pending``);
+        ``pending`` (one bit per engine): these pops instead."""
+        if pending is None:
+            pending = self.pending_evaluate if evaluate else self.pending
         out = stored
         for e in range(len(self._stream_of)):
             out = Mux(pending[e] & ~self.fallback & (self._stream_of[e] == sid),

@@ -46,11 +46,16 @@ class OperandSources:
         Two stages, evaluation: the stream values, indices and LOCKSTEP vector iteration the
         execution in the same cycle writes, read instead of the registers
         (``hw/tmu/evaluate_stage.py``).
+    pending : Value or None
+        The engine pops pending (one bit per engine), instead of those ``evaluate`` says: the
+        ahead uop's, as its evaluation during another's execution sees them.
     """
 
-    def __init__(self, m, traversal, pops, values, indices, lanes, evaluate=True, forward=None):
+    def __init__(self, m, traversal, pops, values, indices, lanes, evaluate=True, forward=None,
+                 pending=None):
         self._m = m
         self._evaluate = evaluate
+        self._pending = pending
         self._forward = forward
         self._t = traversal
         self._pops = pops
@@ -89,7 +94,8 @@ class OperandSources:
                 stored = pick(m, self._values, v[:self._sbits], signed(64), "stored")
                 if self._forward is not None:
                     stored = self._forward.value(v[:8], stored)
-                stored = self._pops.bypass(v[:8], stored, evaluate=self._evaluate)
+                stored = self._pops.bypass(v[:8], stored, evaluate=self._evaluate,
+                                           pending=self._pending)
                 if bypass_en is None:
                     m.d.comb += out.eq(stored)
                 else:

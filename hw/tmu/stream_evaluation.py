@@ -65,6 +65,12 @@ class StreamEvaluation:
         Two stages: the stream values the execution keeps in the same cycle and the vector
         iteration it starts, read by the evaluation instead of the registers (here the
         ``wrapped`` bits and the LOCKSTEP layer's ``count`` and ``span``).
+    split : (Value, (Signal(Uop), Signal(StreamCfg), OperandSources), OperandSources) or None
+        Two stages: the sources ``a`` and ``b`` read twice, each from registers, and selected
+        after the read (``docs/synthesis.md``, "The operands read before the evaluated uop is
+        chosen"): ``(evaluate_ahead, (the ahead uop's word, its stream word, the sources as
+        its evaluation sees them), the sources as the executed uop's own evaluation sees
+        them)``; ``evaluate_ahead`` chooses, as it chooses ``evaluated``.
 
     Attributes
     ----------
@@ -100,9 +106,10 @@ class StreamEvaluation:
     """
 
     def __init__(self, m, traversal, uop, sources, lanes, layers, regions, evaluated=None,
-                 forward=None):
+                 forward=None, split=None):
         self._t = traversal
         self._forward = forward
+        self._split = split
         self._c = traversal._cfg
         self._uop = uop
         # The words evaluated: the executed uop's, or (two stages) the uop evaluated during
@@ -166,8 +173,27 @@ class StreamEvaluation:
             src_b.eq(Mux(e_is_enter, e_lay.ub, Mux(eu.chain, esc.chain_src, esc.b))),
         ]
         self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
-        self.a_v = a_v = source(src_a)
-        self.b_v = b_v = source(src_b)
+        if self._split is None:
+            self.a_v = a_v = source(src_a)
+            self.b_v = b_v = source(src_b)
+        else:
+            # Two stages: each uop E may evaluate has its sources read from registers (its
+            # words, the value registers, the engines' heads, the forwarded values), and the
+            # choice between the two (``evaluate_ahead``, which waits for the executed uop's
+            # held results) comes after the reads, not before them.
+            evaluate_ahead, (ahead_uop, ahead_sc, ahead_sources), own_sources = self._split
+            ahead_lay = pick(m, layers, Mux(ahead_uop.kind == UopKind.ENTER, ahead_uop.id,
+                                            ahead_uop.next_layer)[:lbits], LayerCfg, "ahead_lay")
+            words = [self._source_words(m, ahead_uop, ahead_sc, ahead_lay, "ahead"),
+                     self._source_words(m, u, t.scfg_data, lay, "own")]
+            self.a_v = a_v = Signal(signed(64), name="a_v")
+            self.b_v = b_v = Signal(signed(64), name="b_v")
+            m.d.comb += [
+                a_v.eq(Mux(evaluate_ahead, ahead_sources.read(words[0][0]),
+                           own_sources.read(words[1][0]))),
+                b_v.eq(Mux(evaluate_ahead, ahead_sources.read(words[0][1]),
+                           own_sources.read(words[1][1]))),
+            ]
         alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
@@ -234,6 +260,19 @@ class StreamEvaluation:
         self.s_blocking = ((sc.kind == StreamKind.MEM)
                            & t.blocking.bit_select(u.id[:sbits], 1))
         self.evaluated_blocking = s_is_mem & t.blocking.bit_select(eu.id[:sbits], 1)
+
+    @staticmethod
+    def _source_words(m, eu, esc, e_lay, prefix):
+        """The source words ``a`` and ``b`` uop ``eu`` reads with its stream word ``esc``
+        (``e_lay``: the descriptor of the layer it enters), as ``_evaluate`` selects them."""
+        src_a = Signal(Source, name=f"{prefix}_src_a")
+        src_b = Signal(Source, name=f"{prefix}_src_b")
+        is_enter = eu.kind == UopKind.ENTER
+        m.d.comb += [
+            src_a.eq(Mux(is_enter, e_lay.lb, esc.a)),
+            src_b.eq(Mux(is_enter, e_lay.ub, Mux(eu.chain, esc.chain_src, esc.b))),
+        ]
+        return src_a, src_b
 
     @property
     def enter_lb(self):

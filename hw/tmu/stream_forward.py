@@ -29,6 +29,8 @@ class StreamForward:
     ----------
     lbits : int
         Bits of a layer number.
+    name : str
+        Prefix of the signals' names.
 
     Attributes
     ----------
@@ -43,19 +45,19 @@ class StreamForward:
         started this cycle, its ``first``, ``count`` and ``span`` (``LockstepLanes``).
     """
 
-    def __init__(self, lbits):
-        self.entries = [(Signal(name=f"forward_{k}_en"), Signal(8, name=f"forward_{k}_id"),
-                         Signal(signed(64), name=f"forward_{k}_value"),
-                         Signal(name=f"forward_{k}_wraps"))
+    def __init__(self, lbits, name="forward"):
+        self.entries = [(Signal(name=f"{name}_{k}_en"), Signal(8, name=f"{name}_{k}_id"),
+                         Signal(signed(64), name=f"{name}_{k}_value"),
+                         Signal(name=f"{name}_{k}_wraps"))
                         for k in ("stream", "chained")]
-        self.index_entries = [(Signal(name=f"forward_{k}_index_en"),
-                               Signal(lbits, name=f"forward_{k}_layer"),
-                               Signal(signed(64), name=f"forward_{k}_index"))
+        self.index_entries = [(Signal(name=f"{name}_{k}_index_en"),
+                               Signal(lbits, name=f"{name}_{k}_layer"),
+                               Signal(signed(64), name=f"{name}_{k}_index"))
                               for k in ("next", "outer", "enter")]
-        self.vector_entries = [(Signal(name=f"forward_{k}_vector_en"),
-                                Signal(signed(64), name=f"forward_{k}_first"),
-                                Signal(8, name=f"forward_{k}_count"),
-                                Signal(signed(40), name=f"forward_{k}_span"))
+        self.vector_entries = [(Signal(name=f"{name}_{k}_vector_en"),
+                                Signal(signed(64), name=f"{name}_{k}_first"),
+                                Signal(8, name=f"{name}_{k}_count"),
+                                Signal(signed(40), name=f"{name}_{k}_span"))
                                for k in ("next", "enter")]
 
     def _vector(self, field, stored):

@@ -223,11 +223,25 @@ class Traversal(wiring.Component):
         sources = OperandSources(m, self, pops, vals, idx, lanes, forward=forward)
         # The actions read their sources as the execution sees the pops.
         action_sources = OperandSources(m, self, pops, vals, idx, lanes, evaluate=False)
+        split = None
+        if stage.enabled:
+            # The evaluation's ``a`` and ``b`` read both ways from registers, then chosen
+            # (``StreamEvaluation``'s ``split``): the ahead uop's as E sees them during an
+            # execution (every pop of it pending, what X writes forwarded: ``ahead_forward``,
+            # driven as ``forward`` is while E evaluates ahead), and the executed uop's own as
+            # an E cycle sees them (its pops not yet done, nothing forwarded), which are the
+            # actions' sources.
+            ahead_forward = StreamForward(self._lbits, "ahead_forward")
+            ahead_pending = Mux(ahead.uop.kind == UopKind.STREAM, ahead.uop.pop[:self._engines],
+                                0)
+            ahead_sources = OperandSources(m, self, pops, vals, idx, lanes,
+                                           forward=ahead_forward, pending=ahead_pending)
+            split = (evaluate_ahead, (ahead.uop, ahead.sc, ahead_sources), action_sources)
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
         # start parameters (hw/tmu/stream_evaluation.py).
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
-                                  forward)
+                                  forward, split)
         stream.engine_heads(m)
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
@@ -337,9 +351,12 @@ class Traversal(wiring.Component):
         # stays set until it completes).
         blocking = BlockingLoad(m, self, c, self._sbits)
         if stage.enabled:
+            line = (waiting_for_line, self.blocking_resp_valid, blocking.stream_id,
+                    blocking.value)
             stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
-                               evaluate_ahead, (waiting_for_line, self.blocking_resp_valid,
-                                                blocking.stream_id, blocking.value))
+                                evaluate_ahead, line)
+            stage.drive_forward(m, ahead_forward, u, stream, lanes, loop, enter_vector,
+                                Const(1), line)
 
         def stop(code, addr_):
             m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]

@@ -29,7 +29,8 @@ Not a component: it adds its registers and read addresses to the traversal's ``M
 
 from amaranth.hdl import Const, Mux, Signal, signed
 
-from .layouts import Uop
+from .fetch import entered_layer
+from .layouts import LayerCfg, Uop
 from .loop_control import has_next, next_layer_of, predicted_after
 from .signatures import index_bits
 
@@ -79,6 +80,11 @@ class AheadFetch:
         Its stream configuration word (``scfg`` at ``uop.id``).
     valid : Signal
         Register: the words were read in this run.
+    lay : Signal(LayerCfg)
+        Register: the descriptor of the layer the ahead uop enters (its ``id`` for an
+        ``ENTER``, else its ``next_layer``: a fused ``ENTER``), read with its words (the layer
+        descriptors do not change during a run), so that its bounds' source words are
+        registers.
     """
 
     def __init__(self, m, t, fetch, executing, running, registers, lanes, executed, entered,
@@ -90,6 +96,7 @@ class AheadFetch:
         self.uop = Signal(Uop, name="ahead_uop")
         self.valid = Signal(name="ahead_valid")
         self.sc = t.scfg_ahead_data
+        self.lay = Signal(LayerCfg, name="ahead_layer")
 
         # The uop after the ahead one: its NEXT's (own or fused) predicted target, else the
         # next entry.
@@ -120,4 +127,5 @@ class AheadFetch:
                                      Mux(executing | bubble, t.ucode_ahead_data,
                                          fetch.predicted_word)))
         m.d.comb += t.scfg_ahead_addr.eq(next_word.id[:sbits])
-        m.d.sync += [self.pc.eq(address), self.uop.eq(next_word), self.valid.eq(running)]
+        m.d.sync += [self.pc.eq(address), self.uop.eq(next_word), self.valid.eq(running),
+                     self.lay.eq(entered_layer(m, registers[2], next_word, lbits, "ahead"))]

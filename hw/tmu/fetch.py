@@ -35,12 +35,20 @@ words (``ActionCfg.operand_mem``, ``operand_mode``), held here like the rest of 
 
 from amaranth.hdl import Array, Mux, Signal
 
-from .layouts import Uop, UopKind
+from .layouts import LayerCfg, Uop, UopKind
 from .signatures import index_bits
 from .source_fields import pick
 
 
-__all__ = ["Fetch"]
+__all__ = ["Fetch", "entered_layer"]
+
+
+def entered_layer(m, layers, word, lbits, prefix):
+    """The descriptor (``LayerCfg``) of the layer the microcode word ``word`` enters: its
+    ``id`` for an ``ENTER``, else its ``next_layer`` (a ``STREAM``'s fused ``ENTER``);
+    ``layers``: an ``Array`` of the traversal's layer descriptors."""
+    number = Mux(word.kind == UopKind.ENTER, word.id, word.next_layer)[:lbits]
+    return pick(m, layers, number, LayerCfg, f"{prefix}_entered_layer")
 
 
 class Fetch:
@@ -82,6 +90,10 @@ class Fetch:
     current_word : Value(Uop)
         The microcode word at ``pc`` (the asynchronous read), the uop the held words are after
         a bubble.
+    lay : Signal(LayerCfg)
+        Register: the descriptor of the layer the held microcode word enters
+        (:func:`entered_layer`), read with the word (the layer descriptors do not change
+        during a run), so that an ``ENTER``'s bound source words are registers.
     """
 
     def __init__(self, m, t, pc, advance, running, lanes, loop):
@@ -144,8 +156,13 @@ class Fetch:
             address = Mux(advance, pred, Mux(uop_ok, want, cur))
             m.d.comb += read.eq(address)
             m.d.sync += tag.eq(address)
+        fetched_word = Signal(Uop, name="fetched_next_word")
+        m.d.comb += fetched_word.eq(Mux(advance, predicted_word, current_word))
+        self.lay = Signal(LayerCfg, name="fetched_layer")
+        layers = Array(t.layers[i] for i in range(c.layers))
         m.d.sync += [
-            uop.eq(Mux(advance, predicted_word, current_word)),
+            self.lay.eq(entered_layer(m, layers, fetched_word, index_bits(c.layers), "fetched")),
+            uop.eq(fetched_word),
             uop_pc.eq(Mux(advance, predicted, pc)),
             valid.eq(running),
         ]

@@ -65,12 +65,14 @@ class StreamEvaluation:
         Two stages: the stream values the execution keeps in the same cycle and the vector
         iteration it starts, read by the evaluation instead of the registers (here the
         ``wrapped`` bits and the LOCKSTEP layer's ``count`` and ``span``).
-    split : (Value, (Signal(Uop), Signal(StreamCfg), OperandSources), OperandSources) or None
+    split : tuple or None
         Two stages: the sources ``a`` and ``b`` read twice, each from registers, and selected
         after the read (``docs/synthesis.md``, "The operands read before the evaluated uop is
-        chosen"): ``(evaluate_ahead, (the ahead uop's word, its stream word, the sources as
-        its evaluation sees them), the sources as the executed uop's own evaluation sees
-        them)``; ``evaluate_ahead`` chooses, as it chooses ``evaluated``.
+        chosen"): ``(evaluate_ahead, (ahead_uop, ahead_sc, ahead_lay, ahead_sources),
+        (own_lay, own_sources))``: the ahead uop's words, the descriptor of the layer it
+        enters (a register) and the sources as its evaluation sees them; the descriptor of
+        the layer the executed uop enters (a register) and the sources as its own evaluation
+        sees them. ``evaluate_ahead`` chooses, as it chooses ``evaluated``.
 
     Attributes
     ----------
@@ -181,11 +183,10 @@ class StreamEvaluation:
             # words, the value registers, the engines' heads, the forwarded values), and the
             # choice between the two (``evaluate_ahead``, which waits for the executed uop's
             # held results) comes after the reads, not before them.
-            evaluate_ahead, (ahead_uop, ahead_sc, ahead_sources), own_sources = self._split
-            ahead_lay = pick(m, layers, Mux(ahead_uop.kind == UopKind.ENTER, ahead_uop.id,
-                                            ahead_uop.next_layer)[:lbits], LayerCfg, "ahead_lay")
+            evaluate_ahead, (ahead_uop, ahead_sc, ahead_lay, ahead_sources), \
+                (own_lay, own_sources) = self._split
             words = [self._source_words(m, ahead_uop, ahead_sc, ahead_lay, "ahead"),
-                     self._source_words(m, u, t.scfg_data, lay, "own")]
+                     self._source_words(m, u, t.scfg_data, own_lay, "own")]
             self.a_v = a_v = Signal(signed(64), name="a_v")
             self.b_v = b_v = Signal(signed(64), name="b_v")
             m.d.comb += [

@@ -236,7 +236,8 @@ class Traversal(wiring.Component):
                                 0)
             ahead_sources = OperandSources(m, self, pops, vals, idx, lanes,
                                            forward=ahead_forward, pending=ahead_pending)
-            split = (evaluate_ahead, (ahead.uop, ahead.sc, ahead_sources), action_sources)
+            split = (evaluate_ahead, (ahead.uop, ahead.sc, ahead.lay, ahead_sources),
+                     (fetch.lay, action_sources))
 
         # The stream (or, for ENTER, the bounds) with its checks, and the run-ahead engines'
         # start parameters (hw/tmu/stream_evaluation.py).

@@ -77,6 +77,17 @@ captures and commits the pops as an E cycle does, and the ahead words stay), so 
 cycle executes it with the new results: the wait is polled every cycle, as with one stage,
 not every second one.
 
+**Which uop E evaluates, decided late** (session 33). Whether E evaluates the ahead uop or the
+executed one (``evaluate_ahead`` in the traversal) depends on the executed uop's held results
+(it waits for an engine: ``executed_waits``, from registers only; in an X cycle that takes
+nothing of E, a fetch bubble or an abort, the choice does not matter). The sources ``a`` and
+``b`` are read both ways from registers (the ahead uop's, with its pops pending and what X
+writes forwarded; the executed uop's own, as its actions read them) and chosen after the read
+(``StreamEvaluation``'s ``split``), and the layer an ``ENTER`` evaluates the bounds of is a
+register of the fetch stage and of the ahead words (``Fetch.lay``, ``AheadFetch.lay``), so no
+source selection waits for the choice (``docs/synthesis.md``, "The operands read before the
+evaluated uop is chosen").
+
 **While a blocking load without an engine waits for its line** (``BWAIT``, session 30;
 TransE's ``triples[3i + k]`` below ``-O3``): E evaluates the ahead uop in every waiting cycle,
 and in the cycle the line is here the loaded element is forwarded as the stream's value (its

@@ -184,7 +184,7 @@ class Traversal(wiring.Component):
             # ``again``, which also needs the fetch stage's tag comparison): in an X cycle
             # that does not take E's results (a fetch bubble, an abort) it does not matter
             # which uop E evaluates, nothing is held or committed (docs/synthesis.md, "The
-            # evaluated uop chosen from registers").
+            # operands read before the evaluated uop is chosen").
             evaluate_ahead = (stage.executing & ~executed_waits) | waiting_for_line
             # (the fetched word, for the pops' pending bits; the evaluation itself reads
             # ``evaluated_uop`` below, the same with an engine-pop fallback step applied)

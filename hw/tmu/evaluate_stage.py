@@ -122,6 +122,9 @@ from amaranth.hdl import Const, Mux, Signal
 
 from .layouts import UopKind
 from .loop_control import has_next, next_layer_of
+from .operand_sources import OperandSources
+from .signatures import index_bits
+from .stream_forward import StreamForward
 
 
 __all__ = ["EvaluateStage"]
@@ -258,6 +261,32 @@ class EvaluateStage:
                              | (word.kind == UopKind.DONE))
                             & ~word.fuse_enter & ~word.fuse_lane)
         return free
+
+    @staticmethod
+    def ahead_sources(m, traversal, pops, values, indices, lanes, ahead_uop):
+        """The sources as the ahead uop ``ahead_uop``'s evaluation during an execution sees
+        them (``StreamEvaluation``'s ``split``): every pop of it pending, and what X writes
+        forwarded through a second :class:`StreamForward` (returned with the
+        :class:`~hw.tmu.operand_sources.OperandSources`; drive it with :meth:`drive_forward`
+        and ``evaluate_ahead`` = 1: as ``forward`` is while E evaluates ahead)."""
+        c = traversal._cfg
+        forward = StreamForward(index_bits(c.layers), "ahead_forward")
+        pending = Mux(ahead_uop.kind == UopKind.STREAM, ahead_uop.pop[:c.engines], 0)
+        return forward, OperandSources(m, traversal, pops, values, indices, lanes,
+                                       forward=forward, pending=pending)
+
+    def drive_executed_waits(self, m, out, uop, stream, pops, enter_pending):
+        """Drive ``out``: the executed ``STREAM`` uop ``uop`` waits for an engine's value (the
+        two waiting branches of the traversal's X cycle: a popped engine's head, or the head of
+        the engine serving its blocking stream, on its way), from registers and held results
+        only, so that it can choose which uop E evaluates (``evaluate_ahead``) without the
+        fetch stage's tag comparison. After :meth:`hold_evaluation`; ``stream``, ``pops``,
+        ``enter_pending``: as :meth:`overlap`'s."""
+        m.d.comb += out.eq(
+            (uop.kind == UopKind.STREAM) & ~pops.stopped & ~enter_pending
+            & ((~pops.fallback & pops.wait)
+               | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
+                  & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
 
     def hold(self, value, name):
         """``value`` as the execute stage sees it: a register loaded in E cycles (two stages),

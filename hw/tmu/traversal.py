@@ -226,16 +226,10 @@ class Traversal(wiring.Component):
         split = None
         if stage.enabled:
             # The evaluation's ``a`` and ``b`` read both ways from registers, then chosen
-            # (``StreamEvaluation``'s ``split``): the ahead uop's as E sees them during an
-            # execution (every pop of it pending, what X writes forwarded: ``ahead_forward``,
-            # driven as ``forward`` is while E evaluates ahead), and the executed uop's own as
-            # an E cycle sees them (its pops not yet done, nothing forwarded), which are the
-            # actions' sources.
-            ahead_forward = StreamForward(self._lbits, "ahead_forward")
-            ahead_pending = Mux(ahead.uop.kind == UopKind.STREAM, ahead.uop.pop[:self._engines],
-                                0)
-            ahead_sources = OperandSources(m, self, pops, vals, idx, lanes,
-                                           forward=ahead_forward, pending=ahead_pending)
+            # (``StreamEvaluation``'s ``split``): the ahead uop's, and the executed uop's own
+            # as an E cycle sees them, which are the actions' sources.
+            ahead_forward, ahead_sources = stage.ahead_sources(m, self, pops, vals, idx, lanes,
+                                                               ahead.uop)
             split = (evaluate_ahead, (ahead.uop, ahead.sc, ahead.lay, ahead_sources),
                      (fetch.lay, action_sources))
 
@@ -300,14 +294,7 @@ class Traversal(wiring.Component):
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal(name="enter_pending")
         if stage.enabled:
-            # The executed STREAM uop waits for an engine's value (the two waiting branches of
-            # the X cycle below: a popped engine's head, or the head of the engine serving its
-            # blocking stream, on its way), from registers and held results only.
-            m.d.comb += executed_waits.eq(
-                (u.kind == UopKind.STREAM) & ~pops.stopped & ~enter_pending
-                & ((~pops.fallback & pops.wait)
-                   | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
-                      & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
+            stage.drive_executed_waits(m, executed_waits, u, stream, pops, enter_pending)
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,

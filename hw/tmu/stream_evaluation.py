@@ -111,6 +111,8 @@ class StreamEvaluation:
                  forward=None, split=None):
         self._t = traversal
         self._forward = forward
+        if (evaluated is None) != (split is None):
+            raise ValueError("evaluated and split are given together (two stages) or not at all")
         self._split = split
         self._c = traversal._cfg
         self._uop = uop
@@ -152,10 +154,6 @@ class StreamEvaluation:
         self.enters = is_enter | u.fuse_enter
         self.enter_layer = enter_layer = Mux(is_enter, u.id, u.next_layer)[:lbits]
         self.lay = lay = pick(m, layers, enter_layer, LayerCfg, "lay")
-        # (the same of the evaluated uop: an ENTER's bounds are its layer's sources)
-        e_is_enter = eu.kind == UopKind.ENTER
-        e_lay = lay if shared else pick(m, layers, Mux(e_is_enter, eu.id, eu.next_layer)[:lbits],
-                                        LayerCfg, "evaluated_lay")
 
         is_pf = u.kind == UopKind.PREFETCH
         self.prefetch_engine = prefetch_engine = u.id[:ebits]
@@ -167,34 +165,35 @@ class StreamEvaluation:
                                      prefetch_stream_id)
         m.d.comb += t.scfg_addr.eq(Mux(is_pf, prefetch_stream_id, u.id)[:sbits])
         self.sc = sc = t.scfg_data
-        self._src_a = src_a = Signal(Source, name="src_a")
-        src_b = Signal(Source, name="src_b")
-        m.d.comb += [
-            src_a.eq(Mux(e_is_enter, e_lay.lb, esc.a)),
-            # A chained uop (hw/tmu/chain.py): ``b`` is D's source S, the stride K = X * stride.
-            src_b.eq(Mux(e_is_enter, e_lay.ub, Mux(eu.chain, esc.chain_src, esc.b))),
-        ]
-        self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
         if self._split is None:
+            # (one stage: the evaluated uop is the executed one; an ENTER's bounds are the
+            # sources of the layer it enters)
+            src_a, src_b = self._source_words(m, eu, esc, lay, "")
             self.a_v = a_v = source(src_a)
             self.b_v = b_v = source(src_b)
         else:
             # Two stages: each uop E may evaluate has its sources read from registers (its
-            # words, the value registers, the engines' heads, the forwarded values), and the
-            # choice between the two (``evaluate_ahead``, which waits for the executed uop's
-            # held results) comes after the reads, not before them.
+            # words, the layer it enters, the value registers, the engines' heads, the
+            # forwarded values), and the choice between the two (``evaluate_ahead``, which
+            # waits for the executed uop's held results) comes after the reads, not before
+            # them.
             evaluate_ahead, (ahead_uop, ahead_sc, ahead_lay, ahead_sources), \
                 (own_lay, own_sources) = self._split
-            words = [self._source_words(m, ahead_uop, ahead_sc, ahead_lay, "ahead"),
-                     self._source_words(m, u, t.scfg_data, own_lay, "own")]
+            words = [self._source_words(m, ahead_uop, ahead_sc, ahead_lay, "ahead_"),
+                     self._source_words(m, u, t.scfg_data, own_lay, "own_")]
+            src_a, src_b = Signal(Source, name="src_a"), Signal(Source, name="src_b")
             self.a_v = a_v = Signal(signed(64), name="a_v")
             self.b_v = b_v = Signal(signed(64), name="b_v")
             m.d.comb += [
+                src_a.eq(Mux(evaluate_ahead, words[0][0], words[1][0])),
+                src_b.eq(Mux(evaluate_ahead, words[0][1], words[1][1])),
                 a_v.eq(Mux(evaluate_ahead, ahead_sources.read(words[0][0]),
                            own_sources.read(words[1][0]))),
                 b_v.eq(Mux(evaluate_ahead, ahead_sources.read(words[0][1]),
                            own_sources.read(words[1][1]))),
             ]
+        self._src_a = src_a
+        self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
         alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
@@ -264,10 +263,11 @@ class StreamEvaluation:
 
     @staticmethod
     def _source_words(m, eu, esc, e_lay, prefix):
-        """The source words ``a`` and ``b`` uop ``eu`` reads with its stream word ``esc``
-        (``e_lay``: the descriptor of the layer it enters), as ``_evaluate`` selects them."""
-        src_a = Signal(Source, name=f"{prefix}_src_a")
-        src_b = Signal(Source, name=f"{prefix}_src_b")
+        """The source words ``a`` and ``b`` uop ``eu`` reads with its stream word ``esc``:
+        an ``ENTER``'s are the bounds of the layer it enters (``e_lay``), a chained uop's
+        ``b`` is D's source S (``hw/tmu/chain.py``, the stride K = X * stride)."""
+        src_a = Signal(Source, name=f"{prefix}src_a")
+        src_b = Signal(Source, name=f"{prefix}src_b")
         is_enter = eu.kind == UopKind.ENTER
         m.d.comb += [
             src_a.eq(Mux(is_enter, e_lay.lb, esc.a)),

@@ -33,9 +33,12 @@ class BlockingLoad:
 
     Attributes
     ----------
+    arrived : Signal
+        Register: the response line came in the cycle before (in ``BWAIT``; one cycle high).
     value : Signal(64)
-        The element of the response line (aligned: its address was checked before the
-        request), sign- or zero-extended as the stream's mode says.
+        Register: the element of the last response line (aligned: its address was checked
+        before the request), sign- or zero-extended as the stream's mode says; the loaded
+        element when ``arrived`` is high.
     """
 
     def __init__(self, m, traversal, config, stream_bits):
@@ -45,9 +48,11 @@ class BlockingLoad:
         self.log2_size = Signal(2, name="blocking_log2_size")
         self.sign = Signal(name="blocking_sign")
         self.lockstep = Signal(name="blocking_lockstep")   # ... for a lane of the LOCKSTEP layer
+        self.arrived = Signal(name="blocking_arrived")
         self.value = Signal(64, name="blocking_value")
-        m.d.comb += self.value.eq(extract_aligned(traversal.blocking_resp_data, self.offset,
-                                                  self.log2_size, self.sign))
+        m.d.sync += [self.arrived.eq(0),
+                     self.value.eq(extract_aligned(traversal.blocking_resp_data, self.offset,
+                                                   self.log2_size, self.sign))]
 
     def issue(self, m, uop, stream):
         """Offer the request of ``uop``'s stream (``stream``: its ``StreamEvaluation``) in
@@ -68,8 +73,13 @@ class BlockingLoad:
                          self.lockstep.eq(stream.s_lockstep)]
             m.next = "BWAIT"
 
+    def watch(self, m):
+        """Sync, in ``BWAIT``: ``arrived`` next cycle if the response line is here now."""
+        with m.If(self._t.blocking_resp_valid):
+            m.d.sync += self.arrived.eq(1)
+
     def complete(self, m, values, lanes):
-        """The response is here (in the traversal's condition): the element becomes the
+        """The response came (``arrived``, in the traversal's condition): the element becomes the
         stream's value (``values``: the stream value registers) and, for a lane of the
         LOCKSTEP layer, that lane's value (``lanes``: ``LockstepLanes``)."""
         m.d.sync += values[self.stream_id].eq(self.value)

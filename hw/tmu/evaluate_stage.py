@@ -90,7 +90,8 @@ evaluated uop is chosen").
 
 **While a blocking load without an engine waits for its line** (``BWAIT``, session 30;
 TransE's ``triples[3i + k]`` below ``-O3``): E evaluates the ahead uop in every waiting cycle,
-and in the cycle the line is here the loaded element is forwarded as the stream's value (its
+and in the cycle after the line (it is registered: ``BlockingLoad.arrived``) the loaded
+element is forwarded as the stream's value (its
 ``wrapped`` bit stays), the completion's ``NEXT`` or ``ENTER`` as any execution's; the held
 registers take the results then (:meth:`EvaluateStage.overlap_after_line`), and if the
 completion moves ``pc`` to the ahead uop, it executes in the next cycle. Not for the load of a
@@ -208,7 +209,7 @@ class EvaluateStage:
 
     def overlap_after_line(self, m, uop, ahead, stream, pops, enter_pending, ready):
         """Whether E, evaluating the ahead uop in the cycle a blocking load without an engine
-        completes (the traversal's ``BWAIT``: its line is here), evaluates it exactly as it
+        completes (the traversal's ``BWAIT``: its line arrived), evaluates it exactly as it
         would after the completion (two stages; ``Const(0)`` with one). Arguments as
         :meth:`overlap`'s; ``uop`` is the blocking ``STREAM`` uop.
 
@@ -324,7 +325,7 @@ class EvaluateStage:
         uop's ALU stream's too: ``StreamEvaluation.keep_value``), unless it faults (a lane's
         fault, recorded lane by lane, moves ``pc`` without keeping the value). While a
         blocking load without an engine waits for its line, ``line`` = ``(waiting, arrived,
-        stream id, element)``: the element is the stream's value once the line is here, its
+        stream id, element)``: the element (registered) is the stream's value once it arrived, its
         ``wrapped`` bit stays. Otherwise whether X writes them does not matter: E's results are
         used only if X moves ``pc`` to the ahead uop, which it does only after writing them."""
         (en, sid, value, wraps), (chain_en, chain_id, chain_value, chain_wraps) = forward.entries

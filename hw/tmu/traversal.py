@@ -157,6 +157,9 @@ class Traversal(wiring.Component):
         # Two stages (hw/tmu/evaluate_stage.py): in an X cycle E evaluates the ahead uop
         # (hw/tmu/ahead_fetch.py) from its own words.
         stage = EvaluateStage(m, c.uop_stages)
+        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
+        # stays set until it completes); its line registered (``arrived``, ``value``).
+        blocking = BlockingLoad(m, self, c, self._sbits)
         evaluate_ahead = Const(0)
         if stage.enabled:
             # (X's ENTER, own or fused: driven below from the held bounds)
@@ -173,11 +176,11 @@ class Traversal(wiring.Component):
             executed_waits = Signal(name="executed_uop_waits")
             # (``BWAIT``: a blocking load without an engine waits for its line; E evaluates
             # the ahead uop, to execute it right after the line is here: driven below. The
-            # cycle the line is here executes the load's completion, so the ahead words move
-            # on as in an X cycle.)
+            # cycle after the line (``blocking.arrived``: the line is registered) executes the
+            # load's completion, so the ahead words move on as in an X cycle.)
             waiting_for_line = Signal(name="waiting_for_line")
             ahead = AheadFetch(m, self, fetch,
-                               stage.executing | (waiting_for_line & self.blocking_resp_valid),
+                               stage.executing | (waiting_for_line & blocking.arrived),
                                self.busy, (indices, ubr, layers, body_pc, exit_pc), lanes,
                                fetch.uop, entered, bubble, again)
             # Which uop E evaluates is decided from registers (``executed_waits``, not
@@ -335,12 +338,8 @@ class Traversal(wiring.Component):
             & stage.evaluates_nothing(m, fetch.predicted_word, "predicted_free"),
             stage.evaluates_nothing(m, u, "uop_free"))
 
-        # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
-        # stays set until it completes).
-        blocking = BlockingLoad(m, self, c, self._sbits)
         if stage.enabled:
-            line = (waiting_for_line, self.blocking_resp_valid, blocking.stream_id,
-                    blocking.value)
+            line = (waiting_for_line, blocking.arrived, blocking.stream_id, blocking.value)
             stage.drive_forward(m, forward, u, stream, lanes, loop, enter_vector,
                                 evaluate_ahead, line)
             stage.drive_forward(m, ahead_forward, u, stream, lanes, loop, enter_vector,
@@ -485,12 +484,13 @@ class Traversal(wiring.Component):
 
             with m.State("BWAIT"):
                 m.d.comb += self.stat_block_wait.eq(1)
+                blocking.watch(m)
                 if stage.enabled:
                     m.d.comb += waiting_for_line.eq(1)
                 with m.If(self.abort):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
-                with m.Elif(self.blocking_resp_valid):
+                with m.Elif(blocking.arrived):
                     blocking.complete(m, vals, lanes)
                     advance()
                     m.next = "RUN"

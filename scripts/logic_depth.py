@@ -37,7 +37,9 @@ about 8-10 LUT levels with a short carry chain, and a path of 40 levels is a 20-
 Writes ``OUT/<config>/``: ``synth_top.il``, ``mapped.il`` (the netlist, reused by ``--reuse``),
 ``mapped.json``, ``yosys.log``, ``ltp.log``, ``paths.json`` (every path: scope, length,
 cell-type counts, blocks, signals), ``weighted.json`` (the weighted path: ns, cells, kinds,
-nets) and prints a markdown table and the weighted path. Exit status 0, 1 if Yosys failed, 2
+nets; ``registers``: the ``--registers`` registers whose inputs settle last, each with its
+latest arrival and where that path starts, ``path_delay.slowest_registers``) and prints a
+markdown table, the weighted path and the registers. Exit status 0, 1 if Yosys failed, 2
 for bad arguments.
 
 ``--from-synth DIR`` maps nothing: it reads the netlist ``make synth`` wrote
@@ -293,7 +295,12 @@ def main(argv=None) -> int:
     parser.add_argument("--routing-ns", type=float, default=path_delay.ROUTING_NS,
                         help="delay of a routed net in the weighted path, ns (default "
                              f"{path_delay.ROUTING_NS:g})")
+    parser.add_argument("--registers", type=int, default=20, metavar="N",
+                        help="list the N registers whose inputs settle last, with the weighted "
+                             "path's delays (default 20; 0: none)")
     ns = parser.parse_args(argv)
+    if ns.registers < 0:
+        parser.error(f"--registers must be >= 0, not {ns.registers}")
     if ns.routing_ns < 0:
         parser.error(f"--routing-ns must be >= 0, not {ns.routing_ns}")
     if ns.abc_delay is not None and ns.abc_delay < 1:
@@ -324,7 +331,12 @@ def main(argv=None) -> int:
         netlist_json = work / (f"{TOP}.json" if ns.from_synth is not None else "mapped.json")
         if not netlist_json.is_file():                  # (--reuse of an earlier run's output)
             yosys("read_rtlil mapped.il; write_json mapped.json", work, "json.log")
-        weighted = path_delay.from_file(netlist_json, TOP, routing_ns=ns.routing_ns)
+        with open(netlist_json) as f:
+            netlist_data = json.load(f)
+        weighted = path_delay.longest_weighted_path(netlist_data, TOP, routing_ns=ns.routing_ns)
+        weighted["registers"] = path_delay.slowest_registers(
+            netlist_data, TOP, routing_ns=ns.routing_ns, count=ns.registers)
+        del netlist_data
     except (RuntimeError, FileNotFoundError, KeyError, json.JSONDecodeError) as e:
         print(f"logic_depth: {e!r}" if isinstance(e, KeyError) else f"logic_depth: {e}",
               file=sys.stderr)
@@ -340,6 +352,12 @@ def main(argv=None) -> int:
     print(f"\nlongest path weighted by delay (scripts/path_delay.py, {ns.routing_ns:g} ns a net): "
           f"~{weighted['ns']:.1f} ns, {len(weighted['cells'])} cells ({kinds}): "
           + " -> ".join(weighted["signals"]))
+    if weighted["registers"]:
+        print(f"\nthe {len(weighted['registers'])} registers whose inputs settle last "
+              "(weighted as above; a cut pays only when the ones behind it are shorter):\n\n"
+              "| ns | register | its latest path starts at |\n|---|---|---|")
+        for r in weighted["registers"]:
+            print(f"| {r['ns']:.1f} | `{r['register']}` | `{r['from']}` |")
     if weighted["cells_without_arcs"]:
         print(f"(cells of a type path_delay.py has no delays for, not followed: "
               f"{weighted['cells_without_arcs']})")

@@ -24,6 +24,7 @@ trust for the whole design); this one ranks paths and variants without placing t
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict, deque
 from pathlib import Path
 
@@ -60,17 +61,10 @@ def cell_delay(kind: str, in_port: str, out_port: str) -> float | None:
     return None
 
 
-def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS) -> dict:
-    """The longest path of module ``top`` of a Yosys JSON netlist (``write_json``), arcs
-    weighted as the module docstring says. Returns ``{"ns": float, "cells": [cell names, in
-    order], "kinds": {cell type: count on the path}, "nets": [net names, in order],
-    "arrival_ns": [the estimated time each of those nets settles, from the path's start],
-    "unordered_bits": int, "cells_without_arcs": {cell type: count}}`` (``unordered_bits``:
-    bits left on a combinational loop, which a sound design has none of;
-    ``cells_without_arcs``: cells of a type ``CELL_DELAY_NS`` does not know, which the path
-    cannot go through: a new cell type to add). Raises ``KeyError`` when ``top`` is not in
-    the netlist."""
-    module = netlist["modules"][top]
+def _arrivals(module: dict, routing_ns: float):
+    """Every bit's latest arrival in ``module`` (ns from the registers), by a topological walk of
+    the combinational arcs: ``(arrival, came_from, kinds, unknown, unordered_bits)`` with
+    ``came_from[bit] = (bit before it, cell)`` on its latest path and ``kinds[cell] = type``."""
     successors = defaultdict(list)          # bit -> [(bit, ns, cell)]
     indegree = Counter()
     kinds = {}
@@ -112,6 +106,21 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
             indegree[o] -= 1
             if indegree[o] == 0:
                 ready.append(o)
+    return arrival, came_from, kinds, unknown, len(nodes) - ordered
+
+
+def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS) -> dict:
+    """The longest path of module ``top`` of a Yosys JSON netlist (``write_json``), arcs
+    weighted as the module docstring says. Returns ``{"ns": float, "cells": [cell names, in
+    order], "kinds": {cell type: count on the path}, "nets": [net names, in order],
+    "arrival_ns": [the estimated time each of those nets settles, from the path's start],
+    "unordered_bits": int, "cells_without_arcs": {cell type: count}}`` (``unordered_bits``:
+    bits left on a combinational loop, which a sound design has none of;
+    ``cells_without_arcs``: cells of a type ``CELL_DELAY_NS`` does not know, which the path
+    cannot go through: a new cell type to add). Raises ``KeyError`` when ``top`` is not in
+    the netlist."""
+    module = netlist["modules"][top]
+    arrival, came_from, kinds, unknown, unordered = _arrivals(module, routing_ns)
     end = max(arrival, key=arrival.get) if arrival else None
     cells, bits = [], [end] if end is not None else []
     while bits and bits[-1] in came_from:
@@ -125,7 +134,39 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
             "kinds": dict(Counter(kinds[c] for c in cells)),
             "nets": [names.get(b, f"bit{b}") for b in bits],
             "arrival_ns": [round(arrival[b], 2) for b in bits],
-            "unordered_bits": len(nodes) - ordered, "cells_without_arcs": dict(unknown)}
+            "unordered_bits": unordered, "cells_without_arcs": dict(unknown)}
+
+
+def slowest_registers(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS,
+                      count: int = 20) -> list[dict]:
+    """The ``count`` registers of module ``top`` whose inputs settle last, slowest first: one
+    row per register (a flip-flop's output net, its bit index dropped, so a 64-bit register is
+    one row), ``{"register": name, "ns": the latest arrival at any of its flip-flops' inputs
+    (data, clock enable, set/reset), "from": the net its latest path starts at}``. Where the
+    longest path (:func:`longest_weighted_path`) shows one path, this shows how many registers
+    are nearly as late: a cut pays only when the paths behind it are shorter. Raises
+    ``KeyError`` when ``top`` is not in the netlist."""
+    module = netlist["modules"][top]
+    arrival, came_from, *_ = _arrivals(module, routing_ns)
+    names = _bit_names(module)
+
+    def start_of(bit):
+        while bit in came_from:
+            bit = came_from[bit][0]
+        return names.get(bit, f"bit{bit}")
+
+    latest = {}                              # register -> (ns, bit)
+    for cell in module["cells"].values():
+        if cell["type"] != "TRELLIS_FF":
+            continue
+        q = [b for b in cell["connections"].get("Q", []) if isinstance(b, int)]
+        register = re.sub(r"\[\d+\]$", "", names.get(q[0], "?")) if q else "?"
+        for port in ("DI", "M", "CE", "LSR"):
+            for b in cell["connections"].get(port, []):
+                if isinstance(b, int) and arrival.get(b, 0.0) >= latest.get(register, (-1,))[0]:
+                    latest[register] = (arrival.get(b, 0.0), b)
+    rows = sorted(latest.items(), key=lambda kv: (-kv[1][0], kv[0]))[:count]
+    return [{"register": r, "ns": round(ns, 2), "from": start_of(b)} for r, (ns, b) in rows]
 
 
 def _bit_names(module: dict) -> dict:

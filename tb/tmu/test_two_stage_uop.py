@@ -207,7 +207,8 @@ def test_blocking_loads_without_an_engine_overlap_the_next_uop(opt_level):
     """TransE at ``-O0`` and ``-O1`` (``-O2``'s program is ``-O1``'s): each triple's index
     loads (``triples[3i + k]``) are blocking loads without an engine (``BWAIT``), and the uops
     after them read the loaded indices. E evaluates the uop after such a load while it waits,
-    with the element forwarded in the cycle its line arrives, so the two-stage unit takes at
+    with the element forwarded in the cycle after its line arrives (the line is registered), so
+    the two-stage unit takes at
     most 1 % more run cycles than one stage (4.9 % at ``-O1`` when that uop had an E cycle of
     its own: 1,557 against 1,484). Tokens as the golden
     model's and the one-stage unit's; with a head or tail index past the entity table and

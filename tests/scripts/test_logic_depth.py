@@ -148,6 +148,11 @@ def test_make_synths_netlist_gives_the_same_paths(tmp_path):
     assert read["design"]["kinds"] == direct["design"]["kinds"]
     # (through the adders' nets; named after the top's port here, as the deep register is one)
     assert all("deep_" in name for name in read["design"]["signals"])
+    # the register the weighted path ends at is the slowest of the registers listed
+    weighted = json.loads((tmp_path / "depth" / "small" / "weighted.json").read_text())
+    slowest = weighted["registers"]
+    assert 1 < len(slowest) <= 20 and slowest[0]["ns"] == weighted["ns"]
+    assert [r["ns"] for r in slowest] == sorted((r["ns"] for r in slowest), reverse=True)
 
 
 def test_from_synth_needs_make_synths_netlist_and_the_unit(tmp_path, capsys):

@@ -93,6 +93,33 @@ def test_a_cell_type_without_delays_is_reported():
     assert r["cells"] == ["a"]
 
 
+def _wide_ff(ds, qs, port="DI"):
+    return {"type": "TRELLIS_FF", "port_directions": {port: "input", "Q": "output"},
+            "connections": {port: ds, "Q": qs}}
+
+
+def test_slowest_registers_one_row_per_register_slowest_first():
+    """Three registers: ``deep`` (two bits, one behind three LUTs, the other behind one: its
+    row is the later bit's), ``shallow`` (one LUT behind a clock enable) and ``direct`` (fed
+    by a flip-flop's output, no logic: arrival 0). One row each, slowest first, with the net
+    the latest path starts at; ``count`` keeps the first rows."""
+    cells = {"src": _ff(100, 1),
+             "l0": _lut(1, 2), "l1": _lut(2, 3), "l2": _lut(3, 4), "m0": _lut(1, 5),
+             "deep": _wide_ff([4, 5], [10, 11]),
+             "n0": _lut(1, 6), "shallow": _wide_ff([6], [12], port="CE"),
+             "direct": _ff(1, 13)}
+    nets = {"start": {"bits": [1]}, "deep": {"bits": [10, 11]}, "shallow": {"bits": [12]},
+            "direct": {"bits": [13]}}
+    rows = path_delay.slowest_registers(_netlist(cells, nets), "top")
+    assert [r["register"] for r in rows] == ["deep", "shallow", "direct", "start"]
+    assert rows[0]["ns"] == pytest.approx(3 * (R + LUT), abs=0.01)
+    assert rows[1]["ns"] == pytest.approx(R + LUT, abs=0.01)
+    assert rows[2]["ns"] == 0 and rows[0]["from"] == "start" and rows[1]["from"] == "start"
+    assert path_delay.slowest_registers(_netlist(cells, nets), "top", count=1) == rows[:1]
+    with pytest.raises(KeyError):
+        path_delay.slowest_registers(_netlist({}), "synth_top")
+
+
 def test_unknown_top_raises():
     with pytest.raises(KeyError):
         path_delay.longest_weighted_path(_netlist({}), "synth_top")

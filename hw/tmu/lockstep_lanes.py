@@ -22,7 +22,7 @@ its FSM). The vector-mode address checks of a contiguous load and the last lane'
 are part of the stream evaluation (``hw/tmu/stream_evaluation.py``).
 """
 
-from amaranth.hdl import Cat, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
 from amaranth.lib import memory
 
 from .isa import FaultCode, SourceKind
@@ -78,6 +78,10 @@ class LockstepLanes:
         Register: ``lanes × step``, from one vector iteration's lane 0 to the next one's
         (a product of configuration registers, registered: it is read a cycle after the
         configuration is written at the earliest, at the layer's ``ENTER``).
+    lane_multiple : list of Value
+        ``lane_multiple[l]`` is ``l × step`` (``signed(40)``), a register as ``vector_step``
+        for ``l`` >= 1 (0 for lane 0): a vector iteration's lane ``l`` has index ``first +
+        lane_multiple[l]``.
     next_first : Signal(signed(66))
         Register: ``first + vector_step``, the next vector iteration's lane 0 (exact), written
         with ``first`` (:meth:`start_vector_iteration`), so that the ``NEXT`` forwards a
@@ -103,6 +107,13 @@ class LockstepLanes:
         self.cfg = pick(m, layers, self.layer_id, LayerCfg, "lockstep_cfg")
         self.vector_step = Signal(signed(40), name="vector_step")
         m.d.sync += self.vector_step.eq((self.cfg.lanes_m1 + 1) * self.cfg.step)
+        # l × step for each lane l: registers as ``vector_step`` (no multiplier in front of a
+        # vector iteration's lane comparisons)
+        self.lane_multiple = [Const(0, signed(40))]
+        for l_ in range(1, c.lanes):
+            multiple = Signal(signed(40), name=f"lane_multiple_{l_}")
+            m.d.sync += multiple.eq(l_ * self.cfg.step)
+            self.lane_multiple.append(multiple)
         self.next_first = Signal(signed(66), name="next_first")
         self.next_continues = Signal(name="next_continues")
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
@@ -147,14 +158,14 @@ class LockstepLanes:
         active_bits = []
         for l_ in range(self._c.lanes):
             a_ = Signal(name=f"{name}_lane_active_{l_}")
-            m.d.comb += a_.eq((first_ + l_ * self.cfg.step < ub) & (l_ <= self.cfg.lanes_m1))
+            m.d.comb += a_.eq((first_ + self.lane_multiple[l_] < ub) & (l_ <= self.cfg.lanes_m1))
             active_bits.append(a_)
         m.d.comb += count.eq(sum(active_bits))
-        # (count - 1) * step as a select of constant multiples of step: no multiplier after
-        # the population count.
+        # (count - 1) * step as a select of the lanes' multiples of step (registers): no
+        # multiplier after the population count.
         span_ = -self.cfg.step                # count 0 (never in a vector iteration)
         for k in range(1, self._c.lanes + 1):
-            span_ = Mux(count == k, (k - 1) * self.cfg.step, span_)
+            span_ = Mux(count == k, self.lane_multiple[k - 1], span_)
         m.d.comb += span.eq(span_)
         return first_, count, span, next_first, next_continues
 

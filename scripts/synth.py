@@ -60,6 +60,8 @@ COLUMNS = (
     ("mult18", "DSP (MULT18X18D)"),
     ("lutram", "LUT RAM (DPR16X4)"),
     ("carry", "carry (CCU2C)"),
+    ("logic_cells", "logic cells (TRELLIS_COMB)"),
+    ("logic_cells_pct", "% of the device's logic cells"),
     ("check_problems", "yosys check problems"),
     ("fmax_mhz", "Fmax MHz"),
     ("fmax_stage", "Fmax from"),
@@ -112,12 +114,22 @@ def parse_nextpnr_log(text: str) -> dict:
     """What a (possibly cut short) nextpnr-ecp5 log says: ``fmax_mhz`` (the last "Max frequency
     for clock" line, of the first clock; None if none), ``fmax_stage`` (``"routed"`` when that line
     follows the end of routing, ``"placed"`` when it came before, ``"none"``), ``routed`` (bool:
-    routing finished), ``placed`` (bool) and ``critical_path`` (the net names of the last
-    "Critical path report" section, source first)."""
+    routing finished), ``placed`` (bool), ``critical_path`` (the net names of the last
+    "Critical path report" section, source first), ``logic_cells`` / ``logic_cells_pct`` (the
+    last "Device utilisation" count of ``TRELLIS_COMB``, the logic cells a LUT4 or a carry
+    cell occupies, and its percentage of the device's; None if none) and ``error`` (the first
+    ``ERROR:`` line's message, e.g. a design that does not fit the device; None if none)."""
     placed = routed = False
     fmax = None
     stage = "none"
+    logic_cells = logic_cells_pct = error = None
     for line in text.splitlines():
+        m = re.search(r"TRELLIS_COMB:\s+(\d+)\s*/\s*(\d+)", line)
+        if m:
+            logic_cells = int(m.group(1))
+            logic_cells_pct = 100 * logic_cells // int(m.group(2))     # as nextpnr prints it
+        if error is None and line.startswith("ERROR:"):
+            error = line[len("ERROR:"):].strip()
         if "HeAP Placer Time" in line or "SA placement time" in line:
             placed = True
         if re.search(r"Router\d? time|Routing complete", line):
@@ -128,7 +140,8 @@ def parse_nextpnr_log(text: str) -> dict:
             stage = "routed" if routed else "placed"
             placed = True
     return {"fmax_mhz": fmax, "fmax_stage": stage, "routed": routed, "placed": placed,
-            "critical_path": critical_path_nets(text)}
+            "critical_path": critical_path_nets(text), "logic_cells": logic_cells,
+            "logic_cells_pct": logic_cells_pct, "error": error}
 
 
 def critical_path_nets(text: str) -> list[str]:
@@ -329,7 +342,9 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     log = work / "nextpnr.log"
     parsed = parse_nextpnr_log(log.read_text(errors="replace") if log.is_file() else "")
     result.update(fmax_mhz=parsed["fmax_mhz"], fmax_stage=parsed["fmax_stage"],
-                  routed=parsed["routed"], critical_path=parsed["critical_path"])
+                  routed=parsed["routed"], critical_path=parsed["critical_path"],
+                  logic_cells=parsed["logic_cells"], logic_cells_pct=parsed["logic_cells_pct"],
+                  nextpnr_error=parsed["error"])
     report = work / "report.json"
     if report.is_file():
         rep = parse_nextpnr_report(report.read_text())
@@ -400,6 +415,10 @@ def main(argv: list[str] | None = None) -> int:
         if path["nets"]:
             print("\ncritical path nets:", " -> ".join(path["nets"][:12]),
                   "..." if len(path["nets"]) > 12 else "")
+    if result.get("nextpnr_error"):
+        print(f"\nnextpnr stopped: {result['nextpnr_error']}"
+              + (f" ({result['logic_cells_pct']} % of the device's logic cells)"
+                 if result.get("logic_cells_pct") is not None else ""), file=sys.stderr)
     print(f"\nfiles: {ns.out / ns.config}")
     return 1 if result.get("yosys") != "ok" else 0
 

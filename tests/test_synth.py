@@ -242,6 +242,25 @@ def test_parse_nextpnr_log_routed():
     assert r["fmax_stage"] == "placed" and not r["routed"]
 
 
+def test_parse_nextpnr_log_logic_cells_and_an_error():
+    """The logic cells of the last utilisation report (after packing), and the first error: a
+    design that does not fit (nextpnr's words, 2026-11-29, session 34)."""
+    r = synth.parse_nextpnr_log(NEXTPNR_PLACED)
+    assert (r["logic_cells"], r["logic_cells_pct"], r["error"]) == (None, None, None)
+    log = ("Info: Logic utilisation before packing:\n"
+           "Info: \t        TRELLIS_COMB:   80000/  83640    95%\n"
+           "Info: Device utilisation:\n"
+           "Info: \t        TRELLIS_COMB:   83872/  83640   100%\n"
+           "ERROR: Unable to find legal placement for all cells, design is probably at "
+           "utilisation limit.\n"
+           "ERROR: a second error\n0 warnings, 2 errors\n")
+    r = synth.parse_nextpnr_log(log)
+    assert (r["logic_cells"], r["logic_cells_pct"]) == (83872, 100)
+    assert synth.parse_nextpnr_log(log.replace("83872/", "74306/"))["logic_cells_pct"] == 88
+    assert r["error"].startswith("Unable to find legal placement")
+    assert (r["fmax_mhz"], r["fmax_stage"], r["placed"]) == (None, "none", False)
+
+
 def test_parse_nextpnr_log_before_placement():
     r = synth.parse_nextpnr_log("Info: Packing IOs..\nInfo: Packing LUT-FFs..\n")
     assert (r["fmax_mhz"], r["fmax_stage"], r["routed"], r["critical_path"]) == \

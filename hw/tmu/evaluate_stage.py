@@ -277,10 +277,10 @@ class EvaluateStage:
                                        forward=forward, pending=pending)
 
     def drive_executed_waits(self, m, out, uop, stream, pops, enter_pending):
-        """Drive ``out``: the executed ``STREAM`` uop ``uop`` waits for an engine's value (the
-        two waiting branches of the traversal's X cycle: a popped engine's head, or the head of
-        the engine serving its blocking stream, on its way), from registers and held results
-        only, so that it can choose which uop E evaluates (``evaluate_ahead``) without the
+        """Drive ``out``: the executed ``STREAM`` uop ``uop`` waits for an engine's value (a
+        popped engine's head, or the head of the engine serving its blocking stream, on its
+        way), from registers and held results only: the traversal's X cycle waits on it, and
+        with two stages it chooses which uop E evaluates (``evaluate_ahead``) without the
         fetch stage's tag comparison. After :meth:`hold_evaluation`; ``stream``, ``pops``,
         ``enter_pending``: as :meth:`overlap`'s."""
         m.d.comb += out.eq(

@@ -160,6 +160,9 @@ class Traversal(wiring.Component):
         # The blocking load in flight (hw/tmu/blocking_load.py; a fallback step's: ``pops.fallback``
         # stays set until it completes); its line registered (``arrived``, ``value``).
         blocking = BlockingLoad(m, self, c, self._sbits)
+        # The executed STREAM uop waits for an engine's value (its X cycle's wait branch),
+        # from registers and held results: driven after the evaluation below.
+        executed_waits = Signal(name="executed_uop_waits")
         evaluate_ahead = Const(0)
         if stage.enabled:
             # (X's ENTER, own or fused: driven below from the held bounds)
@@ -169,11 +172,9 @@ class Traversal(wiring.Component):
                        Signal(signed(64), name="ahead_entered_ub"))
             # (a fetch bubble in which nothing executes; an X cycle that waits for an
             # engine's value and evaluates its own uop again: driven in the X branch from
-            # ``executed_waits``, the executed uop's wait from registers and held results,
-            # driven after the evaluation below)
+            # ``executed_waits``, below)
             bubble = Signal(name="fetch_bubble_evaluating")
             again = Signal(name="uop_evaluate_again")
-            executed_waits = Signal(name="executed_uop_waits")
             # (``BWAIT``: a blocking load without an engine waits for its line; E evaluates
             # the ahead uop, to execute it right after the line is here: driven below. The
             # cycle after the line (``blocking.arrived``: the line is registered) executes the
@@ -296,8 +297,7 @@ class Traversal(wiring.Component):
         # A fused ENTER (docs/rtl.md §9.5 E) whose engines could not start in the cycle its
         # stream and actions completed: the uop stays, and only its ENTER is left to do.
         enter_pending = Signal(name="enter_pending")
-        if stage.enabled:
-            stage.drive_executed_waits(m, executed_waits, u, stream, pops, enter_pending)
+        stage.drive_executed_waits(m, executed_waits, u, stream, pops, enter_pending)
         # Two stages: E evaluates the ahead uop exactly during this execution
         # (hw/tmu/evaluate_stage.py).
         overlap = (stage.overlap(m, u, ahead, stream, pops, enter_pending,
@@ -420,8 +420,10 @@ class Traversal(wiring.Component):
                                 # Only the fused ENTER is left (its pops are done).
                                 m.d.comb += pop_clear.eq(1)
                                 enter(fused=True)
-                            with m.Elif(~pops.fallback & pops.wait):
-                                m.d.comb += self.stat_block_wait.eq(1)   # a popped engine's value
+                            with m.Elif(executed_waits):
+                                # A popped engine's value, or the head of the engine serving
+                                # the blocking stream, on its way.
+                                m.d.comb += self.stat_block_wait.eq(1)
                             with m.Elif(stream.s_fault & stream.s_lockstep
                                         & ~self.lockstep_vector_mode):
                                 # The golden model's order: the lowest stream id; within one
@@ -441,9 +443,6 @@ class Traversal(wiring.Component):
                                 m.d.comb += self.prefetch_pop.bit_select(
                                     stream.s_prefetch_engine, 1).eq(1)
                                 advance()
-                            with m.Elif(stream.s_blocking & stream.s_prefetched
-                                        & stream.s_prefetch_busy):
-                                m.d.comb += self.stat_block_wait.eq(1)   # it is on its way
                             with m.Elif(stream.s_blocking):
                                 blocking.issue(m, u, stream)
                             with m.Elif(u.fuse_act):

@@ -33,11 +33,21 @@ class ReorderBuffer(wiring.Component):
     that lie in it) becomes ready when the response tagged with its slot number arrives, on any
     response port. The lines of a BLOCK row or contiguous vector are *reserved* as a range of
     consecutive entries in one cycle; their descriptions arrive later, one per line as the row
-    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). The head drains
-    up to ``drain`` ready entries per cycle, in order, into ``data`` (the head) and
-    ``data_more`` (the entries after it); a stalled output holds the head (nothing is dropped). Responses are always accepted, since a load is issued
-    only with its slot already allocated. Control tokens are always immediate and need no
-    reordering: they go to the control queue directly.
+    issue block (``hw/tmu/row_issue.py``) sends the line's request (``entry_*``). Responses
+    are always accepted, since a load is issued only with its slot already allocated. Control
+    tokens are always immediate and need no reordering: they go to the control queue directly.
+
+    **The drain window.** The oldest entries wait in ``2 * drain`` registers, each with its line
+    or immediate already chosen: ``data`` (the head) and ``data_more`` (the entries after it)
+    are those registers, and the packer drains up to ``drain`` of them per cycle, in order; a
+    stalled output holds them (nothing is dropped). In every cycle the memories are read at the
+    up to ``drain`` slots after the window, and those that are ready, in order, join it at the
+    end of the cycle as long as it has room. So an entry leaves one cycle after it is ready (a
+    response or an immediate allocation in cycle ``t``: into the window at the end of ``t + 1``,
+    out in ``t + 2``), at the full rate of ``drain`` entries per cycle once the window is
+    filled, and what the packer decides (its ``ready``) reaches no memory address and no ready
+    bit: the packer's path starts at registers (``docs/synthesis.md``, "The reorder buffer's
+    drain window"). An entry stays allocated (``count``, ``free``) until it is drained.
 
     Storage is block RAM (``amaranth.lib.memory``; where several ports write, a
     :class:`~hw.tmu.multiport_memory.MultiPortMemory`: a copy per write and read port and a
@@ -46,7 +56,7 @@ class ReorderBuffer(wiring.Component):
     entries' descriptions (two banks each, even and odd slots, so that two entries can be
     allocated per cycle; the descriptions of ``row_writes`` consecutive reserved entries are
     written per cycle, ``ceil(row_writes / 2)`` write ports a bank), all read one cycle ahead at
-    the next head.
+    the slots after the window.
 
     Parameters
     ----------
@@ -95,7 +105,8 @@ class ReorderBuffer(wiring.Component):
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for ``resp_slot``. The slots of one cycle are distinct.
     data : Out(stream.Signature(chunk_layout(line_bytes)))
-        Entries, in order, for the packer (``hw/tmu/packer.py``): the head.
+        Entries, in order, for the packer (``hw/tmu/packer.py``): the head (a register of the
+        drain window; ``valid`` and ``payload`` do not depend on ``ready``).
     data_more : Out(stream.Signature(chunk_layout(line_bytes))).array(drain - 1)
         Only with ``drain`` > 1: the ``k + 1``-th entry after the head, valid only when the
         entries before it are (``data.valid`` and ``data_more[:k]``); the consumer takes it
@@ -158,14 +169,13 @@ class ReorderBuffer(wiring.Component):
         depth, half = self._depth, self._depth // 2
         layout = alloc_layout(self._line_bytes)
 
-        head  = Signal(self._bits)
         tail  = Signal(self._bits)
         count = Signal(range(depth + 1))
         ready = Signal(depth)
 
         # Immediates and descriptions: even and odd banks. Lines: one memory, a write port per
-        # response port. Read ports: drained entry ``k`` (slot ``head + k``) is read from bank
-        # ``(head + k) % 2``, that bank's read port ``k // 2``.
+        # response port. Read ports: the ``k``-th slot after the drain window (``window_end +
+        # k``, below) is read from bank ``(window_end + k) % 2``, that bank's read port ``k // 2``.
         # A memory written by several ports is a MultiPortMemory (a copy per write and read
         # port and a live-value table), so that the FPGA flow maps it to block RAM, not to
         # flip-flops (docs/synthesis.md).
@@ -215,54 +225,94 @@ class ReorderBuffer(wiring.Component):
             m.d.comb += [port.addr.eq(self.resp_slot[k]), port.data.eq(self.resp_data[k]),
                          port.en.eq(self.resp_valid[k])]
 
-        # Head. The read ports are addressed with the next head, so their data is the head's.
-        head_next = Signal(self._bits)
+        # The drain window: the packer reads registers, not the memories (docs/synthesis.md,
+        # "The reorder buffer's drain window"). The window holds ``filled`` entries from slot
+        # the oldest allocated one (``window_end``: the slot after them), each with its line or immediate already
+        # chosen. The memories are read at the slots after the window (the read ports are
+        # addressed with the next ``window_end``, so their data is the slots at ``window_end``);
+        # the ready ones among them, in order, join the window at the end of the cycle, and the
+        # packer takes up to ``drain`` entries from its front. Nothing the packer decides
+        # reaches a memory's address or a ready bit.
+        W = 2 * D
+        chunk = chunk_layout(self._line_bytes)
+        window = [Signal(chunk, name=f"window_{i}") for i in range(W)]
+        filled = Signal(range(W + 1))
+        window_end = Signal(self._bits)
+        beyond = Signal(range(depth + 1))       # allocated entries after the window
+        m.d.comb += beyond.eq(count - filled)
         read = {(b, kind, j): port for b, kind, j, port in banks_r}
-        outputs = [self.data] + ([self.data_more[k] for k in range(D - 1)] if D > 1 else [])
-        pops = []
+        arrived, joins = [], []
         valid_prev = Const(1)
-        for k, out in enumerate(outputs):
+        for k in range(D):
             j = k // 2
-            odd = head[0] ^ (k & 1)             # slot head + k is in the odd bank
-            entry = Signal(layout, name=f"head_entry_{k}")
-            value = Signal(64, name=f"head_value_{k}")
-            ok = Signal(name=f"head_ok_{k}")
-            slot = Signal(self._bits, name=f"head_slot_{k}")
-            m.d.comb += slot.eq(head + k)
+            odd = window_end[0] ^ (k & 1)       # slot window_end + k is in the odd bank
+            entry = Signal(layout, name=f"read_entry_{k}")
+            value = Signal(64, name=f"read_value_{k}")
+            slot = Signal(self._bits, name=f"read_slot_{k}")
+            joins_k = Signal(name=f"joins_{k}")
+            payload = Signal(chunk, name=f"arrived_{k}")
             m.d.comb += [
+                slot.eq(window_end + k),
                 entry.eq(Mux(odd, read[1, "entry", j].data, read[0, "entry", j].data)),
                 value.eq(Mux(odd, read[1, "value", j].data, read[0, "value", j].data)),
-                ok.eq(valid_prev & (count > k) & ready.bit_select(slot, 1)),
-                out.valid.eq(ok),
-                out.payload.line.eq(Mux(entry.load, lines_r[k].data, value)),
-                out.payload.offset.eq(entry.offset),
-                out.payload.log2_size.eq(entry.log2_size),
-                out.payload.sign.eq(entry.sign),
-                out.payload.count.eq(entry.count),
-                out.payload.pack.eq(entry.pack),
-                out.payload.flush.eq(entry.flush),
+                joins_k.eq(valid_prev & (beyond > k) & (filled <= W - 1 - k)
+                           & ready.bit_select(slot, 1)),
+                payload.line.eq(Mux(entry.load, lines_r[k].data, value)),
+                payload.offset.eq(entry.offset),
+                payload.log2_size.eq(entry.log2_size),
+                payload.sign.eq(entry.sign),
+                payload.count.eq(entry.count),
+                payload.pack.eq(entry.pack),
+                payload.flush.eq(entry.flush),
             ]
+            arrived.append(payload)
+            joins.append(joins_k)
+            valid_prev = joins_k
+        joined = Signal(range(D + 1))           # entries joining the window this cycle
+        m.d.comb += joined.eq(sum(joins))
+
+        outputs = [self.data] + ([self.data_more[k] for k in range(D - 1)] if D > 1 else [])
+        pops = []
+        for k, out in enumerate(outputs):
+            m.d.comb += [out.valid.eq(filled > k), out.payload.eq(window[k])]
             pop = Signal(name=f"pop_{k}")
             m.d.comb += pop.eq(out.valid & out.ready & (pops[-1] if pops else 1))
             pops.append(pop)
-            valid_prev = ok
         popped = Signal(range(D + 1))           # entries drained this cycle
         m.d.comb += popped.eq(sum(pops))
-        m.d.comb += [
-            self.head_stall.eq(self.data.valid & ~pops[0]),
-            head_next.eq(Mux(self.clear, 0, head + popped)),
-        ]
+        m.d.comb += self.head_stall.eq(self.data.valid & ~pops[0])
+
+        # The window after the cycle: the arrivals appended after its ``filled`` entries
+        # (from registers and the memories only), then shifted by the entries popped.
+        appended = [Signal(chunk, name=f"appended_{i}") for i in range(W)]
+        for i in range(W):
+            with m.Switch(filled):
+                for f in range(W + 1):
+                    with m.Case(f):
+                        if i < f:
+                            m.d.comb += appended[i].eq(window[i])
+                        elif i - f < D:
+                            m.d.comb += appended[i].eq(arrived[i - f])
+        for i in range(W):
+            with m.Switch(popped):
+                for p in range(D + 1):
+                    if i + p < W:
+                        with m.Case(p):
+                            m.d.sync += window[i].eq(appended[i + p])
+        window_end_next = Signal(self._bits)
+        m.d.comb += window_end_next.eq(Mux(self.clear, 0, window_end + joined))
         for k in range(D):
             slot_next = Signal(self._bits, name=f"slot_next_{k}")
-            m.d.comb += [slot_next.eq(head_next + k), lines_r[k].addr.eq(slot_next)]
+            m.d.comb += [slot_next.eq(window_end_next + k), lines_r[k].addr.eq(slot_next)]
         for (b, kind, j), port in read.items():
-            # bank b's j-th read port: the j-th slot of parity b at or after the next head
+            # bank b's j-th read port: the j-th slot of parity b at or after the next window end
             slot = Signal(self._bits, name=f"read_{kind}{b}_{j}")
-            m.d.comb += [slot.eq(head_next + (head_next[0] ^ b) + 2 * j),
+            m.d.comb += [slot.eq(window_end_next + (window_end_next[0] ^ b) + 2 * j),
                          port.addr.eq(slot[1:])]
 
-        # Ready bits: set by an immediate allocation or a response, cleared by a load allocation
-        # and by the pop. The slots involved are always distinct within a cycle.
+        # Ready bits: set by an immediate allocation or a response, cleared by a load
+        # allocation and when the entry joins the window. The slots involved are always
+        # distinct within a cycle.
         set_mask = Signal(depth)
         clr_mask = Signal(depth)
         one = Const(1, depth)
@@ -274,17 +324,18 @@ class ReorderBuffer(wiring.Component):
                         | _or_all(responses)),
             clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
                         | Mux(self.alloc2_en & self.alloc2.load, one << tail_second, 0)
-                        | _or_all([Mux(pops[k], one << (head + k)[:self._bits], 0)
+                        | _or_all([Mux(joins[k], one << (window_end + k)[:self._bits], 0)
                                    for k in range(D)])),
         ]
         m.d.sync += [
             ready.eq((ready & ~clr_mask) | set_mask),
-            head.eq(head_next),
+            window_end.eq(window_end_next),
+            filled.eq(filled + joined - popped),
             tail.eq(tail + Mux(self.alloc_en, first_count, 0) + self.alloc2_en),
             count.eq(count + Mux(self.alloc_en, first_count, 0) + self.alloc2_en - popped),
         ]
         with m.If(self.clear):
-            m.d.sync += [ready.eq(0), tail.eq(0), count.eq(0)]
+            m.d.sync += [ready.eq(0), filled.eq(0), tail.eq(0), count.eq(0)]
         m.d.comb += self.count.eq(count)
         return m
 

@@ -101,6 +101,8 @@ class ChainEngine(wiring.Component):
         ``Prefetcher``'s).
     head_valid, head_data : Out
         The oldest chained value has arrived (its element, zero/sign-extended to 64 bits).
+        Registers, as the ``Prefetcher``'s: a value that arrives in cycle ``t`` is the head
+        in ``t + 2`` at the earliest.
     busy : Out(1)
         The next value will come from this engine.
     pop : In(1)
@@ -211,7 +213,7 @@ class ChainEngine(wiring.Component):
         # The chained loads' elements, extracted from each response's line as it arrives (one
         # 64-bit word per entry, not a line), and the head.
         m.submodules.words = words = MultiPortMemory(shape=64, depth=depth, write_ports=ports,
-                                                     read_ports=1, read_domain="comb")
+                                                     read_ports=2, read_domain="comb")
         for k in range(ports):
             # (signals: an Array proxy in an expression is replicated per entry)
             resp_offset = Signal(line_bits, name=f"resp_offset_{k}")
@@ -222,10 +224,17 @@ class ChainEngine(wiring.Component):
                                                        cfg.sign)),
                 words.write[k].en.eq(self.resp_valid[k]),
             ]
+        # The head is two registers, for either outcome of ``pop`` a cycle ahead (the entry
+        # after the head through its own read port), as the ``Prefetcher``'s head.
+        head_valid = Signal()
+        head_data = Signal(64)
+        head_next_entry = Signal(self._bits)
         m.d.comb += [
+            head_next_entry.eq(head + 1),
             words.read[0].addr.eq(head),
-            self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-            self.head_data.eq(words.read[0].data),
+            words.read[1].addr.eq(head_next_entry),
+            self.head_valid.eq(head_valid),
+            self.head_data.eq(head_data),
         ]
         with m.If(issue):
             m.d.sync += [offset[tail].eq(addr[0:line_bits]), tail.eq(tail + 1)]
@@ -234,6 +243,12 @@ class ChainEngine(wiring.Component):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
         popped = self.pop & self.head_valid
         clr_mask = Mux(popped, Const(1, depth) << head, 0)
+        with m.If(popped):
+            m.d.sync += [head_valid.eq((count > 1) & arrived.bit_select(head_next_entry, 1)),
+                         head_data.eq(words.read[1].data)]
+        with m.Elif(~head_valid):
+            m.d.sync += [head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
+                         head_data.eq(words.read[0].data)]
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
             count.eq(count + issue - popped),
@@ -250,10 +265,10 @@ class ChainEngine(wiring.Component):
         # is outstanding then: ``idle``). ``arm`` only stops issuing.
         with m.If(self.start & ~root.continues):
             m.d.sync += [stopped.eq(0), head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
-                         *(v.eq(0) for v in valid)]
+                         head_valid.eq(0), *(v.eq(0) for v in valid)]
         with m.Elif(self.arm):
             m.d.sync += [stopped.eq(1), *(v.eq(0) for v in valid)]
         with m.If(self.clear):
             m.d.sync += [stopped.eq(1), head.eq(0), tail.eq(0), count.eq(0), pending.eq(0),
-                         arrived.eq(0), *(v.eq(0) for v in valid)]
+                         arrived.eq(0), head_valid.eq(0), *(v.eq(0) for v in valid)]
         return m

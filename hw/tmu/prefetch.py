@@ -111,7 +111,9 @@ class Prefetcher(wiring.Component):
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for one of this engine's slots.
     head_valid, head_data : Out
-        The oldest value has arrived (extracted element, zero/sign-extended).
+        The oldest value has arrived (extracted element, zero/sign-extended). Registers: a
+        line that arrives in cycle ``t`` makes its entry's first element the head in ``t + 2``;
+        after a pop the next element is there in the next cycle if its line has arrived.
     busy : Out(1)
         The next value will come from this engine (issued, or about to be issued).
     pop : In(1)
@@ -227,7 +229,7 @@ class Prefetcher(wiring.Component):
         # The responses' lines: LUT RAM, one copy per response port and a live-value table
         # (a memory written by several ports would be flip-flops on an FPGA).
         m.submodules.words = words = MultiPortMemory(shape=8 * self._line_bytes, depth=depth,
-                                                     write_ports=self._ports, read_ports=1,
+                                                     write_ports=self._ports, read_ports=2,
                                                      read_domain="comb")
         for k in range(self._ports):
             word_w = words.write[k]
@@ -236,10 +238,28 @@ class Prefetcher(wiring.Component):
                 word_w.data.eq(self.resp_data[k]),
                 word_w.en.eq(self.resp_valid[k]),
             ]
-        data_r = words.read[0]
-        m.d.comb += data_r.addr.eq(head)
-        head_offset = Signal(line_bits)
-        m.d.comb += head_offset.eq(offset[head] + sub_off)
+        # The head is two registers (``head_valid``, ``head_data``), computed a cycle ahead for
+        # either outcome of the traversal's ``pop`` and chosen by it: the element after the
+        # head in its entry's line (or the head itself while it waits for its line) and the
+        # first element of the next entry (its own read port), so the traversal's path starts
+        # at registers, not at a LUT RAM read and an extraction (``docs/synthesis.md``, "The
+        # reorder buffer's drain window and the engines' heads").
+        data_r, next_r = words.read[0], words.read[1]
+        head_next_entry = Signal(self._bits)
+        m.d.comb += [head_next_entry.eq(head + 1), data_r.addr.eq(head),
+                     next_r.addr.eq(head_next_entry)]
+        head_valid = Signal()
+        head_data = Signal(64)
+        # The element after the head in the same line (a waiting head is its entry's first
+        # element: ``sub_off`` is 0 until the head is valid).
+        same_offset = Signal(line_bits)
+        m.d.comb += same_offset.eq(offset[head] + sub_off
+                                   + Mux(head_valid, delta[0:line_bits], 0))
+        same_value = Signal(64)
+        next_value = Signal(64)
+        m.d.comb += [same_value.eq(extract_aligned(data_r.data, same_offset, log2, sign)),
+                     next_value.eq(extract_aligned(next_r.data, offset[head_next_entry],
+                                                   log2, sign))]
         # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
         armed = self.p_armed
         start_base = Mux(armed, base, self.p_base)
@@ -259,8 +279,8 @@ class Prefetcher(wiring.Component):
                                          & (self.p_region_base == region_base)
                                          & (self.p_region_size == region_size))))
         m.d.comb += [
-            self.head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-            self.head_data.eq(extract_aligned(data_r.data, head_offset, log2, sign)),
+            self.head_valid.eq(head_valid),
+            self.head_data.eq(head_data),
             self.idle.eq(match | (pending == 0)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
@@ -381,6 +401,16 @@ class Prefetcher(wiring.Component):
         with m.If(self.pop):
             m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1)),
                          sub_off.eq(Mux(entry_done, 0, sub_off + delta[0:line_bits]))]
+        # The head registers after this cycle (a pop only while ``head_valid``): the next
+        # entry's first element, the next element of the same line, or a waiting head's, once
+        # its line has arrived (``arrived`` and the LUT RAM read both hold the responses of
+        # earlier cycles).
+        with m.If(entry_done):
+            m.d.sync += [head_valid.eq((count > 1) & arrived.bit_select(head_next_entry, 1)),
+                         head_data.eq(next_value)]
+        with m.Elif(self.pop | ~head_valid):
+            m.d.sync += [head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
+                         head_data.eq(same_value)]
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]
@@ -425,6 +455,7 @@ class Prefetcher(wiring.Component):
                            & (start_delta < self._line_bytes)),
                 gather_valid.eq(0),
                 head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0), sub.eq(0), sub_off.eq(0),
+                head_valid.eq(0),
             ]
         with m.Elif(self.arm):
             m.d.sync += [
@@ -436,5 +467,5 @@ class Prefetcher(wiring.Component):
         with m.If(self.clear):
             m.d.sync += [active.eq(0), params.eq(0), seq.eq(0), head.eq(0), tail.eq(0),
                          count.eq(0), pending.eq(0), arrived.eq(0), sub.eq(0), sub_off.eq(0),
-                         gather_valid.eq(0)]
+                         gather_valid.eq(0), head_valid.eq(0)]
         return m

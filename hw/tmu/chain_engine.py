@@ -101,8 +101,8 @@ class ChainEngine(wiring.Component):
         ``Prefetcher``'s).
     head_valid, head_data : Out
         The oldest chained value has arrived (its element, zero/sign-extended to 64 bits).
-        Registers, as the ``Prefetcher``'s: a value that arrives in cycle ``t`` is the head
-        in ``t + 2`` at the earliest.
+        Registers, as the ``Prefetcher``'s (a value arriving in cycle ``t`` is the head in
+        ``t + 1``).
     busy : Out(1)
         The next value will come from this engine.
     pop : In(1)
@@ -243,12 +243,24 @@ class ChainEngine(wiring.Component):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
         popped = self.pop & self.head_valid
         clr_mask = Mux(popped, Const(1, depth) << head, 0)
+        # (the element of a response arriving in this cycle for the head's or the next entry
+        # is taken from the response, so the registers cost no cycle)
+        head_value, next_value = Signal(64), Signal(64)
+        head_arriving, next_arriving = Signal(), Signal()
+        m.d.comb += [head_value.eq(words.read[0].data), next_value.eq(words.read[1].data)]
+        for k in range(ports):
+            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head)):
+                m.d.comb += [head_arriving.eq(1), head_value.eq(words.write[k].data)]
+            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head_next_entry)):
+                m.d.comb += [next_arriving.eq(1), next_value.eq(words.write[k].data)]
         with m.If(popped):
-            m.d.sync += [head_valid.eq((count > 1) & arrived.bit_select(head_next_entry, 1)),
-                         head_data.eq(words.read[1].data)]
+            m.d.sync += [head_valid.eq((count > 1) & (arrived.bit_select(head_next_entry, 1)
+                                                      | next_arriving)),
+                         head_data.eq(next_value)]
         with m.Elif(~head_valid):
-            m.d.sync += [head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
-                         head_data.eq(words.read[0].data)]
+            m.d.sync += [head_valid.eq((count != 0) & (arrived.bit_select(head, 1)
+                                                       | head_arriving)),
+                         head_data.eq(head_value)]
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
             count.eq(count + issue - popped),

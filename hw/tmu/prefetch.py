@@ -112,8 +112,8 @@ class Prefetcher(wiring.Component):
         Per response port: a line for one of this engine's slots.
     head_valid, head_data : Out
         The oldest value has arrived (extracted element, zero/sign-extended). Registers: a
-        line that arrives in cycle ``t`` makes its entry's first element the head in ``t + 2``;
-        after a pop the next element is there in the next cycle if its line has arrived.
+        line that arrives in cycle ``t`` for the head's entry (or the next entry, as the head's
+        last element is popped) gives the head in ``t + 1``, as a combinational head would.
     busy : Out(1)
         The next value will come from this engine (issued, or about to be issued).
     pop : In(1)
@@ -255,10 +255,27 @@ class Prefetcher(wiring.Component):
         same_offset = Signal(line_bits)
         m.d.comb += same_offset.eq(offset[head] + sub_off
                                    + Mux(head_valid, delta[0:line_bits], 0))
+        # Each from its entry's line: the LUT RAM's (written in an earlier cycle), or the
+        # response arriving in this cycle (so the registers cost no cycle for a line that
+        # comes while the head waits for it; the path ends at the head registers).
+        head_arrived = Signal()
+        next_arrived = Signal()
+        m.d.comb += [head_arrived.eq(arrived.bit_select(head, 1)),
+                     next_arrived.eq(arrived.bit_select(head_next_entry, 1))]
+        head_line = Signal(8 * self._line_bytes)
+        next_line = Signal(8 * self._line_bytes)
+        head_arriving = Signal()
+        next_arriving = Signal()
+        m.d.comb += [head_line.eq(data_r.data), next_line.eq(next_r.data)]
+        for k in range(self._ports):
+            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head)):
+                m.d.comb += [head_arriving.eq(1), head_line.eq(self.resp_data[k])]
+            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head_next_entry)):
+                m.d.comb += [next_arriving.eq(1), next_line.eq(self.resp_data[k])]
         same_value = Signal(64)
         next_value = Signal(64)
-        m.d.comb += [same_value.eq(extract_aligned(data_r.data, same_offset, log2, sign)),
-                     next_value.eq(extract_aligned(next_r.data, offset[head_next_entry],
+        m.d.comb += [same_value.eq(extract_aligned(head_line, same_offset, log2, sign)),
+                     next_value.eq(extract_aligned(next_line, offset[head_next_entry],
                                                    log2, sign))]
         # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
         armed = self.p_armed
@@ -403,13 +420,13 @@ class Prefetcher(wiring.Component):
                          sub_off.eq(Mux(entry_done, 0, sub_off + delta[0:line_bits]))]
         # The head registers after this cycle (a pop only while ``head_valid``): the next
         # entry's first element, the next element of the same line, or a waiting head's, once
-        # its line has arrived (``arrived`` and the LUT RAM read both hold the responses of
-        # earlier cycles).
+        # its line has arrived (``arrived`` and the LUT RAM read hold the responses of earlier
+        # cycles; ``*_arriving`` the one of this cycle).
         with m.If(entry_done):
-            m.d.sync += [head_valid.eq((count > 1) & arrived.bit_select(head_next_entry, 1)),
+            m.d.sync += [head_valid.eq((count > 1) & (next_arrived | next_arriving)),
                          head_data.eq(next_value)]
         with m.Elif(self.pop | ~head_valid):
-            m.d.sync += [head_valid.eq((count != 0) & arrived.bit_select(head, 1)),
+            m.d.sync += [head_valid.eq((count != 0) & (head_arrived | head_arriving)),
                          head_data.eq(same_value)]
 
         with m.If(self.start & match):

@@ -5,6 +5,7 @@ import random
 import pytest
 
 from hw.tmu.prefetch import Prefetcher
+from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
 
 MASK64 = (1 << 64) - 1
@@ -345,3 +346,62 @@ def test_strided_ranges_continue_the_sequence():
     assert issued[marks[0]] == 120 and issued[marks[0] - 1] == 72
     assert len({a // 64 for a in issued}) == len(issued) - 1
     assert all(a == 24 * -(-a // 24) and (a - 24) // 64 != a // 64 for a in issued[marks[0] + 1:])
+
+
+@pytest.mark.parametrize("line_bytes", [8, 16])
+def test_a_line_gives_the_head_the_cycle_after_it_arrives(line_bytes):
+    """The head is registers (``head_valid``, ``head_data``) that cost no cycle: popped as soon
+    as it is valid, the ``n``-th element is the head in cycle ``max(r + 1, v + 1)``, ``r`` the
+    cycle its line arrived, ``v`` the cycle the element before it was (a line arriving while
+    the head waits for it, and one arriving as the entry before it is popped, are taken from
+    the response port). Random latencies, one response per cycle."""
+    seed = fresh_seed(f"prefetch head timing {line_bytes}")
+    rng = random.Random(seed)
+    n = 24
+    params = dict(base=0, lb=0, ub=n, step=1, c=0, stride=8, log2=3, sign=0,
+                  region_base=0, region_size=8 * n)
+    dut = Prefetcher(4, line_bytes)
+    lw = line_bytes // 8
+    arrivals = {}               # element -> cycle its line arrived
+    seen = []                   # (cycle, value) of each pop
+
+    async def testbench(ctx):
+        for name, value in params.items():
+            ctx.set(getattr(dut, f"p_{name}"), value)
+        ctx.set(dut.mem_limit, MASK64)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        pending = []            # (due cycle, slot, address)
+        for cycle in range(400):
+            if len(seen) == n:
+                break
+            due = [p for p in pending if p[0] <= cycle]
+            if due:
+                p = min(due)
+                pending.remove(p)
+                ctx.set(dut.resp_valid, 1)
+                ctx.set(dut.resp_slot[0], p[1])
+                ctx.set(dut.resp_data[0], sum((p[2] // 8 + w + 100) << (64 * w)
+                                              for w in range(lw)))
+                for w in range(lw):
+                    arrivals[p[2] // 8 + w] = cycle
+            else:
+                ctx.set(dut.resp_valid, 0)
+            ctx.set(dut.req_grant, 1)
+            if ctx.get(dut.req_valid):
+                pending.append((cycle + rng.randrange(1, 8), ctx.get(dut.req_slot),
+                                ctx.get(dut.req_addr)))
+            pop = ctx.get(dut.head_valid)
+            if pop:
+                seen.append((cycle, ctx.get(dut.head_data)))
+            ctx.set(dut.pop, pop)
+            await ctx.tick()
+
+    run_sim(dut, testbench)
+    assert [v for _, v in seen] == [k + 100 for k in range(n)]
+    expected, previous = [], -1
+    for k in range(n):
+        previous = max(arrivals[k] + 1, previous + 1)
+        expected.append(previous)
+    assert [c for c, _ in seen] == expected

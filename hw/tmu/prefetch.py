@@ -243,7 +243,7 @@ class Prefetcher(wiring.Component):
         # head in its entry's line (or the head itself while it waits for its line) and the
         # first element of the next entry (its own read port), so the traversal's path starts
         # at registers, not at a LUT RAM read and an extraction (``docs/synthesis.md``, "The
-        # reorder buffer's drain window and the engines' heads").
+        # drain window and the engines' heads in registers").
         data_r, next_r = words.read[0], words.read[1]
         head_next_entry = Signal(self._bits)
         m.d.comb += [head_next_entry.eq(head + 1), data_r.addr.eq(head),

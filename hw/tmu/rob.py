@@ -46,8 +46,9 @@ class ReorderBuffer(wiring.Component):
     response or an immediate allocation in cycle ``t``: into the window at the end of ``t + 1``,
     out in ``t + 2``), at the full rate of ``drain`` entries per cycle once the window is
     filled, and what the packer decides (its ``ready``) reaches no memory address and no ready
-    bit: the packer's path starts at registers (``docs/synthesis.md``, "The reorder buffer's
-    drain window"). An entry stays allocated (``count``, ``free``) until it is drained.
+    bit: the packer's path starts at registers (``docs/synthesis.md``, "The drain window and
+    the engines' heads in registers"). An entry stays allocated (``count``, ``free``) until
+    it is drained.
 
     Storage is block RAM (``amaranth.lib.memory``; where several ports write, a
     :class:`~hw.tmu.multiport_memory.MultiPortMemory`: a copy per write and read port and a
@@ -226,13 +227,13 @@ class ReorderBuffer(wiring.Component):
                          port.en.eq(self.resp_valid[k])]
 
         # The drain window: the packer reads registers, not the memories (docs/synthesis.md,
-        # "The reorder buffer's drain window"). The window holds ``filled`` entries from slot
-        # the oldest allocated one (``window_end``: the slot after them), each with its line or immediate already
-        # chosen. The memories are read at the slots after the window (the read ports are
-        # addressed with the next ``window_end``, so their data is the slots at ``window_end``);
-        # the ready ones among them, in order, join the window at the end of the cycle, and the
-        # packer takes up to ``drain`` entries from its front. Nothing the packer decides
-        # reaches a memory's address or a ready bit.
+        # "The drain window and the engines' heads in registers"). The window holds the
+        # ``filled`` oldest allocated entries (``window_end``: the slot after them), each with
+        # its line or immediate already chosen. The memories are read at the slots after the
+        # window (the read ports are addressed with the next ``window_end``, so their data is
+        # the slots at ``window_end``); the ready ones among them, in order, join the window at
+        # the end of the cycle, and the packer takes up to ``drain`` entries from its front.
+        # Nothing the packer decides reaches a memory's address or a ready bit.
         W = 2 * D
         chunk = chunk_layout(self._line_bytes)
         window = [Signal(chunk, name=f"window_{i}") for i in range(W)]

@@ -11,6 +11,16 @@ from tb.sim_helpers import run_sim
 MASK64 = (1 << 64) - 1
 
 
+async def _start(ctx, dut, params, mem_limit):
+    """Start ``dut`` with ``p_<name>`` = ``params[name]`` (one cycle)."""
+    for name, value in params.items():
+        ctx.set(getattr(dut, f"p_{name}"), value)
+    ctx.set(dut.mem_limit, mem_limit)
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+
+
 def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, line_bytes=8,
          depth=4, mem_limit=MASK64, each_cycle=None):
     """Start the engine, answer its loads from ``words`` (8-byte words) after ``latency``
@@ -23,12 +33,7 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, lin
 
     async def testbench(ctx):
         rng = random.Random(seed)
-        for name, value in params.items():
-            ctx.set(getattr(dut, f"p_{name}"), value)
-        ctx.set(dut.mem_limit, mem_limit)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, params, mem_limit)
         pending = []
         for cycle in range(cycles):
             if each_cycle is not None:
@@ -366,12 +371,7 @@ def test_a_line_gives_the_head_the_cycle_after_it_arrives(line_bytes):
     seen = []                   # (cycle, value) of each pop
 
     async def testbench(ctx):
-        for name, value in params.items():
-            ctx.set(getattr(dut, f"p_{name}"), value)
-        ctx.set(dut.mem_limit, MASK64)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, params, MASK64)
         pending = []            # (due cycle, slot, address)
         for cycle in range(400):
             if len(seen) == n:

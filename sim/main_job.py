@@ -342,8 +342,10 @@ def _compare_core_only(g, x, ns, expected, dae_cycles, access_cycles, future=Non
         print("core-only baseline: its second process failed; running it here")
         taken = None
     finally:
+        # (waiting: its one task is done; a pool left running races Python's exit, which
+        # then printed "OSError: Bad file descriptor" after a passing run)
         if getattr(future, "pool", None) is not None:
-            future.pool.shutdown(wait=False)
+            future.pool.shutdown(wait=True)
     cycles, bytes_per_cycle, out = taken or core_only_baseline(*arguments)
     same = np.allclose(out, expected, rtol=1e-5, atol=1e-5)
     dae, what = (dae_cycles, "DAE") if dae_cycles else (access_cycles, "access unit")

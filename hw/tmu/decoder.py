@@ -7,7 +7,7 @@ A thin top over three blocks (``docs/rtl.md`` §2.1)::
                             +------------------------result------------------------+   +--> result
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,9 +17,8 @@ from .config_writer import ConfigWriter
 from .isa import FaultCode
 from .microcode_builder import MicrocodeBuilder
 from .program_checker import ProgramChecker
-from .signatures import (CheckedDescriptor, CheckResult, TraversalConfigSignature,
-                         action_table_write_port, microcode_write_port, program_read_port,
-                         stream_table_write_port)
+from .signatures import (TraversalConfigSignature, action_table_write_port, microcode_write_port,
+                         program_read_port, stream_table_write_port)
 
 
 __all__ = ["Decoder"]
@@ -36,9 +35,7 @@ class Decoder(wiring.Component):
     writes the microcode. The first failing check stops the decode with its fault code and PC.
 
     Each descriptor takes 6 cycles per phase (5 to read its 4 words, 1 to check); the microcode
-    build about ``n_layers * (n_streams + 3 * n_actions)`` cycles. The checked descriptors and
-    the check's result pass a register on their way to the writer and the builder (a cycle
-    more per decode).
+    build about ``n_layers * (n_streams + 3 * n_actions)`` cycles.
 
     Parameters
     ----------
@@ -103,35 +100,16 @@ class Decoder(wiring.Component):
                      checker.prog_len.eq(self.prog_len), writer.args.eq(self.args)]
         wiring.connect(m, checker.program, wiring.flipped(self.program))
         wiring.connect(m, checker.checked, writer.checked, builder.checked)
+        wiring.connect(m, checker.descriptor, writer.descriptor)
         wiring.connect(m, writer.tables, builder.tables)
-        # The checked descriptors and the check's result reach the writer and the builder from
-        # registers, a cycle after the checker's (so the checks' path ends at a register, not
-        # in the writer's tables: docs/synthesis.md, "The drain window and the engines' heads
-        # in registers"). The writer takes a descriptor every cycle (its ``ready`` is 1); the
-        # result follows the last descriptor by a cycle, as before, so the builder reads the
-        # tables complete.
-        descriptor_valid = Signal(name="descriptor_registered_valid")
-        descriptor = Signal(CheckedDescriptor, name="descriptor_registered")
-        m.d.sync += [descriptor_valid.eq(checker.descriptor.valid & ~start),
-                     descriptor.eq(checker.descriptor.payload)]
-        m.d.comb += [checker.descriptor.ready.eq(1),
-                     writer.descriptor.valid.eq(descriptor_valid),
-                     writer.descriptor.payload.eq(descriptor)]
-        result_valid = Signal(name="check_registered_valid")
-        result = Signal(CheckResult, name="check_registered")
-        with m.If(~result_valid):
-            m.d.comb += checker.result.ready.eq(1)
-            m.d.sync += [result_valid.eq(checker.result.valid), result.eq(checker.result.payload)]
-        with m.Elif(builder.check.ready):
-            m.d.sync += result_valid.eq(0)
-        m.d.comb += [builder.check.valid.eq(result_valid), builder.check.payload.eq(result)]
+        wiring.connect(m, checker.result, builder.check)
         wiring.connect(m, writer.stream_table, wiring.flipped(self.stream_table))
         wiring.connect(m, writer.action_table, wiring.flipped(self.action_table))
         wiring.connect(m, builder.microcode, wiring.flipped(self.microcode))
 
         m.d.comb += [
             builder.result.ready.eq(1),
-            self.busy.eq(checker.busy | builder.busy | descriptor_valid | result_valid),
+            self.busy.eq(checker.busy | builder.busy),
             self.done.eq(builder.result.valid),
             self.fault.eq(builder.result.payload.fault),
             self.fault_code.eq(builder.result.payload.code),

@@ -7,6 +7,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .datapath import alu, extract_aligned, outside_int64
+from .engine_head import EngineHead
 from .isa import AluOp
 from .multiport_memory import MultiPortMemory
 from .prefetch import Prefetcher, running_dry
@@ -224,18 +225,13 @@ class ChainEngine(wiring.Component):
                                                        cfg.sign)),
                 words.write[k].en.eq(self.resp_valid[k]),
             ]
-        # The head is two registers, for either outcome of ``pop`` a cycle ahead (the entry
-        # after the head through its own read port), as the ``Prefetcher``'s head.
-        head_valid = Signal()
-        head_data = Signal(64)
-        head_next_entry = Signal(self._bits)
-        m.d.comb += [
-            head_next_entry.eq(head + 1),
-            words.read[0].addr.eq(head),
-            words.read[1].addr.eq(head_next_entry),
-            self.head_valid.eq(head_valid),
-            self.head_data.eq(head_data),
-        ]
+        # The head in two registers, a cycle ahead for either outcome of ``pop`` (the entry
+        # after the head through its own read port), as the ``Prefetcher``'s
+        # (``hw/tmu/engine_head.py``).
+        head_regs = EngineHead(m, words=words, head=head, arrived=arrived,
+                               responses=[(self.resp_valid[k], self.resp_slot[k],
+                                           words.write[k].data) for k in range(ports)])
+        m.d.comb += [self.head_valid.eq(head_regs.valid), self.head_data.eq(head_regs.data)]
         with m.If(issue):
             m.d.sync += [offset[tail].eq(addr[0:line_bits]), tail.eq(tail + 1)]
         set_mask = 0
@@ -243,24 +239,8 @@ class ChainEngine(wiring.Component):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
         popped = self.pop & self.head_valid
         clr_mask = Mux(popped, Const(1, depth) << head, 0)
-        # (the element of a response arriving in this cycle for the head's or the next entry
-        # is taken from the response, so the registers cost no cycle)
-        head_value, next_value = Signal(64), Signal(64)
-        head_arriving, next_arriving = Signal(), Signal()
-        m.d.comb += [head_value.eq(words.read[0].data), next_value.eq(words.read[1].data)]
-        for k in range(ports):
-            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head)):
-                m.d.comb += [head_arriving.eq(1), head_value.eq(words.write[k].data)]
-            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head_next_entry)):
-                m.d.comb += [next_arriving.eq(1), next_value.eq(words.write[k].data)]
-        with m.If(popped):
-            m.d.sync += [head_valid.eq((count > 1) & (arrived.bit_select(head_next_entry, 1)
-                                                      | next_arriving)),
-                         head_data.eq(next_value)]
-        with m.Elif(~head_valid):
-            m.d.sync += [head_valid.eq((count != 0) & (arrived.bit_select(head, 1)
-                                                       | head_arriving)),
-                         head_data.eq(head_value)]
+        head_regs.update(m, count=count, entry_done=popped, refill=~head_regs.valid,
+                         head_element=head_regs.head_word, next_element=head_regs.next_word)
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
             count.eq(count + issue - popped),
@@ -277,10 +257,10 @@ class ChainEngine(wiring.Component):
         # is outstanding then: ``idle``). ``arm`` only stops issuing.
         with m.If(self.start & ~root.continues):
             m.d.sync += [stopped.eq(0), head.eq(0), tail.eq(0), count.eq(0), arrived.eq(0),
-                         head_valid.eq(0), *(v.eq(0) for v in valid)]
+                         head_regs.valid.eq(0), *(v.eq(0) for v in valid)]
         with m.Elif(self.arm):
             m.d.sync += [stopped.eq(1), *(v.eq(0) for v in valid)]
         with m.If(self.clear):
             m.d.sync += [stopped.eq(1), head.eq(0), tail.eq(0), count.eq(0), pending.eq(0),
-                         arrived.eq(0), head_valid.eq(0), *(v.eq(0) for v in valid)]
+                         arrived.eq(0), head_regs.valid.eq(0), *(v.eq(0) for v in valid)]
         return m

@@ -5,6 +5,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .datapath import extract_aligned
+from .engine_head import EngineHead
 from .multiport_memory import MultiPortMemory
 
 
@@ -238,45 +239,23 @@ class Prefetcher(wiring.Component):
                 word_w.data.eq(self.resp_data[k]),
                 word_w.en.eq(self.resp_valid[k]),
             ]
-        # The head is two registers (``head_valid``, ``head_data``), computed a cycle ahead for
-        # either outcome of the traversal's ``pop`` and chosen by it: the element after the
-        # head in its entry's line (or the head itself while it waits for its line) and the
-        # first element of the next entry (its own read port), so the traversal's path starts
-        # at registers, not at a LUT RAM read and an extraction (``docs/synthesis.md``, "The
-        # drain window and the engines' heads in registers").
-        data_r, next_r = words.read[0], words.read[1]
-        head_next_entry = Signal(self._bits)
-        m.d.comb += [head_next_entry.eq(head + 1), data_r.addr.eq(head),
-                     next_r.addr.eq(head_next_entry)]
-        head_valid = Signal()
-        head_data = Signal(64)
+        # The head in two registers, a cycle ahead for either outcome of the traversal's
+        # ``pop`` (``hw/tmu/engine_head.py``): the element after the head in its entry's line
+        # (or the head itself while it waits for its line), or the next entry's first element.
+        head_regs = EngineHead(m, words=words, head=head, arrived=arrived,
+                               responses=[(self.resp_valid[k], self.resp_slot[k],
+                                           self.resp_data[k]) for k in range(self._ports)])
+        head_valid = head_regs.valid
         # The element after the head in the same line (a waiting head is its entry's first
         # element: ``sub_off`` is 0 until the head is valid).
         same_offset = Signal(line_bits)
         m.d.comb += same_offset.eq(offset[head] + sub_off
                                    + Mux(head_valid, delta[0:line_bits], 0))
-        # Each from its entry's line: the LUT RAM's (written in an earlier cycle), or the
-        # response arriving in this cycle (so the registers cost no cycle for a line that
-        # comes while the head waits for it; the path ends at the head registers).
-        head_arrived = Signal()
-        next_arrived = Signal()
-        m.d.comb += [head_arrived.eq(arrived.bit_select(head, 1)),
-                     next_arrived.eq(arrived.bit_select(head_next_entry, 1))]
-        head_line = Signal(8 * self._line_bytes)
-        next_line = Signal(8 * self._line_bytes)
-        head_arriving = Signal()
-        next_arriving = Signal()
-        m.d.comb += [head_line.eq(data_r.data), next_line.eq(next_r.data)]
-        for k in range(self._ports):
-            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head)):
-                m.d.comb += [head_arriving.eq(1), head_line.eq(self.resp_data[k])]
-            with m.If(self.resp_valid[k] & (self.resp_slot[k] == head_next_entry)):
-                m.d.comb += [next_arriving.eq(1), next_line.eq(self.resp_data[k])]
         same_value = Signal(64)
         next_value = Signal(64)
-        m.d.comb += [same_value.eq(extract_aligned(head_line, same_offset, log2, sign)),
-                     next_value.eq(extract_aligned(next_line, offset[head_next_entry],
-                                                   log2, sign))]
+        m.d.comb += [same_value.eq(extract_aligned(head_regs.head_word, same_offset, log2, sign)),
+                     next_value.eq(extract_aligned(head_regs.next_word,
+                                                   offset[head_regs.next_entry], log2, sign))]
         # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
         armed = self.p_armed
         start_base = Mux(armed, base, self.p_base)
@@ -297,7 +276,7 @@ class Prefetcher(wiring.Component):
                                          & (self.p_region_size == region_size))))
         m.d.comb += [
             self.head_valid.eq(head_valid),
-            self.head_data.eq(head_data),
+            self.head_data.eq(head_regs.data),
             self.idle.eq(match | (pending == 0)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
@@ -418,16 +397,9 @@ class Prefetcher(wiring.Component):
         with m.If(self.pop):
             m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1)),
                          sub_off.eq(Mux(entry_done, 0, sub_off + delta[0:line_bits]))]
-        # The head registers after this cycle (a pop only while ``head_valid``): the next
-        # entry's first element, the next element of the same line, or a waiting head's, once
-        # its line has arrived (``arrived`` and the LUT RAM read hold the responses of earlier
-        # cycles; ``*_arriving`` the one of this cycle).
-        with m.If(entry_done):
-            m.d.sync += [head_valid.eq((count > 1) & (next_arrived | next_arriving)),
-                         head_data.eq(next_value)]
-        with m.Elif(self.pop | ~head_valid):
-            m.d.sync += [head_valid.eq((count != 0) & (head_arrived | head_arriving)),
-                         head_data.eq(same_value)]
+        # The head registers after this cycle (a pop only while ``head_valid``).
+        head_regs.update(m, count=count, entry_done=entry_done, refill=self.pop | ~head_valid,
+                         head_element=same_value, next_element=next_value)
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]

@@ -80,9 +80,9 @@ class BlockingLoad:
 
     def complete(self, m, values, lanes):
         """The response came (``arrived``, in the traversal's condition): the element becomes the
-        stream's value (``values``: the stream value registers) and, for a lane of the
-        LOCKSTEP layer, that lane's value (``lanes``: ``LockstepLanes``)."""
-        m.d.sync += values[self.stream_id].eq(self.value)
+        stream's value (``values``: the stream value registers, a ``StreamValues``) and, for a
+        lane of the LOCKSTEP layer, that lane's value (``lanes``: ``LockstepLanes``)."""
+        values.write("loaded", self.stream_id, self.value)
         if lanes.enabled:
             vreg_w = lanes.vreg_w
             m.d.comb += [vreg_w.addr.eq(Cat(lanes.lane[:lanes.lane_bits], self.stream_id)),

@@ -1,5 +1,5 @@
-"""The head of a run-ahead engine's queue, in registers (``docs/rtl.md`` §2.3; ``docs/synthesis.md``,
-"The drain window and the engines' heads in registers")."""
+"""The head of a run-ahead engine's queue, in registers (``docs/rtl.md`` §2.3;
+``docs/synthesis.md``, "The drain window and the engines' heads in registers")."""
 
 from amaranth.hdl import Signal
 

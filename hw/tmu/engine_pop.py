@@ -180,8 +180,7 @@ class EnginePops:
                       self._head_data[e], out)
         return out
 
-    def write_values(self, vals, sbits):
-        """Sync: the committed pops' values into the traversal's value registers."""
-        for e in range(len(self._stream_of)):
-            with self._m.If(self.commit[e]):
-                self._m.d.sync += vals[self._stream_of[e][:sbits]].eq(self._head_data[e])
+    def write_values(self, values):
+        """The committed pops' values into the traversal's value registers (a port per
+        engine of ``values``, a ``StreamValues``)."""
+        values.add_pops(self.commit, self._stream_of, self._head_data)

@@ -17,10 +17,17 @@ A ``NEXT`` then reads ``next`` and ``continues`` (no adder, no comparison) and w
 ``next + step`` and its comparison for the iteration after. Every write of an index goes
 through :meth:`LayerIndices.writer`, so the three registers never disagree.
 
+Each writer is a *port*: its value and the next index are computed once, outside any
+condition, and a write only sets the port's enable where it happens; the registers take their
+next values from the ports in one place (:meth:`LayerIndices.elaborate`), a multiplexer per
+writer and layer, not one behind every condition a write sits in (as the stream values',
+``hw/tmu/stream_values.py``; ``docs/synthesis.md``, "The stream values' and indices' write
+ports").
+
 Not a component: plain registers in the traversal's ``Module``.
 """
 
-from amaranth.hdl import Array, Signal, signed
+from amaranth.hdl import Array, Mux, Signal, signed
 
 from .layouts import LayerCfg
 from .source_fields import pick
@@ -57,12 +64,15 @@ class LayerIndices:
         self.index = Array(Signal(signed(64), name=f"index_{k}") for k in range(count))
         self.next = Array(Signal(signed(66), name=f"index_next_{k}") for k in range(count))
         self.continues = Array(Signal(name=f"index_continues_{k}") for k in range(count))
+        self._ports = []                # (enable, layer, index, next, continues) by priority
+        self._clear = Signal(name="indices_clear")
 
     def writer(self, m, layer, value, name, ub=None):
         """A write of ``value`` into layer ``layer``'s index (and of ``ub`` into its upper
         bound, for an ``ENTER``): returns a function that, called inside the condition of the
-        write, adds the synchronous assignments. The next index and its comparison are built
-        here, outside any condition (their logic must not depend on when it is used).
+        write, enables the writer's port (the upper bound is assigned there). The next index
+        and its comparison are built here, outside any condition (their logic must not depend
+        on when it is used).
 
         ``value``: the new index (its low 64 bits are kept, as the ISA's register keeps them);
         ``ub``: the new upper bound (``signed(64)``), or None (the register's).
@@ -74,17 +84,37 @@ class LayerIndices:
         bound = (pick(m, self._ub, layer, signed(64), f"{name}_ub") if ub is None else ub)
         m.d.comb += [kept.eq(value), following.eq(kept + step), in_range.eq(following < bound)]
 
+        enable = Signal(name=f"{name}_en")
+        port = (enable, layer, kept, following, in_range)
+
         def write():
-            m.d.sync += [self.index[layer].eq(kept), self.next[layer].eq(following),
-                         self.continues[layer].eq(in_range)]
+            m.d.comb += enable.eq(1)
+            # Two writers of one layer in one cycle: the later first write wins, as the later
+            # of two statements does (every call of one writer comes from one sequence of
+            # writers: ENTER's, a lane step's, NEXT's, the outer NEXT's).
+            if not any(p[0] is enable for p in self._ports):
+                self._ports.append(port)
             if ub is not None:
                 m.d.sync += self._ub[layer].eq(ub)
         return write
 
     def clear(self, m):
-        """Sync, at a start: every index and upper bound 0, its next index its step, in range
-        if ``step < 0`` (never: a step is positive)."""
+        """At a start (inside its condition): every index and upper bound 0, its next index
+        its step, in range if ``step < 0`` (never: a step is positive)."""
+        m.d.comb += self._clear.eq(1)
+        m.d.sync += [ub.eq(0) for ub in self._ub]
+
+    def elaborate(self, m):
+        """Sync: the registers' next values from the writers' ports and the start's clear
+        (call after every write and clear is placed)."""
         for k in range(len(self.index)):
+            index, following, in_range = self.index[k], self.next[k], self.continues[k]
+            for enable, layer, kept, kept_next, kept_in_range in self._ports:
+                hit = enable & (layer == k)
+                index = Mux(hit, kept, index)
+                following = Mux(hit, kept_next, following)
+                in_range = Mux(hit, kept_in_range, in_range)
             step = self._layers[k].step
-            m.d.sync += [self.index[k].eq(0), self._ub[k].eq(0), self.next[k].eq(step),
-                         self.continues[k].eq(step < 0)]
+            m.d.sync += [self.index[k].eq(Mux(self._clear, 0, index)),
+                         self.next[k].eq(Mux(self._clear, step, following)),
+                         self.continues[k].eq(Mux(self._clear, step < 0, in_range))]

@@ -116,25 +116,33 @@ class LockstepLanes:
             self.lane_multiple.append(multiple)
         self.next_first = Signal(signed(66), name="next_first")
         self.next_continues = Signal(name="next_continues")
+        # The registers' writers, as ports (``docs/synthesis.md``, "The stream values' and
+        # indices' write ports"): enables set where the writes happen, the values read in
+        # :meth:`elaborate`.
+        self._clear = Signal(name="lanes_clear")
+        self._restart = Signal(name="lane_restart")
+        self._next = Signal(name="lane_next")
+        self._iterations = []           # (enable, iteration), by priority
         self.ub = pick(m, upper_bounds, self.layer_id, signed(64), "lockstep_ub")
         if self.enabled:
             m.d.comb += self.on.eq(t.lockstep_valid)
 
     def clear(self, m):
-        """Sync: nothing of an earlier run survives (lane, vector iteration, recorded lane
-        fault); the traversal calls it at a start."""
-        m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0), self.lf_valid.eq(0),
-                     self.first.eq(0), self.count.eq(0), self.span.eq(0),
-                     self.next_first.eq(0), self.next_continues.eq(0)]
+        """At a start (inside its condition): nothing of an earlier run survives (lane, vector
+        iteration, recorded lane fault)."""
+        m.d.comb += self._clear.eq(1)
+        m.d.sync += self.lf_valid.eq(0)
 
     def restart_lane(self, m):
-        """Sync: lane 0 next cycle."""
-        m.d.sync += [self.lane.eq(0), self.lane_offset.eq(0)]
+        """Inside the condition: lane 0 next cycle."""
+        m.d.comb += self._restart.eq(1)
 
     def next_lane(self, m):
-        """Sync: the next lane next cycle (``lane + 1``, ``lane_offset + step``)."""
-        m.d.sync += [self.lane.eq(self.lane + 1),
-                     self.lane_offset.eq(self.lane_offset + self.cfg.step)]
+        """Inside the condition: the next lane next cycle (``lane + 1``, ``lane_offset +
+        step``); it wins over a :meth:`restart_lane` of the same cycle, as the later statement
+        did when the two were written where they happen (an action's last lane, then a fused
+        lane step; the decoder is not known to build such a uop)."""
+        m.d.comb += self._next.eq(1)
 
     def vector_iteration(self, m, first, ub, name):
         """The registers of a vector iteration whose lane 0 has index ``first`` (truncated to
@@ -170,14 +178,36 @@ class LockstepLanes:
         return first_, count, span, next_first, next_continues
 
     def start_vector_iteration(self, m, iteration):
-        """Sync: the vector iteration ``iteration`` (from :meth:`vector_iteration`) starts
-        next cycle: ``first``, ``count``, ``span``, ``next_first`` and ``next_continues``
-        written."""
-        first_, count, span, next_first, next_continues = iteration
-        m.d.sync += self.first.eq(first_)
-        if self.enabled:
-            m.d.sync += [self.count.eq(count), self.span.eq(span),
-                         self.next_first.eq(next_first), self.next_continues.eq(next_continues)]
+        """Inside the condition: the vector iteration ``iteration`` (from
+        :meth:`vector_iteration`) starts next cycle: ``first``, ``count``, ``span``,
+        ``next_first`` and ``next_continues`` written (a port per iteration: its enable set
+        here, its values read by :meth:`elaborate`, outside any condition)."""
+        for enable, started in self._iterations:
+            if started[0] is iteration[0]:
+                break
+        else:
+            enable = Signal(name=f"{iteration[0].name}_start")
+            self._iterations.append((enable, iteration))
+        m.d.comb += enable.eq(1)
+
+    def elaborate(self, m):
+        """Sync: the lane's and the vector iteration's registers from their writers (call
+        after every write is placed). A start's clear wins; then a later iteration's port over
+        an earlier one's (an ``ENTER``'s and a ``NEXT``'s never start together)."""
+        registers = (self.first, self.count, self.span, self.next_first, self.next_continues)
+        following = list(registers)
+        for enable, iteration in self._iterations:
+            following = [Mux(enable, new, old) for new, old in zip(iteration, following)]
+        if not self.enabled:
+            registers, following = registers[:1], following[:1]
+        m.d.sync += [r.eq(Mux(self._clear, 0, f)) for r, f in zip(registers, following)]
+        m.d.sync += [
+            self.lane.eq(Mux(self._clear, 0, Mux(self._next, self.lane + 1,
+                                                 Mux(self._restart, 0, self.lane)))),
+            self.lane_offset.eq(Mux(self._clear, 0, Mux(
+                self._next, self.lane_offset + self.cfg.step,
+                Mux(self._restart, 0, self.lane_offset)))),
+        ]
 
     def add_lane_values(self, m, uop, action, operand_value, stream_result, o_vector_load):
         """The lane values of the layer's streams (``vreg``, written as each lane is evaluated)

@@ -528,14 +528,14 @@ class StreamEvaluation:
         """Sync: the evaluated stream's value, a BLOCK row's count and a lane's value are kept,
         and whether the value wrapped (lane by lane: whether any lane so far wrapped); a
         chained uop keeps its ALU stream's value and bit too (``values``: the traversal's
-        stream registers)."""
+        stream registers, a ``StreamValues``)."""
         u, sbits = self._uop, self._sbits
         wrapped = self.wrapped
         with m.If(u.chain):
             chained_id = self.sc.b.value[:sbits]
-            m.d.sync += [values[chained_id].eq(self.chain_val),
-                         wrapped.bit_select(chained_id, 1).eq(self.chain_wraps)]
-        m.d.sync += values[u.id[:sbits]].eq(self.s_result)
+            values.write("chained", chained_id, self.chain_val)
+            m.d.sync += wrapped.bit_select(chained_id, 1).eq(self.chain_wraps)
+        values.write("kept", u.id, self.s_result)
         m.d.sync += wrapped.bit_select(u.id[:sbits], 1).eq(self.kept_wraps(lanes))
         if self.has_block:
             m.d.sync += self.nvals[u.id[:sbits]].eq(self.blk_n)

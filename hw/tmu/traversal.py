@@ -41,6 +41,7 @@ from .loop_control import LoopControl
 from .operand_sources import OperandSources
 from .signatures import TraversalSignature, index_bits
 from .stream_evaluation import StreamEvaluation
+from .stream_values import StreamValues
 
 
 __all__ = ["Traversal"]
@@ -121,7 +122,9 @@ class Traversal(wiring.Component):
         # The traversal's registers: microcode address, stream values, layer indices and
         # upper bounds.
         pc   = Signal(self._ubits)
-        vals = Array(Signal(signed(64), name=f"value_{i}") for i in range(c.streams))
+        # The streams' values, written through ports (hw/tmu/stream_values.py).
+        values = StreamValues(m, c.streams, self._sbits)
+        vals = values.registers
         ubr  = Array(Signal(signed(64), name=f"ub_{i}") for i in range(c.layers))
         layers  = Array(self.layers[i] for i in range(c.layers))
         # (each index with its next index and whether that is in range: hw/tmu/layer_indices.py)
@@ -219,7 +222,7 @@ class Traversal(wiring.Component):
         # the pops committed this cycle are that uop's.
         overlap_hit = Signal(name="uop_overlap_hit")
         pops.update(pop_clear, pop_mark, overlap_hit)
-        pops.write_values(vals, self._sbits)
+        pops.write_values(values)
         # (a STREAM of an engine's stream adds its bit)
         m.d.comb += self.prefetch_pop.eq(pops.commit)
         # Two stages: the stream values and indices X writes, forwarded to E's ahead evaluation.
@@ -368,7 +371,8 @@ class Traversal(wiring.Component):
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0)]
                     lanes.clear(m)
-                    m.d.sync += [v.eq(0) for v in (*vals, *stream.nvals)]
+                    values.clear()
+                    m.d.sync += [v.eq(0) for v in stream.nvals]
                     indices.clear(m)          # (the indices and upper bounds)
                     m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
                                  pops.fallback.eq(0), enter_pending.eq(0)]
@@ -436,7 +440,7 @@ class Traversal(wiring.Component):
                             with m.Elif(stream.s_blocking & stream.s_prefetched
                                         & stream.s_prefetch_head):
                                 # The engine has the value already.
-                                m.d.sync += vals[u.id[:self._sbits]].eq(stream.s_prefetch_value)
+                                values.write("prefetched", u.id, stream.s_prefetch_value)
                                 if lanes.enabled:
                                     m.d.comb += [lanes.vreg_w.data.eq(stream.s_prefetch_value),
                                                  lanes.vreg_w.en.eq(stream.s_lockstep)]
@@ -449,11 +453,11 @@ class Traversal(wiring.Component):
                                 # The stream's value (and a BLOCK row's count) is kept when
                                 # its fused action fires, exactly as without the action.
                                 def on_fire():
-                                    stream.keep_value(m, vals, lanes)
+                                    stream.keep_value(m, values, lanes)
                                     advance()
                                 actions.try_action(m, on_fire)
                             with m.Else():
-                                stream.keep_value(m, vals, lanes)
+                                stream.keep_value(m, values, lanes)
                                 advance()
                         with m.Case(UopKind.ACT):
                             actions.try_action(m, advance)
@@ -490,7 +494,7 @@ class Traversal(wiring.Component):
                     m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(blocking.arrived):
-                    blocking.complete(m, vals, lanes)
+                    blocking.complete(m, values, lanes)
                     advance()
                     m.next = "RUN"
                     if stage.enabled:
@@ -517,4 +521,9 @@ class Traversal(wiring.Component):
                 m.d.comb += [self.done.eq(1), self.fault.eq(1)]
                 m.next = "IDLE"
 
+        # The value, index and lane registers' next values from their writers
+        # (hw/tmu/stream_values.py, hw/tmu/layer_indices.py, hw/tmu/lockstep_lanes.py).
+        values.elaborate(m)
+        indices.elaborate(m)
+        lanes.elaborate(m)
         return m

@@ -40,6 +40,7 @@ class _Bench(Elaboratable):
             enter_write()
         with m.Elif(self.en):
             next_write()
+        self.indices.elaborate(m)
         return m
 
 

@@ -89,9 +89,9 @@ class LayerIndices:
 
         def write():
             m.d.comb += enable.eq(1)
-            # Two writers of one layer in one cycle: the later first write wins, as the later
-            # of two statements does (every call of one writer comes from one sequence of
-            # writers: ENTER's, a lane step's, NEXT's, the outer NEXT's).
+            # Two writers of one layer in one cycle: the one whose first write comes later
+            # wins, as the later of two statements did (every pair of writes that can meet
+            # comes in one order: ENTER's, a lane step's, NEXT's, the outer NEXT's).
             if not any(p[0] is enable for p in self._ports):
                 self._ports.append(port)
             if ub is not None:

@@ -1,5 +1,6 @@
 """The traversal's stream value registers and their write ports (``docs/isa.md`` §1 "Streams";
-``docs/rtl.md`` §2.2; ``docs/synthesis.md``, "The stream values' write ports").
+``docs/rtl.md`` §2.2 "Write ports"; ``docs/synthesis.md``, "The stream values' and indices' write
+ports").
 
 Each stream keeps its last value in a 64-bit register (``value_<s>``). Several places of the
 traversal write one: the executed ``STREAM`` uop's result (its chained ALU stream's too), a

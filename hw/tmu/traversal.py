@@ -9,8 +9,8 @@ modules that add their logic to the traversal's ``Module``:
 * ``operand_sources.py``: the value of a source word (with the engine-pop and fused-action
   bypasses);
 * ``stream_evaluation.py``: the stream's value, a MEM stream's address and its checks (address
-  overflow, alignment, region, memory limit; BLOCK rows; vector loads), the ``wrapped`` bits,
-  and the run-ahead engines' start parameters;
+  overflow, alignment, region, memory limit; BLOCK rows and vector loads in
+  ``address_checks.py``), the ``wrapped`` bits, and the run-ahead engines' start parameters;
 * ``actions.py``: ``OPERAND``/``CONTROL`` actions: reorder-buffer allocation, load requests,
   control tokens, row chunks for the row issue block;
 * ``lockstep_lanes.py``: the LOCKSTEP layer's lanes (active lanes, lane values, lane stepping

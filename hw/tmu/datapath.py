@@ -5,7 +5,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from .isa import AluOp
 
 
-__all__ = ["extend", "extract", "extract_aligned", "alu", "outside_int64"]
+__all__ = ["extend", "extract", "extract_aligned", "alu", "outside_int64", "sum_below",
+           "sum_above", "sum_outside_int64"]
 
 
 def extend(value, width, sign):
@@ -52,6 +53,28 @@ def extract_aligned(line, offset, log2_size, sign):
 def outside_int64(x):
     """Whether the signed value ``x`` lies outside the signed 64-bit range."""
     return (x < -(1 << 63)) | (x >= (1 << 63))
+
+
+# Checks of a sum ``base + offset`` against a limit, written as ``offset`` against ``limit -
+# base``: exact (Amaranth's arithmetic widens, nothing wraps), and the subtraction runs beside
+# whatever computes ``offset`` (a stream's ``b * stride``, a multiplier) instead of an adder
+# after it, so one carry chain follows the product, not two (``docs/synthesis.md``, "The
+# address checks beside the multiplier").
+
+def sum_below(base, offset, limit):
+    """Whether ``base + offset < limit`` (signed or unsigned values of any width, exactly)."""
+    return offset < limit - base
+
+
+def sum_above(base, offset, limit):
+    """Whether ``base + offset > limit`` (signed or unsigned values of any width, exactly)."""
+    return offset > limit - base
+
+
+def sum_outside_int64(base, offset):
+    """Whether ``base + offset`` lies outside the signed 64-bit range (as
+    :func:`outside_int64` of the sum, exactly)."""
+    return sum_below(base, offset, -(1 << 63)) | ~sum_below(base, offset, 1 << 63)
 
 
 def alu(m, op, a, b, *, mul_wrapped=True):

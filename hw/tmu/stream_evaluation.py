@@ -8,8 +8,8 @@ its cycle (``docs/isa.md`` §1 "Streams", "Sources", "Address overflow", §7.4 B
   (``ADDR_OVERFLOW``, fault address the stream id), alignment (``MISALIGNED``), region and
   memory limit (``ADDR_RANGE``). A BLOCK stream checks its whole row (length ``BLOCK_LENGTH``,
   first element, first element outside), a contiguous vector load in vector mode all its active
-  lanes at once (both in ``hw/tmu/address_checks.py``). Each stream's ``wrapped`` bit records
-  that its value wrapped past 64 bits.
+  lanes at once (both in ``hw/tmu/address_checks.py``, with the fault address). Each stream's
+  ``wrapped`` bit records that its value wrapped past 64 bits.
 * The run-ahead engines' start parameters (``PREFETCH e``: the stream's base, stride, size and
   region with its layer's bounds and step) and the engine serving the evaluated stream
   (``hw/tmu/prefetch.py``, ``docs/rtl.md`` §2.3).
@@ -21,9 +21,9 @@ it, issue a blocking load, fault, wait for an engine) is its FSM's (``hw/tmu/tra
 
 from amaranth.hdl import Array, Const, Mux, Signal, signed
 
-from .address_checks import AddressChecks, aligned_down
+from .address_checks import AddressChecks, FaultAddress, aligned_down
 from .chain import chain_value
-from .datapath import alu, outside_int64
+from .datapath import alu, outside_int64, sum_below, sum_outside_int64
 from .isa import AluOp, FaultCode, MemMode, Source, SourceKind, StreamKind
 from .layouts import LayerCfg, RegionCfg, UopKind
 from .signatures import index_bits
@@ -88,8 +88,11 @@ class StreamEvaluation(AddressChecks):
         The element size, as ``log2`` and in bytes; ``s_mode``: the ``MemMode`` view of the mode.
     s_result : Signal(signed(64))
         The stream's value.
-    s_fault, s_code, s_faddr : Signal
-        The stream faults, its ``FaultCode`` and fault address (``docs/isa.md`` §5).
+    s_fault, s_code : Signal
+        The stream faults, and its ``FaultCode`` (``docs/isa.md`` §5).
+    s_faddr_select : Signal(FaultAddress)
+        Which value the fault address is; :meth:`fault_address` builds ``s_faddr``, the
+        address itself (64 bits), for the execution.
     s_wraps : Signal
         The value wrapped past 64 bits (its ``wrapped`` bit, ``docs/isa.md`` §1).
     s_blocking, s_lockstep : Value
@@ -123,14 +126,15 @@ class StreamEvaluation(AddressChecks):
         self._check_vector_load(m, lanes)
         s_block, s_vector_load = self.s_block, self._s_vector_load
         self.s_code = s_code = Signal(FaultCode, name="s_code")
-        self.s_faddr = s_faddr = Signal(64, name="s_faddr")
+        self.s_faddr_select = s_faddr_select = Signal(FaultAddress, name="s_faddr_select")
         m.d.comb += [
             self.s_fault.eq(Mux(s_block, self._blk_fault,
                                 Mux(s_vector_load, self._vector_fault, self._s_fault_v0))),
             s_code.eq(Mux(s_block, self._blk_code,
                           Mux(s_vector_load, self._vector_code, self._s_code_v0))),
-            s_faddr.eq(Mux(s_block, self._blk_addr,
-                           Mux(s_vector_load, self._vector_fault_addr, self._s_faddr_v0))),
+            s_faddr_select.eq(Mux(s_block, self._blk_addr,
+                                  Mux(s_vector_load, self._vector_fault_addr,
+                                      self._s_faddr_v0))),
         ]
         self._wrapped_bit(m, lanes)
 
@@ -207,12 +211,17 @@ class StreamEvaluation(AddressChecks):
         self._operand_wrapped = operand_wrapped = Signal(name="operand_wrapped")
         m.d.comb += operand_wrapped.eq(self.base_wrapped | self._wraps(src_b)
                                        | (eu.chain & chain_overflow))
+        product = b_v * Mux(eu.chain, esc.chain_scale, esc.stride)
+        self._addr_offset = offset = Signal(product.shape(), name="addr_offset")
+        m.d.comb += offset.eq(product)
         self._addr_exact = addr_exact = Signal(signed(98), name="addr_exact")
-        m.d.comb += addr_exact.eq(a_v + b_v * Mux(eu.chain, esc.chain_scale, esc.stride))
+        m.d.comb += addr_exact.eq(a_v + offset)
         self.addr = addr = Signal(signed(64), name="addr")
         m.d.comb += addr.eq(addr_exact[:64])
         self._addr_overflow = addr_overflow = Signal(name="addr_overflow")
-        m.d.comb += addr_overflow.eq(operand_wrapped | outside_int64(addr_exact))
+        m.d.comb += addr_overflow.eq(operand_wrapped | sum_outside_int64(a_v, offset))
+        self._range_offset = range_offset = Signal(signed(66), name="addr_range_offset")
+        m.d.comb += range_offset.eq(offset[:66])
         # The element size and the region: the executed uop's (its request, an engine's start)
         # and the evaluated uop's (the checks).
         self.s_mode = s_mode = MemMode(sc.mode)
@@ -235,14 +244,16 @@ class StreamEvaluation(AddressChecks):
         # The element ends inside the region and the image: ``addr + esize <= limit``. For an
         # aligned ``addr`` (a misaligned one faults MISALIGNED first) that is ``addr <`` the
         # limit rounded down to the element size: a compare, no adder after the address.
-        in_region = (addr >= region.base) & (addr < aligned_down(region_end, log2))
-        in_image = addr < aligned_down(t.mem_limit, log2)
+        self._below_region = below_region = Signal(name="addr_below_region")
+        m.d.comb += below_region.eq(sum_below(a_v, range_offset, region.base))
+        in_region = ~below_region & sum_below(a_v, range_offset, aligned_down(region_end, log2))
+        in_image = sum_below(a_v, range_offset, aligned_down(t.mem_limit, log2))
         self._s_is_mem = s_is_mem = esc.kind == StreamKind.MEM
         self.s_fault = Signal(name="s_fault")
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
         self._s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
                               Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        self._s_faddr_v0 = Mux(addr_overflow, eu.id, addr.as_unsigned())
+        self._s_faddr_v0 = Mux(addr_overflow, FaultAddress.STREAM_ID, FaultAddress.RESULT)
         self.s_result = s_result = Signal(signed(64), name="s_result")
         with m.Switch(esc.kind):
             with m.Case(StreamKind.ALU):

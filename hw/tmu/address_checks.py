@@ -79,7 +79,7 @@ class AddressChecks:
         blk_start = Signal(signed(68), name="blk_start")
         self._blk_fault = blk_fault = Signal(name="blk_fault")
         self._blk_code = blk_code = Signal(FaultCode, name="blk_code")
-        self._blk_addr = blk_addr = Signal(FaultAddress, name="blk_fault_address")
+        self._blk_fault_address = blk_fault_address = Signal(FaultAddress, name="blk_fault_address")
         if not has_block:
             return
         m.d.comb += [
@@ -87,6 +87,10 @@ class AddressChecks:
             blk_n.eq(sources.read(Source(sc.stride.as_unsigned()))),
             blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
         ]
+        # The checks compare the row's offset (a chained uop's product, or ``b`` elements)
+        # against the limits less ``a``; its end is ``a + n * esize + offset`` (``n`` checked
+        # in range first, so its low bits are ``n``); past the overflow check the low 66 bits
+        # of the offset decide the range checks, as the scalar checks'.
         blk_offset = Signal(self._addr_offset.shape(), name="blk_offset")
         end_base = Signal(signed(68), name="blk_end_base")
         range_offset = Signal(signed(66), name="blk_range_offset")
@@ -106,24 +110,24 @@ class AddressChecks:
 
         with m.If((blk_n < 0) | (blk_n > c.max_block)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
-                         blk_addr.eq(FaultAddress.STREAM_ID)]
+                         blk_fault_address.eq(FaultAddress.STREAM_ID)]
         with m.Elif(blk_n == 0):
             pass
         with m.Elif(self._operand_wrapped | sum_outside_int64(a_v, blk_offset)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
-                         blk_addr.eq(FaultAddress.STREAM_ID)]
+                         blk_fault_address.eq(FaultAddress.STREAM_ID)]
         with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
-                         blk_addr.eq(FaultAddress.RESULT)]
+                         blk_fault_address.eq(FaultAddress.RESULT)]
         with m.Elif(sum_below(a_v, range_offset, region.base)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_addr.eq(FaultAddress.RESULT)]
+                         blk_fault_address.eq(FaultAddress.RESULT)]
         with m.Elif(sum_above(end_base, range_offset, r_end)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_addr.eq(first_outside(r_end, FaultAddress.REGION_END))]
+                         blk_fault_address.eq(first_outside(r_end, FaultAddress.REGION_END))]
         with m.Elif(sum_above(end_base, range_offset, t.mem_limit)):
             m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_addr.eq(first_outside(t.mem_limit,
+                         blk_fault_address.eq(first_outside(t.mem_limit,
                                                  FaultAddress.MEMORY_END))]
         with m.If(s_block):
             m.d.comb += self.s_result.eq(blk_start[:64])
@@ -144,8 +148,8 @@ class AddressChecks:
         self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
         self._vector_fault = vector_fault = Signal(name="vector_fault")
         self._vector_code = vector_code = Signal(FaultCode, name="vector_code")
-        self._vector_fault_addr = vector_fault_addr = Signal(FaultAddress,
-                                                             name="vector_fault_address")
+        self._vector_fault_address = vector_fault_address = Signal(
+            FaultAddress, name="vector_fault_address")
         if not lanes.enabled:
             return
         m.d.comb += [
@@ -158,7 +162,9 @@ class AddressChecks:
         r_end_ = self._region_end
         m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
         # The lanes' exact addresses ascend from lane 0's: the first and the last active
-        # lane's are in the signed range, or one lane's address overflows.
+        # lane's are in the signed range, or one lane's address overflows. Each check compares
+        # lane 0's offset against a limit less ``a`` and the lanes' span (beside the
+        # multiplier, as the scalar checks).
         last_lane_base = Signal(signed(68), name="vector_last_lane_base")
         end_base = Signal(signed(68), name="vector_end_base")
         m.d.comb += [last_lane_base.eq(self.a_v + ((count - 1) << log2)),
@@ -166,19 +172,19 @@ class AddressChecks:
         offset, range_offset = self._addr_offset, self._range_offset
         with m.If(self._addr_overflow | sum_outside_int64(last_lane_base, offset)):
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
-                         vector_fault_addr.eq(FaultAddress.STREAM_ID)]
+                         vector_fault_address.eq(FaultAddress.STREAM_ID)]
         with m.Elif(self._misaligned):
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
-                         vector_fault_addr.eq(FaultAddress.RESULT)]
+                         vector_fault_address.eq(FaultAddress.RESULT)]
         with m.Elif(self._below_region):
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                         vector_fault_addr.eq(FaultAddress.RESULT)]
+                         vector_fault_address.eq(FaultAddress.RESULT)]
         with m.Elif(sum_above(end_base, range_offset, region_limit)):
             # The first lane whose element ends past the limit: lane 0's address is aligned
             # (checked before), so the lane's address is the limit rounded down to the element
             # size (lane 0's if the limit is below it).
             m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                         vector_fault_addr.eq(
+                         vector_fault_address.eq(
                              Mux(sum_above(self.a_v, range_offset, region_limit),
                                  FaultAddress.RESULT,
                                  Mux(r_end_ < t.mem_limit, FaultAddress.REGION_END,

@@ -132,9 +132,9 @@ class StreamEvaluation(AddressChecks):
                                 Mux(s_vector_load, self._vector_fault, self._s_fault_v0))),
             s_code.eq(Mux(s_block, self._blk_code,
                           Mux(s_vector_load, self._vector_code, self._s_code_v0))),
-            s_faddr_select.eq(Mux(s_block, self._blk_addr,
-                                  Mux(s_vector_load, self._vector_fault_addr,
-                                      self._s_faddr_v0))),
+            s_faddr_select.eq(Mux(s_block, self._blk_fault_address,
+                                  Mux(s_vector_load, self._vector_fault_address,
+                                      self._s_fault_address_v0))),
         ]
         self._wrapped_bit(m, lanes)
 
@@ -211,6 +211,10 @@ class StreamEvaluation(AddressChecks):
         self._operand_wrapped = operand_wrapped = Signal(name="operand_wrapped")
         m.d.comb += operand_wrapped.eq(self.base_wrapped | self._wraps(src_b)
                                        | (eu.chain & chain_overflow))
+        # The address ``a + offset``, offset = ``b * stride`` (exact). Its checks compare the
+        # offset against ``limit - a`` (``sum_below``, ``hw/tmu/datapath.py``): the subtraction
+        # beside the multiplier, one carry chain after the product instead of the address's
+        # adder and a comparator after it.
         product = b_v * Mux(eu.chain, esc.chain_scale, esc.stride)
         self._addr_offset = offset = Signal(product.shape(), name="addr_offset")
         m.d.comb += offset.eq(product)
@@ -220,6 +224,9 @@ class StreamEvaluation(AddressChecks):
         m.d.comb += addr.eq(addr_exact[:64])
         self._addr_overflow = addr_overflow = Signal(name="addr_overflow")
         m.d.comb += addr_overflow.eq(operand_wrapped | sum_outside_int64(a_v, offset))
+        # Past the overflow check the address is in the signed range, so the offset is in
+        # [-2**64, 2**64): the range checks compare its low 66 bits (they decide nothing for an
+        # address that overflowed: ADDR_OVERFLOW comes first).
         self._range_offset = range_offset = Signal(signed(66), name="addr_range_offset")
         m.d.comb += range_offset.eq(offset[:66])
         # The element size and the region: the executed uop's (its request, an engine's start)
@@ -243,7 +250,8 @@ class StreamEvaluation(AddressChecks):
         m.d.comb += region_end.eq(region.base + region.size)
         # The element ends inside the region and the image: ``addr + esize <= limit``. For an
         # aligned ``addr`` (a misaligned one faults MISALIGNED first) that is ``addr <`` the
-        # limit rounded down to the element size: a compare, no adder after the address.
+        # limit rounded down to the element size: a compare, no adder after the address
+        # (and the compare is the offset's against ``limit - a``).
         self._below_region = below_region = Signal(name="addr_below_region")
         m.d.comb += below_region.eq(sum_below(a_v, range_offset, region.base))
         in_region = ~below_region & sum_below(a_v, range_offset, aligned_down(region_end, log2))
@@ -253,7 +261,7 @@ class StreamEvaluation(AddressChecks):
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
         self._s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
                               Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        self._s_faddr_v0 = Mux(addr_overflow, FaultAddress.STREAM_ID, FaultAddress.RESULT)
+        self._s_fault_address_v0 = Mux(addr_overflow, FaultAddress.STREAM_ID, FaultAddress.RESULT)
         self.s_result = s_result = Signal(signed(64), name="s_result")
         with m.Switch(esc.kind):
             with m.Case(StreamKind.ALU):

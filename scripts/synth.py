@@ -102,9 +102,20 @@ def parse_yosys_stat(text: str) -> dict[str, int]:
 def parse_yosys_log(text: str) -> dict:
     """From a yosys log: ``check_problems``, the count of the last "Found and reported N problems"
     line of the ``check`` pass (combinational loops, multiple drivers, undriven wires; None when
-    the log has none)."""
+    the log has none), and ``check_warnings``, that pass's warnings, each with its indented
+    lines (the cells and ports it names), so that a problem is read where it is found, not from
+    the net name nextpnr stops on."""
     found = re.findall(r"Found and reported (\d+) problems?", text)
-    return {"check_problems": int(found[-1]) if found else None}
+    start = text.rfind("Executing CHECK pass")
+    end = text.find("Found and reported", start) if start >= 0 else -1
+    warnings = []
+    if start >= 0:
+        for line in text[start:end if end >= 0 else len(text)].splitlines():
+            if line.startswith("Warning:"):
+                warnings.append(line)
+            elif warnings and line.startswith((" ", "\t")) and line.strip():
+                warnings[-1] += "\n" + line
+    return {"check_problems": int(found[-1]) if found else None, "check_warnings": warnings}
 
 
 _FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([0-9.]+) MHz\s+\((PASS|FAIL) at ([0-9.]+) MHz\)")
@@ -415,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         if path["nets"]:
             print("\ncritical path nets:", " -> ".join(path["nets"][:12]),
                   "..." if len(path["nets"]) > 12 else "")
+    if result.get("check_problems"):
+        print(f"\nyosys check found {result['check_problems']} problem(s) in the mapped netlist:",
+              *result.get("check_warnings", []), sep="\n", file=sys.stderr)
     if result.get("nextpnr_error"):
         print(f"\nnextpnr stopped: {result['nextpnr_error']}"
               + (f" ({result['logic_cells_pct']} % of the device's logic cells)"

@@ -183,9 +183,31 @@ def test_parse_yosys_log():
            "Found and reported 2 problems.\n...\n"
            "2.52. Executing CHECK pass (checking for obvious problems).\n"
            "Found and reported 0 problems.\n")
-    assert synth.parse_yosys_log(log) == {"check_problems": 0}
-    assert synth.parse_yosys_log("Found and reported 1 problem.\n") == {"check_problems": 1}
-    assert synth.parse_yosys_log("") == {"check_problems": None}
+    assert synth.parse_yosys_log(log) == {"check_problems": 0, "check_warnings": []}
+    assert synth.parse_yosys_log("Found and reported 1 problem.\n") == {
+        "check_problems": 1, "check_warnings": []}
+    assert synth.parse_yosys_log("") == {"check_problems": None, "check_warnings": []}
+
+
+def test_yosys_check_warnings_come_from_the_last_check_pass():
+    """The warnings of the last ``check`` pass, each with the lines that name its cells (the
+    multiple-driver report of 2026-11-30's mapping, docs/synthesis.md session 37), not those of
+    an earlier pass."""
+    log = ("2.5. Executing CHECK pass (checking for obvious problems).\n"
+           "Warning: found logic loop in module top:\n    cell $a\n"
+           "Found and reported 1 problems.\n\n"
+           "2.52. Executing CHECK pass (checking for obvious problems).\n"
+           "Checking module synth_top...\n"
+           "Warning: multiple conflicting drivers for synth_top.\\tables [1]:\n"
+           "    port Q[0] of cell ff_201 (TRELLIS_FF)\n"
+           "    port Q[0] of cell ff (TRELLIS_FF)\n"
+           "Found and reported 1 problems.\n\n2.53. Executing JSON backend.\n")
+    parsed = synth.parse_yosys_log(log)
+    assert parsed["check_problems"] == 1
+    assert parsed["check_warnings"] == [
+        "Warning: multiple conflicting drivers for synth_top.\\tables [1]:\n"
+        "    port Q[0] of cell ff_201 (TRELLIS_FF)\n"
+        "    port Q[0] of cell ff (TRELLIS_FF)"]
 
 
 NEXTPNR_PLACED = """\

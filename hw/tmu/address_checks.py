@@ -85,6 +85,8 @@ class AddressChecks:
         m.d.comb += [
             s_block.eq(self._s_is_mem & self._e_mode.reserved),
             blk_n.eq(sources.read(Source(sc.stride.as_unsigned()))),
+            # (the row's start for its value and alignment: a chained uop's is the scalar
+            # address, so no adder follows the offset's multiplexer below)
             blk_start.eq(Mux(u.chain, addr_exact, a_v + (b_v << log2))),
         ]
         # The checks compare the row's offset (a chained uop's product, or ``b`` elements)
@@ -160,7 +162,8 @@ class AddressChecks:
         ]
         region_limit = Signal(signed(67), name="region_limit")
         r_end_ = self._region_end
-        m.d.comb += region_limit.eq(Mux(r_end_ < t.mem_limit, r_end_, t.mem_limit))
+        region_ends_first = r_end_ < t.mem_limit
+        m.d.comb += region_limit.eq(Mux(region_ends_first, r_end_, t.mem_limit))
         # The lanes' exact addresses ascend from lane 0's: the first and the last active
         # lane's are in the signed range, or one lane's address overflows. Each check compares
         # lane 0's offset against a limit less ``a`` and the lanes' span (beside the
@@ -187,7 +190,7 @@ class AddressChecks:
                          vector_fault_address.eq(
                              Mux(sum_above(self.a_v, range_offset, region_limit),
                                  FaultAddress.RESULT,
-                                 Mux(r_end_ < t.mem_limit, FaultAddress.REGION_END,
+                                 Mux(region_ends_first, FaultAddress.REGION_END,
                                      FaultAddress.MEMORY_END)))]
 
     def fault_address(self, m):

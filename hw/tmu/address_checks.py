@@ -8,8 +8,9 @@
 * A contiguous vector load of the LOCKSTEP layer in vector mode
   (:meth:`AddressChecks._check_vector_load`): all its active lanes at once, as the golden
   model checks them lane by lane.
-* The fault address (:class:`FaultAddress`, :meth:`AddressChecks.fault_address`): the checks
-  choose which value it is, the execution builds it from the executed uop's words.
+* The fault's code and address (:class:`FaultChecks`, :meth:`AddressChecks.fault_report`): the
+  evaluation keeps the checks' outcomes (held with two stages), the execution encodes the code
+  in the golden model's order and builds the address from the executed uop's words.
 
 Every check of an address ``a + offset`` (``offset = b * stride``, a BLOCK row's ``b`` elements)
 compares the offset against the limit less ``a`` (``hw/tmu/datapath.py``'s ``sum_below``):
@@ -23,13 +24,13 @@ concept. Not a component: combinational logic added to the traversal's ``Module`
 """
 
 from amaranth.hdl import Array, Cat, Const, Mux, Signal, signed
-from amaranth.lib import enum
+from amaranth.lib import data, enum
 
 from .datapath import sum_above, sum_below, sum_outside_int64
 from .isa import FaultCode, Source
 
 
-__all__ = ["aligned_down", "FaultAddress", "AddressChecks"]
+__all__ = ["aligned_down", "FaultAddress", "FaultChecks", "AddressChecks"]
 
 
 def aligned_down(value, log2):
@@ -41,12 +42,11 @@ def aligned_down(value, log2):
 
 
 class FaultAddress(enum.Enum, shape=2):
-    """Which value a stream's fault address is (``docs/isa.md`` §5). The evaluation's checks
-    choose it (``StreamEvaluation.s_faddr_select``, held with two stages); the execution,
-    which reads it only when a fault stops the run or is recorded for a lane, builds the
-    address from the executed uop's words (:meth:`StreamEvaluation.fault_address`): no 64-bit
-    multiplexer behind the checks (``docs/synthesis.md``, "The address checks beside the
-    multiplier")."""
+    """Which value a stream's fault address is (``docs/isa.md`` §5). The execution, which
+    reads it only when a fault stops the run or is recorded for a lane, chooses it from the
+    checks' outcomes (:class:`FaultChecks`) and builds the address from the executed uop's
+    words (:meth:`AddressChecks.fault_report`): no 64-bit multiplexer behind the checks
+    (``docs/synthesis.md``, "The address checks beside the multiplier")."""
     #: the stream id (``ADDR_OVERFLOW``, ``BLOCK_LENGTH``)
     STREAM_ID = 0
     #: the stream's value: the element's address, a BLOCK row's first element's
@@ -55,6 +55,47 @@ class FaultAddress(enum.Enum, shape=2):
     REGION_END = 2
     #: the same at the memory's limit
     MEMORY_END = 3
+
+class FaultChecks(data.Struct):
+    """The outcomes of a stream's checks its fault's code and address are encoded from
+    (``docs/isa.md`` §5, the golden model's order). The evaluation computes each bit beside the
+    others, with no priority after them; held with two stages, so that the priority encoder
+    (:meth:`AddressChecks.fault_report`) runs in the execution, which reads the code and the
+    address only when a fault stops the run or is recorded for a lane (``docs/synthesis.md``,
+    "The fault's code encoded in the execution"). Which bits decide depends on the stream's
+    kind (``block``, ``vector``, else the scalar checks); a bit the kind does not read is
+    don't-care."""
+    #: a BLOCK row's checks decide (``StreamEvaluation.s_block``)
+    block: 1
+    #: a contiguous vector load's checks decide (``_s_vector_load``)
+    vector: 1
+    #: scalar: the address overflows or an operand wrapped (``ADDR_OVERFLOW``)
+    overflow: 1
+    #: scalar and vector lane 0: the address is not a multiple of the element size
+    misaligned: 1
+    #: vector lane 0: the address is below the region
+    below_region: 1
+    #: vector: lane 0's or the last active lane's address overflows
+    vector_overflow: 1
+    #: vector: lane 0 itself ends past the region's or the memory's end (its address is the
+    #: fault address)
+    vector_first_outside: 1
+    #: vector: the region ends before the memory's limit (the end the lanes run past)
+    region_ends_first: 1
+    #: BLOCK: the row's length is negative or above ``max_block`` (``BLOCK_LENGTH``)
+    block_length: 1
+    #: BLOCK: the row's first or last element's address overflows, or an operand wrapped
+    block_overflow: 1
+    #: BLOCK: the row's start is not a multiple of the element size
+    block_misaligned: 1
+    #: BLOCK: the row starts below the region
+    block_below_region: 1
+    #: BLOCK: the row ends past the region's end (else, if it faults, past the memory's)
+    block_past_region: 1
+    #: BLOCK: the row's start itself is at or past the region's end
+    block_start_past_region: 1
+    #: BLOCK: the row's start itself is at or past the memory's limit
+    block_start_past_memory: 1
 
 
 class AddressChecks:
@@ -78,8 +119,6 @@ class AddressChecks:
         self.blk_n = blk_n = Signal(signed(64), name="blk_n")
         blk_start = Signal(signed(68), name="blk_start")
         self._blk_fault = blk_fault = Signal(name="blk_fault")
-        self._blk_code = blk_code = Signal(FaultCode, name="blk_code")
-        self._blk_fault_address = blk_fault_address = Signal(FaultAddress, name="blk_fault_address")
         if not has_block:
             return
         m.d.comb += [
@@ -101,36 +140,26 @@ class AddressChecks:
                      range_offset.eq(blk_offset[:66])]
         r_end = self._region_end
 
-        def first_outside(limit, rounded_limit):
-            """Address of the first element at or past ``limit`` (bytes): ``blk_start + ((limit
-            - blk_start) // esize) * esize``, or ``blk_start`` below it. Checked after the
-            alignment, so ``blk_start`` is a multiple of the element size and this is ``limit``
-            rounded down to one (``rounded_limit``: :meth:`fault_address` builds it), no
-            subtraction, no addition (``docs/synthesis.md`` "The two-stage uop, first
-            step")."""
-            return Mux(sum_above(a_v, range_offset, limit), FaultAddress.RESULT, rounded_limit)
-
-        with m.If((blk_n < 0) | (blk_n > c.max_block)):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.BLOCK_LENGTH),
-                         blk_fault_address.eq(FaultAddress.STREAM_ID)]
-        with m.Elif(blk_n == 0):
-            pass
-        with m.Elif(self._operand_wrapped | sum_outside_int64(a_v, blk_offset)):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_OVERFLOW),
-                         blk_fault_address.eq(FaultAddress.STREAM_ID)]
-        with m.Elif((blk_start[0:3] & (esize - 1)[:3]) != 0):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.MISALIGNED),
-                         blk_fault_address.eq(FaultAddress.RESULT)]
-        with m.Elif(sum_below(a_v, range_offset, region.base)):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_fault_address.eq(FaultAddress.RESULT)]
-        with m.Elif(sum_above(end_base, range_offset, r_end)):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_fault_address.eq(first_outside(r_end, FaultAddress.REGION_END))]
-        with m.Elif(sum_above(end_base, range_offset, t.mem_limit)):
-            m.d.comb += [blk_fault.eq(1), blk_code.eq(FaultCode.ADDR_RANGE),
-                         blk_fault_address.eq(first_outside(t.mem_limit,
-                                                 FaultAddress.MEMORY_END))]
+        # The checks in the golden model's order, each computed beside the others: the row
+        # faults if its length is out of range, or if it is not empty and one of the others
+        # fails. Their priority (the code and the fault address) is the execution's
+        # (``FaultChecks``, :meth:`fault_report`).
+        checks = self._checks
+        m.d.comb += [
+            checks.block_length.eq((blk_n < 0) | (blk_n > c.max_block)),
+            checks.block_overflow.eq(self._operand_wrapped
+                                     | sum_outside_int64(a_v, blk_offset)),
+            checks.block_misaligned.eq((blk_start[0:3] & (esize - 1)[:3]) != 0),
+            checks.block_below_region.eq(sum_below(a_v, range_offset, region.base)),
+            checks.block_past_region.eq(sum_above(end_base, range_offset, r_end)),
+            checks.block_start_past_region.eq(sum_above(a_v, range_offset, r_end)),
+            checks.block_start_past_memory.eq(sum_above(a_v, range_offset, t.mem_limit)),
+            blk_fault.eq(checks.block_length
+                         | ((blk_n != 0)
+                            & (checks.block_overflow | checks.block_misaligned
+                               | checks.block_below_region | checks.block_past_region
+                               | sum_above(end_base, range_offset, t.mem_limit)))),
+        ]
         with m.If(s_block):
             m.d.comb += self.s_result.eq(blk_start[:64])
 
@@ -149,9 +178,6 @@ class AddressChecks:
         self.s_lockstep = Signal(name="s_lockstep")
         self._s_vector_load = s_vector_load = Signal(name="s_vector_load")
         self._vector_fault = vector_fault = Signal(name="vector_fault")
-        self._vector_code = vector_code = Signal(FaultCode, name="vector_code")
-        self._vector_fault_address = vector_fault_address = Signal(
-            FaultAddress, name="vector_fault_address")
         if not lanes.enabled:
             return
         m.d.comb += [
@@ -173,39 +199,73 @@ class AddressChecks:
         m.d.comb += [last_lane_base.eq(self.a_v + ((count - 1) << log2)),
                      end_base.eq(self.a_v + (count << log2))]
         offset, range_offset = self._addr_offset, self._range_offset
-        with m.If(self._addr_overflow | sum_outside_int64(last_lane_base, offset)):
-            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_OVERFLOW),
-                         vector_fault_address.eq(FaultAddress.STREAM_ID)]
-        with m.Elif(self._misaligned):
-            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.MISALIGNED),
-                         vector_fault_address.eq(FaultAddress.RESULT)]
-        with m.Elif(self._below_region):
-            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                         vector_fault_address.eq(FaultAddress.RESULT)]
-        with m.Elif(sum_above(end_base, range_offset, region_limit)):
-            # The first lane whose element ends past the limit: lane 0's address is aligned
-            # (checked before), so the lane's address is the limit rounded down to the element
-            # size (lane 0's if the limit is below it).
-            m.d.comb += [vector_fault.eq(1), vector_code.eq(FaultCode.ADDR_RANGE),
-                         vector_fault_address.eq(
-                             Mux(sum_above(self.a_v, range_offset, region_limit),
-                                 FaultAddress.RESULT,
-                                 Mux(region_ends_first, FaultAddress.REGION_END,
-                                     FaultAddress.MEMORY_END)))]
+        # The checks in the golden model's order, each beside the others (lane 0's alignment
+        # and its place below the region are the scalar checks'); their priority is the
+        # execution's (``FaultChecks``, :meth:`fault_report`). The first lane whose element
+        # ends past the limit is the fault address: lane 0's address is aligned (checked
+        # before), so that lane's address is the limit rounded down to the element size, or
+        # lane 0's if the limit is below it (``vector_first_outside``).
+        checks = self._checks
+        m.d.comb += [
+            checks.vector_overflow.eq(self._addr_overflow
+                                      | sum_outside_int64(last_lane_base, offset)),
+            checks.vector_first_outside.eq(sum_above(self.a_v, range_offset, region_limit)),
+            checks.region_ends_first.eq(region_ends_first),
+            vector_fault.eq(checks.vector_overflow | self._misaligned | self._below_region
+                            | sum_above(end_base, range_offset, region_limit)),
+        ]
 
-    def fault_address(self, m):
-        """``s_faddr`` (64 bits, ``docs/isa.md`` §5): the executed uop's fault address, as
-        ``s_faddr_select`` chooses it: its stream id, its value (``s_result``: the element's
+    def fault_report(self, m):
+        """``s_code`` (``FaultCode``) and ``s_faddr`` (64 bits, ``docs/isa.md`` §5): the executed
+        uop's fault code and address, encoded from the checks' outcomes (``s_checks``, a
+        :class:`FaultChecks`) in the golden model's order. The address is the stream id
+        (``ADDR_OVERFLOW``, ``BLOCK_LENGTH``), the stream's value (``s_result``: the element's
         address, a BLOCK row's first element's), or its region's end or the memory's limit
-        rounded down to its element size. Called after the evaluation's results are held (two
-        stages): from the executed uop's words (its stream id, region and element size are
-        the evaluated uop's whenever the execution reads the address) and the held
-        results."""
-        t = self._t
+        rounded down to its element size (the first element at or past it). Called after the
+        evaluation's results are held (two stages): from the executed uop's words (its stream
+        id, region and element size are the evaluated uop's whenever the execution reads the
+        code and address: only a ``STREAM`` uop faults) and the held results; read only at a
+        fault, so the priority encoder is off the evaluation's path."""
+        t, checks = self._t, self.s_checks
+        self.s_code = s_code = Signal(FaultCode, name="s_code")
+        select = Signal(FaultAddress, name="s_faddr_select")
+        first_outside = Signal(name="first_outside")   # the first element outside is the value
+        with m.If(checks.block):
+            with m.If(checks.block_length):
+                m.d.comb += [s_code.eq(FaultCode.BLOCK_LENGTH), select.eq(FaultAddress.STREAM_ID)]
+            with m.Elif(checks.block_overflow):
+                m.d.comb += [s_code.eq(FaultCode.ADDR_OVERFLOW),
+                             select.eq(FaultAddress.STREAM_ID)]
+            with m.Elif(checks.block_misaligned):
+                m.d.comb += [s_code.eq(FaultCode.MISALIGNED), select.eq(FaultAddress.RESULT)]
+            with m.Elif(checks.block_below_region):
+                m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE), select.eq(FaultAddress.RESULT)]
+            with m.Elif(checks.block_past_region):
+                m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
+                             first_outside.eq(checks.block_start_past_region),
+                             select.eq(FaultAddress.REGION_END)]
+            with m.Else():
+                m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
+                             first_outside.eq(checks.block_start_past_memory),
+                             select.eq(FaultAddress.MEMORY_END)]
+        with m.Else():
+            overflow = Mux(checks.vector, checks.vector_overflow, checks.overflow)
+            with m.If(overflow):
+                m.d.comb += [s_code.eq(FaultCode.ADDR_OVERFLOW),
+                             select.eq(FaultAddress.STREAM_ID)]
+            with m.Elif(checks.misaligned):
+                m.d.comb += [s_code.eq(FaultCode.MISALIGNED), select.eq(FaultAddress.RESULT)]
+            with m.Elif(checks.vector & ~checks.below_region):
+                m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
+                             first_outside.eq(checks.vector_first_outside),
+                             select.eq(Mux(checks.region_ends_first, FaultAddress.REGION_END,
+                                           FaultAddress.MEMORY_END))]
+            with m.Else():
+                m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE), select.eq(FaultAddress.RESULT)]
         region_end = Signal(signed(65), name="executed_region_end")
         m.d.comb += region_end.eq(self.region.base + self.region.size)
         self.s_faddr = s_faddr = Signal(64, name="s_faddr")
-        with m.Switch(self.s_faddr_select):
+        with m.Switch(Mux(first_outside, FaultAddress.RESULT, select)):
             with m.Case(FaultAddress.STREAM_ID):
                 m.d.comb += s_faddr.eq(self._uop.id)
             with m.Case(FaultAddress.RESULT):

@@ -308,7 +308,7 @@ class EvaluateStage:
         :class:`~hw.tmu.engine_pop.EnginePops`)."""
         if not self.enabled:
             return
-        for name in ("s_result", "addr", "s_fault", "s_code", "s_faddr_select", "s_wraps",
+        for name in ("s_result", "addr", "s_fault", "s_checks", "s_wraps",
                      "chain_val", "chain_wraps", "blk_n", "a_v", "b_v",
                      "s_prefetch_head", "s_prefetch_busy", "s_prefetch_value",
                      "base_wrapped"):

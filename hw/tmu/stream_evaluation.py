@@ -21,10 +21,10 @@ it, issue a blocking load, fault, wait for an engine) is its FSM's (``hw/tmu/tra
 
 from amaranth.hdl import Array, Const, Mux, Signal, signed
 
-from .address_checks import AddressChecks, FaultAddress, aligned_down
+from .address_checks import AddressChecks, FaultChecks, aligned_down
 from .chain import chain_value
 from .datapath import alu, outside_int64, sum_below, sum_outside_int64
-from .isa import AluOp, FaultCode, MemMode, Source, SourceKind, StreamKind
+from .isa import AluOp, MemMode, Source, SourceKind, StreamKind
 from .layouts import LayerCfg, RegionCfg, UopKind
 from .signatures import index_bits
 from .source_fields import pick
@@ -88,11 +88,12 @@ class StreamEvaluation(AddressChecks):
         The element size, as ``log2`` and in bytes; ``s_mode``: the ``MemMode`` view of the mode.
     s_result : Signal(signed(64))
         The stream's value.
-    s_fault, s_code : Signal
-        The stream faults, and its ``FaultCode`` (``docs/isa.md`` §5).
-    s_faddr_select : Signal(FaultAddress)
-        Which value the fault address is; :meth:`fault_address` builds ``s_faddr``, the
-        address itself (64 bits), for the execution.
+    s_fault : Signal
+        The stream faults (``docs/isa.md`` §5).
+    s_checks : Signal(FaultChecks)
+        The checks' outcomes (held with two stages); :meth:`fault_report` encodes from them
+        ``s_code``, the ``FaultCode``, and ``s_faddr``, the fault address (64 bits), for the
+        execution.
     s_wraps : Signal
         The value wrapped past 64 bits (its ``wrapped`` bit, ``docs/isa.md`` §1).
     s_blocking, s_lockstep : Value
@@ -120,21 +121,23 @@ class StreamEvaluation(AddressChecks):
         self.evaluated_sc = self._eval_sc
         self._shared = evaluated is None
         self._sbits = index_bits(self._c.streams)
+        # The checks' outcomes (the fault's code and address are encoded from them in the
+        # execution: ``AddressChecks.fault_report``).
+        self._checks = checks = Signal(FaultChecks, name="s_checks")
+        self.s_checks = checks
         # The parts, in this order (the Verilog's names and order follow it).
         self._evaluate(m, sources, lanes, layers, regions)
         self._check_block_row(m, sources)
         self._check_vector_load(m, lanes)
         s_block, s_vector_load = self.s_block, self._s_vector_load
-        self.s_code = s_code = Signal(FaultCode, name="s_code")
-        self.s_faddr_select = s_faddr_select = Signal(FaultAddress, name="s_faddr_select")
         m.d.comb += [
             self.s_fault.eq(Mux(s_block, self._blk_fault,
                                 Mux(s_vector_load, self._vector_fault, self._s_fault_v0))),
-            s_code.eq(Mux(s_block, self._blk_code,
-                          Mux(s_vector_load, self._vector_code, self._s_code_v0))),
-            s_faddr_select.eq(Mux(s_block, self._blk_fault_address,
-                                  Mux(s_vector_load, self._vector_fault_address,
-                                      self._s_fault_address_v0))),
+            checks.block.eq(s_block),
+            checks.vector.eq(s_vector_load),
+            checks.overflow.eq(self._addr_overflow),
+            checks.misaligned.eq(self._misaligned),
+            checks.below_region.eq(self._below_region),
         ]
         self._wrapped_bit(m, lanes)
 
@@ -259,9 +262,6 @@ class StreamEvaluation(AddressChecks):
         self._s_is_mem = s_is_mem = esc.kind == StreamKind.MEM
         self.s_fault = Signal(name="s_fault")
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
-        self._s_code_v0 = Mux(addr_overflow, FaultCode.ADDR_OVERFLOW,
-                              Mux(misaligned, FaultCode.MISALIGNED, FaultCode.ADDR_RANGE))
-        self._s_fault_address_v0 = Mux(addr_overflow, FaultAddress.STREAM_ID, FaultAddress.RESULT)
         self.s_result = s_result = Signal(signed(64), name="s_result")
         with m.Switch(esc.kind):
             with m.Case(StreamKind.ALU):

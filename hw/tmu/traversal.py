@@ -249,7 +249,7 @@ class Traversal(wiring.Component):
         # results from registers loaded the cycle before.
         stage.hold_evaluation(stream, pops)
         stream.connect_engines(m, idx, ubr, layers)
-        stream.fault_address(m)
+        stream.fault_report(m)
         s_code, s_faddr = stream.s_code, stream.s_faddr
         # The LOCKSTEP layer's first vector iteration, if this uop is its ENTER (lb, ub).
         enter_vector = lanes.vector_iteration(m, stream.a_v, stream.b_v, "enter_vector")

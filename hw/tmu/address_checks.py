@@ -56,6 +56,7 @@ class FaultAddress(enum.Enum, shape=2):
     #: the same at the memory's limit
     MEMORY_END = 3
 
+
 class FaultChecks(data.Struct):
     """The outcomes of a stream's checks its fault's code and address are encoded from
     (``docs/isa.md`` §5, the golden model's order). The evaluation computes each bit beside the
@@ -77,8 +78,8 @@ class FaultChecks(data.Struct):
     below_region: 1
     #: vector: lane 0's or the last active lane's address overflows
     vector_overflow: 1
-    #: vector: lane 0 itself ends past the region's or the memory's end (its address is the
-    #: fault address)
+    #: vector: lane 0's address itself lies past the limit the lanes run past (then it is the
+    #: fault address, not the limit rounded down)
     vector_first_outside: 1
     #: vector: the region ends before the memory's limit (the end the lanes run past)
     region_ends_first: 1
@@ -92,9 +93,10 @@ class FaultChecks(data.Struct):
     block_below_region: 1
     #: BLOCK: the row ends past the region's end (else, if it faults, past the memory's)
     block_past_region: 1
-    #: BLOCK: the row's start itself is at or past the region's end
+    #: BLOCK: the row's start itself lies past the region's end (then it is the fault
+    #: address, not the end rounded down)
     block_start_past_region: 1
-    #: BLOCK: the row's start itself is at or past the memory's limit
+    #: BLOCK: the row's start itself lies past the memory's limit (likewise)
     block_start_past_memory: 1
 
 

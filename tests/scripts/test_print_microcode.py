@@ -6,17 +6,16 @@ is evaluated by one ``STREAM`` uop, popped from its engine or chained, or skippe
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_under_test import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-_spec = importlib.util.spec_from_file_location("print_microcode", REPO / "scripts" / "print_microcode.py")
-print_microcode = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(print_microcode)
+print_microcode = load_script("print_microcode")
 
 EB = REPO / "examples" / "embedding_bag_sum.mlir"
 

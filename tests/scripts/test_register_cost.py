@@ -4,19 +4,17 @@ slow) the flow on the small unit's traversal."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_under_test import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-_spec = importlib.util.spec_from_file_location("register_cost",
-                                               REPO / "scripts" / "register_cost.py")
-register_cost = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(register_cost)
+register_cost = load_script("register_cost")
 
 
 def _cell(kind, inputs, output, **params):

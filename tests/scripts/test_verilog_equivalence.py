@@ -4,14 +4,9 @@ dropped, auto-numbered names renumbered canonically, a changed connection still 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from script_under_test import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("verilog_equivalence",
-                                               REPO / "scripts" / "verilog_equivalence.py")
-verilog_equivalence = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(verilog_equivalence)
+verilog_equivalence = load_script("verilog_equivalence")
 normalise = verilog_equivalence.normalise
 
 BEFORE = """module top(a, b, y);

@@ -5,20 +5,18 @@ and the core cost model recomputed by hand (the RTL path is exercised by running
 from __future__ import annotations
 
 import csv
-import importlib.util
 import warnings
 from pathlib import Path
 
 import pytest
 
+from script_under_test import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_compiler", REPO / "scripts" / "bench_compiler.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_compiler")
 
 
 bench = _load()

@@ -4,19 +4,13 @@ the measurements of docs/performance.md)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from script_under_test import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_handwritten", REPO / "scripts" / "bench_handwritten.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_handwritten")
 
 
 bench = _load()

@@ -4,23 +4,15 @@ it gives the K-unit system (``--system``; the RTL runs are the benchmark itself 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from sw.runtime.mapping import map_tables, table_set
-
-REPO = Path(__file__).resolve().parents[2]
+from script_under_test import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_mapping",
-                                                  REPO / "scripts" / "bench_mapping.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_mapping")
 
 
 bench = _load()

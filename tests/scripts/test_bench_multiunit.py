@@ -3,21 +3,14 @@ runs are the benchmark itself; docs/performance.md "System bandwidth of K units"
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from script_under_test import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_multiunit",
-                                                  REPO / "scripts" / "bench_multiunit.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_multiunit")
 
 
 bench = _load()

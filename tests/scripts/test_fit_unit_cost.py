@@ -3,7 +3,6 @@ are the fit itself; ``UnitCostModel.fit`` is tested in tests/runtime/test_mappin
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,17 +10,14 @@ import numpy as np
 import pytest
 
 from sw.runtime.mapping import split_bags
+from script_under_test import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _load():
     sys.path.insert(0, str(REPO / "scripts"))
-    spec = importlib.util.spec_from_file_location("fit_unit_cost",
-                                                  REPO / "scripts" / "fit_unit_cost.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("fit_unit_cost")
 
 
 fit = _load()

@@ -2,6 +2,7 @@
 
     python3 scripts/synth.py [--config default|small] [--out build/synth] [--timeout 3600]
                              [--jobs 1] [--freq 100] [--router router2] [--no-route]
+                             [--seed N]
 
 Synthesises ``hw.synth_top.SynthTop`` (``hw.tmu.Tmu`` + ``hw.core_if.CoreInterface`` behind
 registered pins and a small memory-port shim; not the memory model) for a Lattice LFE5U-85F in
@@ -296,11 +297,14 @@ def yosys_command(work: Path, abc_delay: int | None = None) -> list[str]:
 
 
 def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str,
-                    route: bool = True) -> list[str]:
+                    route: bool = True, seed: int | None = None) -> list[str]:
+    """The nextpnr invocation; ``seed``: its placer's random seed (``None``: nextpnr's
+    default), to tell a change's effect from placement's own spread (``docs/synthesis.md``,
+    "Placement's own spread is small")."""
     return [NEXTPNR, f"--{DEVICE}", "--package", PACKAGE, "--json", f"{TOP}.json",
             "--lpf-allow-unconstrained", "--timing-allow-fail", "--freq", f"{freq:g}",
             "--threads", str(jobs), "--router", router, "--report", "report.json"] + (
-                [] if route else ["--no-route"])
+                [] if route else ["--no-route"]) + ([] if seed is None else ["--seed", str(seed)])
 
 
 def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[str, float]:
@@ -325,7 +329,8 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[
 
 
 def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: float,
-               router: str, route: bool = True, abc_delay: int | None = None) -> dict:
+               router: str, route: bool = True, abc_delay: int | None = None,
+               seed: int | None = None) -> dict:
     """Run the flow for one configuration; returns the result (also in ``result.json``)."""
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
@@ -335,7 +340,7 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     write_rtlil(config_name, work / f"{TOP}.il")
     result = {"config": config_name, "device": f"LFE5U-{DEVICE.upper()[:-1]}F", "package": PACKAGE,
               "target_mhz": freq, "router": router if route else "none (--no-route)",
-              "abc_delay_ps": abc_delay}
+              "abc_delay_ps": abc_delay, "nextpnr_seed": seed}
 
     print(f"[{config_name}] yosys synth_ecp5 ...", flush=True)
     status, secs = run_tool(yosys_command(work, abc_delay), work, timeout, "yosys.out")
@@ -348,7 +353,8 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
 
     print(f"[{config_name}] nextpnr-ecp5 place and route ...", flush=True)
     status, secs = run_tool(nextpnr_command(work, freq=freq, jobs=jobs, router=router,
-                                            route=route), work, timeout, "nextpnr.log")
+                                            route=route, seed=seed), work, timeout,
+                            "nextpnr.log")
     result.update(nextpnr=status, nextpnr_s=round(secs))
     log = work / "nextpnr.log"
     parsed = parse_nextpnr_log(log.read_text(errors="replace") if log.is_file() else "")
@@ -408,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="delay target of the LUT mapping (ABC9), picoseconds; above the best "
                         "delay ABC reaches it recovers area on every path (default: none, the "
                         "best delay)")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="nextpnr's placer seed (default: nextpnr's own); the same netlist "
+                        "placed with seeds 1-3 spread +-1.3 %% (docs/synthesis.md)")
     return p
 
 
@@ -419,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
               f"pip install -e '.[synth]'", file=sys.stderr)
         return 1
     result = synthesise(ns.config, ns.out, timeout=ns.timeout, jobs=ns.jobs, freq=ns.freq,
-                        router=ns.router, route=not ns.no_route, abc_delay=ns.abc_delay)
+                        router=ns.router, route=not ns.no_route, abc_delay=ns.abc_delay,
+                        seed=ns.seed)
     rows = merge_csv(ns.out / "results.csv", result)
     print(markdown_table(rows))
     for path in result.get("critical_paths", [])[:1] or [{"nets": result.get("critical_path", [])}]:

@@ -356,3 +356,8 @@ def test_nextpnr_command():
     assert cmd[cmd.index("--freq") + 1] == "100"
     assert "--no-route" in synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
                                                  route=False)
+    assert "--seed" not in cmd
+    seeded = synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2", seed=3)
+    assert seeded[seeded.index("--seed") + 1] == "3"
+    assert synth.build_parser().parse_args(["--seed", "2"]).seed == 2
+    assert synth.build_parser().parse_args([]).seed is None

@@ -231,7 +231,6 @@ class AddressChecks:
         t, checks = self._t, self.s_checks
         self.s_code = s_code = Signal(FaultCode, name="s_code")
         select = Signal(FaultAddress, name="s_faddr_select")
-        first_outside = Signal(name="first_outside")   # the first element outside is the value
         with m.If(checks.block):
             with m.If(checks.block_length):
                 m.d.comb += [s_code.eq(FaultCode.BLOCK_LENGTH), select.eq(FaultAddress.STREAM_ID)]
@@ -244,12 +243,12 @@ class AddressChecks:
                 m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE), select.eq(FaultAddress.RESULT)]
             with m.Elif(checks.block_past_region):
                 m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
-                             first_outside.eq(checks.block_start_past_region),
-                             select.eq(FaultAddress.REGION_END)]
+                             select.eq(Mux(checks.block_start_past_region, FaultAddress.RESULT,
+                                           FaultAddress.REGION_END))]
             with m.Else():
                 m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
-                             first_outside.eq(checks.block_start_past_memory),
-                             select.eq(FaultAddress.MEMORY_END)]
+                             select.eq(Mux(checks.block_start_past_memory, FaultAddress.RESULT,
+                                           FaultAddress.MEMORY_END))]
         with m.Else():
             overflow = Mux(checks.vector, checks.vector_overflow, checks.overflow)
             with m.If(overflow):
@@ -259,15 +258,16 @@ class AddressChecks:
                 m.d.comb += [s_code.eq(FaultCode.MISALIGNED), select.eq(FaultAddress.RESULT)]
             with m.Elif(checks.vector & ~checks.below_region):
                 m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE),
-                             first_outside.eq(checks.vector_first_outside),
-                             select.eq(Mux(checks.region_ends_first, FaultAddress.REGION_END,
-                                           FaultAddress.MEMORY_END))]
+                             select.eq(Mux(checks.vector_first_outside, FaultAddress.RESULT,
+                                           Mux(checks.region_ends_first,
+                                               FaultAddress.REGION_END,
+                                               FaultAddress.MEMORY_END)))]
             with m.Else():
                 m.d.comb += [s_code.eq(FaultCode.ADDR_RANGE), select.eq(FaultAddress.RESULT)]
         region_end = Signal(signed(65), name="executed_region_end")
         m.d.comb += region_end.eq(self.region.base + self.region.size)
         self.s_faddr = s_faddr = Signal(64, name="s_faddr")
-        with m.Switch(Mux(first_outside, FaultAddress.RESULT, select)):
+        with m.Switch(select):
             with m.Case(FaultAddress.STREAM_ID):
                 m.d.comb += s_faddr.eq(self._uop.id)
             with m.Case(FaultAddress.RESULT):

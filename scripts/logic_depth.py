@@ -2,7 +2,7 @@
 """Logic depth of the access unit after ECP5 mapping: the longest register-to-register path.
 
     python3 scripts/logic_depth.py [--config small|default|small-1stage|default-1stage|...]
-                                   [--block unit|traversal|prefetch|chain_engine]
+                                   [--block unit|traversal|prefetch|chain_engine|decoder|packer|rob]
                                    [--out build/depth] [--reuse | --from-synth build/synth]
                                    [--abc-delay PS]
 
@@ -46,8 +46,9 @@ for bad arguments.
 (``DIR/<config>/synth_top.json``, the same ``synth_ecp5`` mapping of the same thin top), so one
 Yosys run gives both nextpnr's Fmax and the path that limits it.
 
-``--block traversal`` (or ``prefetch``) maps one block alone instead of the thin top
-(``hw.tmu.traversal.Traversal``, ``hw.tmu.prefetch.Prefetcher`` of the configuration): its ports
+``--block traversal`` (or ``prefetch``, ``chain_engine``, ``decoder``, ``packer``, ``rob``) maps
+one block alone instead of the thin top (``hw.tmu.traversal.Traversal``,
+``hw.tmu.prefetch.Prefetcher``, ... as ``hw.tmu.tmu.Tmu`` builds them from the configuration): its ports
 are pins, so a path that enters from another block starts at the pin. The traversal alone maps
 in about a third of the whole unit's time, which makes it the quick check of a change to the
 uop's stages; the whole design's path can still run through several blocks.
@@ -75,7 +76,7 @@ for p in (REPO, REPO / "scripts"):
 import path_delay  # noqa: E402
 from synth import CONFIGS, TOP, YOSYS, config_of, delay_target, write_rtlil  # noqa: E402
 
-BLOCKS = ("unit", "traversal", "prefetch", "chain_engine")
+BLOCKS = ("unit", "traversal", "prefetch", "chain_engine", "decoder", "packer", "rob")
 
 DEFAULT_OUT = Path("build") / "depth"
 CUT = "t:TRELLIS_FF t:DP16KD %u"          # cells a path may not go through
@@ -261,6 +262,16 @@ def write_block_rtlil(block: str, config_name: str, path: Path) -> Path:
     elif block == "chain_engine":
         from hw.tmu.chain_engine import ChainEngine
         component = ChainEngine(config.prefetch_depth, config.line_bytes, config.memory_ports)
+    elif block == "decoder":
+        from hw.tmu.decoder import Decoder
+        component = Decoder(config)
+    elif block == "packer":
+        from hw.tmu.packer import Packer
+        component = Packer(config.line_bytes, config.output_tokens, config.drain_lines)
+    elif block == "rob":
+        from hw.tmu.rob import ReorderBuffer
+        component = ReorderBuffer(config.max_inflight, config.line_bytes, config.memory_ports,
+                                  config.row_chunk_lines, config.row_lines, config.drain_lines)
     else:
         from hw.tmu.prefetch import Prefetcher
         component = Prefetcher(config.prefetch_depth, config.line_bytes, config.memory_ports)

@@ -165,7 +165,10 @@ def test_from_synth_needs_make_synths_netlist_and_the_unit(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("block, module_hint", [("traversal", "pop_fallback"),
-                                                ("prefetch", "i_min")])
+                                                ("prefetch", "i_min"),
+                                                ("decoder", "read_other"),
+                                                ("packer", "filled"),
+                                                ("rob", "window_0")])
 def test_a_block_alone_is_written_under_the_top_name(tmp_path, block, module_hint):
     """``--block``: the block's RTLIL, its top module named ``TOP`` (what the Yosys steps select),
     holding the block's own signals and not the thin top's."""

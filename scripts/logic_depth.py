@@ -4,7 +4,7 @@
     python3 scripts/logic_depth.py [--config small|default|small-1stage|default-1stage|...]
                                    [--block unit|traversal|prefetch|chain_engine|decoder|packer|rob]
                                    [--out build/depth] [--reuse | --from-synth build/synth]
-                                   [--abc-delay PS] [--abc-wire-delay PS]
+                                   [--abc-delay PS] [--abc-wire-delay PS] [--trace REG ...]
 
 Where is the clock lost? ``make synth`` answers with nextpnr's Fmax after an hour of placement,
 and nextpnr 0.11 names the critical path only after routing, which this design does not finish
@@ -304,6 +304,10 @@ def main(argv=None) -> int:
     parser.add_argument("--abc-wire-delay", type=int, metavar="PS",
                         help="ABC9's wire delay per LUT level, picoseconds, as scripts/synth.py "
                              "--abc-wire-delay (default: Yosys' 300)")
+    parser.add_argument("--trace", action="append", default=[], metavar="REGISTER",
+                        help="print the latest path into REGISTER (a name of the --registers "
+                             "table, e.g. tmu.traversal.held_s_fault) as runs of LUT levels, "
+                             "carry chains and DSPs with their nanoseconds; repeatable")
     parser.add_argument("--cut-lutram", action="store_true",
                         help="end paths at LUT RAMs as at flip-flops (the measure before "
                              "2026-11-29 evening) instead of following their asynchronous reads")
@@ -354,6 +358,9 @@ def main(argv=None) -> int:
         weighted = path_delay.longest_weighted_path(netlist_data, TOP, routing_ns=ns.routing_ns)
         weighted["registers"] = path_delay.slowest_registers(
             netlist_data, TOP, routing_ns=ns.routing_ns, count=ns.registers)
+        weighted["traces"] = [path_delay.path_to_register(netlist_data, TOP, r,
+                                                          routing_ns=ns.routing_ns)
+                              for r in ns.trace]
         del netlist_data
     except (RuntimeError, FileNotFoundError, KeyError, json.JSONDecodeError) as e:
         print(f"logic_depth: {e!r}" if isinstance(e, KeyError) else f"logic_depth: {e}",
@@ -376,6 +383,15 @@ def main(argv=None) -> int:
               "| ns | register | its latest path starts at |\n|---|---|---|")
         for r in weighted["registers"]:
             print(f"| {r['ns']:.1f} | `{r['register']}` | `{r['from']}` |")
+    for t in weighted["traces"]:
+        print(f"\nthe latest path into `{t['register']}`: {t['ns']:.1f} ns from `{t['from']}`\n\n"
+              "| from ns | to ns | cells | kind | ends at |\n|---|---|---|---|---|")
+        ends = {}
+        for c in t["cells"]:
+            ends[c["ns"]] = c["net"]
+        for g in t["segments"]:
+            print(f"| {g['from_ns']:.1f} | {g['to_ns']:.1f} | {g['cells']} | {g['kind']} | "
+                  f"`{signal_name(ends[g['to_ns']])[:60]}` |")
     if weighted["cells_without_arcs"]:
         print(f"(cells of a type path_delay.py has no delays for, not followed: "
               f"{weighted['cells_without_arcs']})")

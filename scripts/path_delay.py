@@ -169,6 +169,51 @@ def slowest_registers(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS
     return [{"register": r, "ns": round(ns, 2), "from": start_of(b)} for r, (ns, b) in rows]
 
 
+def path_to_register(netlist: dict, top: str, register: str, *,
+                     routing_ns: float = ROUTING_NS) -> dict:
+    """The latest path into ``register`` (a row of :func:`slowest_registers`: a flip-flop
+    output's net name without its bit index) of module ``top``: ``{"register", "ns", "from",
+    "cells": [{"ns": arrival after the cell, "kind": cell type, "net": the net it drives}],
+    "segments": [{"kind", "cells", "from_ns", "to_ns"}]}``, the segments being the runs of
+    consecutive cells of one kind (a carry chain, a DSP, a run of LUT levels), so the path reads
+    as where its nanoseconds go. Raises ``KeyError`` when ``top`` is not in the netlist or no
+    flip-flop drives ``register``."""
+    module = netlist["modules"][top]
+    arrival, came_from, kinds, *_ = _arrivals(module, routing_ns)
+    names = _bit_names(module)
+    latest = None                                           # (ns, bit)
+    for cell in module["cells"].values():
+        if cell["type"] != "TRELLIS_FF":
+            continue
+        q = [b for b in cell["connections"].get("Q", []) if isinstance(b, int)]
+        if not q or re.sub(r"\[\d+\]$", "", names.get(q[0], "?")) != register:
+            continue
+        for port in ("DI", "M", "CE", "LSR"):
+            for b in cell["connections"].get(port, []):
+                if isinstance(b, int) and (latest is None or arrival.get(b, 0.0) >= latest[0]):
+                    latest = (arrival.get(b, 0.0), b)
+    if latest is None:
+        raise KeyError(f"no flip-flop drives a net named {register!r}")
+    steps, bit = [], latest[1]
+    while bit in came_from:
+        before, cell = came_from[bit]
+        steps.append({"ns": round(arrival[bit], 2), "kind": kinds[cell],
+                      "net": names.get(bit, f"bit{bit}")})
+        bit = before
+    steps.reverse()
+    segments, start_ns = [], 0.0
+    for step in steps:
+        if segments and segments[-1]["kind"] == step["kind"]:
+            segments[-1]["cells"] += 1
+            segments[-1]["to_ns"] = step["ns"]
+        else:
+            segments.append({"kind": step["kind"], "cells": 1, "from_ns": start_ns,
+                             "to_ns": step["ns"]})
+        start_ns = step["ns"]
+    return {"register": register, "ns": round(latest[0], 2),
+            "from": names.get(bit, f"bit{bit}"), "cells": steps, "segments": segments}
+
+
 def _bit_names(module: dict) -> dict:
     """Bit -> the shortest visible net name holding it (Yosys' internal names last)."""
     names = {}

@@ -119,6 +119,31 @@ def test_slowest_registers_one_row_per_register_slowest_first():
         path_delay.slowest_registers(_netlist({}), "synth_top")
 
 
+def test_path_to_a_register_in_runs_of_one_kind():
+    """A register behind two LUT levels, a three-cell carry chain and a LUT: the path's cells in
+    order with their arrival times, grouped in runs of one kind whose times chain; the
+    register's other bit (one LUT) is not the latest. A name no flip-flop drives raises."""
+    cells = {"src": _ff(100, 1), "l0": _lut(1, 2), "l1": _lut(2, 3),
+             "c0": _carry(3, "0", 10), "c1": _carry("0", 10, 11), "c2": _carry("0", 11, 12),
+             "l2": _lut(12, 4), "m0": _lut(1, 5), "reg": _wide_ff([5, 4], [20, 21])}
+    nets = {"start": {"bits": [1]}, "reg": {"bits": [20, 21]}}
+    t = path_delay.path_to_register(_netlist(cells, nets), "top", "reg")
+    assert t["from"] == "start"
+    assert [c["kind"] for c in t["cells"]] == ["LUT4"] * 2 + ["CCU2C"] * 3 + ["LUT4"]
+    assert [(g["kind"], g["cells"]) for g in t["segments"]] == [("LUT4", 2), ("CCU2C", 3),
+                                                                 ("LUT4", 1)]
+    chain = (R + path_delay.cell_delay("CCU2C", "A0", "COUT")
+             + 2 * path_delay.cell_delay("CCU2C", "CIN", "COUT"))
+    assert t["segments"][1]["to_ns"] - t["segments"][1]["from_ns"] == pytest.approx(chain,
+                                                                                    abs=0.01)
+    assert t["segments"][0]["from_ns"] == 0
+    assert all(a["to_ns"] == b["from_ns"] for a, b in zip(t["segments"], t["segments"][1:]))
+    assert t["ns"] == pytest.approx(3 * (R + LUT) + chain, abs=0.02)
+    assert t["ns"] == path_delay.slowest_registers(_netlist(cells, nets), "top")[0]["ns"]
+    with pytest.raises(KeyError, match="nothing"):
+        path_delay.path_to_register(_netlist(cells, nets), "top", "nothing")
+
+
 def test_unknown_top_raises():
     with pytest.raises(KeyError):
         path_delay.longest_weighted_path(_netlist({}), "synth_top")

@@ -296,11 +296,12 @@ def test_drain_window_rate(drain):
 
 @pytest.mark.parametrize("drain", [1, 2])
 def test_drain_window_latency(drain):
-    """One immediate operand into an empty buffer leaves the packer two cycles after its
+    """One immediate operand into an empty buffer leaves the packer four cycles after its
     allocation: ready at the end of the allocation cycle, into the drain window at the end of
-    the next, and from the window through the packer (a beat with no entry waiting behind it)
-    in the one after (``ReorderBuffer``'s docstring, "The drain window"; one cycle more than
-    without the window)."""
+    the next (``ReorderBuffer``'s docstring, "The drain window"; one cycle more than without
+    the window), taken by the packer's stage 1 in the one after, appended to its buffer by
+    stage 2 in the next, and a beat from the buffer (no entry waiting behind it) in the fifth
+    cycle (``Packer``'s docstring: two cycles more than the one-stage packer of issue 10)."""
     dut = _RobPacker(8, 8, 1, 1, drain=drain)
     seen = []
 
@@ -318,4 +319,4 @@ def test_drain_window_latency(drain):
             await ctx.tick()
 
     run_sim(dut, producer, consumer)
-    assert seen == [(2, 0x1234)]
+    assert seen == [(4, 0x1234)]

@@ -12,7 +12,7 @@ from hw.tmu.packer import Packer
 from hw.tmu.rob import ReorderBuffer
 from tb.seeds import fresh_seed
 from sw.runtime.golden import _Packer
-from tb.tmu.test_packer import line_element
+from tb.tmu.test_packer import line_element, reference_string
 from tb.sim_helpers import run_sim
 
 
@@ -37,6 +37,7 @@ class _RobPacker(wiring.Elaboratable):
         wiring.connect(m, self.rob.data, self.packer.i)
         for k in range(self.drain - 1):
             wiring.connect(m, self.rob.data_more[k], self.packer.i_more[k])
+        m.d.comb += self.packer.clear.eq(self.rob.clear)      # as hw/tmu/tmu.py wires them
         return m
 
 
@@ -296,11 +297,12 @@ def test_drain_window_rate(drain):
 
 @pytest.mark.parametrize("drain", [1, 2])
 def test_drain_window_latency(drain):
-    """One immediate operand into an empty buffer leaves the packer two cycles after its
+    """One immediate operand into an empty buffer leaves the packer four cycles after its
     allocation: ready at the end of the allocation cycle, into the drain window at the end of
-    the next, and from the window through the packer (a beat with no entry waiting behind it)
-    in the one after (``ReorderBuffer``'s docstring, "The drain window"; one cycle more than
-    without the window)."""
+    the next (``ReorderBuffer``'s docstring, "The drain window"; one cycle more than without
+    the window), taken by the packer's stage 1 in the one after, appended to its buffer by
+    stage 2 in the next, and a beat from the buffer (no entry waiting behind it) in the fifth
+    cycle (``Packer``'s docstring: two cycles more than the one-stage packer of issue 10)."""
     dut = _RobPacker(8, 8, 1, 1, drain=drain)
     seen = []
 
@@ -318,4 +320,110 @@ def test_drain_window_latency(drain):
             await ctx.tick()
 
     run_sim(dut, producer, consumer)
-    assert seen == [(2, 0x1234)]
+    assert seen == [(4, 0x1234)]
+
+
+@pytest.mark.parametrize("depth,line_bytes,ports,tokens,drain", [(16, 16, 2, 2, 2),
+                                                                 (16, 64, 2, 8, 2),
+                                                                 (8, 8, 1, 1, 1)])
+def test_clear_mid_run_and_the_done_condition(depth, line_bytes, ports, tokens, drain):
+    """Runs of immediates and single-element loads with random packing and flushes, answered
+    out of order, the output stalled at random; runs cut by ``clear`` (the reorder buffer's and
+    the packer's, as ``hw/tmu/tmu.py`` wires them) while something is held, the unanswered loads
+    of the cut run dropped (the unit's epoch bit does that), each followed by a run from
+    scratch: before a clear the tokens are a prefix of the cut run's reference packing
+    (``tb.tmu.test_packer.reference_string``), after it exactly the new run's. Every cycle, the
+    unit's done condition (``count == 0`` and not ``holds_token``, ``hw/tmu/tmu.py``'s
+    ``rob_empty``) implies every whole token of the entries allocated before is delivered: the
+    packer's stage 1 included."""
+    dut = _RobPacker(depth, line_bytes, ports, tokens, drain=drain)
+    seed = fresh_seed(f"rob clear {depth} {line_bytes} {ports} {tokens} {drain}")
+    rng = random.Random(seed)
+
+    def run_entries(n, final_flush):
+        chunks = []
+        for k in range(n):
+            pack, flush = rng.randrange(4), rng.random() < 0.3 or (final_flush and k == n - 1)
+            if rng.randrange(2):
+                chunks.append(dict(load=0, line=rng.getrandbits(64), offset=0, log2_size=3,
+                                   sign=0, count=1, pack=pack, flush=flush))
+            else:
+                log2 = rng.randrange(4)
+                chunks.append(dict(load=1, line=rng.getrandbits(8 * line_bytes),
+                                   offset=rng.randrange(0, line_bytes, 1 << log2),
+                                   log2_size=log2, sign=rng.randrange(2), count=1, pack=pack,
+                                   flush=flush))
+        return chunks
+
+    runs = [(run_entries(rng.randrange(2, 30), r % 2 == 1), r % 2 == 0) for r in range(16)]
+    delivered = [[] for _ in runs]
+    errors, cut_holding = [], []
+
+    def described(e):
+        return {k: e[k] for k in ("load", "offset", "log2_size", "sign", "count", "pack",
+                                  "flush")} | {"value": 0 if e["load"] else e["line"]}
+
+    async def bench(ctx):
+        crng = random.Random(seed + 1)
+        for r, (chunks, cut) in enumerate(runs):
+            string, whole_after = reference_string(chunks)
+            expected = [int.from_bytes(string[8 * t:8 * t + 8], "little")
+                        for t in range(len(string) // 8)]
+            pending = []        # (due cycle, slot, line)
+            i = 0               # entries allocated in earlier cycles
+            for cycle in range(5000):
+                respond(ctx, dut, pending, cycle, ports, crng, 0.7)
+                ctx.set(dut.alloc2_en, 0)
+                ctx.set(dut.alloc_en, 0)
+                allocating = (i < len(chunks) and ctx.get(dut.alloc_ready)
+                              and crng.random() < 0.7)
+                if allocating:
+                    slot = ctx.get(dut.alloc_slot)
+                    ctx.set(dut.alloc_en, 1)
+                    ctx.set(dut.alloc, described(chunks[i]))
+                    if chunks[i]["load"]:
+                        pending.append((cycle + crng.randrange(1, 10), slot, chunks[i]["line"]))
+                ready = crng.random() < 0.6
+                ctx.set(dut.data.ready, ready)
+                await ctx.delay(1e-8)
+                empty = ctx.get(dut.count) == 0 and not ctx.get(dut.packer.holds_token)
+                if empty and len(delivered[r]) != whole_after[i]:
+                    errors.append(("done with tokens held", r, cycle))
+                # bytes allocated and not delivered (a partial token counts)
+                holding = len(reference_string(chunks[:i])[0]) > 8 * len(delivered[r])
+                finished = i >= len(chunks) and not pending and \
+                    len(delivered[r]) >= len(expected)
+                clearing = cut and cycle >= 3 and (holding or finished) and \
+                    crng.random() < 0.3
+                ctx.set(dut.clear, clearing)
+                if clearing:
+                    ctx.set(dut.alloc_en, 0)
+                    cut_holding.append(holding)
+                await ctx.delay(1e-8)
+                if ctx.get(dut.data.valid) and ready:
+                    beat = ctx.get(dut.data.payload)
+                    delivered[r].extend(beat.tokens[t] for t in range(beat.count))
+                await ctx.tick()
+                i += allocating and not clearing
+                if clearing:
+                    ctx.set(dut.clear, 0)
+                    break
+                if not cut and finished and empty:
+                    break
+            else:
+                errors.append(("run did not finish", r))
+            for k in range(ports):
+                ctx.set(dut.resp_valid[k], 0)
+            ctx.set(dut.alloc_en, 0)
+
+    run_sim(dut, bench)
+    assert not errors, errors[:5]
+    for r, (chunks, cut) in enumerate(runs):
+        string, _ = reference_string(chunks)
+        expected = [int.from_bytes(string[8 * t:8 * t + 8], "little")
+                    for t in range(len(string) // 8)]
+        if cut:
+            assert delivered[r] == expected[:len(delivered[r])], r
+        else:
+            assert delivered[r] == expected, r
+    assert sum(cut_holding) >= 5, cut_holding

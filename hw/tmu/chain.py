@@ -111,13 +111,12 @@ class ChainDetect:
         m.d.sync += self._bits.bit_select(d[:sb], 1).eq(ok)
 
 
-def chain_value(m, s_value, s_wrapped, factor):
-    """Traversal side: D's value ``S * X`` (``signed(64)``, its low 64 bits) and its
-    ``wrapped`` bit (S wrapped, or the exact product lies outside the signed 64-bit range:
-    the ``MUL``/``SHL`` rule of ``hw/tmu/datapath.py``'s ``alu``). Returns the value, the bit
-    and the product's overflow alone (M's address overflow)."""
-    exact = Signal(signed(96), name="chain_exact")
-    m.d.comb += exact.eq(s_value * factor)
+def chain_value(m, exact, s_wrapped):
+    """Traversal side: D's value from the exact product ``exact = S * X`` (``signed(96)``;
+    ``hw/tmu/registered_products.py`` takes it) — its low 64 bits — and its ``wrapped`` bit
+    (S wrapped, or the exact product lies outside the signed 64-bit range: the ``MUL``/``SHL``
+    rule of ``hw/tmu/datapath.py``'s ``alu``). Returns the value, the bit and the product's
+    overflow alone (M's address overflow)."""
     overflow = Signal(name="chain_overflow")
     m.d.comb += overflow.eq(outside_int64(exact))
     value = Signal(signed(64), name="chain_value")

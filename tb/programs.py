@@ -18,7 +18,7 @@ from sw.runtime.isa import (MAGIC, Action, ActionKind, AluOp, Event, Layer, Limi
                             ProgramError, Region, Source, Stream, StreamKind)
 
 
-__all__ = ["Case", "embedding_bag_case", "alu_case", "random_case",
+__all__ = ["Case", "embedding_bag_case", "alu_case", "mul_constants_case", "random_case",
            "fault_cases", "mutated_cases", "watchdog_case", "pack_case", "random_v1_case",
            "v1_decode_cases", "block_case", "block_cases", "block_after_immediate_case",
            "block_row_after_load_case",
@@ -90,6 +90,34 @@ def alu_case(seed=0):
                    streams=streams[:16], actions=actions)
     args = [dbase, dbytes, rng.getrandbits(64), -rng.getrandbits(40)]
     return Case(f"alu_{seed}", prog.encode(), mem, args)
+
+
+def mul_constants_case(seed=0, *, huge=False):
+    """One layer over 8 words: ALU ``MUL``s of a loaded value or the index by constants (IMM
+    8, ARG ``2**40``, ARG 3 either order, IMM -4, IMM 1) and of two streams, all pushed, and a
+    load whose index is ``value * 8``. The decoder writes the multiplies by a positive power
+    of two as ``SHL``s (docs/rtl.md §2.2, "Multiplies"); the tokens must not change. With
+    ``huge`` the loaded values are ``2**61`` and up, so ``value * 8`` wraps and the load faults
+    ``ADDR_OVERFLOW`` on the first iteration (the ``SHL``'s wrapped bit is ``MUL``'s)."""
+    rng = random.Random(seed)
+    words = [(1 << 61) + rng.getrandbits(40) if huge else rng.randrange(8) for _ in range(8)]
+    mem = struct.pack("<8Q", *words)
+    S, I, R, imm = Source.stream, Source.index, Source.arg, Source.imm
+    streams = [
+        Stream(0, StreamKind.MEM, R(0), I(0), size=8, stride=8, region=0),          # s0
+        Stream(0, StreamKind.ALU, S(0), imm(8), op=AluOp.MUL),                      # SHL 3
+        Stream(0, StreamKind.ALU, R(2), I(0), op=AluOp.MUL),                        # SHL 40
+        Stream(0, StreamKind.ALU, S(0), R(3), op=AluOp.MUL),                        # x 3
+        Stream(0, StreamKind.ALU, imm(-4), S(0), op=AluOp.MUL),                     # x -4
+        Stream(0, StreamKind.ALU, S(0), S(3), op=AluOp.MUL),                        # stream x stream
+        Stream(0, StreamKind.ALU, I(0), imm(1), op=AluOp.MUL),                      # SHL 0
+        Stream(0, StreamKind.MEM, R(0), S(1), size=1, stride=1, region=0),          # data[8 v]
+    ]
+    actions = [Action(0, Event.ITER, ActionKind.OPERAND, source=S(i)) for i in range(8)]
+    prog = Program(n_args=4, layers=[Layer(imm(0), imm(8), imm(1))],
+                   regions=[Region(R(0), R(1))], streams=streams, actions=actions)
+    return Case(f"mul_constants_{seed}{'_huge' if huge else ''}", prog.encode(), mem,
+                [0, 64, 1 << 40, 3])
 
 
 def random_case(seed, *, layers=3, streams=8, actions=8, regions=2, args=8):

@@ -16,10 +16,11 @@ strength reduction done once at decode: arguments do not change during a run) an
 M's ``chain`` class bit. The microcode builder folds D's uop into M's (``Uop.chain``) when
 M is not blocking and D's uop carries nothing but engine pops.
 
-The fused uop computes, in parallel: M's address ``a + S * K`` on the address multiplier
-(S reaches it through the ``b`` source, with the engine pop bypass), and D's value ``S * X``
-on its own multiplier (``chain_value``; D's ``wrapped`` bit: S wrapped or ``S * X`` lies
-outside the signed 64-bit range). M faults ``ADDR_OVERFLOW`` when D wrapped, exactly as the
+The fused uop computes, in parallel: M's address ``a + S * K`` (S reaches it through the
+``b`` source, with the engine pop bypass), and D's value ``S * X`` (``chain_value``; D's
+``wrapped`` bit: S wrapped or ``S * X`` lies outside the signed 64-bit range); each product a
+shift when its factor is a power of two, else a registered product the uop waits for
+(``hw/tmu/registered_products.py``). M faults ``ADDR_OVERFLOW`` when D wrapped, exactly as the
 unfused pair (``a + D * stride`` equals ``a + S * K`` whenever D did not wrap). D's value and
 bit are written with M's, when the uop completes (``docs/isa.md`` §1 "Address overflow").
 """
@@ -111,13 +112,12 @@ class ChainDetect:
         m.d.sync += self._bits.bit_select(d[:sb], 1).eq(ok)
 
 
-def chain_value(m, s_value, s_wrapped, factor):
-    """Traversal side: D's value ``S * X`` (``signed(64)``, its low 64 bits) and its
-    ``wrapped`` bit (S wrapped, or the exact product lies outside the signed 64-bit range:
-    the ``MUL``/``SHL`` rule of ``hw/tmu/datapath.py``'s ``alu``). Returns the value, the bit
-    and the product's overflow alone (M's address overflow)."""
-    exact = Signal(signed(96), name="chain_exact")
-    m.d.comb += exact.eq(s_value * factor)
+def chain_value(m, exact, s_wrapped):
+    """Traversal side: D's value from the exact product ``exact = S * X`` (``signed(96)``;
+    ``hw/tmu/registered_products.py`` takes it) — its low 64 bits — and its ``wrapped`` bit
+    (S wrapped, or the exact product lies outside the signed 64-bit range: the ``MUL``/``SHL``
+    rule of ``hw/tmu/datapath.py``'s ``alu``). Returns the value, the bit and the product's
+    overflow alone (M's address overflow)."""
     overflow = Signal(name="chain_overflow")
     m.d.comb += overflow.eq(outside_int64(exact))
     value = Signal(signed(64), name="chain_value")

@@ -1,19 +1,20 @@
 """Configuration writer: fills the traversal's configuration from the checked descriptors and
 classifies the streams and actions for the microcode builder (``docs/rtl.md`` §2.1)."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import TmuConfig
-from .isa import (ActionKind, ActionWord0, Event, LayerMode, LayerWord0, LayerWord0V1, MemMode,
-                  OperandWord0V1, SourceKind, StreamKind, StreamWord0)
+from .isa import (ActionKind, ActionWord0, AluOp, Event, LayerMode, LayerWord0, LayerWord0V1,
+                  MemMode, OperandWord0V1, SourceKind, StreamKind, StreamWord0)
 from .chain import ChainDetect
 from .chain_detect import ChainEngineDetect
 from .layouts import LayerCfg
 from .signatures import (CheckedProgramSignature, ConfigTablesSignature,
                          descriptor_stream, action_table_write_port, index_bits,
                          stream_table_write_port)
+from .registered_products import power_of_two
 from .source_fields import pick, source_imm, source_kind, source_number
 
 
@@ -181,6 +182,25 @@ class ConfigWriter(wiring.Component):
                   & (((cb == 1) & (stride == esize)) | ((cb == -1) & (stride == -esize)))):
             m.d.sync += t.contiguous_vector.bit_select(bit, 1).eq(1)
 
+    @staticmethod
+    def _mul_as_shift(m, w1, w2, kind, mode, resolve):
+        """An ALU ``MUL`` of a stream (or index) by an IMM/ARG that is a positive power of two
+        ``2**k`` (``k <= 62``), either order: ``(is, a, b)``, the ``SHL`` by ``IMM k`` of the
+        other source. ``SHL``'s value and wrapped bit are ``MUL``'s for such a factor (docs/isa.md
+        §1: the exact result ``x * 2**k`` outside the signed range is exactly ``(x << k) >> k
+        != x``)."""
+        IMM, ARG = SourceKind.IMM.value, SourceKind.ARG.value
+        const_a = (source_kind(w1) == IMM) | (source_kind(w1) == ARG)
+        const_b = (source_kind(w2) == IMM) | (source_kind(w2) == ARG)
+        factor = Signal(signed(64), name="mul_constant")
+        m.d.comb += factor.eq(resolve(Mux(const_a, w1, w2)))
+        is_power, log2 = power_of_two(m, factor, "mul_constant")
+        shift = Signal(name="mul_as_shift")
+        m.d.comb += shift.eq((kind == StreamKind.ALU.value) & (mode == AluOp.MUL.value)
+                             & (const_a ^ const_b) & is_power)
+        return shift, Mux(const_a, w2, w1), Cat(log2, Const(0, 28 - len(log2)),
+                                                  Const(IMM, 4))
+
     def elaborate(self, platform):
         m = Module()
         c = self._cfg
@@ -271,22 +291,26 @@ class ConfigWriter(wiring.Component):
                     st_sub = sw0.mode
                     is_mem = st_kind == StreamKind.MEM.value
                     is_blk = is_mem & (MemMode(st_sub).reserved != 0)
+                    # A MUL of a stream by a constant power of two is written as a SHL (the
+                    # same value and wrapped bit, docs/isa.md §1): the traversal's MUL takes
+                    # a registered product, two cycles (hw/tmu/registered_products.py).
+                    shl, shl_a, shl_b = self._mul_as_shift(m, w1, w2, st_kind, st_sub, resolve)
                     m.d.comb += [
                         self.stream_table.addr.eq(d),
                         self.stream_table.en.eq(1),
                         self.stream_table.data.kind.eq(st_kind),
-                        self.stream_table.data.mode.eq(st_sub),
+                        self.stream_table.data.mode.eq(Mux(shl, AluOp.SHL.value, st_sub)),
                         self.stream_table.data.region.eq(sw0.region),
                         self.stream_table.data.layer.eq(st_layer),
-                        self.stream_table.data.a.eq(w1),
-                        self.stream_table.data.b.eq(w2),
+                        self.stream_table.data.a.eq(Mux(shl, shl_a, w1)),
+                        self.stream_table.data.b.eq(Mux(shl, shl_b, w2)),
                         self.stream_table.data.stride.eq(w3),
                     ]
                     m.d.sync += [
                         t.blocking.eq(t.blocking | stream_bit(w1) | stream_bit(w2)
                                       | Mux(is_blk, stream_bit(w3), 0)),
                         t.memory_stream.bit_select(d[:sbits], 1).eq(is_mem),
-                        stream_mode[d[:sbits]].eq(st_sub),
+                        stream_mode[d[:sbits]].eq(self.stream_table.data.mode),
                         t.global_base.bit_select(d[:sbits], 1).eq(
                             (s_kind(w1) == SourceKind.IMM.value)
                             | (s_kind(w1) == SourceKind.ARG.value)),

@@ -77,7 +77,7 @@ def sum_outside_int64(base, offset):
     return sum_below(base, offset, -(1 << 63)) | ~sum_below(base, offset, 1 << 63)
 
 
-def alu(m, op, a, b, *, mul_wrapped=True):
+def alu(m, op, a, b, *, mul_wrapped=True, product=None):
     """64-bit ALU of ``docs/isa.md`` (``a``, ``b`` signed 64-bit). Returns a ``signed(64)`` signal
     (the result's low 64 bits) and a 1-bit signal: the exact result lies outside the signed
     64-bit range (only ``ADD``, ``SUB``, ``MUL``, ``SHL`` can; docs/isa.md §1 "Address
@@ -86,7 +86,10 @@ def alu(m, op, a, b, *, mul_wrapped=True):
     ``mul_wrapped=False`` (the chain engine, ``hw/tmu/chain_engine.py``, whose decoder never
     needs it): ``MUL`` gives no wrapped bit, only the product's low 64 bits from 32 x 32 partial
     products, no 128-bit product — a cheaper cycle for the FPGA and for Verilator, which
-    evaluates every op every cycle."""
+    evaluates every op every cycle.
+
+    ``product``: ``MUL``'s exact 128-bit product ``a * b`` taken elsewhere (the traversal's,
+    registered: ``hw/tmu/registered_products.py``), instead of a multiplier here."""
     res = Signal(signed(64))
     wrapped = Signal()
     ua, ub = a.as_unsigned(), b.as_unsigned()
@@ -101,7 +104,7 @@ def alu(m, op, a, b, *, mul_wrapped=True):
         with m.Case(AluOp.MUL):
             if mul_wrapped:
                 exact = Signal(signed(128))
-                m.d.comb += [exact.eq(a * b), res.eq(exact[:64]),
+                m.d.comb += [exact.eq(a * b if product is None else product), res.eq(exact[:64]),
                              wrapped.eq(outside_int64(exact))]
             else:
                 cross = (ua[:32] * ub[32:64])[:32] + (ua[32:64] * ub[:32])[:32]

@@ -113,6 +113,9 @@ class EnginePops:
         self.stopped = Signal(name="pop_engine_stopped")
         self.enter = Signal(name="pop_fallback_enter")
         self.wait = Signal(name="pop_wait")
+        # Driven by the traversal: the evaluated uop waits for a registered product
+        # (``hw/tmu/registered_products.py``); its pops wait with it.
+        self.product_wait = Signal(name="pop_product_wait")
         self.uop = Signal(Uop, name="uop")
         m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
         # The evaluation's view: the same, except while the next uop (``evaluated``, the uop
@@ -138,7 +141,7 @@ class EnginePops:
                             best_step)
         m.d.comb += [
             self.stopped.eq(~self.fallback & (dead != 0)),
-            self.wait.eq((self.pending_evaluate & ~head_valid) != 0),
+            self.wait.eq(((self.pending_evaluate & ~head_valid) != 0) | self.product_wait),
             self.uop.eq(uop),
         ]
         self.ready = Signal(E, name="pop_ready")

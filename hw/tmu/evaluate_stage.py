@@ -285,7 +285,7 @@ class EvaluateStage:
         ``enter_pending``: as :meth:`overlap`'s."""
         m.d.comb += out.eq(
             (uop.kind == UopKind.STREAM) & ~pops.stopped & ~enter_pending
-            & ((~pops.fallback & pops.wait)
+            & ((~pops.fallback & pops.wait) | stream.product_wait
                | (~stream.s_fault & stream.s_blocking & stream.s_prefetched
                   & ~stream.s_prefetch_head & stream.s_prefetch_busy)))
 
@@ -311,7 +311,7 @@ class EvaluateStage:
         for name in ("s_result", "addr", "s_fault", "s_checks", "s_wraps",
                      "chain_val", "chain_wraps", "blk_n", "a_v", "b_v",
                      "s_prefetch_head", "s_prefetch_busy", "s_prefetch_value",
-                     "base_wrapped"):
+                     "base_wrapped", "product_wait"):
             setattr(stream, name, self.hold(getattr(stream, name), name))
         pops.wait = self.hold(pops.wait, "pop_wait")
         pops.stopped = self.hold(pops.stopped, "pop_engine_stopped")

@@ -23,6 +23,7 @@ from amaranth.hdl import Array, Const, Mux, Signal, signed
 
 from .address_checks import AddressChecks, FaultChecks, aligned_down
 from .chain import chain_value
+from .registered_products import RegisteredProducts, shifted_product
 from .datapath import alu, outside_int64, sum_below, sum_outside_int64
 from .isa import AluOp, MemMode, Source, SourceKind, StreamKind
 from .layouts import LayerCfg, RegionCfg, UopKind
@@ -196,7 +197,6 @@ class StreamEvaluation(AddressChecks):
             ]
         self._src_a = src_a
         self.src_a, self.src_b = src_a, src_b      # the sources read (Source views)
-        alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v)
 
         # Address overflow (docs/isa.md §1): ``wrapped`` bit s says stream s's value wrapped past
         # 64 bits (an ALU ADD/SUB/MUL/SHL result outside the signed range in any active lane, or
@@ -208,9 +208,30 @@ class StreamEvaluation(AddressChecks):
         self.base_wrapped = Signal(name="base_wrapped")
         m.d.comb += self.base_wrapped.eq(self._wraps(src_a))
 
+        # The two products of ``b`` (the address's ``b * stride``, a chained uop's ``S * K``;
+        # a chained uop's ``D = S * X``): a shift for a power-of-two factor, else the
+        # registered product of two cycles ago, which the uop waits for
+        # (``hw/tmu/registered_products.py``).
+        address_factor = Signal(signed(32), name="address_factor")
+        m.d.comb += address_factor.eq(Mux(eu.chain, esc.chain_scale, esc.stride))
+        products = RegisteredProducts(m, b_v, [address_factor, esc.chain_factor, a_v],
+                                      "registered")
+        # An ALU stream's ``MUL``: always the registered product (the decoder makes a ``MUL``
+        # by a constant power of two a ``SHL``: hw/tmu/config_writer.py).
+        alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v, product=products.product[2])
+        address_shifts, address_shifted = shifted_product(m, b_v, address_factor,
+                                                          "address_factor")
+        chain_shifts, chain_shifted = shifted_product(m, b_v, esc.chain_factor, "chain_factor")
+        product = Signal(signed(96), name="address_product")
+        m.d.comb += product.eq(Mux(address_shifts, address_shifted, products.product[0]))
+        chain_exact = Signal(signed(96), name="chain_product")
+        m.d.comb += chain_exact.eq(Mux(chain_shifts, chain_shifted, products.product[1]))
+        self._address_product_ready = address_shifts | products.ready[0]
+        self._chain_product_ready = chain_shifts | products.ready[1]
+        self._alu_product_ready = products.ready[2]
         # The chained ALU stream D = S * X, in parallel with the address ``a + S * K``.
-        self.chain_val, self.chain_wraps, chain_overflow = chain_value(m, b_v, self._wraps(src_b),
-                                                                       esc.chain_factor)
+        self.chain_val, self.chain_wraps, chain_overflow = chain_value(m, chain_exact,
+                                                                       self._wraps(src_b))
         self._operand_wrapped = operand_wrapped = Signal(name="operand_wrapped")
         m.d.comb += operand_wrapped.eq(self.base_wrapped | self._wraps(src_b)
                                        | (eu.chain & chain_overflow))
@@ -218,7 +239,6 @@ class StreamEvaluation(AddressChecks):
         # offset against ``limit - a`` (``sum_below``, ``hw/tmu/datapath.py``): the subtraction
         # beside the multiplier, one carry chain after the product instead of the address's
         # adder and a comparator after it.
-        product = b_v * Mux(eu.chain, esc.chain_scale, esc.stride)
         self._addr_offset = offset = Signal(product.shape(), name="addr_offset")
         m.d.comb += offset.eq(product)
         self._addr_exact = addr_exact = Signal(signed(98), name="addr_exact")
@@ -260,6 +280,15 @@ class StreamEvaluation(AddressChecks):
         in_region = ~below_region & sum_below(a_v, range_offset, aligned_down(region_end, log2))
         in_image = sum_below(a_v, range_offset, aligned_down(t.mem_limit, log2))
         self._s_is_mem = s_is_mem = esc.kind == StreamKind.MEM
+        # The evaluated STREAM uop waits for a registered product: its MEM stream's address
+        # (not a BLOCK row's own, ``b << log2``, unless chained) or its chained ALU stream's.
+        self.product_wait = Signal(name="product_wait")
+        m.d.comb += self.product_wait.eq(
+            (eu.kind == UopKind.STREAM)
+            & ((s_is_mem & (~e_mode.reserved | eu.chain) & ~self._address_product_ready)
+               | (eu.chain & ~self._chain_product_ready)
+               | ((esc.kind == StreamKind.ALU) & (esc.mode == AluOp.MUL.value)
+                  & ~self._alu_product_ready)))
         self.s_fault = Signal(name="s_fault")
         self._s_fault_v0 = s_is_mem & (addr_overflow | misaligned | ~in_region | ~in_image)
         self.s_result = s_result = Signal(signed(64), name="s_result")

@@ -245,6 +245,9 @@ class Traversal(wiring.Component):
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
                                   forward, split)
         stream.engine_heads(m)
+        # A uop waiting for a registered product waits with its pops
+        # (hw/tmu/registered_products.py).
+        m.d.comb += pops.product_wait.eq(stream.product_wait)
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage.hold_evaluation(stream, pops)

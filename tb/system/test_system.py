@@ -10,8 +10,8 @@ from hw.tmu import TmuConfig
 from sw.runtime.isa import Fault
 from tb.golden_compare import assert_matches, expected
 from sim.system import RtlJob, RtlResult, run_many_on_rtl, run_on_rtl
-from tb.programs import (alu_case, embedding_bag_case, fault_cases, mutated_cases, random_case,
-                         watchdog_case)
+from tb.programs import (alu_case, embedding_bag_case, fault_cases, mul_constants_case,
+                         mutated_cases, random_case, watchdog_case)
 from tb.seeds import fresh_seed, seed_range
 
 pytestmark = pytest.mark.rtl
@@ -51,6 +51,7 @@ def test_programs_match_golden(backpressure):
     ``EMBER_SEED=...`` reproduces them)."""
     base = fresh_seed("alu_case, random_case")
     cases = _embedding_bag_cases() + [alu_case(s) for s in seed_range(base, 3)]
+    cases += [mul_constants_case(base), mul_constants_case(base, huge=True)]
     cases += [random_case(s) for s in seed_range(base, 60)]
     for case, r in zip(cases, _run(cases, backpressure, seed=int(backpressure * 100))):
         assert_matches(case, r, CFG)

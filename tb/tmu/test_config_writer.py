@@ -17,8 +17,8 @@ from hw.tmu.config_writer import ConfigWriter
 from sw.runtime.isa import (ActionKind, AluOp, Event, Limits, LayerMode, Program, SrcKind,
                             StreamKind)
 from sw.runtime.isa_fields import unpack
-from tb.programs import (block_cases, embedding_bag_case, lockstep_cases, random_case,
-                         random_v1_case)
+from tb.programs import (block_cases, embedding_bag_case, lockstep_cases, mul_constants_case,
+                         random_case, random_v1_case)
 from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
 
@@ -220,6 +220,28 @@ def _run(config, cases, *, valid_probability, seed):
     return out
 
 
+def _mul_as_shift(f, a_word, b_word, args):
+    """The stream word's ``(mode, a, b)`` as the writer stores it: an ALU ``MUL`` of a
+    non-constant source by an IMM/ARG that is a positive power of two ``2**k`` becomes
+    ``SHL`` of that source by ``IMM k`` (docs/rtl.md §2.2, "Multiplies")."""
+    def constant(word):
+        kind, value = word >> 28, word & ((1 << 28) - 1)
+        if kind == int(SrcKind.IMM):
+            return value - (1 << 28) if value >> 27 else value
+        if kind == int(SrcKind.ARG):
+            v = int(args[value]) & ((1 << 64) - 1)
+            return v - (1 << 64) if v >> 63 else v
+        return None
+    ca, cb = constant(a_word), constant(b_word)
+    if f["kind"] != int(StreamKind.ALU) or f["mode"] != int(AluOp.MUL) or \
+            (ca is None) == (cb is None):
+        return f["mode"], a_word, b_word
+    factor, other = (ca, b_word) if ca is not None else (cb, a_word)
+    if factor <= 0 or factor & (factor - 1):
+        return f["mode"], a_word, b_word
+    return int(AluOp.SHL), other, (int(SrcKind.IMM) << 28) | (factor.bit_length() - 1)
+
+
 @pytest.mark.parametrize("valid_probability", [1.0, 0.5], ids=["back_to_back", "gaps"])
 def test_tables_match_the_definitions(valid_probability):
     seed = fresh_seed("config writer")
@@ -230,8 +252,10 @@ def test_tables_match_the_definitions(valid_probability):
     cases += [random_v1_case(seed + i, SMALL, block_prob=0.7, lockstep_prob=0.3,
                              data_counts=0.7) for i in range(10)]
     cases += lockstep_cases(SMALL.lanes)[:3] + block_cases()
+    cases += [mul_constants_case(seed)]
     decoded = [(c, Program.decode(c.program, limits)) for c in cases]
     results = _run(SMALL, decoded, valid_probability=valid_probability, seed=seed)
+    rewritten = 0
     for (case, prog), (words, writes, got) in zip(decoded, results):
         ref = reference(prog, case.args)
         for name, value in ref.items():
@@ -243,10 +267,12 @@ def test_tables_match_the_definitions(valid_probability):
         for sid, (_, cfg) in enumerate(writes["stream"]):
             w = words[4 + 4 * (n_l + n_r + sid):][:4]
             f = unpack("StreamWord0", w[0])
+            mode, a, b = _mul_as_shift(f, w[1], w[2], case.args)
+            rewritten += (mode != f["mode"])
             assert (int(cfg.kind.value), cfg.mode, cfg.region, cfg.layer) == \
-                (f["kind"], f["mode"], f["region"], f["layer"]), (case.name, sid)
+                (f["kind"], mode, f["region"], f["layer"]), (case.name, sid)
             assert (cfg.a.as_bits(), cfg.b.as_bits(), cfg.stride & 0xFFFFFFFF) == \
-                (w[1], w[2], w[3]), (case.name, sid)
+                (a, b, w[3]), (case.name, sid)
         for aid, (_, cfg) in enumerate(writes["action"]):
             w = words[4 + 4 * (n_l + n_r + len(prog.streams) + aid):][:4]
             a = prog.actions[aid]
@@ -263,3 +289,4 @@ def test_tables_match_the_definitions(valid_probability):
             else:
                 want = (0, 0)
             assert (cfg.operand_mem, cfg.operand_mode) == want, (case.name, aid)
+    assert rewritten >= 3          # mul_constants_case's three, and any the random cases have

@@ -132,7 +132,11 @@ class ProductPiece(Elaboratable):
         if self.kind == "alu":
             result, wrapped = alu(m, op, a, b)
         else:
-            result, wrapped, _ = chain_value(m, b, 0, factor)
+            # (the chained product as the unit computed it in one cycle until session 39; the
+            # unit now shifts or registers it: hw/tmu/registered_products.py)
+            exact = Signal(signed(96), name="chain_exact")
+            m.d.comb += exact.eq(b * factor)
+            result, wrapped, _ = chain_value(m, exact, 0)
         m.d.sync += [self.result.eq(result), self.wrapped.eq(wrapped)]
         return m
 

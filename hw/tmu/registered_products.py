@@ -81,19 +81,27 @@ class RegisteredProducts:
         The factors, read every cycle.
     name : str
         Prefix of the registers' names.
+    clear : Value or None
+        Back to the zero triples (a run's start: a run's cycles do not depend on the runs
+        before it).
     """
 
-    def __init__(self, m, x, factors, name):
+    def __init__(self, m, x, factors, name, clear=None):
         x_in = Signal(signed(len(x)), name=f"{name}_operand")
         x_out = Signal(signed(len(x)), name=f"{name}_operand_of_product")
         m.d.sync += [x_in.eq(x), x_out.eq(x_in)]
+        registers = [x_in, x_out]
         self.product, self.ready = [], []
         for i, factor in enumerate(factors):
             f_in = Signal(signed(len(factor)), name=f"{name}_factor_{i}")
             f_out = Signal(signed(len(factor)), name=f"{name}_factor_of_product_{i}")
             product = Signal(signed(len(x) + len(factor)), name=f"{name}_product_{i}")
             m.d.sync += [f_in.eq(factor), f_out.eq(f_in), product.eq(x_in * f_in)]
+            registers += [f_in, f_out, product]
             ready = Signal(name=f"{name}_ready_{i}")
             m.d.comb += ready.eq((x == x_out) & (factor == f_out))
             self.product.append(product)
             self.ready.append(ready)
+        if clear is not None:
+            with m.If(clear):
+                m.d.sync += [r.eq(0) for r in registers]

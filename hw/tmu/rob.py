@@ -44,11 +44,12 @@ class ReorderBuffer(wiring.Component):
     up to ``drain`` slots after the window, and those that are ready, in order, join it at the
     end of the cycle as long as it has room. So an entry leaves one cycle after it is ready (a
     response or an immediate allocation in cycle ``t``: into the window at the end of ``t + 1``,
-    out in ``t + 2``), at the full rate of ``drain`` entries per cycle once the window is
-    filled, and what the packer decides (its ``ready``) reaches no memory address and no ready
-    bit: the packer's path starts at registers (``docs/synthesis.md``, "The drain window and
-    the engines' heads in registers"). An entry stays allocated (``count``, ``free``) until
-    it is drained.
+    out to the packer in ``t + 2``; its tokens leave the packer's two stages at the earliest
+    two cycles later, ``hw/tmu/packer.py``), at the full rate of ``drain`` entries per cycle
+    once the window is filled, and what the packer decides (its ``ready``) reaches no memory
+    address and no ready bit: the packer's path starts at registers (``docs/synthesis.md``,
+    "The drain window and the engines' heads in registers"). An entry stays allocated
+    (``count``, ``free``) until it is drained.
 
     Storage is block RAM (``amaranth.lib.memory``; where several ports write, a
     :class:`~hw.tmu.multiport_memory.MultiPortMemory`: a copy per write and read port and a

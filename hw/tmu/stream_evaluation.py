@@ -215,7 +215,7 @@ class StreamEvaluation(AddressChecks):
         address_factor = Signal(signed(32), name="address_factor")
         m.d.comb += address_factor.eq(Mux(eu.chain, esc.chain_scale, esc.stride))
         products = RegisteredProducts(m, b_v, [address_factor, esc.chain_factor, a_v],
-                                      "registered")
+                                      "registered", clear=t.start)
         # An ALU stream's ``MUL``: always the registered product (the decoder makes a ``MUL``
         # by a constant power of two a ``SHL``: hw/tmu/config_writer.py).
         alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v, product=products.product[2])

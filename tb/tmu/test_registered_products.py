@@ -1,7 +1,8 @@
 """``hw.tmu.registered_products`` against Python's exact integers: ``shifted_product`` for zero,
 powers of two, their neighbours, negative and extreme factors; ``RegisteredProducts`` giving
 the product of the operands of two cycles ago, ``ready`` exactly when those are this cycle's,
-on fresh random operand sequences that hold, repeat and change (seeds printed)."""
+on fresh random operand sequences that hold, repeat and change, and back to zero on ``clear``
+(seeds printed)."""
 
 import random
 
@@ -51,7 +52,8 @@ def test_the_product_of_two_cycles_ago_is_ready_for_the_same_operands():
     rng = random.Random(fresh_seed("registered products"))
     m = Module()
     x, f0, f1 = Signal(signed(64)), Signal(signed(32)), Signal(signed(32))
-    products = RegisteredProducts(m, x, [f0, f1], "t")
+    clear = Signal()
+    products = RegisteredProducts(m, x, [f0, f1], "t", clear=clear)
     history = [(0, 0, 0), (0, 0, 0)]          # the reset registers: a consistent zero triple
     failures = []
     readies = 0
@@ -60,7 +62,18 @@ def test_the_product_of_two_cycles_ago_is_ready_for_the_same_operands():
         nonlocal readies
         pair = (rng.choice(OPERANDS), rng.choice(FACTORS), rng.choice(FACTORS))
         for _ in range(400):
-            roll = rng.random()
+            if rng.random() < 0.03:
+                # A run's start: back to the zero triples, whatever came before.
+                ctx.set(clear, 1)
+                await ctx.tick()
+                ctx.set(clear, 0)
+                history.extend([(0, 0, 0), (0, 0, 0)])
+                # The operand of before with zero factors: its product would be consistent
+                # too, but a cleared unit is not ready for it (unless it is zero).
+                pair = (pair[0], 0, 0)
+                roll = 0.0
+            else:
+                roll = rng.random()
             if roll < 0.45:
                 pass                                            # the same uop again
             elif roll < 0.6 and len(history) > 2:

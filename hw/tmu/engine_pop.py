@@ -116,6 +116,8 @@ class EnginePops:
         # Driven by the traversal: the evaluated uop waits for a registered product
         # (``hw/tmu/registered_products.py``); its pops wait with it.
         self.product_wait = Signal(name="pop_product_wait")
+        # A popped engine's head is not there: the evaluation's operands are not all known.
+        self.heads_wait = Signal(name="pop_heads_wait")
         self.uop = Signal(Uop, name="uop")
         m.d.comb += self.pending.eq(Mux(uop.kind == UopKind.STREAM, uop.pop[:E] & ~self.done, 0))
         # The evaluation's view: the same, except while the next uop (``evaluated``, the uop
@@ -141,7 +143,8 @@ class EnginePops:
                             best_step)
         m.d.comb += [
             self.stopped.eq(~self.fallback & (dead != 0)),
-            self.wait.eq(((self.pending_evaluate & ~head_valid) != 0) | self.product_wait),
+            self.heads_wait.eq((self.pending_evaluate & ~head_valid) != 0),
+            self.wait.eq(self.heads_wait | self.product_wait),
             self.uop.eq(uop),
         ]
         self.ready = Signal(E, name="pop_ready")

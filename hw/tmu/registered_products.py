@@ -17,13 +17,17 @@ So the product is taken one of two ways:
   ``2**k`` elements: every stride of the project's workloads): ``b << k`` (or 0), a shifter
   of five multiplexer levels, in the evaluation's cycle;
 * otherwise the product of the operand and the factor of two cycles ago: a registered
-  multiplier (operands registered in the evaluation's cycle, the product in the next) runs
-  every cycle on the evaluation's operands and keeps with its product the operands it came
-  from. The evaluation uses the product when those are the ones it reads (``ready``); if not,
-  the uop waits as for an engine's value (``StreamEvaluation.product_wait``, held like the
-  engines' ``wait``): its sources do not change while it waits (no pop commits, nothing is
-  written), so the third evaluation of the uop finds its product. A uop with such a factor
-  takes two more cycles; the tokens are the same.
+  multiplier (operands registered in the evaluation's cycle, the product in the next) keeps
+  with its product the operands it came from. The evaluation uses the product when those are
+  the ones it reads (``ready``); if not, the uop waits as for an engine's value
+  (``StreamEvaluation.product_wait``, held like the engines' ``wait``): its sources do not
+  change while it waits (no pop commits, nothing is written). The multiplier takes the
+  operands only of the executed uop's own evaluations with every popped head there
+  (``enable``; not the ahead uop's, whose words may be an earlier program's microcode, nor a
+  head register's stale value), so that its registers, and a run's cycles, depend on that run
+  alone. A uop evaluated ahead with such a factor therefore takes three more cycles (its first
+  own evaluation takes the operands, the third after it finds the product); the tokens are
+  the same.
 
 The multiplier's own path starts and ends at registers: the DSPs and the sum of their partial
 products, nothing of the evaluation's operand read before it nor of its checks after it.
@@ -82,26 +86,39 @@ class RegisteredProducts:
     name : str
         Prefix of the registers' names.
     clear : Value or None
-        Back to the zero triples (a run's start: a run's cycles do not depend on the runs
-        before it).
+        Back to the zero triples (a run's start).
+    enable : Value or None
+        The operands are taken only in the cycles it is set (the others keep the last ones,
+        whose product stays); None: every cycle. The traversal takes only its executed uop's
+        own evaluations, so that what the registers hold, and with it every run's cycles,
+        depends on that run's program alone (``tb/system/test_v1.py``,
+        ``test_start_resets_state``), not on the microcode words or values an earlier run left.
     """
 
-    def __init__(self, m, x, factors, name, clear=None):
+    def __init__(self, m, x, factors, name, clear=None, enable=None):
         x_in = Signal(signed(len(x)), name=f"{name}_operand")
         x_out = Signal(signed(len(x)), name=f"{name}_operand_of_product")
-        m.d.sync += [x_in.eq(x), x_out.eq(x_in)]
+        take = []
+        m.d.sync += x_out.eq(x_in)
+        take.append(x_in.eq(x))
         registers = [x_in, x_out]
         self.product, self.ready = [], []
         for i, factor in enumerate(factors):
             f_in = Signal(signed(len(factor)), name=f"{name}_factor_{i}")
             f_out = Signal(signed(len(factor)), name=f"{name}_factor_of_product_{i}")
             product = Signal(signed(len(x) + len(factor)), name=f"{name}_product_{i}")
-            m.d.sync += [f_in.eq(factor), f_out.eq(f_in), product.eq(x_in * f_in)]
+            m.d.sync += [f_out.eq(f_in), product.eq(x_in * f_in)]
+            take.append(f_in.eq(factor))
             registers += [f_in, f_out, product]
             ready = Signal(name=f"{name}_ready_{i}")
             m.d.comb += ready.eq((x == x_out) & (factor == f_out))
             self.product.append(product)
             self.ready.append(ready)
+        if enable is None:
+            m.d.sync += take
+        else:
+            with m.If(enable):
+                m.d.sync += take
         if clear is not None:
             with m.If(clear):
                 m.d.sync += [r.eq(0) for r in registers]

@@ -214,8 +214,11 @@ class StreamEvaluation(AddressChecks):
         # (``hw/tmu/registered_products.py``).
         address_factor = Signal(signed(32), name="address_factor")
         m.d.comb += address_factor.eq(Mux(eu.chain, esc.chain_scale, esc.stride))
+        # (driven by the traversal: E evaluates the executed uop's own words, in a run)
+        self.product_operands = Signal(name="product_operands")
         products = RegisteredProducts(m, b_v, [address_factor, esc.chain_factor, a_v],
-                                      "registered", clear=t.start)
+                                      "registered", clear=t.start,
+                                      enable=self.product_operands)
         # An ALU stream's ``MUL``: always the registered product (the decoder makes a ``MUL``
         # by a constant power of two a ``SHL``: hw/tmu/config_writer.py).
         alu_res, self._alu_wrapped = alu(m, esc.mode, a_v, b_v, product=products.product[2])

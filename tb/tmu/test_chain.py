@@ -138,6 +138,19 @@ def test_one_stream_uop_per_lookup():
     assert _body_streams(CONFIG, pushed) == [(5, 1)], seed
 
 
+def _bag_without_back_pressure(name, dim, bags=4):
+    """The compiled -O3 EmbeddingBag of ``bags`` bags of 50-69 lookups, rows of ``dim`` f32,
+    index engines 16 deep on 64-byte lines, run on the Amaranth bench and checked against the
+    golden model: ``(seed, result, lookups, bags)``."""
+    seed = fresh_seed(name)
+    rng = np.random.default_rng(seed)
+    config = dataclasses.replace(CONFIG, prefetch_depth=16, line_bytes=64, max_inflight=64)
+    case, nnz = _compiled_bag(rng, bags, dim=dim, lengths=rng.integers(50, 70, bags))
+    r = run_on_amaranth(case.program, case.memory, case.args, config=config, seed=seed)
+    assert_matches(case, r, config)
+    return seed, r, nnz, bags
+
+
 @pytest.mark.parametrize("dim", [0, 2])
 def test_bag_takes_one_cycle_per_lookup(dim):
     """No back-pressure, the compiled -O3 EmbeddingBag with rows of ``dim`` f32 (0: no row
@@ -146,13 +159,7 @@ def test_bag_takes_one_cycle_per_lookup(dim):
     bag and 40 of start-up and drain. Before the chain: 2.2 per lookup (532 and 537 cycles for
     240 lookups in 4 bags against 292 and 302); with the chain but the row issue's job queue of
     depth 2 (one job every other cycle), 537 at ``dim = 2``."""
-    seed = fresh_seed(f"chain rate dim {dim}")
-    rng = np.random.default_rng(seed)
-    config = dataclasses.replace(CONFIG, prefetch_depth=16, line_bytes=64, max_inflight=64)
-    bags = 4
-    case, nnz = _compiled_bag(rng, bags, dim=dim, lengths=rng.integers(50, 70, bags))
-    r = run_on_amaranth(case.program, case.memory, case.args, config=config, seed=seed)
-    assert_matches(case, r, config)
+    seed, r, nnz, bags = _bag_without_back_pressure(f"chain rate dim {dim}", dim)
     run_cycles = r.stats["cycles"] - r.stats["decode_cycles"]
     assert run_cycles <= nnz + 12 * bags + 40, (seed, run_cycles, nnz)
     assert r.stats["uops"] == 5 + bags + nnz, (seed, r.stats["uops"])   # see the next test
@@ -164,13 +171,7 @@ def test_a_factor_not_a_power_of_two_waits_for_its_registered_product(dim):
     not shifts, so each lookup's chained uop waits three cycles for the registered products
     (``hw/tmu/registered_products.py``; counted as ``block_wait_cycles``). The tokens are the
     golden model's; at most 4.5 cycles per lookup plus the bags' and start-up's."""
-    seed = fresh_seed(f"chain registered product dim {dim}")
-    rng = np.random.default_rng(seed)
-    config = dataclasses.replace(CONFIG, prefetch_depth=16, line_bytes=64, max_inflight=64)
-    bags = 4
-    case, nnz = _compiled_bag(rng, bags, dim=dim, lengths=rng.integers(50, 70, bags))
-    r = run_on_amaranth(case.program, case.memory, case.args, config=config, seed=seed)
-    assert_matches(case, r, config)
+    seed, r, nnz, bags = _bag_without_back_pressure(f"chain registered product dim {dim}", dim)
     run_cycles = r.stats["cycles"] - r.stats["decode_cycles"]
     assert run_cycles <= 4.5 * nnz + 12 * bags + 40, (seed, run_cycles, nnz)
     assert r.stats["block_wait_cycles"] >= 3 * nnz, (seed, r.stats["block_wait_cycles"])

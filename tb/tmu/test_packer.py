@@ -284,26 +284,9 @@ def test_a_line_and_an_immediate_per_cycle(lanes, cycles_at_most):
         if e["flush"]:
             golden.flush()
     dut = Packer(64, 8, lanes)
-    ports = [dut.i] + ([dut.i_more[0]] if lanes > 1 else [])
     tokens, last_taken = [], []
-
-    async def producer(ctx):
-        head, cycle = 0, 0
-        while head < len(entries) and cycle < 100:
-            for k, port in enumerate(ports):
-                ctx.set(port.valid, head + k < len(entries))
-                if head + k < len(entries):
-                    ctx.set(port.payload, entries[head + k])
-            await ctx.delay(1e-8)
-            taken = sum(ctx.get(p.ready) and head + k < len(entries) for k, p in enumerate(ports))
-            await ctx.tick()
-            cycle += 1
-            head += taken
-        last_taken.append(cycle)
-        for port in ports:
-            ctx.set(port.valid, 0)
-
-    run_sim(dut, producer, ready_consumer(dut, 120, tokens))
+    run_sim(dut, _back_to_back(_lane_ports(dut, lanes), entries, 100, last_taken),
+            ready_consumer(dut, 120, tokens))
     assert tokens == expected
     assert last_taken and last_taken[0] <= cycles_at_most, last_taken
 
@@ -337,6 +320,28 @@ def reference_tokens(chunks):
 
 def _lane_ports(dut, lanes):
     return [dut.i] + ([dut.i_more[k] for k in range(lanes - 1)] if lanes > 1 else [])
+
+
+def _back_to_back(ports, entries, max_cycles, last_taken):
+    """A producer offering ``entries`` on the lanes ``ports`` every cycle, no gaps, for at most
+    ``max_cycles``; appends to ``last_taken`` the cycle after the last entry was taken."""
+    async def producer(ctx):
+        head, cycle = 0, 0
+        while head < len(entries) and cycle < max_cycles:
+            for k, port in enumerate(ports):
+                ctx.set(port.valid, head + k < len(entries))
+                if head + k < len(entries):
+                    ctx.set(port.payload, entries[head + k])
+            await ctx.delay(1e-8)       # let the packer's ready settle on the payloads
+            taken = sum(ctx.get(p.ready) and head + k < len(entries)
+                        for k, p in enumerate(ports))
+            await ctx.tick()
+            cycle += 1
+            head += taken
+        last_taken.append(cycle)
+        for port in ports:
+            ctx.set(port.valid, 0)
+    return producer
 
 
 async def _check_valid_ignores_ready(ctx, dut):
@@ -563,26 +568,8 @@ def test_extended_elements_move_one_per_cycle(lanes):
         entries.append(dict(line=rng.getrandbits(128), offset=0, log2_size=0, sign=1,
                             count=16, pack=0, flush=0))
     dut = Packer(16, 2, lanes)
-    ports = _lane_ports(dut, lanes)
     tokens, last_taken = [], []
-
-    async def producer(ctx):
-        head, cycle = 0, 0
-        while head < len(entries) and cycle < 200:
-            for k, port in enumerate(ports):
-                ctx.set(port.valid, head + k < len(entries))
-                if head + k < len(entries):
-                    ctx.set(port.payload, entries[head + k])
-            await ctx.delay(1e-8)       # let the packer's ready settle on the payloads
-            taken = sum(ctx.get(p.ready) and head + k < len(entries)
-                        for k, p in enumerate(ports))
-            await ctx.tick()
-            cycle += 1
-            head += taken
-        last_taken.append(cycle)
-        for port in ports:
-            ctx.set(port.valid, 0)
-
-    run_sim(dut, producer, ready_consumer(dut, 220, tokens))
+    run_sim(dut, _back_to_back(_lane_ports(dut, lanes), entries, 200, last_taken),
+            ready_consumer(dut, 220, tokens))
     assert tokens == reference_tokens(entries)
     assert last_taken[0] <= 16 * 4 + (0 if lanes == 2 else 4), last_taken

@@ -11,6 +11,7 @@ from amaranth.sim import Simulator
 
 from hw.tmu.registered_products import RegisteredProducts, shifted_product
 from tb.seeds import fresh_seed
+from tb.sim_helpers import run_sim
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -97,9 +98,6 @@ def test_the_product_of_two_cycles_ago_is_ready_for_the_same_operands():
             history.append(pair)
             await ctx.tick()
 
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(testbench)
-    sim.run()
+    run_sim(m, testbench)
     assert not failures, failures[:5]
     assert readies > 100

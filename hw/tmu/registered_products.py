@@ -21,13 +21,12 @@ So the product is taken one of two ways:
   with its product the operands it came from. The evaluation uses the product when those are
   the ones it reads (``ready``); if not, the uop waits as for an engine's value
   (``StreamEvaluation.product_wait``, held like the engines' ``wait``): its sources do not
-  change while it waits (no pop commits, nothing is written). The multiplier takes the
-  operands only of the executed uop's own evaluations with every popped head there
-  (``enable``; not the ahead uop's, whose words may be an earlier program's microcode, nor a
-  head register's stale value), so that its registers, and a run's cycles, depend on that run
-  alone. A uop evaluated ahead with such a factor therefore takes three more cycles (its first
-  own evaluation takes the operands, the third after it finds the product); the tokens are
-  the same.
+  change while it waits (no pop commits, nothing is written). A product counts only for the
+  operands of the executed uop's own evaluations with every popped head there (``enable``;
+  not the ahead uop's, whose words may be an earlier program's microcode, nor a head
+  register's stale value), so that a run's cycles depend on that run alone. A uop evaluated
+  ahead with such a factor therefore takes three more cycles (its first own evaluation takes
+  the operands, the third after it finds the product); the tokens are the same.
 
 The multiplier's own path starts and ends at registers: the DSPs and the sum of their partial
 products, nothing of the evaluation's operand read before it nor of its checks after it.
@@ -73,8 +72,13 @@ def shifted_product(m, x, factor, name):
 class RegisteredProducts:
     """Products ``x * factors[i]`` two cycles after their operands, with the operands they came
     from: ``product[i]`` (``signed(len(x) + len(factors[i]))``, exact) is valid for this
-    cycle's ``x`` and ``factors[i]`` when ``ready[i]``. After reset the registers hold zero
-    operands and a zero product, a consistent triple.
+    cycle's ``x`` and ``factors[i]`` when ``ready[i]``.
+
+    The operand, factor and product registers take their inputs every cycle, with no enable
+    and no reset (so that nothing but the multiplier lies between them: Yosys 0.70's ABC9
+    reintegration asserts on this unit when they have both); whether a product may be used
+    is a separate bit that follows it through the two stages (``valid``), set only for
+    operands taken in an ``enable`` cycle and cleared by ``clear``.
 
     Parameters
     ----------
@@ -86,39 +90,32 @@ class RegisteredProducts:
     name : str
         Prefix of the registers' names.
     clear : Value or None
-        Back to the zero triples (a run's start).
+        No product is valid after it (a run's start).
     enable : Value or None
-        The operands are taken only in the cycles it is set (the others keep the last ones,
-        whose product stays); None: every cycle. The traversal takes only its executed uop's
-        own evaluations, so that what the registers hold, and with it every run's cycles,
-        depends on that run's program alone (``tb/system/test_v1.py``,
-        ``test_start_resets_state``), not on the microcode words or values an earlier run left.
+        Only the operands of the cycles it is set give a valid product; None: every cycle's.
+        The traversal takes only its executed uop's own evaluations, so that whether a
+        product is ready, and with it every run's cycles, depends on that run's program alone
+        (``tb/system/test_v1.py``, ``test_start_resets_state``), not on the microcode words
+        or values an earlier run left.
     """
 
     def __init__(self, m, x, factors, name, clear=None, enable=None):
         x_in = Signal(signed(len(x)), name=f"{name}_operand")
         x_out = Signal(signed(len(x)), name=f"{name}_operand_of_product")
-        take = []
-        m.d.sync += x_out.eq(x_in)
-        take.append(x_in.eq(x))
-        registers = [x_in, x_out]
+        valid_in = Signal(name=f"{name}_valid_operand")
+        valid_out = Signal(name=f"{name}_valid_product")
+        m.d.sync += [x_in.eq(x), x_out.eq(x_in),
+                     valid_in.eq(1 if enable is None else enable), valid_out.eq(valid_in)]
+        if clear is not None:
+            with m.If(clear):
+                m.d.sync += [valid_in.eq(0), valid_out.eq(0)]
         self.product, self.ready = [], []
         for i, factor in enumerate(factors):
             f_in = Signal(signed(len(factor)), name=f"{name}_factor_{i}")
             f_out = Signal(signed(len(factor)), name=f"{name}_factor_of_product_{i}")
             product = Signal(signed(len(x) + len(factor)), name=f"{name}_product_{i}")
-            m.d.sync += [f_out.eq(f_in), product.eq(x_in * f_in)]
-            take.append(f_in.eq(factor))
-            registers += [f_in, f_out, product]
+            m.d.sync += [f_in.eq(factor), f_out.eq(f_in), product.eq(x_in * f_in)]
             ready = Signal(name=f"{name}_ready_{i}")
-            m.d.comb += ready.eq((x == x_out) & (factor == f_out))
+            m.d.comb += ready.eq(valid_out & (x == x_out) & (factor == f_out))
             self.product.append(product)
             self.ready.append(ready)
-        if enable is None:
-            m.d.sync += take
-        else:
-            with m.If(enable):
-                m.d.sync += take
-        if clear is not None:
-            with m.If(clear):
-                m.d.sync += [r.eq(0) for r in registers]

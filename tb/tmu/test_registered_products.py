@@ -47,47 +47,49 @@ def test_a_shift_exactly_for_zero_and_positive_powers_of_two():
 
 def test_the_product_of_two_cycles_ago_is_ready_for_the_same_operands():
     """Each cycle a new operand pair, or the last one again (a waiting uop), or an earlier one
-    back (another uop evaluated in between): ``ready`` is set exactly when the pair of two
-    cycles ago is this cycle's, and the product is then exact (a 64 x 32 product needs all 96
-    bits)."""
+    back (another uop evaluated in between), taken or not (``enable``), now and then a
+    ``clear``: ``ready`` is set exactly when the pair of two cycles ago is this cycle's and was
+    taken with ``enable`` after the last ``clear``, and the product is then exact (a 64 x 32
+    product needs all 96 bits)."""
     rng = random.Random(fresh_seed("registered products"))
     m = Module()
     x, f0, f1 = Signal(signed(64)), Signal(signed(32)), Signal(signed(32))
-    clear = Signal()
-    products = RegisteredProducts(m, x, [f0, f1], "t", clear=clear)
-    history = [(0, 0, 0), (0, 0, 0)]          # the reset registers: a consistent zero triple
+    clear, enable = Signal(), Signal()
+    products = RegisteredProducts(m, x, [f0, f1], "t", clear=clear, enable=enable)
+    history = [None, None]            # the pairs taken (None: not valid), two cycles back
     failures = []
     readies = 0
 
     async def testbench(ctx):
         nonlocal readies
         pair = (rng.choice(OPERANDS), rng.choice(FACTORS), rng.choice(FACTORS))
-        for _ in range(400):
+        for _ in range(600):
+            roll = rng.random()
             if rng.random() < 0.03:
-                # A run's start: back to the zero triples, whatever came before.
+                # A run's start: the pairs taken before it and in its cycle are not valid,
+                # not even the one held then and offered again.
                 ctx.set(clear, 1)
                 await ctx.tick()
                 ctx.set(clear, 0)
-                history.extend([(0, 0, 0), (0, 0, 0)])
-                # The operand of before with zero factors: its product would be consistent
-                # too, but a cleared unit is not ready for it (unless it is zero).
-                pair = (pair[0], 0, 0)
+                history[-1] = None
+                history.append(None)
                 roll = 0.0
-            else:
-                roll = rng.random()
             if roll < 0.45:
                 pass                                            # the same uop again
-            elif roll < 0.6 and len(history) > 2:
-                pair = rng.choice(history[-4:])                 # an earlier one back
+            elif roll < 0.6 and any(history[-4:]):
+                pair = rng.choice([h for h in history[-4:] if h])   # an earlier one back
             else:
                 pair = (rng.randrange(INT64_MIN, INT64_MAX + 1), rng.choice(FACTORS),
                         rng.randrange(INT32_MIN, INT32_MAX + 1))
+            taken = rng.random() < 0.8
             ctx.set(x, pair[0])
             ctx.set(f0, pair[1])
             ctx.set(f1, pair[2])
+            ctx.set(enable, taken)
             old = history[-2]
             for i in range(2):
-                want_ready = old[0] == pair[0] and old[1 + i] == pair[1 + i]
+                want_ready = (old is not None and old[0] == pair[0]
+                              and old[1 + i] == pair[1 + i])
                 got_ready = bool(ctx.get(products.ready[i]))
                 if got_ready != want_ready:
                     failures.append(("ready", i, old, pair, got_ready))
@@ -95,7 +97,7 @@ def test_the_product_of_two_cycles_ago_is_ready_for_the_same_operands():
                     readies += 1
                     if ctx.get(products.product[i]) != pair[0] * pair[1 + i]:
                         failures.append(("product", i, pair, ctx.get(products.product[i])))
-            history.append(pair)
+            history.append(pair if taken else None)
             await ctx.tick()
 
     run_sim(m, testbench)

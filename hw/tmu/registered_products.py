@@ -21,12 +21,10 @@ So the product is taken one of two ways:
   with its product the operands it came from. The evaluation uses the product when those are
   the ones it reads (``ready``); if not, the uop waits as for an engine's value
   (``StreamEvaluation.product_wait``, held like the engines' ``wait``): its sources do not
-  change while it waits (no pop commits, nothing is written). A product counts only for the
-  operands of the executed uop's own evaluations with every popped head there (``enable``;
-  not the ahead uop's, whose words may be an earlier program's microcode, nor a head
-  register's stale value), so that a run's cycles depend on that run alone. A uop evaluated
-  ahead with such a factor therefore takes three more cycles (its first own evaluation takes
-  the operands, the third after it finds the product); the tokens are the same.
+  change while it waits (no pop commits, nothing is written), so its third evaluation finds
+  its product: two more cycles; the tokens are the same. A product counts only for operands
+  evaluated in a run with every popped head they read there (``enable``): never a head
+  register's stale value, so that a run's cycles depend on that run alone.
 
 The multiplier's own path starts and ends at registers: the DSPs and the sum of their partial
 products, nothing of the evaluation's operand read before it nor of its checks after it.
@@ -93,10 +91,10 @@ class RegisteredProducts:
         No product is valid after it (a run's start).
     enable : Value or None
         Only the operands of the cycles it is set give a valid product; None: every cycle's.
-        The traversal takes only its executed uop's own evaluations, so that whether a
-        product is ready, and with it every run's cycles, depends on that run's program alone
-        (``tb/system/test_v1.py``, ``test_start_resets_state``), not on the microcode words
-        or values an earlier run left.
+        The traversal sets it in a run when every popped head its evaluation reads is there,
+        so that whether a product is ready, and with it every run's cycles, depends on that
+        run alone (``tb/system/test_v1.py``, ``test_start_resets_state``), not on a head
+        register's value an earlier run left.
     """
 
     def __init__(self, m, x, factors, name, clear=None, enable=None):

@@ -245,14 +245,13 @@ class Traversal(wiring.Component):
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
                                   forward, split)
         stream.engine_heads(m)
-        # A uop waiting for a registered product waits with its pops; the products take the
-        # operands of the executed uop's own evaluations in a run, with every popped head there,
-        # only: never the ahead words' (an earlier program's microcode past this one's end) nor
-        # a head register's stale value, so a run's cycles do not depend on the runs before it
-        # (hw/tmu/registered_products.py).
+        # A uop waiting for a registered product waits with its pops; a product counts only
+        # for operands evaluated in a run with every popped head they read there (a fallback
+        # step reads none): never a head register's stale value, so a run's cycles do not
+        # depend on the runs before it (hw/tmu/registered_products.py).
         m.d.comb += [pops.product_wait.eq(stream.product_wait),
-                     stream.product_operands.eq(self.busy & fetch.ready & ~evaluate_ahead
-                                                & ~pops.heads_wait)]
+                     stream.product_operands.eq(self.busy & fetch.ready
+                                                & (pops.fallback | ~pops.heads_wait))]
         # With two stages (hw/tmu/evaluate_stage.py) what follows reads the evaluation's
         # results from registers loaded the cycle before.
         stage.hold_evaluation(stream, pops)

@@ -214,7 +214,7 @@ class StreamEvaluation(AddressChecks):
         # (``hw/tmu/registered_products.py``).
         address_factor = Signal(signed(32), name="address_factor")
         m.d.comb += address_factor.eq(Mux(eu.chain, esc.chain_scale, esc.stride))
-        # (driven by the traversal: E evaluates the executed uop's own words, in a run)
+        # (driven by the traversal: in a run, every popped head the operands read is there)
         self.product_operands = Signal(name="product_operands")
         products = RegisteredProducts(m, b_v, [address_factor, esc.chain_factor, a_v],
                                       "registered", clear=t.start,

@@ -155,16 +155,7 @@ def slowest_registers(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS
             bit = came_from[bit][0]
         return names.get(bit, f"bit{bit}")
 
-    latest = {}                              # register -> (ns, bit)
-    for cell in module["cells"].values():
-        if cell["type"] != "TRELLIS_FF":
-            continue
-        q = [b for b in cell["connections"].get("Q", []) if isinstance(b, int)]
-        register = re.sub(r"\[\d+\]$", "", names.get(q[0], "?")) if q else "?"
-        for port in ("DI", "M", "CE", "LSR"):
-            for b in cell["connections"].get(port, []):
-                if isinstance(b, int) and arrival.get(b, 0.0) >= latest.get(register, (-1,))[0]:
-                    latest[register] = (arrival.get(b, 0.0), b)
+    latest = _latest_inputs(module, arrival, names)
     rows = sorted(latest.items(), key=lambda kv: (-kv[1][0], kv[0]))[:count]
     return [{"register": r, "ns": round(ns, 2), "from": start_of(b)} for r, (ns, b) in rows]
 
@@ -181,17 +172,7 @@ def path_to_register(netlist: dict, top: str, register: str, *,
     module = netlist["modules"][top]
     arrival, came_from, kinds, *_ = _arrivals(module, routing_ns)
     names = _bit_names(module)
-    latest = None                                           # (ns, bit)
-    for cell in module["cells"].values():
-        if cell["type"] != "TRELLIS_FF":
-            continue
-        q = [b for b in cell["connections"].get("Q", []) if isinstance(b, int)]
-        if not q or re.sub(r"\[\d+\]$", "", names.get(q[0], "?")) != register:
-            continue
-        for port in ("DI", "M", "CE", "LSR"):
-            for b in cell["connections"].get(port, []):
-                if isinstance(b, int) and (latest is None or arrival.get(b, 0.0) >= latest[0]):
-                    latest = (arrival.get(b, 0.0), b)
+    latest = _latest_inputs(module, arrival, names).get(register)     # (ns, bit)
     if latest is None:
         raise KeyError(f"no flip-flop drives a net named {register!r}")
     steps, bit = [], latest[1]
@@ -212,6 +193,23 @@ def path_to_register(netlist: dict, top: str, register: str, *,
         start_ns = step["ns"]
     return {"register": register, "ns": round(latest[0], 2),
             "from": names.get(bit, f"bit{bit}"), "cells": steps, "segments": segments}
+
+
+def _latest_inputs(module: dict, arrival: dict, names: dict) -> dict:
+    """Register (a flip-flop output's net name without its bit index) -> ``(ns, bit)``: the
+    latest arrival at any input (data, clock enable, set/reset) of its flip-flops, and that
+    input's bit."""
+    latest = {}
+    for cell in module["cells"].values():
+        if cell["type"] != "TRELLIS_FF":
+            continue
+        q = [b for b in cell["connections"].get("Q", []) if isinstance(b, int)]
+        register = re.sub(r"\[\d+\]$", "", names.get(q[0], "?")) if q else "?"
+        for port in ("DI", "M", "CE", "LSR"):
+            for b in cell["connections"].get(port, []):
+                if isinstance(b, int) and arrival.get(b, 0.0) >= latest.get(register, (-1,))[0]:
+                    latest[register] = (arrival.get(b, 0.0), b)
+    return latest
 
 
 def _bit_names(module: dict) -> dict:

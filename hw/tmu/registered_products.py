@@ -55,9 +55,8 @@ def power_of_two(m, value, name):
 def shifted_product(m, x, factor, name):
     """``x * factor`` when the signed ``factor`` is zero or a positive power of two: a shift.
     Returns ``(shifts, product)``: whether it is such a factor, and the exact product then
-    (``signed(len(x) + len(factor))``; meaningless otherwise). A one-hot test (``factor &
-    (factor - 1) == 0``) and an encoder that ORs the indices of the set bits (exact for one bit
-    set) beside the operand's read, then the shifter."""
+    (``signed(len(x) + len(factor))``; meaningless otherwise). :func:`power_of_two` works
+    beside the operand's read; only the shifter follows it."""
     zero = Signal(name=f"{name}_is_zero")
     shifts = Signal(name=f"{name}_shifts")
     is_power, log2 = power_of_two(m, factor, name)

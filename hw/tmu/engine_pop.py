@@ -147,8 +147,15 @@ class EnginePops:
             self.wait.eq(self.heads_wait | self.product_wait),
             self.uop.eq(uop),
         ]
+        # The pops are ready when every popped head is there, whether or not the uop also
+        # waits for a registered product: pops that commit while it waits are marked done and
+        # its next evaluation reads the same values from the value registers (as for a uop
+        # that stays for a blocking load). The product's readiness compares the operands'
+        # values (``hw/tmu/registered_products.py``): kept out of the commit, whose fan-out
+        # (the value registers' enables, the engines' heads) spans the device
+        # (``docs/synthesis.md``, "The placed critical path").
         self.ready = Signal(E, name="pop_ready")
-        m.d.comb += self.ready.eq(Mux(self.fallback | self.stopped | self.wait, 0,
+        m.d.comb += self.ready.eq(Mux(self.fallback | self.stopped | self.heads_wait, 0,
                                       self.pending_evaluate))
         with m.If(self.enter):
             m.d.sync += [self.fallback.eq(1), self.fallback_bit.eq(best_bit),

@@ -21,8 +21,9 @@ So the product is taken one of two ways:
   with its product the operands it came from. The evaluation uses the product when those are
   the ones it reads (``ready``); if not, the uop waits as for an engine's value
   (``StreamEvaluation.product_wait``, held like the engines' ``wait``): its sources do not
-  change while it waits (no pop commits, nothing is written), so its third evaluation finds
-  its product: two more cycles; the tokens are the same. A product counts only for operands
+  change while it waits (nothing is written; engine pops it carries may commit, and its
+  next evaluation reads the same values from the value registers), so its third evaluation
+  finds its product: two more cycles; the tokens are the same. A product counts only for operands
   evaluated in a run with every popped head they read there (``enable``): never a head
   register's stale value, so that a run's cycles depend on that run alone.
 

@@ -91,8 +91,21 @@ class EngineHead:
             Extracted from ``head_word`` and ``next_word``.
         """
         with m.If(entry_done):
-            m.d.sync += [self.valid.eq((count > 1) & self.next_ready),
-                         self.data.eq(next_element)]
+            m.d.sync += self.valid.eq((count > 1) & self.next_ready)
         with m.Elif(refill):
-            m.d.sync += [self.valid.eq((count != 0) & self.head_ready),
-                         self.data.eq(head_element)]
+            m.d.sync += self.valid.eq((count != 0) & self.head_ready)
+        # The element: an AND-OR of the three choices, not a multiplexer. Yosys' ``share`` pass
+        # (in ``synth_ecp5``) merges two extractions whose results only meet at a
+        # multiplexer's data inputs into one, with multiplexers on their inputs (the two line
+        # reads, the offsets) selected by ``entry_done``: the traversal's pop then ran through
+        # the LUT-RAM read and the extraction, the placed critical path of session 40
+        # (``docs/synthesis.md``, "The placed critical path"). Behind AND gates both
+        # extractions are always used, and ``entry_done`` selects only their results.
+        take_next = Signal(name="head_take_next")
+        take_same = Signal(name="head_take_same")
+        keep = Signal(name="head_keep")
+        m.d.comb += [take_next.eq(entry_done), take_same.eq(~entry_done & refill),
+                     keep.eq(~entry_done & ~refill)]
+        m.d.sync += self.data.eq((next_element & take_next.replicate(64))
+                                 | (head_element & take_same.replicate(64))
+                                 | (self.data & keep.replicate(64)))

@@ -215,14 +215,17 @@ def signal_group(net: str) -> str:
 
 def register_signal(placed: Placed | None, sdf: dict, pin: tuple) -> str:
     """The register a checked input belongs to: Yosys names a flip-flop cell after the signal
-    it holds (``tmu.x.value_2_TRELLIS_FF_Q_9``: a bit of ``tmu.x.value_2``); other cells (a
-    LUT RAM's write ports) by the net on the checked port, or the cell's own name."""
+    it holds (``tmu.x.value_2_TRELLIS_FF_Q_9``: a bit of ``tmu.x.value_2``); other cells by
+    the net on their output ``Q`` (a flip-flop named otherwise), else on the checked port (a
+    LUT RAM's write ports), else the cell's own name."""
     inst, port = pin
     m = re.match(r"(.*?)_TRELLIS_FF_Q(_\d+)?$", inst)
     if m:
         return m.group(1)
-    if placed is not None and placed.net(inst, port) != "?":
-        return placed.net(inst, port)
+    if placed is not None:
+        for candidate in ("Q", port):
+            if placed.net(inst, candidate) != "?":
+                return placed.net(inst, candidate)
     return inst
 
 

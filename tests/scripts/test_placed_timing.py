@@ -155,7 +155,7 @@ def test_report_names_registers_by_their_output_net_and_gives_locations(tmp_path
     assert "| `tmu.count` | 1 | 2.37 | 2.37 |" in out
     assert "(39, 7)" in out and "tmu.head[3]" in out
     # Yosys names a flip-flop cell after the signal it holds: that name, not its Q net's.
-    assert placed_timing.register_signal(None, {}, ("tmu.x.value_2_TRELLIS_FF_Q_9", "CE")) \
+    assert placed_timing.register_signal(None, ("tmu.x.value_2_TRELLIS_FF_Q_9", "CE")) \
         == "tmu.x.value_2"
 
 

@@ -9,13 +9,22 @@ engines popped by a uop (one each). Written from inside the traversal's conditio
 write became a 64-bit multiplexer per stream behind every condition it sits in (~30 levels
 per stream in the small unit). Here every writer is a *port*: an enable assigned where the
 write happens, and a stream id and value read outside any condition; each register takes its
-next value from the ports in one place, a multiplexer per port, whatever the conditions.
+next value from the ports in one place, whatever the conditions.
+
+The writes land a cycle late (session 41): each port's hit on each stream (``enable & stream
+== s``) and its value are registered, and the register takes the winning port's value in the
+next cycle. The execution's decision (a uop completes, its pops commit, its action fires)
+then reaches one flip-flop per port and stream, not the enables of every bit of every value
+register across the device (``docs/synthesis.md``, "The value registers written a cycle
+late"). Readers see :attr:`StreamValues.view`: the register, or the write of the cycle
+before that has not landed yet, so every reader sees exactly what the register would hold
+had it been written at once.
 
 Not a component: :class:`StreamValues` adds its registers and logic to the traversal's
 ``Module``.
 """
 
-from amaranth.hdl import Array, Mux, Signal, signed
+from amaranth.hdl import Array, Const, Mux, Signal, signed
 
 
 __all__ = ["StreamValues"]
@@ -42,13 +51,19 @@ class StreamValues:
     Attributes
     ----------
     registers : Array of Signal(signed(64))
-        ``value_<s>``: the streams' values (registers, read by the sources).
+        ``value_<s>``: the streams' values as of the cycle before last's writes (registers;
+        a write lands here a cycle after its port's enable).
+    view : Array of Signal(signed(64))
+        ``value_view_<s>``: the streams' values after every write up to the cycle before
+        (combinational, from registers only: the register or the registered write that wins);
+        what the sources read.
     """
 
     def __init__(self, m, streams, sbits):
         self._m = m
         self._sbits = sbits
         self.registers = Array(Signal(signed(64), name=f"value_{i}") for i in range(streams))
+        self.view = Array(Signal(signed(64), name=f"value_view_{i}") for i in range(streams))
         self._ports = {}                # name -> (enable, stream, value), by priority
         self._pops = []
         self._clear = Signal(name="values_clear")
@@ -74,10 +89,23 @@ class StreamValues:
             self._pops.append((commit[e], stream_of[e][:self._sbits], head_data[e]))
 
     def elaborate(self, m):
-        """Sync: every register's next value from the ports and the clear (call after every
-        write is placed)."""
-        for i, value in enumerate(self.registers):
-            following = value
-            for enable, stream, data in (*self._pops, *self._ports.values()):
-                following = Mux(enable & (stream == i), data, following)
-            m.d.sync += value.eq(Mux(self._clear, 0, following))
+        """Sync: each port's hits and value registered, every register's next value from the
+        view, the clear over everything (call after every write is placed)."""
+        ports = [*self._pops, *self._ports.values()]        # lowest priority first
+        names = [f"pop_{e}" for e in range(len(self._pops))] + list(self._ports)
+        hits, data = [], []
+        for name, (enable, stream, value) in zip(names, ports):
+            hit = [Signal(name=f"value_write_{name}_hit_{i}") for i in range(len(self.registers))]
+            held = Signal(signed(64), name=f"value_write_{name}_data")
+            m.d.sync += [h.eq(~self._clear & enable & (stream == i)) for i, h in enumerate(hit)]
+            m.d.sync += held.eq(value)
+            hits.append(hit)
+            data.append(held)
+        for i, (register, view) in enumerate(zip(self.registers, self.view)):
+            # The last port hitting stream ``i`` wins (one-hot), else the register: an AND-OR.
+            later, following = Const(0), Const(0, signed(64))
+            for hit, held in zip(reversed(hits), reversed(data)):
+                following = following | Mux(hit[i] & ~later, held, 0)
+                later = later | hit[i]
+            m.d.comb += view.eq(following | Mux(later, 0, register))
+            m.d.sync += register.eq(Mux(self._clear, 0, view))

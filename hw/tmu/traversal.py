@@ -122,9 +122,9 @@ class Traversal(wiring.Component):
         # The traversal's registers: microcode address, stream values, layer indices and
         # upper bounds.
         pc   = Signal(self._ubits)
-        # The streams' values, written through ports (hw/tmu/stream_values.py).
+        # The streams' values, written through ports a cycle late (hw/tmu/stream_values.py).
         values = StreamValues(m, c.streams, self._sbits)
-        vals = values.registers
+        vals = values.view
         ubr  = Array(Signal(signed(64), name=f"ub_{i}") for i in range(c.layers))
         layers  = Array(self.layers[i] for i in range(c.layers))
         # (each index with its next index and whether that is in range: hw/tmu/layer_indices.py)

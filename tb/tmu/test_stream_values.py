@@ -2,7 +2,8 @@
 Amaranth simulator against a Python model of their contract: per cycle, the engine pops (engine
 0, then engine 1), then the ports in the order of their first use ("chained", then "kept"),
 each writing its stream when enabled, a later one winning; a start's clear over everything; a
-stream id beyond the registers writes nothing. Enables, ids and values are random (so two
+stream id beyond the registers writes nothing. The sources read ``view``, which equals the
+model after each cycle; a write lands in the register itself a cycle later. Enables, ids and values are random (so two
 writers often hit one stream in the same cycle). Fresh seeds, printed."""
 
 import random
@@ -79,13 +80,17 @@ def test_ports_write_in_their_priority_order():
             clear = rng.random() < 0.05
             ctx.set(dut.clear, clear)
             await ctx.tick()
+            before = list(model)            # what the registers hold: the cycle before's
             for sid, value in writes:
                 if sid < STREAMS:
                     model[sid] = value
             if clear:
                 model[:] = [0] * STREAMS
-            got = [ctx.get(r) for r in dut.values.registers]
+            got = [ctx.get(r) for r in dut.values.view]
             assert got == model, f"seed {seed}, cycle {cycle}: {got} != {model}"
+            landed = [ctx.get(r) for r in dut.values.registers]
+            assert landed == ([0] * STREAMS if clear else before), \
+                f"seed {seed}, cycle {cycle}: registers {landed} != {before}"
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)

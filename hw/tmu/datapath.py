@@ -110,8 +110,16 @@ def alu(m, op, a, b, *, mul_wrapped=True, product=None):
                 cross = (ua[:32] * ub[32:64])[:32] + (ua[32:64] * ub[:32])[:32]
                 m.d.comb += res.eq(ua[:32] * ub[:32] + (cross[:32] << 32))
         with m.Case(AluOp.SHL):
-            low = Signal(signed(64))
-            m.d.comb += [low.eq((ua << sh)[:64]), res.eq(low), wrapped.eq((low >> sh) != a)]
+            # ``a · 2**sh`` fits in 64 signed bits when the top ``sh + 1`` bits of ``a`` are
+            # all equal: a mask of those bits (bit ``i`` set when ``sh >= 63 - i``), not a
+            # second shifter (``(low >> sh) != a``), which Yosys' ``share`` pass merged with
+            # SRA's behind a multiplexer (``docs/synthesis.md``, "The placed critical path").
+            top_bits = Signal(64, name="shl_top_bits")
+            top = Signal(64, name="shl_top")
+            m.d.comb += [top_bits.eq(Cat(*(sh >= 63 - i for i in range(64)))),
+                         top.eq(ua & top_bits),
+                         res.eq((ua << sh)[:64]),
+                         wrapped.eq((top != 0) & (top != top_bits))]
         with m.Case(AluOp.SHR):
             m.d.comb += res.eq(ua >> sh)
         with m.Case(AluOp.SRA):

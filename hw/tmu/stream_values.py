@@ -51,8 +51,8 @@ class StreamValues:
     Attributes
     ----------
     registers : Array of Signal(signed(64))
-        ``value_<s>``: the streams' values as of the cycle before last's writes (registers;
-        a write lands here a cycle after its port's enable).
+        ``value_<s>``: the streams' values without the last cycle's writes (registers: a
+        write lands here a cycle after its port's enable).
     view : Array of Signal(signed(64))
         ``value_view_<s>``: the streams' values after every write up to the cycle before
         (combinational, from registers only: the register or the registered write that wins);

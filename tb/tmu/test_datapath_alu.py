@@ -53,9 +53,10 @@ def test_alu_matches_the_golden_model(mul_wrapped):
 def test_shl_wraps_exactly_at_the_signed_limit():
     """``SHL``'s wrapped bit at every shift amount (0..63, the low 6 bits of ``b``) on both
     sides of the limit: ``a · 2**sh`` fits in 64 signed bits exactly when ``a`` lies in
-    ``[-2**(63 - sh), 2**(63 - sh))`` (``docs/isa.md`` §1 "Address overflow"), so the pairs
-    ``±2**(63 - sh)`` and ``±2**(63 - sh) ∓ 1`` and fresh random values of random magnitude,
-    each against the golden model's ALU (upper bits of ``b`` set too: only the low 6 count)."""
+    ``[-2**(63 - sh), 2**(63 - sh))`` (``docs/isa.md`` §1 "Address overflow"): ``2**(63 - sh)``
+    and one less, ``-2**(63 - sh)`` and one less, 0, -1, and fresh random values of random
+    magnitude, each against the golden model's ALU (the boundary cases with upper bits of
+    ``b`` set too: only the low 6 count)."""
     rng = random.Random(fresh_seed("datapath alu shl limits"))
     cases = []
     for sh in range(64):

@@ -3,8 +3,9 @@ Amaranth simulator against a Python model of their contract: per cycle, the engi
 0, then engine 1), then the ports in the order of their first use ("chained", then "kept"),
 each writing its stream when enabled, a later one winning; a start's clear over everything; a
 stream id beyond the registers writes nothing. The sources read ``view``, which equals the
-model after each cycle; a write lands in the register itself a cycle later. Enables, ids and values are random (so two
-writers often hit one stream in the same cycle). Fresh seeds, printed."""
+model after each cycle; a write lands in the register itself a cycle later. Enables, ids and
+values are random (so two writers often hit one stream in the same cycle). Fresh seeds,
+printed."""
 
 import random
 

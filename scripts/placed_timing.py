@@ -19,6 +19,10 @@ Usage, on what ``scripts/synth.py --out DIR`` writes (nextpnr's ``--sdf timing.s
 placed.json``)::
 
     python scripts/placed_timing.py --sdf DIR/small/timing.sdf --placed DIR/small/placed.json
+
+``--histogram 10,20,40,50,55,60,65`` also counts the register inputs settling after each time
+(how many would have to change for a clock, ``docs/synthesis.md``, "The value registers
+written a cycle late").
 """
 
 from __future__ import annotations
@@ -228,6 +232,21 @@ def register_signal(placed: Placed | None, pin: tuple) -> str:
     return inst
 
 
+def histogram(ends: list[tuple[float, tuple]], thresholds_ns: list[float]) -> list[tuple]:
+    """Per threshold (ns), the register inputs whose latest arrival (``endpoints``' ps) lies
+    past it, and the clock (MHz) the slowest of the others would allow, i.e. ``1000 / ns``:
+    ``[(ns, count, mhz), ...]`` in the order given."""
+    return [(t, sum(1 for ps, _ in ends if ps > t * 1000), 1000 / t) for t in thresholds_ns]
+
+
+def _thresholds(text: str) -> list[float]:
+    """``"10,20,60"`` -> ``[10.0, 20.0, 60.0]`` (ns, each > 0); ``ValueError`` otherwise."""
+    values = [float(v) for v in text.split(",")]
+    if not values or any(not v > 0 for v in values):
+        raise ValueError(f"thresholds must be positive ns, not {text!r}")
+    return values
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -236,7 +255,16 @@ def main(argv=None) -> int:
     p.add_argument("--groups", type=int, default=25,
                    help="signals to list, slowest first (default 25)")
     p.add_argument("--trace", type=int, default=1, help="slowest endpoints to trace (default 1)")
+    p.add_argument("--histogram", metavar="NS,NS,...",
+                   help="count the register inputs settling after each of these times (ns)")
     args = p.parse_args(argv)
+    thresholds = []
+    if args.histogram is not None:
+        try:
+            thresholds = _thresholds(args.histogram)
+        except ValueError:
+            p.error(f"--histogram: comma-separated times in ns, each > 0, not "
+                    f"{args.histogram!r}")
     for f in (args.sdf, args.placed):
         if f is not None and not f.is_file():
             p.error(f"no such file: {f}")
@@ -252,6 +280,12 @@ def main(argv=None) -> int:
         return 0
     print(f"{len(ends)} register inputs; slowest {ends[0][0] / 1000:.2f} ns "
           f"({1e6 / ends[0][0]:.2f} MHz)\n")
+    if thresholds:
+        print("| arrival after placement | register inputs | clock they allow |\n|---|---|---|")
+        for t, count, mhz in histogram(ends, thresholds):
+            print(f"| > {t:g} ns | {count:,} ({100 * count / len(ends):.0f} %) | "
+                  f"< {mhz:.1f} MHz |")
+        print()
     groups: dict[str, list] = defaultdict(list)
     for ps, pin in ends:
         groups[signal_group(register_signal(placed, pin))].append(ps)

@@ -159,6 +159,26 @@ def test_report_names_registers_by_their_output_net_and_gives_locations(tmp_path
         == "tmu.x.value_2"
 
 
+def test_histogram_counts_the_inputs_past_each_time(tmp_path, capsys):
+    """The one register input (2.37 ns, worked out above) is past 1 and 2 ns, not past 2.5;
+    the CLI prints the same counts; a time that is not a positive number exits 2."""
+    ends = placed_timing.endpoints(placed_timing.parse_sdf(SDF),
+                                   placed_timing.arrivals(placed_timing.parse_sdf(SDF))[0])
+    assert [(t, n) for t, n, _ in placed_timing.histogram(ends, [1, 2, 2.5])] \
+        == [(1, 1), (2, 1), (2.5, 0)]
+    assert placed_timing.histogram(ends, [2.5])[0][2] == pytest.approx(400.0)
+    (tmp_path / "p.sdf").write_text(SDF)
+    assert placed_timing.main(["--sdf", str(tmp_path / "p.sdf"), "--histogram", "2,2.5"]) == 0
+    out = capsys.readouterr().out
+    assert "| > 2 ns | 1 (100 %) | < 500.0 MHz |" in out
+    assert "| > 2.5 ns | 0 (0 %) | < 400.0 MHz |" in out
+    for bad in ("0", "x", "10,-1", ""):
+        with pytest.raises(SystemExit) as e:
+            placed_timing.main(["--sdf", str(tmp_path / "p.sdf"), "--histogram", bad])
+        assert e.value.code == 2
+        assert "--histogram" in capsys.readouterr().err
+
+
 def test_missing_file_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         placed_timing.main(["--sdf", str(tmp_path / "none.sdf")])

@@ -242,7 +242,7 @@ def histogram(ends: list[tuple[float, tuple]], thresholds_ns: list[float]) -> li
 def _thresholds(text: str) -> list[float]:
     """``"10,20,60"`` -> ``[10.0, 20.0, 60.0]`` (ns, each > 0); ``ValueError`` otherwise."""
     values = [float(v) for v in text.split(",")]
-    if not values or any(not v > 0 for v in values):
+    if any(not v > 0 for v in values):
         raise ValueError(f"thresholds must be positive ns, not {text!r}")
     return values
 

@@ -331,7 +331,8 @@ def nextpnr_command(work: Path, *, freq: float, jobs: int, router: str,
                     timing_weight: int = PLACER_TIMING_WEIGHT) -> list[str]:
     """The nextpnr invocation; ``seed``: its placer's random seed (``None``: nextpnr's
     default), to tell a change's effect from placement's own spread (``docs/synthesis.md``,
-    "Placement's own spread is small"); ``timing_weight``: the HeAP placer's
+    "Placement's own spread is small", and ±6 % on session 41's netlist: "The value
+    registers written a cycle late"); ``timing_weight``: the HeAP placer's
     ``--placer-heap-timingweight``."""
     return [NEXTPNR, f"--{DEVICE}", "--package", PACKAGE, "--json", f"{TOP}.json",
             "--lpf-allow-unconstrained", "--timing-allow-fail", "--freq", f"{freq:g}",
@@ -461,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "the slack\"")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="nextpnr's placer seed (default: nextpnr's own); the same netlist "
-                        "placed with seeds 1-3 spread +-1.3 %% (docs/synthesis.md)")
+                        "placed with seeds 1-3 spread +-1.3 %% in session 38, +-6 %% in "
+                        "session 41 (docs/synthesis.md)")
     p.add_argument("--timing-weight", type=_positive(int), default=PLACER_TIMING_WEIGHT,
                    metavar="W",
                    help="nextpnr's --placer-heap-timingweight (default "

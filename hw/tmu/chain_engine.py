@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from .datapath import alu, extract_aligned, outside_int64
 from .engine_head import EngineHead
+from .engine_queue import EngineOutputQueue
 from .isa import AluOp
 from .multiport_memory import MultiPortMemory
 from .prefetch import Prefetcher, running_dry
@@ -102,12 +103,13 @@ class ChainEngine(wiring.Component):
         ``Prefetcher``'s).
     head_valid, head_data : Out
         The oldest chained value has arrived (its element, zero/sign-extended to 64 bits).
-        Registers, as the ``Prefetcher``'s (a value arriving in cycle ``t`` is the head in
-        ``t + 1``).
+        Registers, as the ``Prefetcher``'s: the engine's head (a value arriving in cycle ``t``
+        is the head in ``t + 1``) moves into a queue of two registers
+        (:class:`~hw.tmu.engine_queue.EngineOutputQueue`), whose oldest value this is.
     busy : Out(1)
-        The next value will come from this engine.
+        The next value will come from this engine (or is queued).
     pop : In(1)
-        The traversal takes the head.
+        The traversal takes the head (only while ``head_valid``); it reaches only the queue.
     """
 
     def __init__(self, depth, line_bytes=8, ports=1):
@@ -145,6 +147,9 @@ class ChainEngine(wiring.Component):
         for name in ("req_valid", "req_addr", "req_slot", "req_bytes"):
             m.d.comb += getattr(self, f"index_{name}").eq(getattr(root, name))
         cfg = self.chain
+
+        # The traversal pops the head through a queue of two registers (below).
+        m.submodules.queue = queue = EngineOutputQueue()
 
         # The pipeline: operation 0, operation 1, the address (checked and issued from its
         # register). Every register moves on together (``go``) when the last one is empty or
@@ -208,7 +213,7 @@ class ChainEngine(wiring.Component):
             ]
         with m.If(valid[2] & ~ok):
             m.d.sync += stopped.eq(1)
-        m.d.comb += self.busy.eq((count != 0)
+        m.d.comb += self.busy.eq((count != 0) | queue.o.valid
                                  | (~stopped & (valid[0] | valid[1] | valid[2] | root.busy)))
 
         # The chained loads' elements, extracted from each response's line as it arrives (one
@@ -231,13 +236,18 @@ class ChainEngine(wiring.Component):
         head_regs = EngineHead(m, words=words, head=head, arrived=arrived,
                                responses=[(self.resp_valid[k], self.resp_slot[k],
                                            words.write[k].data) for k in range(ports)])
-        m.d.comb += [self.head_valid.eq(head_regs.valid), self.head_data.eq(head_regs.data)]
+        # The head moves into the output queue whenever the queue has room (``popped``, from
+        # registers); the traversal pops the queue.
+        m.d.comb += [queue.i.valid.eq(head_regs.valid), queue.i.payload.eq(head_regs.data),
+                     queue.o.ready.eq(self.pop),
+                     self.head_valid.eq(queue.o.valid), self.head_data.eq(queue.o.payload),
+                     queue.flush.eq(self.clear | (self.start & ~root.continues))]
         with m.If(issue):
             m.d.sync += [offset[tail].eq(addr[0:line_bits]), tail.eq(tail + 1)]
         set_mask = 0
         for k in range(ports):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
-        popped = self.pop & self.head_valid
+        popped = queue.i.valid & queue.i.ready
         clr_mask = Mux(popped, Const(1, depth) << head, 0)
         head_regs.update(m, count=count, entry_done=popped, refill=~head_regs.valid,
                          head_element=head_regs.head_word, next_element=head_regs.next_word)
@@ -249,7 +259,7 @@ class ChainEngine(wiring.Component):
         ]
         # The root runs ahead of the chain: the chain's own entries say how close it is to
         # running dry, for both stages' loads.
-        m.d.comb += [self.req_urgent.eq(running_dry(count, depth)),
+        m.d.comb += [self.req_urgent.eq(running_dry(count + queue.level, depth)),
                      self.index_req_urgent.eq(self.req_urgent)]
         m.d.comb += self.idle.eq(root.idle & (root.continues | (pending == 0)))
 

@@ -17,7 +17,8 @@ class EngineHead:
     A response written in cycle ``t`` for the head's entry or the next one is taken from the
     response itself (not only from the memory, which an asynchronous read shows from ``t + 1``),
     so the element is the head in ``t + 1``, as a combinational head would make it
-    (``tb/tmu/test_prefetch.py``, ``test_a_line_gives_the_head_the_cycle_after_it_arrives``).
+    (``tb/tmu/test_prefetch.py``, ``test_a_line_gives_the_head_two_cycles_after_it_arrives``:
+    one more for the output queue, ``hw/tmu/engine_queue.py``).
 
     Not a component: adds its logic to the engine's ``Module``; the engine owns the slots
     (``head``, ``arrived``, ``count``) and extracts the elements from the words read here.

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .datapath import extract_aligned
 from .engine_head import EngineHead
+from .engine_queue import EngineOutputQueue
 from .multiport_memory import MultiPortMemory
 
 
@@ -14,7 +15,8 @@ __all__ = ["Prefetcher", "running_dry"]
 
 def running_dry(count, depth):
     """An engine's ``req_urgent`` (``docs/rtl.md`` §2.4): fewer than ``max(1, depth // 2)`` of
-    its ``depth`` entries are issued and not popped (``count``, a register)."""
+    its ``depth`` entries are issued and not popped by the traversal (``count``, registers: the
+    entries not yet moved into the output queue plus the values in it)."""
     return count < max(1, depth // 2)
 
 
@@ -112,21 +114,27 @@ class Prefetcher(wiring.Component):
     resp_valid, resp_slot, resp_data : In(ArrayLayout(..., ports))
         Per response port: a line for one of this engine's slots.
     head_valid, head_data : Out
-        The oldest value has arrived (extracted element, zero/sign-extended). Registers: a
-        line that arrives in cycle ``t`` for the head's entry (or the next entry, as the head's
-        last element is popped) gives the head in ``t + 1``, as a combinational head would.
+        The oldest value has arrived (extracted element, zero/sign-extended). Registers: the
+        engine's head (a line that arrives in cycle ``t`` for the head's entry, or the next
+        entry as the head's last element moves on, gives it in ``t + 1``) moves into a queue of
+        two registers (:class:`~hw.tmu.engine_queue.EngineOutputQueue`) whenever it has room,
+        and ``head_*`` are the queue's oldest value: a line arriving in ``t`` is popped from
+        ``t + 2`` on, at one value per cycle.
     busy : Out(1)
-        The next value will come from this engine (issued, or about to be issued).
+        The next value will come from this engine (issued, about to be issued, or queued).
     pop : In(1)
-        The traversal takes the head.
+        The traversal takes the head (only while ``head_valid``). It reaches only the queue's
+        registers and the traversal's index (``continues``); the entries move on by the
+        queue's own ``ready`` (``docs/synthesis.md``, "The engines' pop cut").
     esize : Out(4)
         Element size of the issued loads, bytes.
     req_bytes : Out(8)
         Useful bytes of the request being issued (its elements' bytes).
     req_urgent : Out(1)
-        Fewer than ``max(1, depth // 2)`` entries are issued and not popped: the engine is close
-        to running dry, and its loads go to the ports before the rows' (``RequestArbiter``'s
-        ``urgent``, ``docs/rtl.md`` §2.4). From a register and a constant.
+        Fewer than ``max(1, depth // 2)`` entries (and queued values) are issued and not popped
+        by the traversal: the engine is close to running dry, and its loads go to the ports
+        before the rows' (``RequestArbiter``'s ``urgent``, ``docs/rtl.md`` §2.4). From
+        registers and a constant.
     """
 
     def __init__(self, depth, line_bytes=8, ports=1):
@@ -246,6 +254,12 @@ class Prefetcher(wiring.Component):
                                responses=[(self.resp_valid[k], self.resp_slot[k],
                                            self.resp_data[k]) for k in range(self._ports)])
         head_valid = head_regs.valid
+        # The head moves into the output queue whenever the queue has room (``take``, from
+        # registers); the traversal pops the queue.
+        m.submodules.queue = queue = EngineOutputQueue()
+        take = Signal()
+        m.d.comb += [queue.i.valid.eq(head_valid), queue.i.payload.eq(head_regs.data),
+                     take.eq(queue.i.valid & queue.i.ready), queue.o.ready.eq(self.pop)]
         # The element after the head in the same line (a waiting head is its entry's first
         # element: ``sub_off`` is 0 until the head is valid).
         same_offset = Signal(line_bits)
@@ -275,8 +289,8 @@ class Prefetcher(wiring.Component):
                                          & (self.p_region_base == region_base)
                                          & (self.p_region_size == region_size))))
         m.d.comb += [
-            self.head_valid.eq(head_valid),
-            self.head_data.eq(head_regs.data),
+            self.head_valid.eq(queue.o.valid),
+            self.head_data.eq(queue.o.payload),
             self.idle.eq(match | (pending == 0)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
@@ -339,8 +353,9 @@ class Prefetcher(wiring.Component):
             self.req_addr.eq(Mux(strided, gather_addr, addr[:64])),
             self.req_slot.eq(tail),
             self.req_bytes.eq(Mux(strided, gather_n, n) << log2),
-            self.busy.eq((count != 0) | gather_valid | (active & in_range & ok)),
-            self.req_urgent.eq(running_dry(count, depth)),
+            self.busy.eq((count != 0) | gather_valid | (active & in_range & ok)
+                         | queue.o.valid),
+            self.req_urgent.eq(running_dry(count + queue.level, depth)),
         ]
         # The next request. Contiguous: the next line's first element, or, when the range ends
         # inside this line, the range's end (``ub``, in this line; ``cut`` does not wait for
@@ -384,9 +399,10 @@ class Prefetcher(wiring.Component):
         set_mask = 0
         for k in range(self._ports):
             set_mask = set_mask | Mux(self.resp_valid[k], Const(1, depth) << self.resp_slot[k], 0)
-        # A pop takes one element; the entry's last one frees the entry.
+        # A take (into the output queue) moves the head one element on; the entry's last one
+        # frees the entry.
         entry_done = Signal()
-        m.d.comb += entry_done.eq(self.pop & (sub + 1 == elems[head]))
+        m.d.comb += entry_done.eq(take & (sub + 1 == elems[head]))
         clr_mask = Mux(entry_done, Const(1, depth) << head, 0)
         m.d.sync += [
             arrived.eq((arrived & ~clr_mask[:depth]) | set_mask[:depth]),
@@ -394,12 +410,19 @@ class Prefetcher(wiring.Component):
             pending.eq(pending + issue - sum(self.resp_valid[k] for k in range(self._ports))),
             head.eq(head + entry_done),
         ]
+        # ``head_i`` is the traversal's: the index of the value it pops next (the queue's
+        # oldest), which ``continues`` compares with the next start's lower bound.
         with m.If(self.pop):
-            m.d.sync += [head_i.eq(head_i + step), sub.eq(Mux(entry_done, 0, sub + 1)),
+            m.d.sync += head_i.eq(head_i + step)
+        with m.If(take):
+            m.d.sync += [sub.eq(Mux(entry_done, 0, sub + 1)),
                          sub_off.eq(Mux(entry_done, 0, sub_off + delta[0:line_bits]))]
-        # The head registers after this cycle (a pop only while ``head_valid``).
-        head_regs.update(m, count=count, entry_done=entry_done, refill=self.pop | ~head_valid,
+        # The head registers after this cycle (a take only while ``head_valid``).
+        head_regs.update(m, count=count, entry_done=entry_done, refill=take | ~head_valid,
                          head_element=same_value, next_element=next_value)
+        # A start that does not continue begins a new sequence: the queued values are the old
+        # one's (a continued one's values past ``ub`` stay: they are the next range's first).
+        m.d.comb += queue.flush.eq(self.clear | (self.start & ~match))
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]

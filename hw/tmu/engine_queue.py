@@ -66,7 +66,10 @@ class EngineOutputQueue(wiring.Component):
             m.d.sync += self.o.payload.eq(Mux(self.level == 2, second, self.i.payload))
         with m.Elif(self.level == 0):
             m.d.sync += self.o.payload.eq(self.i.payload)
-        with m.If(push & (self.level == 1) & ~pop):
+        # The second value: written whenever it is not held (``level != 2``), so that its
+        # enable is a register's, not the pop's; it is read only once two values are held,
+        # which takes a push at level 1 without a pop — the cycle it was written.
+        with m.If(self.level != 2):
             m.d.sync += second.eq(self.i.payload)
         m.d.sync += self.level.eq(self.level + push - pop)
         with m.If(self.flush):

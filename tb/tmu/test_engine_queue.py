@@ -13,7 +13,8 @@ from tb.sim_helpers import run_sim
 
 def _run(seed, cycles, offer_p, pop_p, flush_p):
     """Drive the queue at random for ``cycles`` cycles; check every cycle against a deque of
-    at most two values; return (values pushed, values popped, cycles both moved)."""
+    at most two values; return the counts ``{"pushed", "popped", "both"}`` (values pushed,
+    values popped, cycles in which one value moved each way)."""
     dut = EngineOutputQueue()
     rng = random.Random(seed)
     model = deque()

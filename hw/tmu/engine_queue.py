@@ -1,5 +1,5 @@
 """Two registers between a run-ahead engine's head and the traversal (``docs/rtl.md`` §2.3,
-"The engines' output queue"; ``docs/synthesis.md``, "The engines' pop cut")."""
+*Output queue*; ``docs/synthesis.md``, "The engines' pop cut")."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring

@@ -56,7 +56,8 @@ class ChainEngine(wiring.Component):
 
     * **the root**: a :class:`~hw.tmu.prefetch.Prefetcher` of ``V`` (its own copy of the
       stream: ``V``'s loads are made twice when ``V`` also has an engine of its own, a few bytes
-      per iteration beside a row). Its ``p_*``, ``arm``, ``start``, ``idle`` and its requests
+      per iteration beside a row), without an output queue (the chain's pipeline pops it, not
+      the traversal). Its ``p_*``, ``arm``, ``start``, ``idle`` and its requests
       (``index_*``) are those of any engine;
     * **the chain**: each root value, as soon as it arrives, goes through a pipeline of three
       registers — operation 0, operation 1 (``datapath.alu`` with ``mul_wrapped=False``: the
@@ -114,7 +115,7 @@ class ChainEngine(wiring.Component):
 
     def __init__(self, depth, line_bytes=8, ports=1):
         # The root checks the parameters (ValueError naming the bad one).
-        self._root = Prefetcher(depth, line_bytes, ports)
+        self._root = Prefetcher(depth, line_bytes, ports, output_queue=False)
         self._depth = depth
         self._line_bytes = line_bytes
         self._ports = ports

@@ -82,6 +82,12 @@ class Prefetcher(wiring.Component):
         Width of a memory line, bytes (``TmuConfig.line_bytes``).
     ports : int
         Response ports (``TmuConfig.memory_ports``): up to one response per port per cycle.
+    output_queue : bool
+        The head reaches ``head_*`` through the output queue (below; the traversal's engines).
+        ``False`` for a root popped by its own pipeline (``hw/tmu/chain_engine.py``), whose
+        ``pop`` is not the traversal's late one: ``head_*`` are then the engine's head
+        registers, a line arriving in ``t`` is popped from ``t + 1``, and ``pop`` moves the
+        entries on itself.
 
     Members
     -------
@@ -137,7 +143,7 @@ class Prefetcher(wiring.Component):
         registers and a constant.
     """
 
-    def __init__(self, depth, line_bytes=8, ports=1):
+    def __init__(self, depth, line_bytes=8, ports=1, output_queue=True):
         if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two >= 2, not {depth!r}")
         if line_bytes not in (8, 16, 32, 64):
@@ -147,6 +153,7 @@ class Prefetcher(wiring.Component):
         self._depth = depth
         self._line_bytes = line_bytes
         self._ports = ports
+        self._output_queue = bool(output_queue)
         self._bits = (depth - 1).bit_length()
         super().__init__({
             "clear":      In(1),
@@ -255,11 +262,22 @@ class Prefetcher(wiring.Component):
                                            self.resp_data[k]) for k in range(self._ports)])
         head_valid = head_regs.valid
         # The head moves into the output queue whenever the queue has room (``take``, from
-        # registers); the traversal pops the queue.
-        m.submodules.queue = queue = EngineOutputQueue()
+        # registers); the traversal pops the queue. Without the queue (the chain engine's
+        # root, popped by its own pipeline) the pop takes the head itself.
         take = Signal()
-        m.d.comb += [queue.i.valid.eq(head_valid), queue.i.payload.eq(head_regs.data),
-                     take.eq(queue.i.valid & queue.i.ready), queue.o.ready.eq(self.pop)]
+        queued = Signal(range(3))             # values in the output queue
+        out_valid = Signal()
+        out_data = Signal(64)
+        flush = Signal()
+        if self._output_queue:
+            m.submodules.queue = queue = EngineOutputQueue()
+            m.d.comb += [queue.i.valid.eq(head_valid), queue.i.payload.eq(head_regs.data),
+                         take.eq(queue.i.valid & queue.i.ready), queue.o.ready.eq(self.pop),
+                         queue.flush.eq(flush), queued.eq(queue.level),
+                         out_valid.eq(queue.o.valid), out_data.eq(queue.o.payload)]
+        else:
+            m.d.comb += [take.eq(head_valid & self.pop),
+                         out_valid.eq(head_valid), out_data.eq(head_regs.data)]
         # The element after the head in the same line (a waiting head is its entry's first
         # element: ``sub_off`` is 0 until the head is valid).
         same_offset = Signal(line_bits)
@@ -289,8 +307,8 @@ class Prefetcher(wiring.Component):
                                          & (self.p_region_base == region_base)
                                          & (self.p_region_size == region_size))))
         m.d.comb += [
-            self.head_valid.eq(queue.o.valid),
-            self.head_data.eq(queue.o.payload),
+            self.head_valid.eq(out_valid),
+            self.head_data.eq(out_data),
             self.idle.eq(match | (pending == 0)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
@@ -354,8 +372,8 @@ class Prefetcher(wiring.Component):
             self.req_slot.eq(tail),
             self.req_bytes.eq(Mux(strided, gather_n, n) << log2),
             self.busy.eq((count != 0) | gather_valid | (active & in_range & ok)
-                         | queue.o.valid),
-            self.req_urgent.eq(running_dry(count + queue.level, depth)),
+                         | (queued != 0)),
+            self.req_urgent.eq(running_dry(count + queued, depth)),
         ]
         # The next request. Contiguous: the next line's first element, or, when the range ends
         # inside this line, the range's end (``ub``, in this line; ``cut`` does not wait for
@@ -422,7 +440,7 @@ class Prefetcher(wiring.Component):
                          head_element=same_value, next_element=next_value)
         # A start that does not continue begins a new sequence: the queued values are the old
         # one's (a continued one's values past ``ub`` stay: they are the next range's first).
-        m.d.comb += queue.flush.eq(self.clear | (self.start & ~match))
+        m.d.comb += flush.eq(self.clear | (self.start & ~match))
 
         with m.If(self.start & match):
             m.d.sync += [ub.eq(self.p_ub), seq.eq(1)]

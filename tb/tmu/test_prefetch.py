@@ -22,12 +22,12 @@ async def _start(ctx, dut, params, mem_limit):
 
 
 def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, line_bytes=8,
-         depth=4, mem_limit=MASK64, each_cycle=None):
+         depth=4, mem_limit=MASK64, each_cycle=None, output_queue=True):
     """Start the engine, answer its loads from ``words`` (8-byte words) after ``latency``
     cycles (out of order among the due ones), pop ``take`` values at random; return (issued
     addresses, values popped). ``each_cycle(ctx, dut, issued, popped)`` runs at the start of
     every cycle."""
-    dut = Prefetcher(depth, line_bytes)
+    dut = Prefetcher(depth, line_bytes, output_queue=output_queue)
     lw = line_bytes // 8
     issued, popped = [], []
 
@@ -66,17 +66,19 @@ def _run(params, *, words, take, latency=3, grant_p=0.7, seed=0, cycles=400, lin
     return issued, popped, dut
 
 
-def test_issues_the_range_in_order_and_delivers_in_order():
+@pytest.mark.parametrize("output_queue", [True, False])
+def test_issues_the_range_in_order_and_delivers_in_order(output_queue):
     # a = 0x100, element index i + 1, stride 8, i in [2, 9) step 2: addresses 0x100 + 8 (i + 1)
     words = {0x100 + 8 * n: 1000 + n for n in range(20)}
     params = dict(base=0x100, lb=2, ub=9, step=2, c=1, stride=8, log2=3, sign=0,
                   region_base=0x100, region_size=8 * 20)
-    issued, popped, _ = _run(params, words=words, take=4)
+    issued, popped, _ = _run(params, words=words, take=4, output_queue=output_queue)
     assert issued == [0x100 + 8 * (i + 1) for i in (2, 4, 6, 8)]
     assert popped == [1000 + i + 1 for i in (2, 4, 6, 8)]
 
 
-def test_urgent_while_few_loads_are_ahead():
+@pytest.mark.parametrize("output_queue", [True, False])
+def test_urgent_while_few_loads_are_ahead(output_queue):
     """``req_urgent`` (the arbiter's priority, docs/rtl.md §2.4): fewer than ``depth // 2``
     entries issued and not popped. One element per entry (a stride of two elements), slow
     pops: the engine fills up (not urgent) and drains (urgent)."""
@@ -89,7 +91,8 @@ def test_urgent_while_few_loads_are_ahead():
         assert ctx.get(dut.req_urgent) == (ahead < 4), (ahead, len(issued))
         seen.add(ahead < 4)
 
-    issued, popped, _ = _run(params, words={}, take=40, depth=8, cycles=300, each_cycle=check)
+    issued, popped, _ = _run(params, words={}, take=40, depth=8, cycles=300, each_cycle=check,
+                             output_queue=output_queue)
     assert len(issued) == 40 and len(popped) == 40
     assert seen == {True, False}
 
@@ -353,21 +356,22 @@ def test_strided_ranges_continue_the_sequence():
     assert all(a == 24 * -(-a // 24) and (a - 24) // 64 != a // 64 for a in issued[marks[0] + 1:])
 
 
+@pytest.mark.parametrize("output_queue", [True, False])
 @pytest.mark.parametrize("line_bytes", [8, 16])
-def test_a_line_gives_the_head_two_cycles_after_it_arrives(line_bytes):
+def test_a_line_gives_the_head_two_cycles_after_it_arrives(line_bytes, output_queue):
     """The engine's head is registers (``hw/tmu/engine_head.py``) that cost no cycle, and the
     output queue in front of the traversal one more (``hw/tmu/engine_queue.py``): popped as
     soon as it is valid, the ``n``-th element is the head in cycle ``max(r + 2, v + 1)``, ``r``
     the cycle its line arrived, ``v`` the cycle the element before it was (a line arriving
     while the head waits for it, and one arriving as the entry before it moves on, are taken
-    from the response port; the queue passes one value per cycle). Random latencies, one
-    response per cycle."""
-    seed = fresh_seed(f"prefetch head timing {line_bytes}")
+    from the response port; the queue passes one value per cycle). Without the queue (a chain
+    engine's root): ``max(r + 1, v + 1)``. Random latencies, one response per cycle."""
+    seed = fresh_seed(f"prefetch head timing {line_bytes} queue={output_queue}")
     rng = random.Random(seed)
     n = 24
     params = dict(base=0, lb=0, ub=n, step=1, c=0, stride=8, log2=3, sign=0,
                   region_base=0, region_size=8 * n)
-    dut = Prefetcher(4, line_bytes)
+    dut = Prefetcher(4, line_bytes, output_queue=output_queue)
     lw = line_bytes // 8
     arrivals = {}               # element -> cycle its line arrived
     seen = []                   # (cycle, value) of each pop
@@ -404,6 +408,6 @@ def test_a_line_gives_the_head_two_cycles_after_it_arrives(line_bytes):
     assert [v for _, v in seen] == [k + 100 for k in range(n)]
     expected, previous = [], -1
     for k in range(n):
-        previous = max(arrivals[k] + 2, previous + 1)
+        previous = max(arrivals[k] + 1 + output_queue, previous + 1)
         expected.append(previous)
     assert [c for c, _ in seen] == expected

@@ -91,8 +91,8 @@ class ChainEngine(wiring.Component):
     chain : In(chain_layout())
         The chained load (constant during a run).
     idle : Out(1)
-        A ``start`` is possible (the root's ``idle``, and no chained load outstanding unless
-        the start continues).
+        A ``start`` is possible (the root's ``idle``, and no chained load outstanding or
+        offered unless the start continues).
     index_req_valid, index_req_addr, index_req_slot, index_req_bytes : Out; index_req_grant : In
     index_resp_valid, index_resp_slot, index_resp_data : In
         The root's loads (``Prefetcher``'s ``req_*``/``resp_*``).
@@ -262,7 +262,8 @@ class ChainEngine(wiring.Component):
         # running dry, for both stages' loads.
         m.d.comb += [self.req_urgent.eq(running_dry(count + queue.level, depth)),
                      self.index_req_urgent.eq(self.req_urgent)]
-        m.d.comb += self.idle.eq(root.idle & (root.continues | (pending == 0)))
+        m.d.comb += self.idle.eq(root.idle & (root.continues
+                                              | ((pending == 0) & ~self.req_valid)))
 
         # A new chain: at a start that does not continue the root's sequence (no chained load
         # is outstanding then: ``idle``). ``arm`` only stops issuing.

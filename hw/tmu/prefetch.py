@@ -109,7 +109,9 @@ class Prefetcher(wiring.Component):
         (the next start is a new one, which waits for the outstanding responses).
     idle : Out(1)
         A ``start`` with the current ``p_*`` (and ``p_armed``) is possible: it continues the
-        sequence, or no response is outstanding.
+        sequence, or no response is outstanding and no request is offered (a load granted in
+        the start's cycle would be the old sequence's, its line landing in an entry of the
+        new one; from registers).
     continues : Out(1)
         A ``start`` with the current ``p_*`` (and ``p_armed``) would continue the sequence
         (its entries are kept; ``hw/tmu/chain_engine.py`` keeps its own with them).
@@ -309,7 +311,7 @@ class Prefetcher(wiring.Component):
         m.d.comb += [
             self.head_valid.eq(out_valid),
             self.head_data.eq(out_data),
-            self.idle.eq(match | (pending == 0)),
+            self.idle.eq(match | ((pending == 0) & ~self.req_valid)),
             self.continues.eq(match),
             self.esize.eq(Const(1, 4) << log2),
         ]

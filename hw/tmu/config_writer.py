@@ -223,6 +223,12 @@ class ConfigWriter(wiring.Component):
         # affine MEM stream (docs/rtl.md §9.5 C).
         read_other = Signal(c.streams)
         m.d.comb += t.skip_candidate.eq(~t.memory_stream & ~t.invariant & ~read_other)
+        # Streams read by a bound, an OPERAND action, a BLOCK count, or a stream other than the
+        # one with the next id (the chain engine's operation streams, §9.5 C).
+        read_past_next = Signal(c.streams)
+        if c.chain_engines:
+            m.d.comb += t.chain_op_candidate.eq(~t.memory_stream & ~t.invariant
+                                                & ~read_past_next)
         via_stream = Array(t.affine_via_stream[i] for i in range(c.streams))
         idxplus_c = Array(Signal(signed(28), name=f"idxplus_c_{i}") for i in range(c.streams))
         # Each stream's mode, for the copy into the actions that read it (with ``memory_stream``).
@@ -257,7 +263,7 @@ class ConfigWriter(wiring.Component):
                          act_join.eq(0), act_last.eq(0), t.lockstep_valid.eq(0),
                          t.act_vec.eq(0), t.lane_affine.eq(0), t.lane_pos.eq(0),
                          t.lane_neg.eq(0), t.contiguous_vector.eq(0), t.operand_read.eq(0),
-                         read_other.eq(0), t.affine_via.eq(0),
+                         read_other.eq(0), read_past_next.eq(0), t.affine_via.eq(0),
                          t.enter_bounds.eq(0), t.enter_swap.eq(0)]
 
         desc = self.descriptor.payload
@@ -281,6 +287,7 @@ class ConfigWriter(wiring.Component):
                         t.lockstep_layer.eq(Mux(l_lockstep, d, t.lockstep_layer)),
                         t.blocking.eq(t.blocking | stream_bit(w1) | stream_bit(w2)),
                         read_other.eq(read_other | stream_bit(w1) | stream_bit(w2)),
+                        read_past_next.eq(read_past_next | stream_bit(w1) | stream_bit(w2)),
                     ]
                 with m.Case(1):
                     region = t.regions[d[:index_bits(c.regions)]]
@@ -322,6 +329,9 @@ class ConfigWriter(wiring.Component):
                         via_stream[d[:sbits]].eq(s_val(w2)),
                         read_other.eq(read_other | stream_bit(w1) | Mux(via, 0, stream_bit(w2))
                                       | Mux(is_blk, stream_bit(w3), 0)),
+                        read_past_next.eq(read_past_next | Mux(is_blk, stream_bit(w3), 0)
+                                          | ((stream_bit(w1) | stream_bit(w2))
+                                             & ~(Const(1, c.streams + 1) << d)[1:c.streams + 1])),
                     ]
                     st_lockstep = (pick(m, layer_mode, st_layer[:lbits], 2, "st_mode")
                                    == LayerMode.LOCKSTEP.value)
@@ -393,6 +403,7 @@ class ConfigWriter(wiring.Component):
                     m.d.sync += [
                         t.operand_read.eq(t.operand_read | Mux(is_op, stream_bit(w1), 0)),
                         read_other.eq(read_other | Mux(is_op, stream_bit(w1), 0)),
+                        read_past_next.eq(read_past_next | Mux(is_op, stream_bit(w1), 0)),
                         act_layer[d].eq(ac_layer), act_event[d].eq(ac_event),
                         t.act_reads.bit_select(d[:abits], 1).eq(
                             is_op & (s_kind(w1) == SourceKind.STREAM.value)),

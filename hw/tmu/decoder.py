@@ -121,7 +121,7 @@ class Decoder(wiring.Component):
             m.d.comb += getattr(cfg, name).eq(getattr(tables, name))
         for name in ("blocking", "body_pc", "exit_pc", "prefetch_stream", "prefetch_layer",
                      "prefetch_offset", "stream_prefetched", "stream_prefetch_engine",
-                     "prefetch_skipped_valid", "prefetch_skipped_stream",
+                     "prefetch_skipped_valid", "prefetch_skipped_stream", "prefetch_skipped_two",
                      "lockstep_vector_mode"):
             m.d.comb += getattr(cfg, name).eq(getattr(builder, name))
         if self._cfg.chain_engines:

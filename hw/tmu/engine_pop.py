@@ -27,7 +27,9 @@ cycle, the popped values reaching its sources (and its fused actions') through a
 * An engine whose stream reads a *skipped* ALU stream (no ``STREAM`` uop of its own,
   ``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C) gets one more fallback step, before
   its own: a plain ``STREAM`` uop of the skipped stream, which writes its value register and
-  ``wrapped`` bit. It is marked in ``skip_done`` (cleared with ``pop_done``).
+  ``wrapped`` bit. It is marked in ``skip_done`` (cleared with ``pop_done``). The chain
+  engine may have two (its operation streams ``M - 2`` and ``M - 1``, ``skipped_two``): the
+  second step evaluates the stream after the first and is marked in ``skip_done_second``.
 """
 
 from amaranth.hdl import Const, Mux, Signal
@@ -60,6 +62,9 @@ class EnginePops:
         (``TraversalConfigSignature.prefetch_skipped_valid``).
     skipped_stream : list of Value
         Per engine, that skipped stream (8 bits).
+    skipped_two : Value
+        Per engine (``engines`` bits), the stream after ``skipped_stream`` is skipped too and
+        evaluated in a second step (``TraversalConfigSignature.prefetch_skipped_two``).
     evaluated : Uop, optional
         The microcode word the evaluation reads (two stages: the next uop's while this one
         executes, ``hw/tmu/ahead_fetch.py``); ``uop`` by default.
@@ -85,8 +90,9 @@ class EnginePops:
         Some popped engine's value is on its way: the uop waits.
     done : Signal(engines)
         Register: pops of the current uop already done (cleared when the uop completes).
-    skip_done : Signal(engines)
-        Register: fallback steps of the current uop that evaluated an engine's skipped stream.
+    skip_done, skip_done_second : Signal(engines)
+        Registers: fallback steps of the current uop that evaluated an engine's (first, second)
+        skipped stream.
     commit : Signal(engines)
         Driven by the traversal: the pops done this cycle (``ready``, in the cycle whose
         evaluation the uop executes from).
@@ -96,15 +102,23 @@ class EnginePops:
     """
 
     def __init__(self, m, uop, engines, stream_of, head_valid, busy, head_data, skipped_valid,
-                 skipped_stream, evaluated=None):
+                 skipped_stream, skipped_two, evaluated=None):
         E = engines
         self._m = m
         self._stream_of = stream_of
         self._head_data = head_data
         self.done = Signal(E, name="pop_done")
         self.skip_done = Signal(E, name="skip_done")
+        self.skip_done_second = Signal(E, name="skip_done_second")
+        # The engine's next fallback step is its first skipped stream's, or its second's.
+        self._skip_first = Signal(E, name="skip_todo_first")
+        self._skip_second = Signal(E, name="skip_todo_second")
         self._skip_todo = Signal(E, name="skip_todo")
-        m.d.comb += self._skip_todo.eq(skipped_valid & ~self.skip_done)
+        m.d.comb += [
+            self._skip_first.eq(skipped_valid & ~self.skip_done),
+            self._skip_second.eq(skipped_two & self.skip_done & ~self.skip_done_second),
+            self._skip_todo.eq(self._skip_first | self._skip_second),
+        ]
         self.pending = Signal(E, name="pop_pending")
         self.commit = Signal(E, name="pop_commit")
         self.fallback = Signal(name="pop_fallback")
@@ -139,8 +153,9 @@ class EnginePops:
             best_valid = best_valid | self.pending[e]
             best_id = Mux(better, stream_of[e], best_id)
             best_bit = Mux(better, Const(1 << e, E), best_bit)
-            best_step = Mux(better, Mux(self._skip_todo[e], skipped_stream[e], stream_of[e]),
-                            best_step)
+            step = Mux(self._skip_first[e], skipped_stream[e],
+                       Mux(self._skip_second[e], (skipped_stream[e] + 1)[:8], stream_of[e]))
+            best_step = Mux(better, step, best_step)
         m.d.comb += [
             self.stopped.eq(~self.fallback & (dead != 0)),
             self.heads_wait.eq((self.pending_evaluate & ~head_valid) != 0),
@@ -168,17 +183,24 @@ class EnginePops:
 
     def update(self, clear, mark, commit_is_next):
         """Sync: the uop completes (``clear``: no pop of it is left), or a fallback step of
-        engine ``mark`` (one-hot) completes: its skipped stream's step if that is still to do,
-        else its own. Either ends the fallback step. With ``commit_is_next`` the pops committed
-        in this cycle are the next iteration's (evaluated while this one completes): they stay
-        done."""
+        engine ``mark`` (one-hot) completes: its (first, then second) skipped stream's step if
+        that is still to do, else its own. Either ends the fallback step. With
+        ``commit_is_next`` the pops committed in this cycle are the next iteration's (evaluated
+        while this one completes): they stay done."""
         with self._m.If(clear | (mark != 0)):
             self._m.d.sync += self.fallback.eq(0)
         self._m.d.sync += [
             self.done.eq(Mux(clear, Mux(commit_is_next, self.commit, 0),
                              self.done | self.commit | (mark & ~self._skip_todo))),
-            self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_todo))),
+            self.skip_done.eq(Mux(clear, 0, self.skip_done | (mark & self._skip_first))),
+            self.skip_done_second.eq(Mux(clear, 0,
+                                         self.skip_done_second | (mark & self._skip_second))),
         ]
+
+    def reset(self):
+        """Statements for a run's start: no pop or fallback step of a uop is done."""
+        return [self.done.eq(0), self.skip_done.eq(0), self.skip_done_second.eq(0),
+                self.fallback.eq(0)]
 
     def bypass(self, sid, stored, evaluate=True, pending=None):
         """Stream ``sid``'s value as the uop's sources see it: a pending pop's head (valid

@@ -29,8 +29,9 @@ class MicrocodeBuilder(wiring.Component):
        an OPERAND action reads and whose base is constant for the run (SpMM's ``val[j]``),
        which become blocking (not in a LOCKSTEP layer).
     3. **Skipped streams**: the ALU streams whose only readers are engines' streams popped by a
-       later uop get no ``STREAM`` uop (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C);
-       each engine whose stream reads one is told which (``prefetch_skipped_*``).
+       later uop, and a chain engine's operation streams, get no ``STREAM`` uop
+       (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C); each engine whose stream reads
+       one is told which (``prefetch_skipped_*``).
     4. **Microcode**: first one ``PREFETCH`` with ``arm`` per engine whose stream's base is an
        IMM or ARG (constant for the run: the engine latches its parameters once); then per
        layer ``BEGIN`` actions, ``ENTER`` (``start_engines``: the layer's armed engines, started
@@ -73,8 +74,9 @@ class MicrocodeBuilder(wiring.Component):
     prefetch_stream, prefetch_layer, prefetch_offset : Out(ArrayLayout(..., engines))
     stream_prefetched, stream_prefetch_engine : Out
         The engine assignment (see ``TraversalConfigSignature``).
-    prefetch_skipped_valid, prefetch_skipped_stream : Out
-        Per engine, the skipped stream its stream reads (see ``TraversalConfigSignature``).
+    prefetch_skipped_valid, prefetch_skipped_stream, prefetch_skipped_two : Out
+        Per engine, the skipped stream its stream reads, and whether the one after it is
+        skipped too (see ``TraversalConfigSignature``).
     body_pc, exit_pc : Out(ArrayLayout(ucode bits, config.layers))
         Microcode addresses of each layer's body and exit.
     lockstep_vector_mode : Out(1)
@@ -108,6 +110,7 @@ class MicrocodeBuilder(wiring.Component):
             "stream_prefetch_engine": Out(data.ArrayLayout(self._ebits, c.streams)),
             "prefetch_skipped_valid":  Out(self._engines),
             "prefetch_skipped_stream": Out(data.ArrayLayout(8, self._engines)),
+            "prefetch_skipped_two":    Out(self._engines),
             "body_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
             "exit_pc":   Out(data.ArrayLayout(self._ubits, c.layers)),
             "lockstep_vector_mode": Out(1),
@@ -157,7 +160,8 @@ class MicrocodeBuilder(wiring.Component):
                          armed.eq(0),
                          self.stream_prefetched.eq(0), e_next.eq(0), assign_pass.eq(0),
                          promoted.eq(0), self.lockstep_vector_mode.eq(0),
-                         self.prefetch_skipped_valid.eq(0), *skips.clear()]
+                         self.prefetch_skipped_valid.eq(0), self.prefetch_skipped_two.eq(0),
+                         *skips.clear()]
 
         m.d.comb += self.busy.eq(1)
         m.d.comb += self.result.payload.eq(self.check.payload)
@@ -272,13 +276,15 @@ class MicrocodeBuilder(wiring.Component):
             with m.State("B_ARM"):
                 with m.If(j < self._engines):
                     e = j[:eb]
-                    skip_valid, skip_stream = skips.engine(
+                    skip_valid, skip_stream, skip_two = skips.engine(
                         pick(m, Array(self.prefetch_stream[i] for i in range(self._engines)),
                              e, 8, "arm_stream"))
                     m.d.sync += [
                         self.prefetch_skipped_valid.bit_select(e, 1).eq(
                             self.prefetch_valid.bit_select(e, 1) & skip_valid),
                         self.prefetch_skipped_stream[e].eq(skip_stream),
+                        self.prefetch_skipped_two.bit_select(e, 1).eq(
+                            self.prefetch_valid.bit_select(e, 1) & skip_two),
                     ]
                     with m.If(self.prefetch_valid.bit_select(e, 1) & armed.bit_select(e, 1)):
                         emit(UopKind.PREFETCH, j, hoisted=True)

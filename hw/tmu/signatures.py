@@ -204,6 +204,11 @@ class ConfigTablesSignature(wiring.Signature):
     chain_engine, chain_stream : Out(chain_layout()), Out(8)
         With ``config.chain_engines``: a stream the chain engine can serve
         (``hw/tmu/chain_detect.py``; ``valid``), its configuration, and the stream's id.
+    chain_op_candidate : Out(config.streams)
+        With ``config.chain_engines``: ALU/FWD streams, not invariant, that no layer bound, no
+        OPERAND action, no ``BLOCK`` count and no stream but the next one (id + 1) reads: a
+        chain's operation streams among them may have no ``STREAM`` uop
+        (``hw/tmu/skipped_streams.py``, ``docs/rtl.md`` §9.5 C).
     """
     def __init__(self, config):
         _check(config)
@@ -237,7 +242,8 @@ class ConfigTablesSignature(wiring.Signature):
             "act_flush":         Out(A),
             "lockstep_valid":    Out(1),
             "lockstep_layer":    Out(8),
-            **({"chain_engine": Out(chain_layout()), "chain_stream": Out(8)}
+            **({"chain_engine": Out(chain_layout()), "chain_stream": Out(8),
+                "chain_op_candidate": Out(S)}
                if config.chain_engines else {}),
         })
 
@@ -264,6 +270,10 @@ class TraversalConfigSignature(wiring.Signature):
         Engine ``e``'s stream reads the *skipped* ALU stream ``prefetch_skipped_stream[e]``
         (no ``STREAM`` uop: a fallback step of ``e`` evaluates it first; ``docs/rtl.md``
         §9.5 C, ``hw/tmu/skipped_streams.py``).
+    prefetch_skipped_two : Out(E)
+        With ``prefetch_skipped_valid``: the stream after ``prefetch_skipped_stream[e]`` is
+        skipped too and read on the way (the chain engine's two operation streams): the
+        fallback evaluates both, in id order, before ``e``'s own.
     act_flush, act_vec, lockstep_valid, lockstep_layer, invariant, lane_pos, lane_neg,
     contiguous_vector : Out
         As in :class:`ConfigTablesSignature`.
@@ -291,6 +301,7 @@ class TraversalConfigSignature(wiring.Signature):
             "stream_prefetch_engine": Out(data.ArrayLayout(index_bits(E), S)),
             "prefetch_skipped_valid":  Out(E),
             "prefetch_skipped_stream": Out(data.ArrayLayout(8, E)),
+            "prefetch_skipped_two":   Out(E),
             "act_flush":              Out(config.actions),
             "lockstep_valid":         Out(1),
             "lockstep_layer":         Out(8),

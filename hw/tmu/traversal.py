@@ -206,6 +206,7 @@ class Traversal(wiring.Component):
                           [self.prefetch_head_data[i] for i in range(self._engines)],
                           self.prefetch_skipped_valid,
                           [self.prefetch_skipped_stream[i] for i in range(self._engines)],
+                          self.prefetch_skipped_two,
                           evaluated=evaluated_word if stage.enabled else None)
         u = pops.uop
         evaluated = None
@@ -382,8 +383,7 @@ class Traversal(wiring.Component):
                     values.clear()
                     m.d.sync += [v.eq(0) for v in stream.nvals]
                     indices.clear(m)          # (the indices and upper bounds)
-                    m.d.sync += [stream.wrapped.eq(0), pops.done.eq(0), pops.skip_done.eq(0),
-                                 pops.fallback.eq(0), enter_pending.eq(0)]
+                    m.d.sync += [stream.wrapped.eq(0), *pops.reset(), enter_pending.eq(0)]
                     m.next = "RUN"
 
             with m.State("RUN"):

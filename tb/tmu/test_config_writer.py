@@ -107,6 +107,19 @@ def reference(prog: Program, args):
                    if is_(s, SrcKind.STREAM)]
     skip_candidate = [i for i, st in enumerate(S) if st.kind in (StreamKind.ALU, StreamKind.FWD)
                       and i not in invariant and i not in read_other]
+    # The same, read by nothing but the stream with the next id (a chain engine's operation
+    # streams, §9.5 C).
+    read_past_next = [s.value for layer in prog.layers for s in (layer.lb, layer.ub)
+                      if is_(s, SrcKind.STREAM)]
+    read_past_next += [a.source.value for a in A
+                       if a.kind == ActionKind.OPERAND and is_(a.source, SrcKind.STREAM)]
+    read_past_next += [s.value for st in S if st.block and is_(st.count, SrcKind.STREAM)
+                       for s in (st.count,)]
+    read_past_next += [s.value for i, st in enumerate(S) for s in (st.a, st.b)
+                       if is_(s, SrcKind.STREAM) and s.value != i - 1]
+    chain_op_candidate = [i for i, st in enumerate(S)
+                          if st.kind in (StreamKind.ALU, StreamKind.FWD)
+                          and i not in invariant and i not in read_past_next]
     # docs/rtl.md §9.5 E: ALU/FWD streams whose a, b are the next layer's (lb, ub), or (ub, lb)
     enter_bounds, enter_swap = [], []
     for i, st in enumerate(S):
@@ -139,6 +152,7 @@ def reference(prog: Program, args):
         affine_offset={i: c for i, c in affine.items()},
         affine_via=affine_via,
         skip_candidate=_bits(skip_candidate),
+        chain_op_candidate=_bits(chain_op_candidate),
         enter_bounds=_bits(enter_bounds),
         enter_swap=_bits(enter_swap),
         memory_stream=_bits(i for i, st in enumerate(S) if st.kind == StreamKind.MEM),
@@ -205,6 +219,9 @@ def _run(config, cases, *, valid_probability, seed):
             got["affine_via"] = {i: ctx.get(t.affine_via_stream[i])
                                  for i in range(len(prog.streams)) if ctx.get(t.affine_via) >> i & 1}
             got["skip_candidate"] = ctx.get(t.skip_candidate) & ((1 << len(prog.streams)) - 1)
+            if config.chain_engines:
+                got["chain_op_candidate"] = (ctx.get(t.chain_op_candidate)
+                                             & ((1 << len(prog.streams)) - 1))
             got["enter_bounds"] = ctx.get(t.enter_bounds) & ((1 << len(prog.streams)) - 1)
             got["enter_swap"] = ctx.get(t.enter_swap) & got["enter_bounds"]
             got["lockstep"] = ((1, ctx.get(t.lockstep_layer)) if ctx.get(t.lockstep_valid)
@@ -258,6 +275,7 @@ def test_tables_match_the_definitions(valid_probability):
     rewritten = 0
     for (case, prog), (words, writes, got) in zip(decoded, results):
         ref = reference(prog, case.args)
+        del ref["chain_op_candidate"]       # (SMALL has no chain engine: below)
         for name, value in ref.items():
             assert got[name] == value, (case.name, name, got[name], value)
         # One write per stream / action, at its id, with its descriptor's fields.
@@ -290,3 +308,27 @@ def test_tables_match_the_definitions(valid_probability):
                 want = (0, 0)
             assert (cfg.operand_mem, cfg.operand_mode) == want, (case.name, aid)
     assert rewritten >= 3          # mul_constants_case's three, and any the random cases have
+
+
+def test_chain_op_candidates_match_the_definition():
+    """With a chain engine the writer also marks the ALU/FWD streams that only the next stream
+    reads (``chain_op_candidate``, ``docs/rtl.md`` §9.5 C): the chain programs of
+    ``tb/tmu/chain_programs.py`` (an ``OPERAND`` action reading an operation stream or not) and
+    random programs; every other table as without the engine."""
+    from tb.tmu.test_chain_skip import CHAINED, _cases
+    seed = fresh_seed("config writer, chain operation candidates")
+    cases = [case for _, case in _cases(seed)]
+    cases += [random_case(seed + i, layers=CHAINED.layers, streams=CHAINED.streams,
+                          actions=CHAINED.actions, regions=2, args=CHAINED.args)
+              for i in range(3)]
+    cases += [random_v1_case(seed + i, CHAINED, block_prob=0.7, lockstep_prob=0.3,
+                             data_counts=0.7) for i in range(3)]
+    limits = Limits.from_tmu_config(CHAINED)
+    decoded = [(c, Program.decode(c.program, limits)) for c in cases]
+    marked = 0
+    for (case, prog), (_, _, got) in zip(decoded, _run(CHAINED, decoded, valid_probability=0.7,
+                                                       seed=seed)):
+        for name, value in reference(prog, case.args).items():
+            assert got[name] == value, (case.name, name, got[name], value)
+        marked += bin(got["chain_op_candidate"]).count("1")
+    assert marked > 0

@@ -24,6 +24,7 @@ from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
 from tb.tmu.amaranth_bench import run_on_amaranth
 from tb.tmu.chain_programs import VARIANTS, chain_case
+from tb.tmu.engine_ranges import pop_ranges
 
 MASK64 = (1 << 64) - 1
 _WRAPPING = {GoldenAluOp.ADD, GoldenAluOp.SUB, GoldenAluOp.MUL, GoldenAluOp.SHL}
@@ -280,25 +281,7 @@ def test_contiguous_ranges_continue_and_others_restart():
         ctx.set(dut.clear, 1)
         await step()
         ctx.set(dut.clear, 0)
-        for lb, ub in ranges:
-            ctx.set(dut.p_lb, lb)
-            ctx.set(dut.p_ub, ub)
-            while not ctx.get(dut.idle):
-                await step()
-            ctx.set(dut.start, 1)
-            await step()
-            ctx.set(dut.start, 0)
-            values = []
-            for _ in range(400):
-                if len(values) == ub - lb:
-                    break
-                pop = ctx.get(dut.head_valid) and rng.random() < 0.6
-                if pop:
-                    values.append(ctx.get(dut.head_data))
-                ctx.set(dut.pop, pop)
-                await step()
-                ctx.set(dut.pop, 0)
-            got.append(values)
+        got.extend(await pop_ranges(ctx, dut, ranges, step, rng))
 
     run_sim(dut, testbench)
     for (lb, ub), values in zip(ranges, got, strict=True):

@@ -7,6 +7,7 @@ import pytest
 from hw.tmu.prefetch import Prefetcher
 from tb.seeds import fresh_seed
 from tb.sim_helpers import run_sim
+from tb.tmu.engine_ranges import pop_ranges
 
 MASK64 = (1 << 64) - 1
 
@@ -437,7 +438,7 @@ def test_ranges_with_random_grants_deliver_each_range_in_order():
             ctx.set(getattr(dut, f"p_{name}"), value)
         pending = []
 
-        async def step(pop=False):
+        async def step():
             due = [p for p in pending if p[0] <= 0]
             ctx.set(dut.resp_valid, 0)
             if due:
@@ -454,29 +455,9 @@ def test_ranges_with_random_grants_deliver_each_range_in_order():
             if grant and ctx.get(dut.req_valid):
                 pending.append([rng.randrange(1, 8), ctx.get(dut.req_slot),
                                 ctx.get(dut.req_addr)])
-            ctx.set(dut.pop, pop)
             await ctx.tick()
-            ctx.set(dut.pop, 0)
 
-        for lb, ub in ranges:
-            ctx.set(dut.p_lb, lb)
-            ctx.set(dut.p_ub, ub)
-            while not ctx.get(dut.idle):
-                await step()
-            ctx.set(dut.start, 1)
-            await step()
-            ctx.set(dut.start, 0)
-            values = []
-            for _ in range(400):
-                if len(values) == ub - lb:
-                    break
-                pop = ctx.get(dut.head_valid) and rng.random() < 0.6
-                if pop:
-                    values.append(ctx.get(dut.head_data))
-                await step(pop)
-            got.append(values)
-            for _ in range(rng.randrange(0, 4)):
-                await step()
+        got.extend(await pop_ranges(ctx, dut, ranges, step, rng, gap=3))
 
     run_sim(dut, testbench)
     assert got == [[1000 + i for i in range(lb, ub)] for lb, ub in ranges], (seed, ranges)

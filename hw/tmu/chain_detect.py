@@ -17,10 +17,9 @@ A stream ``M`` is a *chain* when, in one layer that is not LOCKSTEP,
 The operations' streams have no uop when nothing but the next stream reads them (the
 configuration writer's ``chain_op_candidate``, ``hw/tmu/skipped_streams.py``): the chain engine
 computes their values, and its fallback step evaluates them before ``M``. The first chain found
-is recorded, and replaced by a later one while nothing
-has read the recorded one yet (a chain that is only an operand's lazy load, SpMV's
-``x[col[j]]``, gains nothing from an engine; the microcode builder gives the engine only to a
-blocking one).
+is recorded, and replaced by a later one while nothing has read the recorded one yet (a chain
+that is only an operand's lazy load, SpMV's ``x[col[j]]``, gains nothing from an engine; the
+microcode builder gives the engine only to a blocking one).
 """
 
 from amaranth.hdl import Array, Mux, Signal

@@ -111,7 +111,7 @@ class Prefetcher(wiring.Component):
         A ``start`` with the current ``p_*`` (and ``p_armed``) is possible: it continues the
         sequence, or no response is outstanding and no request is offered (a load granted in
         the start's cycle would be the old sequence's, its line landing in an entry of the
-        new one; from registers).
+        new one). A function of registers and ``p_*``.
     continues : Out(1)
         A ``start`` with the current ``p_*`` (and ``p_armed``) would continue the sequence
         (its entries are kept; ``hw/tmu/chain_engine.py`` keeps its own with them).

@@ -97,24 +97,21 @@ def reference(prog: Program, args):
     # the skip candidates: ALU/FWD streams, not invariant, read only as such a b (§9.5 C).
     affine_via = {i: st.b.value for i, st in enumerate(S)
                   if i in affine and is_(st.b, SrcKind.STREAM) and not st.block}
-    read_other = [s.value for layer in prog.layers for s in (layer.lb, layer.ub)
-                  if is_(s, SrcKind.STREAM)]
-    read_other += [a.source.value for a in A
-                   if a.kind == ActionKind.OPERAND and is_(a.source, SrcKind.STREAM)]
-    read_other += [s.value for i, st in enumerate(S)
-                   for s in ((st.a,) + (() if i in affine_via else (st.b,))
-                             + ((st.count,) if st.block else ()))
-                   if is_(s, SrcKind.STREAM)]
+    # Streams a layer bound or an OPERAND action reads.
+    read_outside = [s.value for layer in prog.layers for s in (layer.lb, layer.ub)
+                    if is_(s, SrcKind.STREAM)]
+    read_outside += [a.source.value for a in A
+                     if a.kind == ActionKind.OPERAND and is_(a.source, SrcKind.STREAM)]
+    read_other = read_outside + [s.value for i, st in enumerate(S)
+                                 for s in ((st.a,) + (() if i in affine_via else (st.b,))
+                                           + ((st.count,) if st.block else ()))
+                                 if is_(s, SrcKind.STREAM)]
     skip_candidate = [i for i, st in enumerate(S) if st.kind in (StreamKind.ALU, StreamKind.FWD)
                       and i not in invariant and i not in read_other]
     # The same, read by nothing but the stream with the next id (a chain engine's operation
     # streams, §9.5 C).
-    read_past_next = [s.value for layer in prog.layers for s in (layer.lb, layer.ub)
-                      if is_(s, SrcKind.STREAM)]
-    read_past_next += [a.source.value for a in A
-                       if a.kind == ActionKind.OPERAND and is_(a.source, SrcKind.STREAM)]
-    read_past_next += [s.value for st in S if st.block and is_(st.count, SrcKind.STREAM)
-                       for s in (st.count,)]
+    read_past_next = read_outside + [st.count.value for st in S
+                                     if st.block and is_(st.count, SrcKind.STREAM)]
     read_past_next += [s.value for i, st in enumerate(S) for s in (st.a, st.b)
                        if is_(s, SrcKind.STREAM) and s.value != i - 1]
     chain_op_candidate = [i for i, st in enumerate(S)

@@ -15,7 +15,9 @@ model and checked against PyTorch (``Workload.check``). Per workload and level i
   per 8 operands: a 512-bit vector of operands per cycle);
 * with ``--rtl``: access-unit cycles from START to done on the RTL under Verilator (all jobs in one
   simulator process, ``sim.system.run_many_on_rtl``; tokens compared one by one with the golden
-  model, results with PyTorch), bytes loaded per cycle, and the decoupled access-execute estimate
+  model, results with PyTorch), bytes loaded per cycle, the unit's own counters (blocking-load
+  waits, uops, ...), its output bound (``rtl_output_bound_cycles``: the data tokens at the
+  build's ``output_tokens`` per cycle) and the cycles over it, and the decoupled access-execute estimate
   ``DAE = max(access cycles, core cycles)`` — the two sides overlap through the output queues, so
   the slower one sets the time. Ember's Fig. 13 cycles include the core, so the DAE column is the
   one to compare with it.
@@ -78,7 +80,8 @@ FIELDS = ["workload", "level", "isa", "descriptors", "layers", "streams", "actio
           "token_speedup", "core_cycles", "core_speedup", "rtl_cycles", "rtl_speedup",
           "rtl_bytes_per_cycle", "rtl_data_tokens_per_cycle", "rtl_loads", "rtl_block_wait_cycles",
           "rtl_rob_full_cycles", "rtl_uops", "rtl_decode_cycles", "rtl_fetch_bubble_cycles",
-          "rtl_issue_wait_cycles", "dae_cycles", "dae_speedup",
+          "rtl_issue_wait_cycles", "rtl_output_bound_cycles", "rtl_over_output_bound",
+          "dae_cycles", "dae_speedup",
           "dae_estimate", "core_starved_cycles",
           "rtl_out_stall_cycles", "core_rate", "execute_ooo_cycles", "fitted_cycles_per_control",
           "memory", "config", "compile_ms", "error"]
@@ -240,6 +243,8 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
             res = run_kernel(kernel, _copy(args), replay, cost=row_cost)
             w.check(_copy(args), res.results)
             cyc = max(rr.cycles, 1)
+            # the unit's own output bound: its data tokens at config.output_tokens per cycle
+            bound = max(-(-len(gold.data_tokens) // config.output_tokens), 1)
             row.update(rtl_cycles=rr.cycles, rtl_bytes_per_cycle=rr.stats["bytes_loaded"] / cyc,
                        rtl_data_tokens_per_cycle=rr.stats["data_tokens"] / cyc,
                        rtl_loads=rr.stats["loads"], rtl_block_wait_cycles=rr.stats["block_wait_cycles"],
@@ -247,6 +252,7 @@ def measure(workloads: Sequence[str], levels: Sequence[int], size: str, limits: 
                        rtl_uops=rr.stats["uops"], rtl_decode_cycles=rr.stats["decode_cycles"],
                        rtl_fetch_bubble_cycles=rr.stats["fetch_bubble_cycles"],
                        rtl_issue_wait_cycles=rr.stats["issue_wait_cycles"],
+                       rtl_output_bound_cycles=bound, rtl_over_output_bound=rr.cycles / bound,
                        dae_cycles=max(rr.cycles, res.execute.core_cycles))
             if coupled:
                 if rr.core is None or rr.core.schedule_mismatch or not rr.core.finished:
@@ -296,7 +302,8 @@ def main(argv=None) -> int:
     ap.add_argument("--levels", type=int, nargs="+", default=[0, 1, 2, 3],
                     help="-O levels (default 0 1 2 3; speedups need 0)")
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), metavar="NAME",
-                    help=f"workloads (default all: {' '.join(WORKLOADS)})")
+                    help=f"workloads (default all of the test suite's: {' '.join(WORKLOADS)}; "
+                         f"also {' '.join(n for n in BENCH_WORKLOADS if n not in WORKLOADS)})")
     ap.add_argument("--config", default=str(REPO / "configs" / "tmu_rtl.json"),
                     help="TMU configuration to compile for (and build the RTL of); "
                          "default configs/tmu_rtl.json")
@@ -321,9 +328,9 @@ def main(argv=None) -> int:
     bad = [lv for lv in a.levels if lv not in (0, 1, 2, 3)]
     if bad:
         ap.error(f"--levels must be in 0..3, not {bad[0]}")
-    unknown = [n for n in a.workloads if n not in WORKLOADS]
+    unknown = [n for n in a.workloads if n not in BENCH_WORKLOADS]
     if unknown:
-        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(WORKLOADS)}), "
+        ap.error(f"--workloads must name workloads of sw.workloads ({', '.join(BENCH_WORKLOADS)}), "
                  f"not {unknown[0]!r}")
     if a.memory != "simple" and not a.rtl:
         ap.error(f"--memory {a.memory} needs --rtl")

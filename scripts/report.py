@@ -15,6 +15,7 @@ Steps (``--steps``, default all, in this order):
 ``core_only``      issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
 ``multiunit``      issue 11 table 2: K = 1, 2, 4, 8 units sharing one HBM2 (``bench_multiunit.py``)
 ``compiler``       issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
+``chained``        issue 10: dependent index chains (``hashed_gather``, ``csr_of_csr``) on the RTL
 ``handwritten``    issue 11 table 4: compiled ÷ hand-written (``bench_handwritten.py``)
 ``mapping``        issue 11 table 5: makespan of the table-to-unit mappers (``bench_mapping.py``)
 ``sweep``          a design-space sweep: lines in flight on the DLRM-like EmbeddingBag (``sweep.py``)
@@ -109,6 +110,20 @@ STEPS = [
          "DAE cycles: the simulated core (coupled) popped DONE, replaying each kernel's execute "
          "side run on the core-only baseline's out-of-order core callback by callback "
          "(`--replay`). Ember Fig. 13: 6.5x-21x from -O0 to -O3.", keep_rows={"level": "3"}),
+    Step("chained", "Issue 10: dependent index chains on the RTL (an index read through another)",
+         ["scripts/bench_compiler.py", "--size", "full", "--rtl", "--memory", "HBM2", "--levels", "0",
+          "3", "--workloads", "hashed_gather", "csr_of_csr"],
+         ["scripts/bench_compiler.py", "--size", "small", "--rtl", "--levels", "3", "--workloads",
+          "hashed_gather", "csr_of_csr"],
+         "--out",
+         ["workload", "level", "lookups", "rtl_cycles", "rtl_output_bound_cycles",
+          "rtl_over_output_bound", "rtl_block_wait_cycles", "rtl_uops", "rtl_bytes_per_cycle",
+          "rtl_speedup", "error"],
+         ["workload", "level"], "rtl_over_output_bound", "access cycles ÷ the unit's output bound",
+         "`hashed_gather`: ids -> hash -> `remap[h]` -> a 256-byte row (the chain engine); "
+         "`csr_of_csr`: groups -> sessions -> items -> a row (three nested layers). "
+         "`rtl_output_bound_cycles`: the data tokens at 8 per cycle. Access cycles (the unit "
+         "alone, no core); a lookup is one gathered element."),
     Step("handwritten", "Issue 11, table 4: compiled ÷ hand-written",
          ["scripts/bench_handwritten.py", "--size", "full", "--memory", "HBM2"],
          ["scripts/bench_handwritten.py", "--size", "small", "--levels", "3"], "--out",

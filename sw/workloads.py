@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from . import chained_workloads as chained
 from .runtime.datasets import DATA_DIR, Graph, load_cora
 
 __all__ = ["EXAMPLES", "Workload", "WORKLOADS", "BENCH_WORKLOADS", "DLRM_SHAPE", "dlrm_trace", "load_reuse_histogram",
@@ -490,6 +491,13 @@ def _dlrm_make(size: str, seed: int) -> list:
     return [table, indices, offsets, np.zeros((nbags, dim), np.float32)]
 
 
-# WORKLOADS (what the tests cover, every class) plus the benchmark-only shapes the scripts accept.
-BENCH_WORKLOADS: dict[str, Workload] = {**WORKLOADS, "dlrm_sum": Workload(
-    "dlrm_sum", "EB", "embedding_bag_sum.mlir", _dlrm_make, _eb_reference("sum"), _eb_lookups)}
+# WORKLOADS (what the tests cover, every class) plus the benchmark-only shapes the scripts accept:
+# the DLRM shape, and two dependent index chains (sw.chained_workloads; make report's "chained").
+BENCH_WORKLOADS: dict[str, Workload] = {**WORKLOADS, **{w.name: w for w in [
+    Workload("dlrm_sum", "EB", "embedding_bag_sum.mlir", _dlrm_make, _eb_reference("sum"), _eb_lookups),
+    Workload("hashed_gather", "chain", "hashed_gather.mlir", chained.hashed_gather_make,
+             chained.hashed_gather_reference, chained.hashed_gather_lookups),
+    Workload("csr_of_csr", "chain", "csr_of_csr.mlir", chained.csr_of_csr_make,
+             chained.csr_of_csr_reference, chained.csr_of_csr_lookups,
+             sequential=chained.csr_of_csr_sequential),
+]}}

@@ -149,3 +149,27 @@ def test_bad_arguments(argv, message, capsys):
         bench.main(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.rtl
+def test_rtl_rows_of_the_chained_benchmarks_carry_the_output_bound():
+    """The report's ``chained`` step on small inputs: benchmark-only workloads are accepted, every
+    run is checked (tokens against the golden model, results against the references), and the
+    output bound is the data tokens at the build's 8 tokens per cycle, which the unit cannot beat."""
+    from sw.runtime.isa import Limits
+    limits = Limits.from_file(REPO / "configs" / "tmu_rtl.json")
+    rows = bench.measure(["hashed_gather", "csr_of_csr"], [3], "small", limits, rtl=True)
+    for r in rows:
+        assert r["error"] == "", r
+        assert r["rtl_output_bound_cycles"] == -(-r["data_tokens"] // 8), r
+        assert r["rtl_cycles"] >= r["rtl_output_bound_cycles"], r
+        assert r["rtl_over_output_bound"] == pytest.approx(r["rtl_cycles"] / r["rtl_output_bound_cycles"])
+
+
+def test_benchmark_only_workloads_are_accepted(tmp_path):
+    out = tmp_path / "bench.csv"
+    assert bench.main(["--levels", "3", "--workloads", "hashed_gather", "csr_of_csr", "dlrm_sum",
+                       "--out", str(out)]) == 0
+    _, rows = _read(out)
+    assert [r["workload"] for r in rows] == ["hashed_gather", "csr_of_csr", "dlrm_sum"]
+    assert all(r["error"] == "" for r in rows)

@@ -39,7 +39,7 @@ Per run (one CSV row):
 
 Sweeps (one Verilator build per hardware point, cached in ``$EMBER_BUILD_DIR/rtl``) on
 ``--sweep-case`` (-O3, ``--sweep-preset``): ``--inflight`` (``TmuConfig.max_inflight``, run-ahead
-depth ``min(32, max_inflight / 4)``), ``--ports`` (``memory_ports``, 1..8: the row issue block
+depth the largest that fits, ``TmuConfig.with_max_inflight``), ``--ports`` (``memory_ports``, 1..8: the row issue block
 sends up to one line of a row per port per cycle, the traversal and run-ahead engines use the
 ports it leaves), ``--output-tokens`` (1, 2, 4, 8, 16: 16 is a 1024-bit beat),
 ``--prefetch-depth`` (loads each run-ahead engine keeps ahead, e.g. of the index stream). The
@@ -377,7 +377,7 @@ def main(argv=None) -> int:
         base = TmuConfig(**{k: v for k, v in (("output_tokens", ns.base_output_tokens),
                                               ("memory_ports", ns.base_ports)) if v is not None})
         sweeps = [] if ns.no_sweeps else (
-            [("max_inflight", dataclasses.replace(base, max_inflight=v, prefetch_depth=min(32, v // 4)))
+            [("max_inflight", base.with_max_inflight(v))
              for v in _ints(ns.inflight, "--inflight")]
             + [("memory_ports", dataclasses.replace(base, memory_ports=v)) for v in _ints(ns.ports, "--ports")]
             + [("output_tokens", dataclasses.replace(base, output_tokens=v))

@@ -59,14 +59,15 @@ def hardware_points(axes: dict[str, Sequence[int]], memories: Sequence[str]) -> 
 
 
 def config_for(point: dict):
-    """The ``TmuConfig`` of a hardware point. ``prefetch_depth`` follows ``max_inflight`` (at most
-    a quarter of it, as the default has) when lines in flight are swept."""
+    """The ``TmuConfig`` of a hardware point. ``prefetch_depth`` follows ``max_inflight`` when
+    lines in flight are swept: the default's (32) or the largest power of two with which the
+    engines' loads fit in the lines in flight (``TmuConfig.with_max_inflight``: 8 at 64 lines
+    with the default's five engines)."""
     from hw.tmu import TmuConfig
     fields = {HARDWARE_AXES[k]: v for k, v in point.items() if k in HARDWARE_AXES}
-    if "max_inflight" in fields:
-        fields.setdefault("prefetch_depth", min(TmuConfig().prefetch_depth,
-                                                 max(1, fields["max_inflight"] // 4)))
-    return TmuConfig(**fields)
+    inflight = fields.pop("max_inflight", None)
+    config = TmuConfig(**fields)
+    return config if inflight is None else config.with_max_inflight(inflight)
 
 
 def run_point(point: dict, workloads: Sequence[str], levels: Sequence[int], size: str,

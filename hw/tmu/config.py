@@ -1,6 +1,6 @@
 """Build-time parameters of the access unit and of the simulated system around it."""
 
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass, replace
 
 
 __all__ = ["TmuConfig", "FEATURES"]
@@ -48,8 +48,10 @@ class TmuConfig:
         Default 32, legal 1..1024. (A property of the simulated system, not of the unit.)
     prefetchers : int
         Run-ahead engines for blocking memory streams whose address is affine in their layer's
-        index (``docs/rtl.md``). Default 4, legal 0..16; ``prefetchers * prefetch_depth`` must not
-        exceed ``max_inflight``.
+        index (``docs/rtl.md``). Default 5 (a CSR of CSR has five such index streams: two pointer
+        pairs and its items; with four, one pointer load per group waits a whole memory
+        latency, ``docs/performance.md``, "Dependent index chains"), legal 0..16;
+        ``prefetchers * prefetch_depth`` must not exceed ``max_inflight``.
     prefetch_depth : int
         Loads one engine keeps ahead of the traversal. Default 32, a power of two >= 2.
     chain_engines : int
@@ -120,7 +122,7 @@ class TmuConfig:
     ctrl_queue_depth: int = 64
     watchdog_cycles: int = 1 << 20
     mem_latency: int = 32
-    prefetchers: int = 4
+    prefetchers: int = 5
     prefetch_depth: int = 32
     chain_engines: int = 1
     versions: tuple = (0, 1)
@@ -206,6 +208,16 @@ class TmuConfig:
                    data_queue_depth=4, ctrl_queue_depth=4, mem_latency=8, prefetchers=2,
                    prefetch_depth=4, chain_engines=0, lanes=4, max_block=64, line_bytes=16,
                    output_tokens=2)
+
+    def with_max_inflight(self, max_inflight):
+        """This configuration with ``max_inflight`` lines in flight and the engines' depth that
+        fits them: ``prefetch_depth`` kept, or lowered to the largest power of two (at least 2)
+        with ``prefetchers * prefetch_depth <= max_inflight`` (sweeps over lines in flight:
+        ``scripts/sweep.py``, ``scripts/bench_bandwidth.py``). Raises ``ValueError`` as the
+        constructor does (e.g. ``max_inflight`` below ``2 * prefetchers``)."""
+        share = max_inflight // max(1, self.prefetchers) if isinstance(max_inflight, int) else 0
+        depth = min(self.prefetch_depth, max(2, 1 << (max(share, 1).bit_length() - 1)))
+        return replace(self, max_inflight=max_inflight, prefetch_depth=depth)
 
     def has(self, feature):
         """Whether the ISA v1 ``feature`` (a name from ``FEATURES``) is built in."""

@@ -1,5 +1,7 @@
 """TmuConfig: defaults, the small configuration, argument errors."""
 
+import dataclasses
+
 import pytest
 
 from hw.tmu import TmuConfig
@@ -9,8 +11,8 @@ def test_defaults():
     c = TmuConfig()
     assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
     assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (512, 64, 64)
-    assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 4, 32)
-    assert (c.chain_engines, c.engines, c.tag_index_bits) == (1, 5, 9)
+    assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 5, 32)
+    assert (c.chain_engines, c.engines, c.tag_index_bits) == (1, 6, 9)
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)
     assert c.tag_bits == 12 and c.rob_bits == 9 and c.program_words == 164
     assert (c.row_chunk_lines, c.row_chunk_elements, c.line_offset_bits) == (8, 512, 6)
@@ -111,3 +113,18 @@ def test_v1_parameter_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         TmuConfig(**kwargs)
     assert str(e.value) == message
+
+
+def test_with_max_inflight_fits_the_engines_depth():
+    """The engines' loads must fit in the lines in flight: the depth is kept while it fits, else
+    the largest power of two that does (at least 2), and a count no depth fits is refused."""
+    c = TmuConfig()
+    assert c.with_max_inflight(1024) == dataclasses.replace(c, max_inflight=1024)
+    for lines in (16, 32, 64, 128, 256):
+        got = c.with_max_inflight(lines)
+        assert got.max_inflight == lines
+        assert c.prefetchers * got.prefetch_depth <= lines < c.prefetchers * 2 * got.prefetch_depth \
+            or got.prefetch_depth == c.prefetch_depth, (lines, got.prefetch_depth)
+    assert [c.with_max_inflight(n).prefetch_depth for n in (16, 64, 256, 512)] == [2, 8, 32, 32]
+    with pytest.raises(ValueError, match="prefetchers \\* prefetch_depth must be at most max_inflight"):
+        c.with_max_inflight(8)

@@ -55,3 +55,42 @@ def test_hashed_gather_on_the_default_unit():
     lookups = len(args[2])
     assert rtl.stats["block_wait_cycles"] < lookups * 2, rtl.stats
     assert rtl.stats["uops"] <= lookups * 2 + 8, rtl.stats
+
+
+def _csr_of_csr_run(config=None):
+    from tb.seeds import fresh_seed
+    from sim.system import RtlJob, run_many_on_rtl
+    from sw.runtime.golden import run_golden
+    from sw.runtime.image import bind_arguments, build_image
+    from sw.workloads import BENCH_WORKLOADS
+    w = BENCH_WORKLOADS["csr_of_csr"]
+    args = w.make("small", fresh_seed("csr_of_csr on the RTL"))
+    kernel = compile_mlir(w.path.read_text(), opt_level=3)
+    image = build_image(kernel, args)
+    regs = bind_arguments(kernel, args, image)
+    program = kernel.program.encode()
+    gold = run_golden(program, image.data, regs, limits=kernel.limits)
+    rtl, = run_many_on_rtl([RtlJob(program, image.data, regs, backpressure=0.2, seed=1)],
+                           **({} if config is None else {"config": config}))
+    assert rtl.fault_code == 0
+    assert rtl.control_tokens == gold.control_tokens
+    assert rtl.data_tokens == gold.data_tokens
+    run = run_kernel(kernel, [a.copy() for a in args], ReplayTransport(program, AccessRun.from_rtl(rtl)))
+    w.check([a.copy() for a in args], run.results)
+    return args, rtl
+
+
+def test_csr_of_csr_fetches_every_index_ahead_on_the_default_unit():
+    """``examples/csr_of_csr.mlir`` (groups -> ``gptr`` -> sessions -> ``sptr`` -> items -> a row)
+    has five blocking affine index streams; the default unit has an engine for each
+    (``TmuConfig.prefetchers = 5``), so the traversal waits for none of them per group or
+    session: the run waits for the chain's first elements (~180 cycles: the first ``gptr``,
+    ``sptr``, ``items`` and row, each a memory latency of 32+ cycles here) and then less than a
+    quarter of a latency per group. With four engines ``gptr[g + 1]`` is loaded by the
+    traversal and every group waits a whole latency: ~40 cycles per group besides the start
+    (554-656 wait cycles for 11-14 groups on 2026-12-01; the input has at least 6 groups:
+    ``sw/chained_workloads.py``) (``docs/performance.md``, "Dependent index chains")."""
+    args, rtl = _csr_of_csr_run()
+    groups = len(args[1]) - 1
+    assert groups >= 6
+    assert rtl.stats["block_wait_cycles"] < 7 * 32 + 8 * groups, (groups, rtl.stats)

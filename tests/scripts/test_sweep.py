@@ -29,7 +29,10 @@ def test_hardware_points_are_the_product_of_the_given_axes():
     assert len(pts) == 8
     assert {"memory": "HBM2", "max_inflight": 512, "ports": 1} in pts
     cfg = sweep.config_for({"memory": "HBM2", "max_inflight": 64, "ports": 1, "output_tokens": 4})
-    assert (cfg.max_inflight, cfg.memory_ports, cfg.output_tokens, cfg.prefetch_depth) == (64, 1, 4, 16)
+    # five engines of 8 loads fit in 64 lines (16 would not)
+    assert (cfg.max_inflight, cfg.memory_ports, cfg.output_tokens, cfg.prefetch_depth) == (64, 1, 4, 8)
+    assert [sweep.config_for({"memory": "HBM2", "max_inflight": n}).prefetch_depth
+            for n in (16, 128, 256, 512)] == [2, 16, 32, 32]
     assert sweep.config_for({"memory": "HBM2", "drain_entries": 1}).drain_lines == 1
     assert sweep.config_for({"memory": "HBM2"}).drain_lines == 2
 

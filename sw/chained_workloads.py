@@ -22,8 +22,11 @@ Each ``*_make(size, seed)`` returns the kernel's positional arguments (NumPy; ``
 RTL tests, ``"full"`` for benchmarks); each ``*_reference(args)`` the expected results computed
 without the compiler (NumPy's uint64 arithmetic and ``torch.index_select`` for the gather, which
 copies: bit for bit; ``torch.nn.functional.embedding_bag(mode="sum")`` for the groups, which
-sums each group's rows in index order as the kernel does); ``*_sequential(args)`` the kernel's
-own order in NumPy float32 (bit for bit); ``*_lookups(args)`` the gathered elements.
+sums each group's rows in index order as the kernel does, unweighted, so an FMA by 1.0 would
+round as the add; compared bit for bit, as ``eb_sum`` is, and re-run under PyTorch's older CPU
+kernels by ``tests/compiler/test_cpu_capabilities.py``); ``*_sequential(args)`` the kernel's
+own order in NumPy float32 (bit for bit, the order ours); ``*_lookups(args)`` the gathered
+elements.
 """
 
 from __future__ import annotations

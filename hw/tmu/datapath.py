@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from .isa import AluOp
 
 
-__all__ = ["extend", "extract", "extract_aligned", "alu", "outside_int64", "sum_below",
+__all__ = ["extend", "extract", "extract_aligned", "select_word", "alu", "outside_int64", "sum_below",
            "sum_above", "sum_outside_int64"]
 
 
@@ -42,12 +42,35 @@ def extract_aligned(line, offset, log2_size, sign):
     element; for Verilator a 64-bit select of a wide value instead of a wide shift, ~512 bits
     per engine every cycle).
 
+    The word select is a tree of multiplexers over the line's constant 64-bit slices, one level
+    per bit of ``offset // 8``, rather than ``word_select`` with a variable index: Amaranth
+    writes that as a shift of the whole line, which Verilator computes as a 512-bit shift every
+    cycle for each engine's two heads (``docs/performance.md``, "The C++ harness, re-measured").
+    Synthesis maps either to the same multiplexers.
+
     Returns an unsigned 64-bit value: the element zero- or sign-extended (``sign``)."""
     if len(line) > 64:
-        word = line.word_select(offset[3:], 64)
+        word = select_word(line, offset[3:])
     else:
         word = line
     return extract(word, offset[:3], log2_size, sign)
+
+
+def select_word(line, index):
+    """The 64-bit word ``index`` of ``line`` (``len(line)`` a multiple of 64), as a tree of
+    multiplexers on the bits of ``index``, least significant first; an index past the line's
+    last word gives 0."""
+    if len(line) % 64:
+        raise ValueError(f"line must be a multiple of 64 bits wide, not {len(line)}")
+    words = [line.word_select(k, 64) for k in range(len(line) // 64)]
+    for bit in range(len(index)):
+        if len(words) == 1:
+            words = [Mux(index[bit:] == 0, words[0], 0)]
+            break
+        if len(words) % 2:
+            words.append(Const(0, 64))
+        words = [Mux(index[bit], words[k + 1], words[k]) for k in range(0, len(words), 2)]
+    return words[0]
 
 
 def outside_int64(x):

@@ -285,11 +285,15 @@ class Prefetcher(wiring.Component):
         same_offset = Signal(line_bits)
         m.d.comb += same_offset.eq(offset[head] + sub_off
                                    + Mux(head_valid, delta[0:line_bits], 0))
+        # (A signal, not the ``Array`` proxy inside the extraction: Amaranth writes the
+        # expression of a proxy once per element and use, and Verilator then shifted the next
+        # entry's 512-bit line seven times per engine every cycle.)
+        next_offset = Signal(line_bits, name="next_entry_offset")
+        m.d.comb += next_offset.eq(offset[head_regs.next_entry])
         same_value = Signal(64)
         next_value = Signal(64)
         m.d.comb += [same_value.eq(extract_aligned(head_regs.head_word, same_offset, log2, sign)),
-                     next_value.eq(extract_aligned(head_regs.next_word,
-                                                   offset[head_regs.next_entry], log2, sign))]
+                     next_value.eq(extract_aligned(head_regs.next_word, next_offset, log2, sign))]
         # The run-constant parameters of a start: ``p_*``, or the armed ones (``p_armed``).
         armed = self.p_armed
         start_base = Mux(armed, base, self.p_base)

@@ -7,6 +7,11 @@ generated Verilog without the waivers has thousands of warnings) and that every 
 reason. ``docs/rtl.md`` ("Lint") has the counts per rule. The RTL changes under the waivers: when
 this test fails after an RTL change, read the new warnings, fix the RTL or add a waiver scoped by
 rule and file, with its reason.
+
+The same Verilog is also checked for what makes the C++ model slow without any warning: a
+memory line shifted by a variable amount in a run-ahead engine or the traversal (Verilator
+computes the whole 512-bit shift every cycle; ``docs/performance.md``, "The engines' element
+extraction without wide shifts").
 """
 
 from __future__ import annotations
@@ -106,3 +111,43 @@ def test_every_waiver_has_a_reason():
         elif stripped and not stripped.startswith("//"):
             pytest.fail(f"{LINT_WAIVERS.name}:{number}: unexpected line {line!r}")
         previous = stripped
+
+
+_DECLARATION = re.compile(r"^\s*(?:wire|reg|input|output)\s+(?:signed\s+)?\[(\d+):0\]\s+(\\?\S+?)\s*[;=]",
+                          re.M)
+_SHIFT = re.compile(r"(\\?[\w$.]+)\s*(?:>>>?|<<)\s*(\\?[\w$.\[\]:]+|\{[^}]*\})")
+_CONSTANT = re.compile(r"\d+'[hdb][0-9a-fA-F_]+|\d+")
+
+
+def wide_variable_shifts(verilog: str, min_bits: int = 256) -> collections.Counter:
+    """Per module of ``verilog`` (Yosys' ``write_verilog`` text, as Amaranth writes it), the
+    shifts (``>>``, ``>>>``, ``<<``) of a declared signal at least ``min_bits`` wide by an amount
+    that is not a constant."""
+    found = collections.Counter()
+    for body in re.split(r"\nmodule ", verilog)[1:]:
+        module = body.split("(")[0].strip()
+        widths = {name: int(msb) + 1 for msb, name in _DECLARATION.findall(body)}
+        for operand, amount in _SHIFT.findall(body):
+            if widths.get(operand, 0) >= min_bits and not _CONSTANT.fullmatch(amount):
+                found[module] += 1
+    return found
+
+
+def test_wide_variable_shifts_are_found():
+    text = ("module top(a);\n  wire [511:0] line;\n  wire [2:0] k;\n  wire [63:0] w;\n"
+            "  assign w = line >> { k, 6'h00 };\n  assign v = line >> 9'h040;\n"
+            "  assign u = w >> k;\nendmodule\n")
+    assert wide_variable_shifts("\n" + text) == {"top": 1}
+
+
+def test_engines_and_traversal_shift_no_memory_line(verilog_dir):
+    """The run-ahead engines, the chain engine and the traversal (its blocking load) extract an
+    element through a multiplexer tree over the line's 64-bit words (``hw.tmu.datapath.
+    select_word``), never a variable shift of the line: until 2c38373 each engine had 14 such
+    shifts and the traversal 7 (the packer and the reorder buffer keep theirs)."""
+    found = wide_variable_shifts((verilog_dir / "ember_system.v").read_text())
+    assert found, "the parse found no wide shift at all (the packer has some): check the regex"
+    slow = {m: n for m, n in found.items()
+            if re.search(r"\.(prefetch_\d+|chain_engine[^.]*(\.root)?|traversal)$", m)}
+    assert not slow, f"variable shifts of a memory line per module: {slow}"
+

@@ -5,8 +5,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from .isa import AluOp
 
 
-__all__ = ["extend", "extract", "extract_aligned", "select_word", "alu", "outside_int64",
-           "sum_below", "sum_above", "sum_outside_int64"]
+__all__ = ["extend", "extract", "extract_aligned", "select_word", "one_hot", "alu",
+           "outside_int64", "sum_below", "sum_above", "sum_outside_int64"]
 
 
 def extend(value, width, sign):
@@ -72,6 +72,21 @@ def select_word(line, index):
             words.append(Const(0, 64))
         words = [Mux(index[bit], words[k + 1], words[k]) for k in range(0, len(words), 2)]
     return words[0]
+
+
+def one_hot(index, width):
+    """``1 << index`` as ``width`` bits (0 for an ``index`` of ``width`` or more), built per
+    64-bit word: a 64-bit one-hot of ``index % 64`` placed in word ``index // 64`` by one
+    multiplexer per word. ``Const(1, width) << index`` is the same value, but Amaranth writes it
+    as a shift ``width + 2**len(index) - 1`` bits wide, which Verilator computes word by word
+    every cycle (the reorder buffer's ready bits: six 1023-bit shifts per cycle at 512 entries).
+    """
+    if width <= 64:
+        return (Const(1, 1) << index)[:width]
+    low = (Const(1, 1) << index[:6])[:64]
+    high = index[6:]
+    words = [Mux(high == w, low, 0) for w in range((width + 63) // 64)]
+    return Cat(*words)[:width]
 
 
 def outside_int64(x):

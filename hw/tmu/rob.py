@@ -4,6 +4,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .datapath import one_hot
 from .multiport_memory import MultiPortMemory
 from .packer import chunk_layout
 
@@ -317,16 +318,19 @@ class ReorderBuffer(wiring.Component):
         # distinct within a cycle.
         set_mask = Signal(depth)
         clr_mask = Signal(depth)
-        one = Const(1, depth)
-        responses = [Mux(self.resp_valid[k], one << self.resp_slot[k], 0)
+        # (``one_hot``: word by word, not a shift of the whole bitmap, for the C++ model.)
+        responses = [Mux(self.resp_valid[k], one_hot(self.resp_slot[k], depth), 0)
                      for k in range(self._ports)]
+        tail_bit = Signal(depth, name="tail_one_hot")
+        second_bit = Signal(depth, name="tail_second_one_hot")
+        m.d.comb += [tail_bit.eq(one_hot(tail, depth)), second_bit.eq(one_hot(tail_second, depth))]
         m.d.comb += [
-            set_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & ~self.alloc.load, one << tail, 0)
-                        | Mux(self.alloc2_en & ~self.alloc2.load, one << tail_second, 0)
+            set_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & ~self.alloc.load, tail_bit, 0)
+                        | Mux(self.alloc2_en & ~self.alloc2.load, second_bit, 0)
                         | _or_all(responses)),
-            clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, one << tail, 0)
-                        | Mux(self.alloc2_en & self.alloc2.load, one << tail_second, 0)
-                        | _or_all([Mux(joins[k], one << (window_end + k)[:self._bits], 0)
+            clr_mask.eq(Mux(self.alloc_en & ~self.alloc_reserve & self.alloc.load, tail_bit, 0)
+                        | Mux(self.alloc2_en & self.alloc2.load, second_bit, 0)
+                        | _or_all([Mux(joins[k], one_hot((window_end + k)[:self._bits], depth), 0)
                                    for k in range(D)])),
         ]
         m.d.sync += [

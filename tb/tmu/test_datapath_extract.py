@@ -2,7 +2,8 @@
 ``extract_aligned``: the run-ahead engines' heads, the chain engine's responses, the blocking
 load's element) against Python integers: every naturally aligned element of 1, 2, 4 and 8 bytes
 of fresh random lines of 64, 128 and 512 bits, zero- and sign-extended, and ``select_word`` with
-an index wider than the line needs (past the last word: 0)."""
+an index wider than the line needs (past the last word: 0). Also ``one_hot`` (the reorder
+buffer's ready-bit masks) against ``1 << index`` for every index of several widths."""
 
 import random
 
@@ -10,7 +11,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.tmu.datapath import extract_aligned, select_word
+from hw.tmu.datapath import extract_aligned, one_hot, select_word
 from tb.seeds import fresh_seed
 
 
@@ -77,3 +78,23 @@ def test_select_word_with_a_wide_index_gives_zero_past_the_line():
 def test_select_word_rejects_a_line_that_is_not_whole_words():
     with pytest.raises(ValueError, match="line must be a multiple of 64 bits wide, not 100"):
         select_word(Signal(100), Signal(1))
+
+
+@pytest.mark.parametrize("width,index_bits", [(8, 3), (16, 5), (64, 6), (100, 7), (512, 9),
+                                              (512, 10)])
+def test_one_hot_is_one_shifted_by_the_index(width, index_bits):
+    index = Signal(index_bits)
+    value = one_hot(index, width)
+    failures = []
+
+    async def testbench(ctx):
+        for k in range(1 << index_bits):
+            ctx.set(index, k)
+            want = (1 << k) & ((1 << width) - 1)
+            if len(value) != width or ctx.get(value) != want:
+                failures.append((k, len(value), hex(ctx.get(value)), hex(want)))
+
+    sim = Simulator(Module())
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not failures, failures[:5]

@@ -113,8 +113,8 @@ def test_every_waiver_has_a_reason():
         previous = stripped
 
 
-_DECLARATION = re.compile(r"^\s*(?:wire|reg|input|output)\s+(?:signed\s+)?\[(\d+):0\]\s+(\\?\S+?)\s*[;=]",
-                          re.M)
+_DECLARATION = re.compile(
+    r"^\s*(?:wire|reg|input|output)\s+(?:signed\s+)?\[(\d+):0\]\s+(\\?\S+?)\s*[;=]", re.M)
 _SHIFT = re.compile(r"(\\?[\w$.]+)\s*(?:>>>?|<<)\s*(\\?[\w$.\[\]:]+|\{[^}]*\})")
 _CONSTANT = re.compile(r"\d+'[hdb][0-9a-fA-F_]+|\d+")
 

@@ -39,9 +39,9 @@ Per run (one CSV row):
 
 Sweeps (one Verilator build per hardware point, cached in ``$EMBER_BUILD_DIR/rtl``) on
 ``--sweep-case`` (-O3, ``--sweep-preset``): ``--inflight`` (``TmuConfig.max_inflight``, run-ahead
-depth the largest that fits, ``TmuConfig.with_max_inflight``), ``--ports`` (``memory_ports``, 1..8: the row issue block
-sends up to one line of a row per port per cycle, the traversal and run-ahead engines use the
-ports it leaves), ``--output-tokens`` (1, 2, 4, 8, 16: 16 is a 1024-bit beat),
+depth the largest that fits, ``TmuConfig.with_max_inflight``), ``--ports`` (``memory_ports``,
+1..8: the row issue block sends up to one line of a row per port per cycle, the traversal and
+run-ahead engines use the ports it leaves), ``--output-tokens`` (1, 2, 4, 8, 16: 16 is a 1024-bit beat),
 ``--prefetch-depth`` (loads each run-ahead engine keeps ahead, e.g. of the index stream). The
 sweeps vary one parameter of the base configuration, ``TmuConfig()`` unless
 ``--base-output-tokens`` / ``--base-ports`` change it (e.g. the port sweep at a 1024-bit output:

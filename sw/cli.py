@@ -319,9 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_disasm)
 
     p = sub.add_parser("sim", help="run the default workload (Cora sum-aggregation) and check it",
-                       description="Compile sum-aggregation of node features over the Cora citation "
-                       "graph, run it on the RTL (or golden model), and check against "
-                       "torch.nn.functional.embedding_bag. Exit status 1 on FAIL.")
+                       description="Compile sum-aggregation (or --mode mean/max) of node features "
+                       "over the Cora citation graph, run it on the RTL (or golden model), and "
+                       "check against torch.nn.functional.embedding_bag. Exit status 1 on FAIL. "
+                       "EMBER_PROFILE_GUIDED=1 in the environment: the profile-guided build of "
+                       "the C++ harness (make sim PGO=1).")
     from sim.main_job import add_arguments
     add_arguments(p)
     p.set_defaults(func=cmd_sim)

@@ -25,9 +25,45 @@ def test_compiled_levels_pass_on_golden(level, capsys):
     assert f"-O{level})" in out and "PASS" in out
 
 
+@pytest.mark.parametrize("mode", ["mean", "max"])
+def test_mode_sets_the_kernel_and_the_reference(mode, capsys):
+    """``--mode`` pools as ``embedding_bag(mode=...)`` does: its default kernel is
+    ``examples/embedding_bag_<mode>.mlir`` and the reference (computed in ``main``) follows.
+    dim 13, 60 nodes of Cora (some without neighbours: PyTorch's empty bags give 0 in every
+    mode)."""
+    assert main_job.main(_args("--target", "golden", "--nodes", "60", "--dim", "13",
+                               "--mode", mode)) == 0
+    out = capsys.readouterr().out
+    assert f"embedding_bag_{mode}.mlir, -O3)" in out
+    assert f"workload: {mode}-aggregation" in out
+    assert f"PASS: matches torch.nn.functional.embedding_bag(mode='{mode}')" in out
+
+
+def test_a_kernel_with_another_pooling_than_mode_fails(capsys):
+    """The reference is ``--mode``'s, not the kernel's: the sum kernel checked as max fails."""
+    sum_kernel = str(main_job.REPO / "examples" / "embedding_bag_sum.mlir")
+    assert main_job.main(_args("--target", "golden", "--nodes", "60", "--mode", "max",
+                               "--kernel", sum_kernel)) == 1
+    out = capsys.readouterr().out
+    assert "embedding_bag_sum.mlir, -O3)" in out
+    assert "FAIL: result differs from torch.nn.functional.embedding_bag(mode='max')" in out
+
+
+def test_handwritten_max_is_refused_before_running():
+    with pytest.raises(ValueError, match="--mode max has no hand-written program"):
+        main_job.main(_args("--target", "golden", "--program", "handwritten", "--mode", "max"))
+
+
+def test_handwritten_mean_passes_on_golden(capsys):
+    assert main_job.main(_args("--target", "golden", "--nodes", "60", "--program", "handwritten",
+                               "--mode", "mean")) == 0
+    assert "PASS: matches torch.nn.functional.embedding_bag(mode='mean')" in capsys.readouterr().out
+
+
 def test_default_is_o3_on_hbm2():
     ns = _args()
     assert (ns.opt_level, ns.memory, ns.target, ns.program) == (3, "HBM2", "rtl", "compiled")
+    assert ns.mode == "sum" and main_job.kernel_path(ns).name == "embedding_bag_sum.mlir"
 
 
 def test_bad_level_is_refused():

@@ -11,12 +11,10 @@ import pytest
 from hw.tmu import TmuConfig
 from sw.compiler import compile_mlir
 from sw.compiler.errors import CompileError
-from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
-from sw.runtime.golden import run_golden
-from sw.runtime.image import bind_arguments, build_image
 from sw.runtime.isa import Limits
 from sw.workloads import WORKLOADS
-from sim.system import RtlJob, run_many_on_rtl
+from sim.system import run_many_on_rtl
+from tb.golden_compare import compiled_job, replay_checked
 
 pytestmark = pytest.mark.rtl
 
@@ -31,7 +29,7 @@ def test_config_file_is_the_default_build():
 
 def test_every_level_of_every_workload_on_rtl():
     limits = Limits.from_file("tmu_rtl")
-    jobs, cases, refused = [], [], []
+    cases, refused = [], []
     for name, w in WORKLOADS.items():
         text = w.path.read_text()
         for level in range(4):
@@ -40,21 +38,12 @@ def test_every_level_of_every_workload_on_rtl():
             except CompileError as e:
                 refused.append((name, level, str(e)))
                 continue
-            args = w.make("small", 3)
-            image = build_image(k, args)
-            regs = bind_arguments(k, args, image)
-            program = k.program.encode()
-            jobs.append(RtlJob(program, image.data, regs, backpressure=0.25, seed=len(jobs)))
-            cases.append((name, level, w, k, args, program,
-                          run_golden(program, image.data, regs, limits=limits)))
+            cases.append((name, level, w, compiled_job(k, w.make("small", 3), backpressure=0.25,
+                                                       seed=len(cases), limits=limits)))
     # A refusal names the missing ISA feature; the embedding bag runs at -O0 and at -O3.
     assert all("feature" in msg for _, _, msg in refused), refused
     assert {("eb_sum", 0), ("eb_sum", 3)} <= {(n, lv) for n, lv, *_ in cases}
-    results = run_many_on_rtl(jobs, config=CFG)
-    for (name, level, w, k, args, program, gold), rtl in zip(cases, results):
-        where = f"{name} -O{level}"
-        assert rtl.fault_code == 0, where
-        assert rtl.control_tokens == gold.control_tokens, where
-        assert rtl.data_tokens == gold.data_tokens, where
-        run = run_kernel(k, args, ReplayTransport(program, AccessRun.from_rtl(rtl)))
-        w.check(args, run.results)
+    results = run_many_on_rtl([c.job for *_, c in cases], config=CFG)
+    for (name, level, w, compiled), rtl in zip(cases, results):
+        run = replay_checked(compiled, rtl, f"{name} -O{level}")
+        w.check(compiled.args, run.results)

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from sw.compiler import compile_mlir
-from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
 from sw.workloads import EXAMPLES
 
 pytestmark = pytest.mark.rtl
@@ -38,20 +37,11 @@ def _run_on_default_unit(kernel, args):
     """Run ``kernel`` on ``args`` on the default RTL unit (the core stalling 20 % of the
     cycles); its tokens must equal the golden model's. Returns (the RTL run, the kernel's run
     replayed from those tokens)."""
-    from sim.system import RtlJob, run_many_on_rtl
-    from sw.runtime.golden import run_golden
-    from sw.runtime.image import bind_arguments, build_image
-    image = build_image(kernel, args)
-    regs = bind_arguments(kernel, args, image)
-    program = kernel.program.encode()
-    gold = run_golden(program, image.data, regs, limits=kernel.limits)
-    rtl, = run_many_on_rtl([RtlJob(program, image.data, regs, backpressure=0.2, seed=1)])
-    assert rtl.fault_code == 0
-    assert rtl.control_tokens == gold.control_tokens
-    assert rtl.data_tokens == gold.data_tokens
-    run = run_kernel(kernel, [a.copy() if isinstance(a, np.ndarray) else a for a in args],
-                     ReplayTransport(program, AccessRun.from_rtl(rtl)))
-    return rtl, run
+    from sim.system import run_many_on_rtl
+    from tb.golden_compare import compiled_job, replay_checked
+    compiled = compiled_job(kernel, args, backpressure=0.2, seed=1)
+    rtl, = run_many_on_rtl([compiled.job])
+    return rtl, replay_checked(compiled, rtl)
 
 
 def test_hashed_gather_on_the_default_unit():

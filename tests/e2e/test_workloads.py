@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sw.compiler import compile_mlir
-from sw.runtime.drivers import AccessRun, ReplayTransport, run_kernel
+from sw.runtime.drivers import run_kernel
 from sw.workloads import WORKLOADS, dlrm_trace, load_reuse_histogram
 
 @pytest.fixture(scope="module")
@@ -79,23 +79,12 @@ def test_dlrm_trace_rejects_bad_sizes(bad, message):
 def test_all_workloads_on_rtl_match_golden_and_pytorch(o0):
     """Every workload (small inputs, -O0 = ISA v0) in one simulator process: the RTL's tokens equal
     the golden model's, and the results PyTorch's."""
-    from sw.runtime.golden import run_golden
-    from sw.runtime.image import bind_arguments, build_image
-    from sim.system import RtlJob, run_many_on_rtl
-    jobs, cases = [], []
-    for name, w in WORKLOADS.items():
-        k = o0[name]
-        args = w.make("small", 2)
-        image = build_image(k, args)
-        regs = bind_arguments(k, args, image)
-        program = k.program.encode()
-        jobs.append(RtlJob(program, image.data, regs, backpressure=0.25, seed=len(jobs)))
-        cases.append((name, w, k, args, program, run_golden(program, image.data, regs)))
-    results = run_many_on_rtl(jobs)
-    for (name, w, k, args, program, gold), rtl in zip(cases, results):
-        assert rtl.fault_code == 0, name
-        assert rtl.control_tokens == gold.control_tokens, name
-        assert rtl.data_tokens == gold.data_tokens, name
-        run = run_kernel(k, args, ReplayTransport(program, AccessRun.from_rtl(rtl)))
-        w.check(args, run.results)
+    from sim.system import run_many_on_rtl
+    from tb.golden_compare import compiled_job, replay_checked
+    cases = [(name, w, compiled_job(o0[name], w.make("small", 2), backpressure=0.25, seed=n))
+             for n, (name, w) in enumerate(WORKLOADS.items())]
+    results = run_many_on_rtl([c.job for _, _, c in cases])
+    for (name, w, compiled), rtl in zip(cases, results):
+        run = replay_checked(compiled, rtl, name)
+        w.check(compiled.args, run.results)
         assert run.cycles > 0

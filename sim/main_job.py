@@ -6,7 +6,7 @@ Workload: one GNN message-passing step, ``h[v] = Σ_{u ∈ N(v)} x[u]`` over the
 ``--mode mean`` / ``max`` aggregate with PyTorch's other EmbeddingBag modes instead (the kernel,
 the hand-written program and the reference follow).
 
-Steps: compile ``examples/embedding_bag_sum.mlir`` (at ``-O3`` for ``configs/tmu_rtl.json`` by default) (or use the hand-written access program with
+Steps: compile ``examples/embedding_bag_<mode>.mlir`` (at ``-O3`` for ``configs/tmu_rtl.json`` by default) (or use the hand-written access program with
 ``--program handwritten``), lay out the memory image, build the Verilator model (once per
 configuration and memory preset, cached under ``build/``), run, execute the callbacks, compare
 with PyTorch. Prints cycles, bytes loaded per cycle, lookups per cycle, the memory model's

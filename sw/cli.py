@@ -108,6 +108,14 @@ def load_inputs(path: str, n_params: int) -> list:
         return args
 
 
+def output_arguments(kernel) -> list[int]:
+    """Positions of ``kernel``'s output arguments: its memref parameters that the access unit
+    does not read (``ParamSpec.in_image`` false), which only the execute side writes."""
+    from sw.runtime.kernel import ParamKind
+    return [n for n, p in enumerate(kernel.params)
+            if p.kind == ParamKind.MEMREF and not p.in_image]
+
+
 def cmd_run(ns) -> int:
     from sw.compiler.pipelines import run_pipeline
     from sw.runtime.drivers import run_kernel
@@ -133,9 +141,14 @@ def cmd_run(ns) -> int:
     elif ns.coupled:
         raise UserError("--coupled applies to --target rtl only (the golden model has no timing)")
     result = run_kernel(kernel, args, ns.target, **options)
-    np.savez(ns.out, **{f"result{n}": np.asarray(r) for n, r in enumerate(result.results)})
+    arrays = {f"result{n}": np.asarray(r) for n, r in enumerate(result.results)}
+    if not result.results:
+        # destination-passing style: the kernel returns nothing and writes its output arguments
+        arrays = {f"arg{n}": np.asarray(args[n]) for n in output_arguments(kernel)}
+    np.savez(ns.out, **arrays)
     stats = result.access.stats
-    print(f"target={ns.target} kernel={kernel.name} results={len(result.results)} -> {ns.out}")
+    print(f"target={ns.target} kernel={kernel.name} results={len(result.results)} -> {ns.out}"
+          + ("" if result.results else f" (output arguments: {', '.join(arrays) or 'none'})"))
     print(f"loads={stats.get('loads', 0)} bytes_loaded={stats.get('bytes_loaded', 0)} "
           f"operands={result.execute.operands} callbacks={sum(result.execute.calls.values())}")
     if result.cycles is not None:
@@ -279,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="compile and run an MLIR kernel on inputs from an .npz file",
                        description="Arguments are bound by position to arrays arg0, arg1, ... of "
                        "--inputs (a 0-d array for an index scalar, int64 for memref<?xindex>); every "
-                       "returned memref is written as result0, result1, ... to --out.")
+                       "returned memref is written as result0, result1, ... to --out, or, for a "
+                       "kernel that returns nothing (destination-passing style), every output "
+                       "argument (a memref the access unit does not read) under its own name, "
+                       "argN.")
     p.add_argument("kernel", metavar="KERNEL.mlir")
     p.add_argument("--inputs", required=True, metavar="IN.npz")
     p.add_argument("--target", choices=("golden", "rtl"), default="golden")

@@ -51,6 +51,30 @@ def test_run_golden(tmp_path, capsys):
         np.testing.assert_allclose(out["result0"], expected, rtol=1e-6)
 
 
+GATHER_INTO = str(Path(__file__).resolve().parent / "kernels" / "gather_rows_into.mlir")
+
+
+@pytest.mark.parametrize("target", ["golden", pytest.param("rtl", marks=pytest.mark.rtl)])
+def test_run_writes_the_output_argument_of_a_kernel_that_returns_nothing(tmp_path, capsys,
+                                                                         target):
+    """A destination-passing kernel (``out[j, :] = table[ids[j], :]``, no result): ``ember run``
+    writes its output argument as ``arg2`` (the only memref the access unit does not read), bit
+    for bit NumPy's gather, and nothing else."""
+    from tb.seeds import fresh_seed
+    rng = np.random.default_rng(fresh_seed("gather_rows_into"))
+    table = rng.standard_normal((int(rng.integers(1, 40)), int(rng.integers(1, 20)))).astype(
+        np.float32)
+    ids = rng.integers(0, len(table), int(rng.integers(0, 30))).astype(np.int64)
+    np.savez(tmp_path / "in.npz", arg0=table, arg1=ids,
+             arg2=np.full((len(ids), table.shape[1]), np.nan, np.float32))
+    assert main(["run", GATHER_INTO, "--inputs", str(tmp_path / "in.npz"), "--target", target,
+                 "--out", str(tmp_path / "out.npz")]) == 0
+    assert "results=0" in capsys.readouterr().out
+    with np.load(tmp_path / "out.npz") as out:
+        assert out.files == ["arg2"]
+        np.testing.assert_array_equal(out["arg2"], table[ids])
+
+
 @pytest.mark.rtl
 def test_run_rtl_prints_cycles(tmp_path, capsys):
     expected = write_inputs(tmp_path / "in.npz")

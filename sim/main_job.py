@@ -107,6 +107,11 @@ def main(ns: argparse.Namespace) -> int:
     from sim import profile_guided
     if ns.dim <= 0:
         raise ValueError(f"--dim must be positive, not {ns.dim}")
+    if not 0.0 <= ns.backpressure < 1.0:
+        raise ValueError(f"--backpressure must be a probability in [0, 1), not {ns.backpressure}")
+    if ns.backpressure and ns.target != "rtl":
+        raise ValueError(f"--backpressure {ns.backpressure} applies to --target rtl only (the "
+                         f"golden model has no cycles)")
     profile_guided.requested()       # a bad EMBER_PROFILE_GUIDED: an error before any work
     if ns.program == "handwritten" and getattr(ns, "mode", "sum") not in HANDWRITTEN_MODES:
         raise ValueError(f"--mode {ns.mode} has no hand-written program (it has "

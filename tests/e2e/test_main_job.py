@@ -49,6 +49,17 @@ def test_a_kernel_with_another_pooling_than_mode_fails(capsys):
     assert "FAIL: result differs from torch.nn.functional.embedding_bag(mode='max')" in out
 
 
+@pytest.mark.parametrize("argv, message", [
+    (("--backpressure", "2"), r"--backpressure must be a probability in \[0, 1\), not 2.0"),
+    (("--backpressure", "-0.1"), r"not -0.1"),
+    (("--backpressure", "0.5", "--target", "golden"), r"applies to --target rtl only"),
+])
+def test_bad_backpressure_is_refused_before_compiling(argv, message, monkeypatch):
+    monkeypatch.setattr(main_job, "_kernel", lambda ns: pytest.fail("compiled before the check"))
+    with pytest.raises(ValueError, match=message):
+        main_job.main(_args("--nodes", "5", *argv))
+
+
 def test_handwritten_max_is_refused_before_running():
     with pytest.raises(ValueError, match="--mode max has no hand-written program"):
         main_job.main(_args("--target", "golden", "--program", "handwritten", "--mode", "max"))

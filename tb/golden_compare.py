@@ -20,6 +20,19 @@ from tb.programs import Case
 MASK64 = (1 << 64) - 1
 
 
+#: ``RtlResult.stats`` entries that are host-side measurements, not results of the run
+WALL_CLOCK_STATS = ("sim_cycles_per_s", "sim_wall_ms")
+
+
+def comparable(result) -> tuple:
+    """What two simulations of the same job must agree on (a ``sim.system.RtlResult``): tokens,
+    cycles, fault code and address, counters without ``WALL_CLOCK_STATS``, memory statistics
+    and the final memory. For comparing two engines or builds of the same RTL."""
+    stats = {k: v for k, v in result.stats.items() if k not in WALL_CLOCK_STATS}
+    return (result.data_tokens, result.control_tokens, result.cycles, result.fault_code,
+            result.fault_addr, stats, result.memory_stats, result.memory)
+
+
 def expected(case: Case, config):
     """(data tokens, control tokens, fault code, fault address) the golden model gives."""
     try:

@@ -12,21 +12,12 @@ from hw.tmu import TmuConfig
 from sim.system import RtlJob, run_many_on_rtl, run_on_rtl
 from sw.runtime.isa import Fault
 from tb.programs import alu_case, embedding_bag_case, fault_cases, random_case, watchdog_case
+from tb.golden_compare import comparable
 from tb.seeds import fresh_seed, seed_range
 
 pytestmark = pytest.mark.rtl
 
 CFG = TmuConfig()
-#: host-side measurements, not results of the run
-WALL_CLOCK_STATS = ("sim_cycles_per_s", "sim_wall_ms")
-
-
-def _comparable(r):
-    stats = {k: v for k, v in r.stats.items() if k not in WALL_CLOCK_STATS}
-    return (r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.fault_addr, stats,
-            r.memory_stats, r.memory)
-
-
 def _jobs(backpressure):
     base = fresh_seed("alu_case, random_case")
     cases = [embedding_bag_case("eb_sum", rows=10, dim=4, lengths=[3, 1, 2, 4]),
@@ -52,7 +43,7 @@ def test_cpp_engine_matches_cocotb(backpressure):
     cpp = run_many_on_rtl(jobs, config=CFG, engine="cpp")
     assert len(cpp) == len(jobs)
     for n, (a, b) in enumerate(zip(cocotb, cpp)):
-        assert _comparable(b) == _comparable(a), f"job {n}"
+        assert comparable(b) == comparable(a), f"job {n}"
     # the batch covers what it claims: a run-time fault, a decode fault, the watchdog
     codes = [r.fault_code for r in cpp]
     assert {Fault.ADDR_RANGE, Fault.BAD_MAGIC, Fault.WATCHDOG} <= set(codes)
@@ -78,5 +69,5 @@ def test_cpp_engine_matches_cocotb_on_hbm2():
     cocotb = run_many_on_rtl(jobs, config=CFG, memory="HBM2", engine="cocotb")
     cpp = run_many_on_rtl(jobs, config=CFG, memory="HBM2", engine="cpp")
     for n, (a, b) in enumerate(zip(cocotb, cpp)):
-        assert _comparable(b) == _comparable(a), f"job {n}"
+        assert comparable(b) == comparable(a), f"job {n}"
     assert cpp[0].memory_stats["reads"] > 0

@@ -26,6 +26,7 @@ from sw.runtime.isa import Fault
 from sw.runtime.multi_unit import run_partitioned
 from sw.runtime.partition import shared_image, split_embedding_bag
 from tb.programs import embedding_bag_case, random_case
+from tb.golden_compare import comparable
 from tb.seeds import fresh_seed, seed_range
 
 pytestmark = pytest.mark.rtl
@@ -34,16 +35,6 @@ CFG = TmuConfig.small()
 DEFAULT = TmuConfig()
 MEMORY = "HBM2"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-#: host-side measurements, not results of the run
-WALL_CLOCK_STATS = ("sim_cycles_per_s", "sim_wall_ms")
-
-
-def _comparable(r):
-    stats = {k: v for k, v in r.stats.items() if k not in WALL_CLOCK_STATS}
-    return (r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.fault_addr, stats,
-            r.memory_stats, r.memory)
-
-
 def _eb_kernel(config=CFG):
     path = EXAMPLES / "embedding_bag_sum.mlir"
     return compile_mlir(path.read_text(), filename=path.name, opt_level=3,
@@ -63,7 +54,7 @@ def test_one_unit_is_system_cycle_for_cycle():
                                               seed=n)], case.memory, units=1, memory=MEMORY,
                                      config=DEFAULT)
             assert multi.makespan == multi.units[0].cycles
-            assert _comparable(multi.units[0]) == _comparable(single), (case.name, backpressure)
+            assert comparable(multi.units[0]) == comparable(single), (case.name, backpressure)
 
 
 def _eb_call(rng, rows, dim, bags, max_pooling):

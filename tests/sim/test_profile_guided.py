@@ -15,11 +15,8 @@ from sim import profile_guided
 from sim.system import RtlJob, run_many_on_rtl
 from sw.runtime.isa import Fault
 from tb.programs import embedding_bag_case, fault_cases, random_case
+from tb.golden_compare import comparable
 from tb.seeds import fresh_seed, seed_range
-
-#: host-side measurements, not results of the run
-WALL_CLOCK_STATS = ("sim_cycles_per_s", "sim_wall_ms")
-
 
 @pytest.mark.parametrize("value, expected", [("", False), ("0", False), ("1", True)])
 def test_requested_reads_the_environment(monkeypatch, value, expected):
@@ -45,12 +42,6 @@ def test_a_build_without_a_makefile_is_an_error(tmp_path):
     with pytest.raises(RuntimeError, match="no Verilator makefile"):
         profile_guided.profile_guided_harness(obj / "ember_harness", [], sim.fast._run_jobs)
     assert not (tmp_path / "build" / profile_guided.DIRECTORY / "BUILT").exists()
-
-
-def _comparable(r):
-    stats = {k: v for k, v in r.stats.items() if k not in WALL_CLOCK_STATS}
-    return (r.data_tokens, r.control_tokens, r.cycles, r.fault_code, r.fault_addr, stats,
-            r.memory_stats, r.memory)
 
 
 @pytest.mark.rtl
@@ -80,5 +71,5 @@ def test_profile_guided_harness_gives_the_plain_harness_results(monkeypatch):
     assert used[-1].parent.parent.parent == used[0].parent.parent    # beside the plain build
     assert len(guided) == len(plain) == len(jobs)
     for n, (a, b) in enumerate(zip(plain, guided)):
-        assert _comparable(b) == _comparable(a), f"job {n}"
+        assert comparable(b) == comparable(a), f"job {n}"
     assert Fault.ADDR_RANGE in [r.fault_code for r in guided] and guided[0].data_tokens

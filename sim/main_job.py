@@ -61,10 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="probability (0..1) that the core is not ready for a token in a cycle")
     p.add_argument("--seed", type=int, default=0, help="seed of the features and of the back-pressure")
-    p.add_argument("--memory", choices=MEMORIES, default=DEFAULT_MEMORY,
+    p.add_argument("--memory", choices=MEMORIES, default=None,
                    help=f"memory model behind the access unit (default {DEFAULT_MEMORY}): simple = "
                         f"fixed latency, HBM2/HBM3 = docs/hbm_model.md presets; rtl target only")
-    p.add_argument("--engine", choices=("cpp", "cocotb"), default="cpp",
+    p.add_argument("--engine", choices=("cpp", "cocotb"), default=None,
                    help="how the RTL is simulated (default cpp: the Verilator C++ harness "
                         "sim/harness.cpp; cocotb: sim/system_top.py; identical results); rtl target only")
     p.add_argument("--core", choices=("replay", "fitted", "model", "free"), default=None,
@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "when offered (or with --backpressure). Default: replay (model for "
                         "--program handwritten) on the cpp engine without --backpressure, free "
                         "otherwise")
-    p.add_argument("--core-only-mshrs", type=int, default=DEFAULT_CORE_ONLY_MSHRS, metavar="M",
+    p.add_argument("--core-only-mshrs", type=int, default=None, metavar="M",
                    help="also run the core-only baseline (sim.core_only: an out-of-order core doing "
                         "the same gathers itself, M L1 misses in flight, on the same memory model) and "
                         f"print DAE / core-only (default {DEFAULT_CORE_ONLY_MSHRS}; 0 skips it: tracing "
@@ -113,6 +113,7 @@ def main(ns: argparse.Namespace) -> int:
         raise ValueError(f"--backpressure {ns.backpressure} applies to --target rtl only (the "
                          f"golden model has no cycles)")
     profile_guided.requested()       # a bad EMBER_PROFILE_GUIDED: an error before any work
+    resolve_target_options(ns)
     if ns.program == "handwritten" and getattr(ns, "mode", "sum") not in HANDWRITTEN_MODES:
         raise ValueError(f"--mode {ns.mode} has no hand-written program (it has "
                          f"{', '.join(HANDWRITTEN_MODES)}); use --program compiled")
@@ -282,15 +283,42 @@ def _kernel(ns):
     return comp.kernel, comp.dlc
 
 
+#: Options that only the RTL target reads, with their defaults there (``None`` in the parser, so
+#: that a value given with ``--target golden`` is refused instead of silently ignored).
+RTL_ONLY_DEFAULTS = {"memory": DEFAULT_MEMORY, "engine": "cpp", "core": None,
+                     "core_only_mshrs": DEFAULT_CORE_ONLY_MSHRS}
+
+
+def resolve_target_options(ns: argparse.Namespace) -> None:
+    """Fill in the RTL-only options' defaults, in place.
+
+    Raises ``ValueError`` naming the options if any of ``--memory``, ``--engine``, ``--core`` or
+    ``--core-only-mshrs`` is given with a target other than ``rtl`` (the golden model has no
+    memory timing, no simulator and no cycles to compare)."""
+    if ns.target != "rtl":
+        given = [f"--{name.replace('_', '-')} {getattr(ns, name)}" for name in RTL_ONLY_DEFAULTS
+                 if getattr(ns, name, None) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only --target rtl reads "
+                             f"{'this option' if len(given) == 1 else 'these options'} "
+                             f"(the golden model has no cycles), not --target {ns.target}")
+    for name, default in RTL_ONLY_DEFAULTS.items():
+        if getattr(ns, name, None) is None:
+            setattr(ns, name, default)
+
+
 def _coupled(ns) -> bool:
     """Whether the run couples the core model to the unit (``--core``; see ``add_arguments``).
 
     Raises ``ValueError`` for ``--core model`` with the cocotb engine or with ``--backpressure``
     (the core model is the back-pressure), and for ``--core-only-mshrs`` below 0."""
-    mshrs = getattr(ns, "core_only_mshrs", 0)
+    def option(name):            # as given, else its RTL default (resolve_target_options)
+        value = getattr(ns, name, None)
+        return RTL_ONLY_DEFAULTS[name] if value is None else value
+    mshrs = option("core_only_mshrs")
     if not isinstance(mshrs, int) or mshrs < 0:
         raise ValueError(f"--core-only-mshrs must be an integer >= 0, not {mshrs!r}")
-    core, engine = getattr(ns, "core", None), getattr(ns, "engine", "cpp")
+    core, engine = option("core"), option("engine")
     if ns.target != "rtl":
         return False
     if core in ("model", "fitted", "replay"):

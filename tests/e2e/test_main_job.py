@@ -73,8 +73,26 @@ def test_handwritten_mean_passes_on_golden(capsys):
 
 def test_default_is_o3_on_hbm2():
     ns = _args()
+    main_job.resolve_target_options(ns)
     assert (ns.opt_level, ns.memory, ns.target, ns.program) == (3, "HBM2", "rtl", "compiled")
+    assert (ns.engine, ns.core, ns.core_only_mshrs) == ("cpp", None, 16)
     assert ns.mode == "sum" and main_job.kernel_path(ns).name == "embedding_bag_sum.mlir"
+
+
+@pytest.mark.parametrize("argv, named", [
+    (("--memory", "HBM2"), "--memory HBM2"),          # the RTL default, given: still refused
+    (("--memory", "simple"), "--memory simple"),
+    (("--engine", "cocotb"), "--engine cocotb"),
+    (("--core", "free"), "--core free"),
+    (("--core-only-mshrs", "8"), "--core-only-mshrs 8"),
+    (("--core-only-mshrs", "0", "--memory", "HBM3"), "--memory HBM3, --core-only-mshrs 0"),
+])
+def test_rtl_only_options_are_refused_on_golden(argv, named, monkeypatch):
+    """Options that only the RTL run reads are an error with ``--target golden``, naming each
+    one given (before: silently ignored), and refused before anything is compiled."""
+    monkeypatch.setattr(main_job, "_kernel", lambda ns: pytest.fail("compiled before the check"))
+    with pytest.raises(ValueError, match=f"^{named}: only --target rtl reads"):
+        main_job.main(_args("--target", "golden", "--nodes", "5", *argv))
 
 
 def test_bad_level_is_refused():

@@ -10,16 +10,18 @@ columns and a matplotlib figure (``docs/report/<step>.png``).
 
 Steps (``--steps``, default all, in this order):
 
-=================  =========================================================================
-``bandwidth``      issue 10: the unit against the memory's ceiling, DLRM shape (``bench_bandwidth.py``)
-``core_only``      issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
-``multiunit``      issue 11 table 2: K = 1, 2, 4, 8 units sharing one HBM2 (``bench_multiunit.py``)
-``compiler``       issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
-``chained``        issue 10: dependent index chains (``hashed_gather``, ``csr_of_csr``) on the RTL
-``handwritten``    issue 11 table 4: compiled ÷ hand-written (``bench_handwritten.py``)
-``mapping``        issue 11 table 5: makespan of the table-to-unit mappers (``bench_mapping.py``)
-``sweep``          a design-space sweep: lines in flight on the DLRM-like EmbeddingBag (``sweep.py``)
-=================  =========================================================================
+====================  =======================================================================
+``bandwidth``         issue 10: the unit against the memory's ceiling, -O3 and hand-written, HBM2 and HBM3
+                      (``bench_bandwidth.py``)
+``bandwidth_sweeps``  issue 10: sweeps of lines in flight, ports and output width, DLRM shape
+``core_only``         issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
+``multiunit``         issue 11 table 2: K = 1, 2, 4, 8 units sharing one HBM2 (``bench_multiunit.py``)
+``compiler``          issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
+``chained``           issue 10: dependent index chains (``hashed_gather``, ``csr_of_csr``) on the RTL
+``handwritten``       issue 11 table 4: compiled ÷ hand-written (``bench_handwritten.py``)
+``mapping``           issue 11 table 5: makespan of the table-to-unit mappers (``bench_mapping.py``)
+``sweep``             a design-space sweep: lines in flight on the DLRM-like EmbeddingBag (``sweep.py``)
+====================  =======================================================================
 
 ``--quick`` runs every step on small inputs (minutes; what the tests run), the default on the full
 inputs (hours on two cores). ``--render-only`` re-renders from the CSVs already in
@@ -63,7 +65,8 @@ class Step:
 
 STEPS = [
     Step("bandwidth", "Issue 10: the access unit against the memory's own ceiling",
-         ["scripts/bench_bandwidth.py", "--no-sweeps"],
+         ["scripts/bench_bandwidth.py", "--no-sweeps", "--presets", "HBM2", "HBM3", "--programs",
+          "O3", "hand"],
          ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-sweeps", "--cases", "dlrm_uniform",
           "cora_d16"], "--out",
          ["case", "program", "preset", "max_inflight", "unit_cycles", "unit_useful_bytes_per_cycle",
@@ -72,6 +75,21 @@ STEPS = [
          ["case", "program", "preset"], "unit_useful_bytes_per_cycle", "useful bytes / cycle",
          "Goal (DLRM shape): unit ÷ min(ceiling, output bound) >= 95 %. --quick computes the "
          "ceilings only."),
+    Step("bandwidth_sweeps",
+         "Issue 10: lines in flight, memory ports and output width (DLRM shape, -O3, HBM2)",
+         ["scripts/bench_bandwidth.py", "--no-table", "--inflight", "16,64,256,1024", "--ports",
+          "1,4", "--output-tokens", "2,4,16"],
+         ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-table", "--inflight", "64",
+          "--cases", "dlrm_uniform"], "--out",
+         ["sweep", "max_inflight", "memory_ports", "output_tokens", "unit_cycles",
+          "unit_useful_bytes_per_cycle", "ceiling_bytes_per_cycle", "output_bound",
+          "over_min_ceiling_output", "unit_mean_lines_in_flight", "unit_peak_lines_in_flight",
+          "littles_law_bound"],
+         ["sweep", "max_inflight", "memory_ports", "output_tokens"], "unit_useful_bytes_per_cycle",
+         "useful bytes / cycle",
+         "One Verilator build per point; every other parameter the default unit's (512 lines in "
+         "flight, 2 ports, 8 tokens = a 512-bit output), whose row is the bandwidth table's "
+         "dlrm_uniform -O3 HBM2 row."),
     Step("core_only", "Issue 11, table 1: DAE against a core-only baseline on the same memory",
          ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2", "--workloads",
           "eb_sum", "eb_mean", "eb_max", "eb_weighted", "spmm_cora", "spmv_csr", "kg_transe",

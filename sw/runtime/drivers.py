@@ -30,6 +30,8 @@ __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayT
            "TARGETS"]
 
 TARGETS = ("golden", "rtl")
+RTL_OPTIONS = ("config", "backpressure", "seed", "memory", "engine")   # RtlTransport's
+RUN_OPTIONS = ("limits", *RTL_OPTIONS, "coupled", "core", "dlc")        # run_kernel's **options
 
 
 @dataclass
@@ -264,7 +266,9 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
     Raises
     ------
     TypeError, ValueError
-        Arguments that do not match the kernel's parameters (names ``argN``).
+        Arguments that do not match the kernel's parameters (names ``argN``); an option not
+        listed above (``TypeError``), or an rtl option given with target ``"golden"``
+        (``ValueError``).
     AccessFault
         The access unit faulted (an index out of range, decreasing offsets, ...): the message says
         which input and address.
@@ -273,6 +277,15 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         follow its schedule (``CoreRun.schedule_mismatch``), or (``core``) the execute side's
         trace computed other results than the compute loop.
     """
+    unknown = [k for k in options if k not in RUN_OPTIONS]
+    if unknown:
+        raise TypeError(f"run_kernel: unknown option {', '.join(map(repr, unknown))} (options: "
+                        f"{', '.join(RUN_OPTIONS)})")
+    if target == "golden":
+        rtl_only = [f"{k}={options[k]!r}" for k in RTL_OPTIONS if options.get(k) is not None]
+        if rtl_only:
+            raise ValueError(f"{', '.join(rtl_only)} applies to target 'rtl' only (the golden "
+                             f"model has no timing)")
     coupled = options.pop("coupled", False)
     core, dlc = options.pop("core", None), options.pop("dlc", None)
     if coupled and not (target == "rtl" or isinstance(target, RtlTransport)):

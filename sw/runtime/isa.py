@@ -402,7 +402,8 @@ class Limits:
         FileNotFoundError
             No such file.
         ValueError
-            Not JSON, an unknown key, or a field out of range (the message names the file).
+            Not JSON, not a JSON object, an unknown key, or a field out of range (the message
+            names the file).
         """
         path = os.fspath(path)
         if not os.path.exists(path) and os.sep not in path and not path.endswith(".json"):
@@ -414,7 +415,8 @@ class Limits:
                 data = json.load(fh)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}: not valid JSON: {e}") from None
-        data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
+        if isinstance(data, dict):                  # from_dict refuses anything else
+            data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
         return cls.from_dict(data, where=path)
 
     @classmethod

@@ -100,3 +100,67 @@ def test_compile_mlir_and_compile_torch_default_to_the_rtl_configuration():
     with torch.no_grad():
         expected = bag(torch.tensor([1, 2, 2]), torch.tensor([0, 1]))
     assert torch.equal(op(torch.tensor([1, 2, 2]), torch.tensor([0, 1])), expected)
+
+
+def _bag_inputs(tmp_path):
+    import numpy as np
+    table = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.savez(tmp_path / "in.npz", arg0=table, arg1=np.array([4, 0, 4], np.int64),
+             arg2=np.array([0, 1, 3], np.int64), arg3=np.zeros((2, 3), np.float32))
+    return table, str(tmp_path / "in.npz")
+
+
+def test_run_writes_exactly_the_out_path(tmp_path):
+    """np.savez(path) would add '.npz' to a path without it and the command would name a file it
+    did not write."""
+    import numpy as np
+    table, inputs = _bag_inputs(tmp_path)
+    out = tmp_path / "result.bin"
+    assert main(["run", EXAMPLE, "--inputs", inputs, "--out", str(out)]) == 0
+    assert not (tmp_path / "result.bin.npz").exists()
+    with np.load(out) as got:
+        np.testing.assert_array_equal(got["result0"], np.stack([table[4], table[0] + table[4]]))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backpressure", "2", "--target", "rtl"], "--backpressure must be a probability in [0, 1), not 2.0"),
+    (["--backpressure", "-1"], "--backpressure must be a probability in [0, 1), not -1.0"),
+    (["--backpressure", "nan", "--target", "rtl"], "--backpressure must be a probability in [0, 1), not nan"),
+    (["--backpressure", "0.5"], "--backpressure 0.5 applies to --target rtl only"),
+    (["--seed", "3"], "--seed 3 applies to --target rtl only"),
+])
+def test_run_refuses_backpressure_out_of_range_or_without_the_rtl(tmp_path, capsys, argv, message):
+    """Refused before anything is compiled or run (no RTL build): exit 2, the option named."""
+    _, inputs = _bag_inputs(tmp_path)
+    assert main(["run", EXAMPLE, "--inputs", inputs, "--out", str(tmp_path / "o.npz"), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_an_output_path_that_cannot_be_a_file_is_refused_before_the_run(tmp_path, capsys):
+    _, inputs = _bag_inputs(tmp_path)
+    assert main(["run", EXAMPLE, "--inputs", inputs, "--out", str(tmp_path)]) == 2
+    assert f"--out {str(tmp_path)!r} is a directory" in capsys.readouterr().err
+    assert main(["run", EXAMPLE, "--inputs", inputs, "--out", str(tmp_path / "o.npz"),
+                 "--stats", str(tmp_path / "no" / "s.json")]) == 2
+    assert f"--stats {str(tmp_path / 'no' / 's.json')!r}: directory" in capsys.readouterr().err
+    assert not (tmp_path / "o.npz").exists()
+    assert main(["compile", EXAMPLE, "--emit", "asm", "-o", str(tmp_path)]) == 2
+    assert f"-o {str(tmp_path)!r} is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, kind", [("[1, 2]", "list"), ('"tmu_rtl"', "str"), ("3", "int")])
+def test_a_tmu_config_that_is_not_a_json_object_is_refused(tmp_path, capsys, text, kind):
+    (tmp_path / "c.json").write_text(text)
+    assert main(["compile", EXAMPLE, "--emit", "asm", "--tmu-config", str(tmp_path / "c.json")]) == 2
+    assert f"c.json must be a JSON object, not {kind}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dlc_pass", ["hoist-streams", "align-queues"])
+def test_dlc_passes_leave_a_function_not_in_dlc_form_alone(dlc_pass, capsys):
+    """As the other DLC passes do (segment-callbacks, replace-to-val-ops, ...): the SCF input is
+    printed unchanged, exit 0 (it raised StopIteration)."""
+    from sw.compiler.opt import run_passes
+    text = open(EXAMPLE).read()
+    assert main(["opt", EXAMPLE, "--passes", dlc_pass]) == 0
+    assert capsys.readouterr().out == run_passes(text, ())

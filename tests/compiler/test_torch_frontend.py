@@ -474,3 +474,27 @@ def test_compiled_op_gives_the_dlc_module_of_each_program(opt_level):
     dlcs = op.dlc_modules()
     assert len(dlcs) == len(op.kernels) == 2
     assert all(isinstance(d, ModuleOp) for d in dlcs) and op.dlc_modules() is dlcs
+
+
+def test_compiled_op_refuses_inputs_it_would_ignore():
+    """An op compiled without per_sample_weights ignored a third input or a keyword one and
+    returned the unweighted sums; now a TypeError names what would be ignored. The weighted op
+    still needs its weights (ValueError)."""
+    from sw.api import compile_torch as api_compile
+    bag = torch.nn.EmbeddingBag(10, 4, mode="sum")
+    inp, offsets, weights = torch.tensor([1, 2, 2]), torch.tensor([0, 1]), torch.tensor([2., 3., 4.])
+    op = api_compile(bag, (inp, offsets))
+    with pytest.raises(TypeError, match=r"compiled with 2 example input\(s\) and called with 3"):
+        op(inp, offsets, weights)
+    with pytest.raises(TypeError, match=r"'per_sample_weights' is not a run option"):
+        op(inp, offsets, per_sample_weights=weights)
+    weighted = api_compile(bag, (inp, offsets, weights))
+    assert torch.equal(weighted(inp, offsets, weights), bag(inp, offsets, weights).detach())
+    with pytest.raises(ValueError, match="per_sample_weights must be given"):
+        weighted(inp, offsets)
+    from sw.api import compile_jagged
+    from sw.compiler.frontends.torch_jagged import Jagged
+    jagged = Jagged(["a"], torch.tensor([1, 2]), torch.tensor([1, 1]))
+    jop = compile_jagged({"a": bag}, jagged)
+    with pytest.raises(TypeError, match=r"compiled with 1 example input\(s\) and called with 2"):
+        jop(jagged, weights)

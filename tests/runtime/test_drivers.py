@@ -309,3 +309,15 @@ def test_address_overflow_fault_names_the_array_and_the_index_argument():
     assert explain_fault(kernel, build_image(kernel, args), Fault.ADDR_OVERFLOW, table_stream) == (
         f"access unit fault ADDR_OVERFLOW: the address computation of stream {table_stream} (a load "
         f"from arg0 ('table')) left the signed 64-bit range; a value of arg1 ('indices') is too large")
+
+
+def test_run_kernel_refuses_options_it_would_ignore():
+    """An unknown option (a typo, an input given by keyword) is a TypeError; an RTL option with the
+    golden target a ValueError (the golden model has no timing): neither is silently dropped."""
+    table, indices, offsets, out = inputs()
+    args = [table, indices, offsets, out]
+    with pytest.raises(TypeError, match=r"run_kernel: unknown option 'backpresure' \(options: "):
+        run_kernel(embedding_bag_kernel(), args, "golden", backpresure=0.5)
+    with pytest.raises(ValueError, match=r"seed=3, memory='HBM2' applies to target 'rtl' only"):
+        run_kernel(embedding_bag_kernel(), args, "golden", memory="HBM2", seed=3)
+    assert run_kernel(embedding_bag_kernel(), args, "golden", limits=None).target == "golden"

@@ -30,7 +30,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from ..dialects import dlc
-from ._util import functions
+from ._util import dlc_access_and_compute, functions
 
 __all__ = ["AlignQueues", "align_queues"]
 
@@ -78,9 +78,12 @@ def _merge_adjacent_callbacks(access: dlc.ConfigureAccessOp, compute: dlc.Comput
 
 
 def align_queues(fn: func.FuncOp) -> None:
-    """Apply the rewrites of the module docstring to a DLC function in place."""
-    access = next(o for o in fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp))
-    compute = next(o for o in fn.body.block.ops if isinstance(o, dlc.ComputeLoopOp))
+    """Apply the rewrites of the module docstring to a DLC function in place; a function not in
+    DLC form (no ``dlc.configure_access`` and ``dlc.compute_loop``) is left alone."""
+    found = dlc_access_and_compute(fn)
+    if found is None:
+        return
+    access, compute, _ = found
     _merge_adjacent_callbacks(access, compute)
     regs = _registrations(access)
     for case in [c for c in compute.body.block.ops if isinstance(c, dlc.CaseOp)]:

@@ -48,8 +48,12 @@ def _fold_identities(block) -> None:
 
 
 def hoist_streams(fn: func.FuncOp) -> None:
-    """Hoist loop-invariant ALU streams of ``fn``'s configure_access (module docstring)."""
-    access = next(o for o in fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp))
+    """Hoist loop-invariant ALU streams of ``fn``'s configure_access (module docstring); a
+    function not in DLC form (no ``dlc.configure_access``) is left alone, as the other DLC
+    passes leave it."""
+    access = next((o for o in fn.body.block.ops if isinstance(o, dlc.ConfigureAccessOp)), None)
+    if access is None:
+        return
     block = access.body.block
     _fold_identities(block)
     moved = True

@@ -189,6 +189,29 @@ def test_bind_validates_like_pytorch(inputs, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_include_last_offset_short_of_the_input_is_refused(mode):
+    """PyTorch runs embedding_bag(include_last_offset=True) with offsets[-1] < len(input), but its
+    modes disagree on the ids after offsets[-1] (this test shows it: a PyTorch upgrade that makes
+    them agree fails it, and the refusal can be revisited)."""
+    torch.manual_seed(0)
+    bag = torch.nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=True)
+    inp, short, full = torch.tensor([1, 2, 3, 4]), torch.tensor([0, 2, 3]), torch.tensor([0, 2, 4])
+    tk = compile_torch(bag, (inp, full))
+    with pytest.raises(ValueError, match=r"offsets\[-1\] must be the input's length 4 with "
+                                         r"include_last_offset=True, not 3"):
+        tk.bind(inp, short)
+    weight = bag.weight.detach()
+    last_bag = bag(inp, short).detach()[1]
+    if mode == "sum":
+        assert torch.equal(last_bag, weight[3])                 # id 4 left out
+    elif mode == "mean":
+        assert torch.equal(last_bag, weight[3] / 2)             # id 4 left out, yet counted
+    else:
+        assert torch.equal(last_bag, torch.maximum(weight[3], weight[4]))   # id 4 taken
+    assert torch.equal(run(tk, inp, full), bag(inp, full).detach())
+
+
 def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
     bag = torch.nn.EmbeddingBag(10, 2)
     tk = compile_torch(bag, (torch.tensor([1, 2]), torch.tensor([0])))

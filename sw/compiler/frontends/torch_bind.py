@@ -49,7 +49,9 @@ class TorchKernel:
         ------
         ValueError
             For inputs PyTorch rejects: an index out of range, offsets[0] != 0, decreasing
-            offsets, offsets past the end of the input, mismatched per_sample_weights.
+            offsets, offsets past the end of the input, mismatched per_sample_weights; and, with
+            include_last_offset, offsets[-1] other than the input's length (PyTorch's modes give
+            inconsistent results for the ids after it).
         """
         spec = self.spec
         weight_tensor = (self._input(inputs, "weight") if self._weight is None
@@ -89,6 +91,12 @@ class TorchKernel:
                 offsets = np.concatenate([offsets, [indices.size]]).astype(np.int64)
             elif offsets.size == 0:
                 raise ValueError("offsets must not be empty with include_last_offset=True")
+            elif offsets[-1] != indices.size:
+                # PyTorch (2.x, CPU) runs such a call, but its modes disagree on the ids past
+                # offsets[-1]: sum leaves them out, max takes them, mean divides by their count
+                raise ValueError(f"offsets[-1] must be the input's length {indices.size} with "
+                                 f"include_last_offset=True, not {int(offsets[-1])} (PyTorch's "
+                                 f"modes disagree on the ids after it)")
         else:
             raise ValueError(f"input must be 1-D or 2-D, not {indices.ndim}-D")
         bad = np.flatnonzero(np.diff(offsets) < 0)

@@ -78,6 +78,28 @@ def test_per_sample_weights():
     assert torch.equal(run(tk, INP, offsets, weights), bag(INP, offsets, weights).detach())
 
 
+@pytest.mark.parametrize("opt_level", [0, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_per_sample_weights_with_padding_idx_bit_for_bit(opt_level, dtype):
+    """With padding_idx PyTorch's CPU kernel (no FBGEMM) multiplies, then adds (two roundings)
+    where without it float32 is one FMA: the SCF follows it (was an FMA: 1-ulp differences)."""
+    from tb.seeds import fresh_seed
+    from sw.api import compile_torch as api_compile
+    gen = torch.Generator().manual_seed(fresh_seed("psw_padding"))
+    bag = torch.nn.EmbeddingBag(50, 16, mode="sum", padding_idx=3, dtype=dtype)
+    with torch.no_grad():
+        bag.weight.copy_(torch.randn(50, 16, generator=gen, dtype=dtype))
+        bag.weight[3] = 0
+    inp = torch.randint(0, 50, (60,), generator=gen)
+    inp[::4] = 3
+    offsets = torch.tensor([0, 7, 7, 20, 33, 59])
+    weights = torch.randn(60, generator=gen, dtype=dtype)
+    op = api_compile(bag, (inp, offsets, weights), opt_level=opt_level)
+    scf = op._parts[0].scf
+    assert ("math.fma" in scf) is False and "arith.mulf %w, %v" in scf
+    assert torch.equal(op(inp, offsets, weights), bag(inp, offsets, weights).detach())
+
+
 def test_per_sample_weights_f64():
     torch.manual_seed(2)
     bag = torch.nn.EmbeddingBag(10, 5, mode="sum", dtype=torch.float64)

@@ -51,7 +51,8 @@ How the op is found:
   module's attributes instead: its ``forward`` is exactly ``F.embedding_bag`` with them.
 
 Supported: modes ``sum``, ``mean`` and ``max``; ``per_sample_weights`` (mode ``sum``, as in
-PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel); ``include_last_offset``;
+PyTorch; float32 accumulates with ``math.fma`` like PyTorch's CPU kernel, and multiplies then
+adds, as it does, with ``padding_idx``); ``include_last_offset``;
 ``padding_idx``; ``max_norm``/``norm_type``; float32, float64, float16 and bfloat16 weights; 1-D
 input with offsets or 2-D input (fixed-length bags); element-wise ops and a final ``.to(dtype)``
 after a float32/float64 bag, on the execute side (``BagSpec.post``, ``BagSpec.cast``). Not

@@ -107,9 +107,9 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
           f"        %v = memref.load %table[%row, %d] : {mt}"]
     if spec.mode == "max":
         update = f"%new = arith.maximumf %acc, %v : {t}"
-    elif spec.per_sample_weights and t == "f32":   # PyTorch's CPU float32 kernel uses an FMA
-        update = f"%new = math.fma %w, %v, %acc : {t}"
-    elif spec.per_sample_weights:                  # ... its float64 kernel multiplies, then adds
+    elif spec.per_sample_weights and t == "f32" and not pad:
+        update = f"%new = math.fma %w, %v, %acc : {t}"   # PyTorch's CPU float32 kernel: an FMA
+    elif spec.per_sample_weights:   # ... with padding_idx (no FBGEMM) and float64: mul, then add
         L.append(f"        %wv = arith.mulf %w, %v : {t}")
         update = f"%new = arith.addf %acc, %wv : {t}"
     else:

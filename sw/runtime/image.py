@@ -124,7 +124,8 @@ def build_image(kernel: Kernel, args: Sequence) -> MemoryImage:
 
 
 def check_arguments(kernel: Kernel, args: Sequence) -> None:
-    """Check arity, kinds, ranks and dtypes of the call's arguments against the kernel's parameters."""
+    """Check arity, kinds, ranks, dtypes and static extents of the call's arguments against the
+    kernel's parameters (``TypeError``/``ValueError`` naming ``argN (name)``)."""
     if len(args) != len(kernel.params):
         raise TypeError(f"kernel {kernel.name!r} takes {len(kernel.params)} arguments "
                         f"({', '.join(p.name for p in kernel.params)}), not {len(args)}")
@@ -137,6 +138,12 @@ def check_arguments(kernel: Kernel, args: Sequence) -> None:
                                  f"(shape {value.shape})")
             if value.dtype != np.dtype(spec.dtype):
                 raise ValueError(f"arg{n} ({spec.name}) must have dtype {spec.dtype}, not {value.dtype}")
+            for axis, extent in enumerate(spec.shape or ()):
+                if extent is not None and value.shape[axis] != extent:
+                    declared = "x".join("?" if e is None else str(e) for e in spec.shape)
+                    raise ValueError(f"arg{n} ({spec.name}) must have {extent} entries on axis "
+                                     f"{axis} (its memref type's shape is {declared}), not shape "
+                                     f"{value.shape}")
         else:
             if isinstance(value, np.ndarray):
                 if value.ndim != 0:

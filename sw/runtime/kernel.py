@@ -129,13 +129,17 @@ class ParamSpec:
 
     ``dtype`` is a NumPy dtype name (``float32``, ``float64``, ``int64`` for ``index``, ...);
     ``rank`` is the memref rank (0 for scalars); ``in_image`` is true when the access unit reads
-    it (it is then copied into the memory image; the execute side never writes it).
+    it (it is then copied into the memory image; the execute side never writes it); ``shape``
+    is the memref type's static extents, ``None`` for a dynamic one (``?``), or ``None`` as a
+    whole when unknown (hand-built kernels): the program's strides assume a static extent, so a
+    call must match it.
     """
     name: str
     kind: ParamKind
     dtype: str
     rank: int = 0
     in_image: bool = False
+    shape: tuple[int | None, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -321,3 +321,46 @@ def test_run_kernel_refuses_options_it_would_ignore():
     with pytest.raises(ValueError, match=r"seed=3, memory='HBM2' applies to target 'rtl' only"):
         run_kernel(embedding_bag_kernel(), args, "golden", memory="HBM2", seed=3)
     assert run_kernel(embedding_bag_kernel(), args, "golden", limits=None).target == "golden"
+
+
+STATIC_BAG = """\
+func.func @bag(%table: memref<10x4xf32>, %indices: memref<?xindex>, %offsets: memref<3xindex>, %out: memref<2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  scf.for %b = %c0 to %c2 step %c1 {
+    %b1 = arith.addi %b, %c1 : index
+    %start = memref.load %offsets[%b] : memref<3xindex>
+    %end = memref.load %offsets[%b1] : memref<3xindex>
+    scf.for %j = %start to %end step %c1 {
+      %row = memref.load %indices[%j] : memref<?xindex>
+      scf.for %d = %c0 to %c4 step %c1 {
+        %v = memref.load %table[%row, %d] : memref<10x4xf32>
+        %acc = memref.load %out[%b, %d] : memref<2x4xf32>
+        %sum = arith.addf %acc, %v : f32
+        memref.store %sum, %out[%b, %d] : memref<2x4xf32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("shape, axis, extent", [((10, 8), 1, 4), ((12, 4), 0, 10)])
+def test_a_static_memref_shape_is_checked(shape, axis, extent):
+    """The program's strides come from memref<10x4xf32>: a 10x8 table read with them gave the
+    rows of a 10x4 one (a silent wrong answer), a 12x4 one ran; both are refused now."""
+    from sw.compiler import compile_mlir
+    kernel = compile_mlir(STATIC_BAG)
+    indices, offsets = np.array([9, 1, 9], np.int64), np.array([0, 1, 3], np.int64)
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    out = np.zeros((2, 4), np.float32)
+    run_kernel(kernel, [table, indices, offsets, out], "golden")
+    np.testing.assert_array_equal(out, [table[9], table[1] + table[9]])
+    wrong = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    with pytest.raises(ValueError, match=rf"arg0 \(table\) must have {extent} entries on axis "
+                                         rf"{axis} \(its memref type's shape is 10x4\), not shape "
+                                         rf"\({shape[0]}, {shape[1]}\)"):
+        run_kernel(kernel, [wrong, indices, offsets, np.zeros((2, 4), np.float32)], "golden")

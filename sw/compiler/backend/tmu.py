@@ -115,8 +115,9 @@ def param_specs(fn: func.FuncOp, in_image: set[int]) -> list[ParamSpec]:
         name = arg.name_hint or f"arg{n}"
         t = arg.type
         if isinstance(t, MemRefType):
+            shape = tuple(d if d >= 0 else None for d in t.get_shape())    # negative: '?'
             specs.append(ParamSpec(name, ParamKind.MEMREF, element_type_name(t.element_type) or "?",
-                                   t.get_num_dims(), n in in_image))
+                                   t.get_num_dims(), n in in_image, shape))
         elif isinstance(t, IndexType):
             specs.append(ParamSpec(name, ParamKind.INDEX, "int64"))
         elif isinstance(t, IntegerType):

@@ -14,6 +14,7 @@ Steps (``--steps``, default all, in this order):
 ``bandwidth``         issue 10: the unit against the memory's ceiling, -O3 and hand-written, HBM2 and HBM3
                       (``bench_bandwidth.py``)
 ``bandwidth_sweeps``  issue 10: sweeps of lines in flight, ports and output width, DLRM shape
+``bandwidth_wide``    issue 10: 1, 2, 4, 8 memory ports at a 1024-bit output (not the default unit)
 ``core_only``         issue 11 table 1: DAE ÷ core-only at 8/16/32 misses in flight (``bench_core_only.py``)
 ``multiunit``         issue 11 table 2: K = 1, 2, 4, 8 units sharing one HBM2 (``bench_multiunit.py``)
 ``compiler``          issue 11 table 3: -O3 ÷ -O0 per workload on the RTL (``bench_compiler.py``)
@@ -88,7 +89,7 @@ STEPS = [
     Step("bandwidth_sweeps",
          "Issue 10: lines in flight, memory ports and output width (DLRM shape, -O3, HBM2)",
          ["scripts/bench_bandwidth.py", "--no-table", "--inflight", "16,64,256,1024", "--ports",
-          "1,4", "--output-tokens", "2,4,16"],
+          "1,4,8", "--output-tokens", "2,4,16"],
          ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-table", "--inflight", "64",
           "--cases", "dlrm_uniform"], "--out",
          ["sweep", "max_inflight", "memory_ports", "output_tokens", "unit_cycles",
@@ -100,6 +101,18 @@ STEPS = [
          "One Verilator build per point; every other parameter the default unit's (512 lines in "
          "flight, 2 ports, 8 tokens = a 512-bit output), whose row is the bandwidth table's "
          "dlrm_uniform -O3 HBM2 row."),
+    Step("bandwidth_wide", "Issue 10: memory ports at a 1024-bit output (DLRM shape, -O3, HBM2)",
+         ["scripts/bench_bandwidth.py", "--no-table", "--base-output-tokens", "16", "--ports",
+          "1,2,4,8"],
+         ["scripts/bench_bandwidth.py", "--ceiling-only", "--no-table", "--base-output-tokens", "16",
+          "--ports", "4", "--cases", "dlrm_uniform"], "--out",
+         ["sweep", "max_inflight", "memory_ports", "output_tokens", "unit_cycles",
+          "unit_useful_bytes_per_cycle", "ceiling_bytes_per_cycle", "output_bound",
+          "over_min_ceiling_output", "unit_mean_lines_in_flight", "unit_peak_lines_in_flight",
+          "littles_law_bound"],
+         ["memory_ports"], "unit_useful_bytes_per_cycle", "useful bytes / cycle",
+         "Not the default unit: 16 tokens = a 1024-bit output (output bound 128 B/cycle), where the "
+         "ports, not the output, can bound the rate; 512 lines in flight as the default."),
     Step("core_only", "Issue 11, table 1: DAE against a core-only baseline on the same memory",
          ["scripts/bench_core_only.py", "--size", "full", "--memory", "HBM2", "--workloads",
           "eb_sum", "eb_mean", "eb_max", "eb_weighted", "spmm_cora", "spmv_csr", "kg_transe",

@@ -27,6 +27,7 @@ from .isa import Fault, Limits, SrcKind
 from .kernel import ArgKind, Kernel
 
 __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayTransport", "RunResult", "run_kernel",
+           "explain_fault", "faulting_stream",
            "TARGETS"]
 
 TARGETS = ("golden", "rtl")
@@ -47,6 +48,9 @@ class AccessRun:
     memory_stats: dict = field(default_factory=dict)
     # The simulated core of a coupled run (sim.system.CoreRun; None otherwise).
     core: object | None = None
+    # ADDR_RANGE: the stream whose load faulted (the golden model knows it; the RTL reports the
+    # address only, see _raise_fault).
+    fault_stream: int | None = None
 
     @classmethod
     def from_rtl(cls, r) -> "AccessRun":
@@ -71,7 +75,8 @@ class GoldenTransport:
     def run(self, program: bytes, memory: bytes, args: Sequence[int]) -> AccessRun:
         r = run_golden(program, memory, args, limits=self.limits)
         return AccessRun(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, None,
-                         {"loads": r.loads, "bytes_loaded": r.bytes_loaded})
+                         {"loads": r.loads, "bytes_loaded": r.bytes_loaded},
+                         fault_stream=r.fault_stream)
 
 
 class RtlTransport:
@@ -155,12 +160,28 @@ def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
     raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
 
 
-def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> str:
+def _stream_param(kernel: Kernel, stream: int | None) -> int | None:
+    """The parameter whose base address is the base of ``stream``'s region, or None."""
+    if stream is None or not 0 <= stream < len(kernel.program.streams):
+        return None
+    region = getattr(kernel.program.streams[stream], "region", None)
+    if region is None or not 0 <= region < len(kernel.program.regions):
+        return None
+    base = kernel.program.regions[region].base
+    if base.kind == SrcKind.ARG and kernel.arg_map[base.value].kind == ArgKind.BASE:
+        return kernel.arg_map[base.value].param
+    return None
+
+
+def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int,
+                  stream: int | None = None) -> str:
     """A user-level explanation of an access-unit fault (which input was wrong, and how).
 
-    ``ADDR_RANGE``: the address (signed) relative to the tensor it falls in or nearest to, and the
-    arguments whose values select positions in that tensor (``Kernel.host_checks``: index arrays
-    and loop bounds); ``RANGE_ORDER``: the arguments that give loop bounds.
+    ``ADDR_RANGE``: the address (signed) relative to the tensor the faulting ``stream`` loads
+    from when it is known (the golden model's ``fault_stream``), else to the tensor nearest the
+    address, and the arguments whose values select positions in that tensor
+    (``Kernel.host_checks``: index arrays and loop bounds); ``RANGE_ORDER``: the arguments that
+    give loop bounds.
     """
     code = Fault(code)
 
@@ -168,8 +189,10 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> s
         return " or ".join(f"arg{n} ({kernel.params[n].name!r})" for n in params)
 
     if code == Fault.ADDR_RANGE:
-        where = image.describe(addr, outside=True)
-        found = image.nearest(addr, outside=True)
+        target = _stream_param(kernel, stream)
+        where = image.describe(addr, outside=True, tensor=target)
+        found = (image.nearest(addr, outside=True) if target not in image.placements
+                 else (target, image.placements[target]))
         sources = []
         if found is not None:
             sources = list(dict.fromkeys(c.source for c in kernel.host_checks
@@ -188,14 +211,7 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int) -> s
     if code == Fault.MISALIGNED:
         return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
     if code == Fault.ADDR_OVERFLOW:
-        region = None
-        if 0 <= addr < len(kernel.program.streams):
-            region = getattr(kernel.program.streams[addr], "region", None)
-        target = None
-        if region is not None and 0 <= region < len(kernel.program.regions):
-            base = kernel.program.regions[region].base
-            if base.kind == SrcKind.ARG and kernel.arg_map[base.value].kind == ArgKind.BASE:
-                target = kernel.arg_map[base.value].param
+        target = _stream_param(kernel, addr)        # ADDR_OVERFLOW's address is the stream id
         if target is None:
             return (f"access unit fault ADDR_OVERFLOW: the address computation of stream {addr} "
                     f"left the signed 64-bit range; an index is too large for the array it selects from")
@@ -310,15 +326,36 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         return _run_coupled(kernel, args, transport, program, image, regs, cost or CoreCostModel(),
                             options.get("limits") or kernel.limits, core, dlc)
     access = transport.run(program, image.data, regs)
-    _raise_fault(kernel, image, access)
+    _raise_fault(kernel, image, access, regs, options.get("limits"))
     executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
     return RunResult(executed.results, access, executed, image, transport.name)
 
 
-def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun) -> None:
-    if access.fault_code != Fault.NONE:
-        raise AccessFault(Fault(access.fault_code), access.fault_addr,
-                          explain_fault(kernel, image, access.fault_code, access.fault_addr))
+def faulting_stream(kernel: Kernel, image: MemoryImage, access: AccessRun,
+                    regs: Sequence[int] | None, limits: Limits | None = None) -> int | None:
+    """The stream whose load faulted ``ADDR_RANGE`` in ``access``: its own ``fault_stream``
+    (golden model), else the golden model's, run on the same program, image and argument
+    registers, when it faults with the same code at the same address (the RTL reports the
+    address only); None otherwise."""
+    if access.fault_stream is not None or access.fault_code != Fault.ADDR_RANGE or regs is None:
+        return access.fault_stream
+    golden = run_golden(kernel.program.encode(), image.data, regs, limits=limits or kernel.limits)
+    if (golden.fault_code, golden.fault_addr) == (access.fault_code, access.fault_addr):
+        return golden.fault_stream
+    return None
+
+
+def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun,
+                 regs: Sequence[int] | None = None, limits: Limits | None = None) -> None:
+    """Raise the run's fault, explained. The RTL reports an ``ADDR_RANGE`` fault's address only:
+    the golden model is run on the same program and image (``regs``) to learn which stream
+    faulted, used when it faults with the same code at the same address."""
+    if access.fault_code == Fault.NONE:
+        return
+    stream = faulting_stream(kernel, image, access, regs, limits)
+    raise AccessFault(Fault(access.fault_code), access.fault_addr,
+                      explain_fault(kernel, image, access.fault_code, access.fault_addr, stream),
+                      stream)
 
 
 def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, program: bytes,
@@ -340,7 +377,7 @@ def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, progra
         executed = replace(executed, core_cycles=made.cost.cycles(executed.pops_per_control[:-1]))
     access = transport.run(program, image.data, regs, core=cost,
                            core_schedule=executed.pops_per_control)
-    _raise_fault(kernel, image, access)
+    _raise_fault(kernel, image, access, regs, limits)
     if (access.data_tokens, access.control_tokens) != (golden.data_tokens, golden.control_tokens):
         raise ExecuteError(f"coupled run of {kernel.name!r}: the RTL pushed {len(access.data_tokens)} "
                            f"data / {len(access.control_tokens)} control tokens, not the golden "

@@ -27,9 +27,10 @@ __all__ = ["AccessFault", "GoldenResult", "MAX_ITERATIONS", "run_golden"]
 class AccessFault(RuntimeError):
     """A run-time fault of the access unit (docs/isa.md §5): ``code`` and ``addr`` as the RTL sets them."""
 
-    def __init__(self, code: Fault, addr: int, message: str):
+    def __init__(self, code: Fault, addr: int, message: str, stream: int | None = None):
         self.code = Fault(code)
         self.addr = addr
+        self.stream = stream        # the faulting stream's id, where the golden model knows it
         super().__init__(f"{message} (fault {self.code.name}, address {addr:#x})")
 
 
@@ -40,6 +41,7 @@ class GoldenResult:
     fault_code: int = 0
     fault_addr: int = 0
     fault_message: str = ""
+    fault_stream: int | None = None     # ADDR_RANGE: the stream whose load faulted
     loads: int = 0             # memory-stream loads evaluated
     bytes_loaded: int = 0      # bytes, the sum of the element sizes of those loads
     iterations: list[int] = field(default_factory=list)   # per layer
@@ -185,17 +187,17 @@ class _Machine:
         if not base <= addr:
             raise AccessFault(Fault.ADDR_RANGE, uaddr,
                               f"stream {sid} loads address {uaddr:#x}, outside region {s.region} "
-                              f"[{base:#x}, {base + rsize:#x})")
+                              f"[{base:#x}, {base + rsize:#x})", stream=sid)
         if addr + nbytes > base + rsize:
             bad = addr + max(0, (base + rsize - addr) // size) * size   # first element outside
             raise AccessFault(Fault.ADDR_RANGE, bad & MASK64,
                               f"stream {sid} loads address {bad & MASK64:#x}, outside region {s.region} "
-                              f"[{base:#x}, {base + rsize:#x})")
+                              f"[{base:#x}, {base + rsize:#x})", stream=sid)
         if addr + nbytes > len(self.mem):
             bad = addr + max(0, (len(self.mem) - addr) // size) * size
             raise AccessFault(Fault.ADDR_RANGE, bad & MASK64,
                               f"stream {sid} loads address {bad & MASK64:#x}, beyond the memory image "
-                              f"({len(self.mem)} bytes)")
+                              f"({len(self.mem)} bytes)", stream=sid)
 
     def read(self, s, addr: int) -> int:
         raw = int.from_bytes(self.mem[addr:addr + s.size], "little")
@@ -371,6 +373,7 @@ def run_golden(program: bytes | Program, memory: bytes, args: Sequence[int], *,
         machine.run()
     except AccessFault as fault:
         result.fault_code, result.fault_addr, result.fault_message = int(fault.code), fault.addr, str(fault)
+        result.fault_stream = fault.stream
         if raise_on_fault:
             raise
     return result

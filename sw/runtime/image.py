@@ -81,14 +81,16 @@ class MemoryImage:
         return min(candidates,
                    key=lambda kp: min(abs(addr - kp[1].base), abs(addr - kp[1].base - kp[1].nbytes)))
 
-    def describe(self, addr: int, *, outside: bool = False) -> str:
+    def describe(self, addr: int, *, outside: bool = False, tensor: int | None = None) -> str:
         """Human-readable location of a byte address: ``0x48 ('table' + 72 bytes)``, or relative
         to the nearest tensor (``-0xd00 (3328 bytes before the start of 'table', ...)``); the
         address is read as a signed 64-bit value. ``outside`` as in :meth:`nearest` (the tensor
-        the address lands in, if any, is then named after the nearest one)."""
+        the address lands in, if any, is then named after the nearest one); ``tensor`` (a
+        parameter index in the image): relative to that tensor instead of the nearest."""
         addr = _signed(addr)
         text = f"{addr:#x}"
-        found = self.nearest(addr, outside=outside)
+        found = (self.nearest(addr, outside=outside) if tensor not in self.placements
+                 else (tensor, self.placements[tensor]))
         if found is None:
             return text
         p = found[1]

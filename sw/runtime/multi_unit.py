@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .drivers import AccessRun, RunResult, check_block_lengths, explain_fault
+from .drivers import AccessRun, RunResult, check_block_lengths, explain_fault, faulting_stream
 from .execute import execute_tokens
 from .golden import AccessFault
 from .image import MemoryImage, bind_arguments
@@ -68,8 +68,9 @@ def run_partitioned(kernel, unit_args: Sequence[Sequence], *, shared: Sequence[i
         access = AccessRun.from_rtl(rtl)
         if access.fault_code != Fault.NONE:
             raise AccessFault(Fault(access.fault_code), access.fault_addr,
-                              f"unit {u}: " + explain_fault(kernel, image, access.fault_code,
-                                                            access.fault_addr))
+                              f"unit {u}: " + explain_fault(
+                                  kernel, image, access.fault_code, access.fault_addr,
+                                  faulting_stream(kernel, image, access, regs[u])))
         executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, None)
         units.append(RunResult(executed.results, access, executed, image, "rtl"))
     return PartitionedRun(units, system, image)

@@ -364,3 +364,33 @@ def test_a_static_memref_shape_is_checked(shape, axis, extent):
                                          rf"{axis} \(its memref type's shape is 10x4\), not shape "
                                          rf"\({shape[0]}, {shape[1]}\)"):
         run_kernel(kernel, [wrong, indices, offsets, np.zeros((2, 4), np.float32)], "golden")
+
+
+def test_a_fault_far_from_every_tensor_is_blamed_on_the_stream_that_faulted():
+    """Row 10,000 of a 10-row table lands past every tensor of the image: the nearest one is the
+    last placed ('offsets'), which the report blamed. The golden model knows the faulting stream
+    (its region is the table's); an RTL fault, which carries the address only, gets it from a
+    golden run of the same program (faulting_stream)."""
+    from dataclasses import replace
+
+    from sw.runtime.drivers import AccessRun, faulting_stream
+    from sw.runtime.image import bind_arguments, build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    kernel.host_checks = []                      # as for an index computed by arithmetic
+    args = [np.ones((10, 8), np.float32), np.array([1, 10_000], np.int64),
+            np.array([0, 2], np.int64), np.zeros((1, 8), np.float32)]
+    image = build_image(kernel, args)
+    addr = 10_000 * 32
+    assert image.nearest(addr, outside=True)[1].name == "offsets"
+    with pytest.raises(AccessFault) as info:
+        run_kernel(kernel, [a.copy() for a in args], "golden")
+    assert info.value.code == Fault.ADDR_RANGE and info.value.addr == addr
+    assert (f"a load at {addr:#x} ({addr - 320} bytes past the end of 'table', 320 bytes at 0x0) "
+            f"is outside the memory region it was granted; an index used to address 'table' is "
+            f"out of range") in str(info.value)
+    regs = bind_arguments(kernel, args, image)
+    rtl_like = AccessRun([], [], int(Fault.ADDR_RANGE), addr)           # no fault_stream
+    assert info.value.stream is not None
+    assert faulting_stream(kernel, image, rtl_like, regs) == info.value.stream
+    assert faulting_stream(kernel, image, replace(rtl_like, fault_addr=addr + 4), regs) is None

@@ -49,7 +49,7 @@ class AccessRun:
     # The simulated core of a coupled run (sim.system.CoreRun; None otherwise).
     core: object | None = None
     # ADDR_RANGE: the stream whose load faulted (the golden model knows it; the RTL reports the
-    # address only, see _raise_fault).
+    # address only, see faulting_stream).
     fault_stream: int | None = None
 
     @classmethod
@@ -191,8 +191,7 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int,
     if code == Fault.ADDR_RANGE:
         target = _stream_param(kernel, stream)
         where = image.describe(addr, outside=True, tensor=target)
-        found = (image.nearest(addr, outside=True) if target not in image.placements
-                 else (target, image.placements[target]))
+        found = image.nearest(addr, outside=True, tensor=target)
         sources = []
         if found is not None:
             sources = list(dict.fromkeys(c.source for c in kernel.host_checks

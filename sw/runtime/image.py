@@ -64,11 +64,15 @@ class MemoryImage:
                 return p
         return None
 
-    def nearest(self, addr: int, *, outside: bool = False) -> tuple[int, Placement] | None:
+    def nearest(self, addr: int, *, outside: bool = False,
+                tensor: int | None = None) -> tuple[int, Placement] | None:
         """``(parameter index, placement)`` of the tensor containing ``addr``, else the nearest one
         (``addr`` is read as a signed 64-bit address: a negative index gives a negative address).
         ``outside``: the nearest tensor that does not contain ``addr`` (a load that faulted
-        ``ADDR_RANGE`` was outside its own tensor, even when it landed inside another one)."""
+        ``ADDR_RANGE`` was outside its own tensor, even when it landed inside another one).
+        ``tensor`` (a parameter index in the image, e.g. the faulting stream's): that tensor."""
+        if tensor in self.placements:
+            return tensor, self.placements[tensor]
         addr = _signed(addr)
         candidates = [(k, p) for k, p in self.placements.items()
                       if not (outside and p.base <= addr < p.base + max(p.nbytes, 1))]
@@ -89,8 +93,7 @@ class MemoryImage:
         parameter index in the image): relative to that tensor instead of the nearest."""
         addr = _signed(addr)
         text = f"{addr:#x}"
-        found = (self.nearest(addr, outside=outside) if tensor not in self.placements
-                 else (tensor, self.placements[tensor]))
+        found = self.nearest(addr, outside=outside, tensor=tensor)
         if found is None:
             return text
         p = found[1]

@@ -109,6 +109,38 @@ def test_bags_that_share_everything_are_one_program(rng):
     assert same(op(*ins), m(*ins))
 
 
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_weighted_bags_with_and_without_padding_idx_bit_for_bit(opt_level):
+    """float32 per_sample_weights: PyTorch's kernel is one FMA per lookup (FBGEMM) without
+    padding_idx, a multiply then an add with it; two such bags in one module are two programs,
+    each as PyTorch computes it (they were one program of FMAs: 1-ulp differences in the padded
+    bag)."""
+    from tb.seeds import fresh_seed
+    gen = torch.Generator().manual_seed(fresh_seed("dlrm_psw_padding"))
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = EB(50, 16, mode="sum", padding_idx=3), EB(40, 16, mode="sum")
+
+        def forward(self, i0, o0, w0, i1, o1, w1):
+            return self.a(i0, o0, per_sample_weights=w0), self.b(i1, o1, per_sample_weights=w1)
+
+    m = Two()
+    with torch.no_grad():
+        m.a.weight.copy_(torch.randn(50, 16, generator=gen))
+        m.a.weight[3] = 0
+        m.b.weight.copy_(torch.randn(40, 16, generator=gen))
+    i0 = torch.randint(0, 50, (400,), generator=gen)
+    i0[::5] = 3
+    i1 = torch.randint(0, 40, (400,), generator=gen)
+    offsets = torch.arange(0, 400, 8)
+    ins = (i0, offsets, torch.randn(400, generator=gen), i1, offsets, torch.randn(400, generator=gen))
+    op = compile_torch(m, ins, opt_level=opt_level)
+    assert same(op(*ins), m(*ins))
+    assert len(op.kernels) == 2
+
+
 # ------------------------------------------------------------------------------------------------
 # The jagged (KeyedJaggedTensor) entry point, without torchrec
 # ------------------------------------------------------------------------------------------------

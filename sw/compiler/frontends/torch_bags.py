@@ -69,10 +69,17 @@ def _find(g: _Graph, node) -> _Bag:
                 g.renorm_of(args["weight"], args["indices"]), node)
 
 
+def _padded(spec: BagSpec) -> bool:
+    """Whether a ``padding_idx`` changes the bag's arithmetic: PyTorch then runs its kernel
+    without FBGEMM, whose bfloat16 rounds ties to even and whose float32 ``per_sample_weights``
+    multiply, then add (``scf_for_bag``'s ``padded``)."""
+    return spec.padding_idx is not None and (
+        spec.dtype == "bfloat16" or (spec.dtype == "float32" and spec.per_sample_weights))
+
+
 def _key(b: _Bag) -> tuple:
-    """Bags with the same key share a program (padding matters only to bfloat16's rounding)."""
-    padded = b.spec.padding_idx is not None and b.spec.dtype == "bfloat16"
-    return (b.spec.mode, b.spec.dtype, b.spec.per_sample_weights, b.dim, padded)
+    """Bags with the same key share a program (padding matters only where :func:`_padded`)."""
+    return (b.spec.mode, b.spec.dtype, b.spec.per_sample_weights, b.dim, _padded(b.spec))
 
 
 def _group(bags: list[_Bag]) -> PlanKernel:
@@ -80,7 +87,7 @@ def _group(bags: list[_Bag]) -> PlanKernel:
     the bags' outputs."""
     first = bags[0]
     spec = replace(first.spec, include_last_offset=False, padding_idx=None)
-    padded = first.spec.padding_idx is not None and first.spec.dtype == "bfloat16"
+    padded = _padded(first.spec)
     # With per_sample_weights a row-base argument would be a fifth region (the RTL's unit has 4):
     # then the host adds each table's first row to its indices instead.
     rebase = spec.per_sample_weights

@@ -36,8 +36,10 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
     embedding): ``%table`` is the tables' rows concatenated, a ``%bag_base: memref<?xi64>``
     argument (after ``%offsets``) gives each bag the first row of its table, and the row of a
     lookup is ``indices[j] + bag_base[b]`` (an ALU stream); ``padding_idx`` must be None.
-    ``padded``: the bags had a ``padding_idx`` whose lookups the caller dropped (only the
-    bfloat16 rounding depends on it, see ``torch_scf_half.scf_for_half_bag``). ``divide_in_f32``: a 16-bit
+    ``padded``: compute as PyTorch's CPU kernel without FBGEMM, which it takes when a bag has
+    a ``padding_idx`` (here one whose lookups the caller dropped) or a stride FBGEMM does not
+    take: bfloat16 rounds ties to even (``torch_scf_half.scf_for_half_bag``) and float32
+    ``per_sample_weights`` multiply, then add (FBGEMM: one FMA). ``divide_in_f32``: a 16-bit
     ``mean`` divides the f32 sum by the length before its one rounding (TensorFlow's
     ``SparseSegmentMean``), not the rounded sum in the type (PyTorch).
     """
@@ -107,9 +109,9 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
           f"        %v = memref.load %table[%row, %d] : {mt}"]
     if spec.mode == "max":
         update = f"%new = arith.maximumf %acc, %v : {t}"
-    elif spec.per_sample_weights and t == "f32" and not pad:
+    elif spec.per_sample_weights and t == "f32" and not (pad or padded):
         update = f"%new = math.fma %w, %v, %acc : {t}"   # PyTorch's CPU float32 kernel: an FMA
-    elif spec.per_sample_weights:   # ... with padding_idx (no FBGEMM) and float64: mul, then add
+    elif spec.per_sample_weights:   # ... without FBGEMM (padding_idx) and float64: mul, then add
         L.append(f"        %wv = arith.mulf %w, %v : {t}")
         update = f"%new = arith.addf %acc, %wv : {t}"
     else:

@@ -118,7 +118,12 @@ class CompiledOp:
             self.last_runs, self.last_run = runs, runs[-1]
             return self._tk.unbind([r.results for r in runs])
         args = self._tk.bind(*inputs)
-        self.last_run = run_kernel(self.kernel, args, target, **per_part[0])
+        kernel = self._tk.kernel_for(*inputs) if hasattr(self._tk, "kernel_for") else self.kernel
+        if kernel is not self.kernel and options.get("core") is not None and "dlc" not in options:
+            from sw.compiler.pipelines import run_pipeline    # the variant's own execute side
+            per_part[0]["dlc"] = run_pipeline(self._tk.variant_scf, filename="<torch>",
+                                              limits=kernel.limits, opt_level=self._opt_level).dlc
+        self.last_run = run_kernel(kernel, args, target, **per_part[0])
         self.last_runs = [self.last_run]
         return self._tk.unbind(self.last_run.results)
 

@@ -100,6 +100,35 @@ def test_per_sample_weights_with_padding_idx_bit_for_bit(opt_level, dtype):
     assert torch.equal(op(inp, offsets, weights), bag(inp, offsets, weights).detach())
 
 
+@pytest.mark.parametrize("dtype, strided", [(torch.float32, "per_sample_weights"),
+                                             (torch.float32, "weight"), (torch.bfloat16, "weight")])
+def test_strides_that_take_pytorchs_kernel_without_fbgemm_bit_for_bit(dtype, strided):
+    """PyTorch's CPU bag takes FBGEMM only for a unit-stride weight row and per_sample_weights;
+    otherwise its own kernel multiplies, then adds (float32 weights) and rounds bfloat16 ties to
+    even. A call with such strides runs the bag compiled that way (it ran the FBGEMM form:
+    1-ulp differences); a contiguous call still runs the FBGEMM form."""
+    from tb.seeds import fresh_seed
+    from sw.api import compile_torch as api_compile
+    gen = torch.Generator().manual_seed(fresh_seed("bag_strides"))
+
+    def fn(i, o, w, p):
+        return torch.nn.functional.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)
+
+    n = 800
+    inp, offsets = torch.randint(0, 50, (n,), generator=gen), torch.arange(0, n, 8)
+    weight = torch.randn(50, 16, generator=gen).to(dtype)
+    psw = torch.randn(n, 2, generator=gen).to(dtype)
+    if dtype == torch.bfloat16:     # exact products: sums that end on a bfloat16 tie, often
+        psw = (2.0 ** torch.randint(-2, 3, (n, 2), generator=gen)).to(dtype)
+    contiguous = (inp, offsets, weight, psw[:, 0].contiguous())
+    call = (inp, offsets, weight.t().contiguous().t() if strided == "weight" else weight,
+            psw[:, 0] if strided == "per_sample_weights" else psw[:, 0].contiguous())
+    assert not torch.equal(fn(*call), fn(*contiguous))   # the inputs tell the two kernels apart
+    op = api_compile(fn, contiguous)
+    assert torch.equal(op(*call), fn(*call))
+    assert torch.equal(op(*contiguous), fn(*contiguous))
+
+
 def test_per_sample_weights_f64():
     torch.manual_seed(2)
     bag = torch.nn.EmbeddingBag(10, 5, mode="sum", dtype=torch.float64)

@@ -134,4 +134,5 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
         raise CompileError(f"per_sample_weights is only supported with mode='sum' (as in PyTorch), "
                            f"not mode={found.spec.mode!r}")
     text = scf_for_bag(found.spec)
-    return TorchKernel(_compile(text, limits, opt_level), found, text)
+    return TorchKernel(_compile(text, limits, opt_level), found, text,
+                       compile_variant=lambda variant: _compile(variant, limits, opt_level))

@@ -28,7 +28,8 @@ class TorchKernel:
         The SCF text the kernel was compiled from.
     """
 
-    def __init__(self, kernel: Kernel, found: _Found, scf: str):
+    def __init__(self, kernel: Kernel, found: _Found, scf: str,
+                 compile_variant: Callable[[str], Kernel] | None = None):
         self.kernel = kernel
         self.spec = found.spec
         self.traced_with = found.how
@@ -37,6 +38,35 @@ class TorchKernel:
         self._roles = found.roles
         self._num_embeddings = found.num_embeddings
         self.renorm = found.renorm               # (max_norm, norm_type) or None
+        self._compile_variant = compile_variant   # SCF text -> Kernel, as `kernel` was compiled
+        self._variant: Kernel | None = None
+
+    def kernel_for(self, *inputs) -> Kernel:
+        """The kernel a call with ``inputs`` runs. PyTorch's CPU embedding bag takes FBGEMM only
+        when the weight's rows and the ``per_sample_weights`` are unit-stride
+        (``weight.stride(1) == 1``, ``per_sample_weights.stride(0) == 1``, after the 2-D input's
+        ``reshape(-1)``) and there is no ``padding_idx``; otherwise its own kernel, whose float32
+        ``per_sample_weights`` multiply, then add (FBGEMM: an FMA), and whose bfloat16 rounds
+        ties to even (FBGEMM: away from zero). For such a call this is the bag compiled that way
+        (``scf_for_bag(spec, padded=True)``, compiled at the first such call, then kept), else
+        ``kernel``."""
+        spec = self.spec
+        if (self._compile_variant is None or spec.padding_idx is not None
+                or not (spec.dtype == "bfloat16" or (spec.dtype == "float32" and spec.per_sample_weights))):
+            return self.kernel
+        weight = self._input(inputs, "weight") if self._weight is None else self._weight.current()
+        psw = self._input(inputs, "per_sample_weights")
+        if isinstance(psw, torch.Tensor) and psw.dim() == 2:
+            psw = psw.reshape(-1)                   # as F.embedding_bag does with a 2-D input
+        strided = ((isinstance(weight, torch.Tensor) and weight.dim() == 2 and weight.stride(1) != 1)
+                   or (isinstance(psw, torch.Tensor) and psw.dim() == 1 and psw.stride(0) != 1))
+        if not strided:
+            return self.kernel
+        if self._variant is None:
+            from .torch_scf import scf_for_bag
+            self.variant_scf = scf_for_bag(spec, padded=True)
+            self._variant = self._compile_variant(self.variant_scf)
+        return self._variant
 
     def _input(self, inputs: tuple, role: str):
         pos = self._roles.get(role, -1)

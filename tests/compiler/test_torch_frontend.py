@@ -240,6 +240,23 @@ def test_bind_validates_like_pytorch(inputs, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("offsets, message", [
+    (torch.tensor([0.0, 1.7]), "offsets must be an integer tensor, not float32"),
+    (torch.tensor([[0, 1]]), "offsets must be 1-D, not 2-D (shape (1, 2))"),
+])
+def test_bind_refuses_offsets_pytorch_refuses(offsets, message):
+    """Float offsets were truncated (1.7 read as 1: a silent wrong bag) and 2-D offsets
+    flattened; PyTorch refuses both."""
+    bag = torch.nn.EmbeddingBag(10, 2)
+    inp = torch.tensor([1, 2, 3])
+    with pytest.raises((RuntimeError, ValueError)):
+        bag(inp, offsets)
+    tk = compile_torch(bag, (inp, torch.tensor([0, 1])))
+    with pytest.raises(ValueError) as info:
+        tk.bind(inp, offsets)
+    assert str(info.value) == message
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_include_last_offset_short_of_the_input_is_refused(mode):
     """PyTorch runs embedding_bag(include_last_offset=True) with offsets[-1] < len(input), but its

@@ -111,7 +111,13 @@ class TorchKernel:
         elif indices.ndim == 1:
             if offsets_in is None:
                 raise ValueError("offsets must be given when input is 1-D")
-            offsets = _numpy(offsets_in, "offsets").astype(np.int64).reshape(-1)
+            offsets = _numpy(offsets_in, "offsets")
+            if offsets.dtype.kind not in "iu":          # astype would truncate 1.7 to 1
+                raise ValueError(f"offsets must be an integer tensor, not {offsets.dtype}")
+            if offsets.ndim != 1:
+                raise ValueError(f"offsets must be 1-D, not {offsets.ndim}-D (shape "
+                                 f"{tuple(offsets.shape)})")
+            offsets = offsets.astype(np.int64)
             if offsets.size and offsets[0] != 0:
                 raise ValueError(f"offsets[0] must be 0, not {int(offsets[0])}")
             if offsets.size and offsets[-1] > indices.size:

@@ -60,11 +60,17 @@ class UserError(Exception):
     """Bad input from the command line: printed as ``ember: error: ...``, exit status 2."""
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, what: str = "KERNEL") -> str:
+    """The text of the file ``path``, given as the argument ``what``; ``UserError`` naming both
+    when it is missing or not UTF-8 text (a binary program or an .npz given by mistake)."""
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"KERNEL {path!r} does not exist or is not a file")
-    return p.read_text()
+        raise UserError(f"{what} {path!r} does not exist or is not a file")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{what} {path!r} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                        f"offset {e.start})") from None
 
 
 def _check_output(path: str, option: str) -> None:
@@ -104,6 +110,9 @@ def load_inputs(path: str, n_params: int) -> list:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"--inputs {path!r} does not exist or is not a file")
+    import zipfile
+    if not zipfile.is_zipfile(p):               # np.load would read a .npy, or try a pickle
+        raise UserError(f"--inputs {path!r} is not an .npz archive (numpy.savez's format)")
     with np.load(p, allow_pickle=False) as npz:
         names = set(npz.files)
         missing = [f"arg{n}" for n in range(n_params) if f"arg{n}" not in names]
@@ -115,7 +124,10 @@ def load_inputs(path: str, n_params: int) -> list:
             raise UserError(f"--inputs {path!r} has arrays the kernel does not take: {', '.join(extra)}")
         args = []
         for n in range(n_params):
-            a = npz[f"arg{n}"]
+            try:
+                a = npz[f"arg{n}"]
+            except ValueError as e:             # an object array (pickled), a corrupt member
+                raise UserError(f"--inputs {path!r}: arg{n} cannot be read: {e}") from None
             args.append(a.item() if a.ndim == 0 else np.array(a))
         return args
 
@@ -236,7 +248,7 @@ def _json_number(value):
 
 def cmd_asm(ns) -> int:
     from sw.runtime.isa import Program
-    prog = Program.from_asm(_read_text(ns.source))
+    prog = Program.from_asm(_read_text(ns.source, "PROGRAM.s"))
     out = ns.output or str(Path(ns.source).with_suffix(".bin"))
     Path(out).write_bytes(prog.encode())
     print(f"{out}: {len(prog.encode()) // 4} words")
@@ -264,7 +276,7 @@ def cmd_opt(ns) -> int:
         return 0
     if ns.file is None or ns.passes is None:
         raise UserError("opt needs FILE.mlir and --passes (or --list-passes)")
-    text = _read_text(ns.file)
+    text = _read_text(ns.file, "FILE.mlir")
     if not ns.split_input_file:
         _write(ns.output, run_passes(text, ns.passes, filename=ns.file))
         return 0

@@ -415,6 +415,9 @@ class Limits:
                 data = json.load(fh)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}: not valid JSON: {e}") from None
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}: not valid JSON: not UTF-8 text (byte "
+                                 f"0x{e.object[e.start]:02x} at offset {e.start})") from None
         if isinstance(data, dict):                  # from_dict refuses anything else
             data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
         return cls.from_dict(data, where=path)

@@ -164,3 +164,54 @@ def test_dlc_passes_leave_a_function_not_in_dlc_form_alone(dlc_pass, capsys):
     text = open(EXAMPLE).read()
     assert main(["opt", EXAMPLE, "--passes", dlc_pass]) == 0
     assert capsys.readouterr().out == run_passes(text, ())
+
+
+def _not_text(tmp_path):
+    path = tmp_path / "prog.bin"
+    path.write_bytes(b"UM\x00\xff\x01\x02")         # 0xff is never UTF-8: offset 3
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["compile", "{f}", "--emit", "asm"], "KERNEL"),
+    (["opt", "{f}", "--passes", "move-to-callback"], "FILE.mlir"),
+    (["asm", "{f}", "-o", "{d}/x.bin"], "PROGRAM.s"),
+])
+def test_a_file_that_is_not_text_is_refused_naming_the_argument(tmp_path, capsys, argv, what):
+    """A binary file given as the text input: exit 2 naming the argument and the file (was
+    "'utf-8' codec can't decode byte ..." with neither; ember asm called its input KERNEL)."""
+    f = _not_text(tmp_path)
+    assert main([a.format(f=f, d=tmp_path) for a in argv]) == 2
+    assert capsys.readouterr().err == f"ember: error: {what} {f!r} is not UTF-8 text (byte 0xff at offset 3)\n"
+    assert not (tmp_path / "x.bin").exists()
+
+
+def test_a_tmu_config_that_is_not_text_is_refused(tmp_path, capsys):
+    f = _not_text(tmp_path)
+    assert main(["compile", EXAMPLE, "--emit", "asm", "--tmu-config", f]) == 2
+    assert capsys.readouterr().err == (f"ember: error: --tmu-config: {f}: not valid JSON: "
+                                       f"not UTF-8 text (byte 0xff at offset 3)\n")
+
+
+def test_inputs_that_are_not_an_npz_archive_are_refused_naming_it(tmp_path, capsys):
+    """--inputs given a .npy, a text file or an archive holding an object array: exit 2 naming
+    --inputs (was numpy's message alone: "'numpy.ndarray' object does not support the context
+    manager protocol", "This file contains pickled (object) data ...")."""
+    import numpy as np
+    table, inputs = _bag_inputs(tmp_path)
+    out = str(tmp_path / "o.npz")
+    np.save(tmp_path / "t.npy", table)
+    (tmp_path / "t.txt").write_text("arg0 = 1\n")
+    for name in ("t.npy", "t.txt"):
+        path = str(tmp_path / name)
+        assert main(["run", EXAMPLE, "--inputs", path, "--out", out]) == 2
+        assert capsys.readouterr().err == (f"ember: error: --inputs {path!r} is not an .npz archive "
+                                           f"(numpy.savez's format)\n")
+    with np.load(inputs) as npz:
+        arrays = dict(npz)
+    arrays["arg1"] = np.array([{"row": 4}], dtype=object)
+    np.savez(tmp_path / "obj.npz", **arrays)
+    path = str(tmp_path / "obj.npz")
+    assert main(["run", EXAMPLE, "--inputs", path, "--out", out]) == 2
+    assert capsys.readouterr().err.startswith(f"ember: error: --inputs {path!r}: arg1 cannot be read: ")
+    assert not (tmp_path / "o.npz").exists()

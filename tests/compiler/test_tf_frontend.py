@@ -161,6 +161,23 @@ def test_bad_ids_are_rejected():
         pk.bind((x, np.array([0]), np.array([3])))
 
 
+def test_ids_that_are_not_integers_are_rejected():
+    """Float ids and segment ids were truncated (ids 1.7 read row 1); TensorFlow refuses them
+    (checked here too)."""
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    f = tf.function(lambda x, s, d: tf.math.segment_sum(tf.gather(x, s), d))
+    pk = compile_tf(f, x, np.array([0, 1]), np.array([0, 0]))
+    for args, message in [((x, np.array([1.7, 2.0]), np.array([0, 0])),
+                           "ids must be an integer tensor, not float64"),
+                          ((x, np.array([1, 2]), np.array([0.0, 0.5])),
+                           "segment ids must be an integer tensor, not float64")]:
+        with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+            f(*args)
+        with pytest.raises(ValueError) as info:
+            pk.bind(args)
+        assert str(info.value) == message
+
+
 # ------------------------------------------------------------------------------------------------
 # Issue 12: sqrtn, sp_weights, embedding_lookup, safe_embedding_lookup_sparse, segment_mean,
 # unsorted_segment_max, num_segments as a tensor, negative segment ids. Random data draws a fresh

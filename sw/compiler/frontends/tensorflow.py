@@ -66,6 +66,14 @@ def _tf():
     return tf
 
 
+def _integers(a: np.ndarray, name: str) -> np.ndarray:
+    """``a``, refused (``ValueError`` naming ``name``) unless integer: a float id would be
+    truncated (1.7 read as row 1) where TensorFlow refuses it."""
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an integer tensor, not {a.dtype}")
+    return a
+
+
 def _through(t):
     while t.op.type in _PASS:
         t = t.op.inputs[0]
@@ -296,7 +304,7 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
         if bf16:            # bf16 memrefs are uint16 bit patterns (docs/compiler.md, "Types")
             state["bf16"] = x.dtype
             x = np.ascontiguousarray(x).view(np.uint16)
-        ids = value(id_src, a)
+        ids = _integers(value(id_src, a), "ids")
         state["shape"] = ids.shape
         i = ids.astype(np.int64).reshape(-1)
         if look.gather:
@@ -304,7 +312,8 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             if bad.size:
                 raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
             return [np.ascontiguousarray(x), i, np.zeros((i.size, x.shape[1]), x.dtype)]
-        s = value(seg_src, a).astype(np.int64).reshape(-1)
+        s = _integers(value(seg_src, a), "segment ids").astype(np.int64).reshape(-1)
+        # sp_weights of another dtype are converted to the table's, as embedding_lookup_sparse does
         w = None if w_src is None else value(w_src, a).astype(x.dtype).reshape(-1)
         if i.size != s.size:
             raise ValueError(f"ids and segment ids must have the same length, not {i.size} and {s.size}")

@@ -74,6 +74,22 @@ def test_embedding_then_sum_over_dim_1(rng, reduce, length):
     assert run(tk, x2).shape == (3, 16)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_embedding_then_reduce_over_no_columns(reduce, dtype):
+    """An x of shape (n, 0): .sum(1) is 0 and .mean(1) NaN (0 / 0) in PyTorch; the mean was 0
+    (an empty bag's mean)."""
+    w = torch.randn(10, 4).to(dtype)
+    fn = (lambda x: F.embedding(x, w).sum(1)) if reduce == "sum" else (lambda x: F.embedding(x, w).mean(1))
+    tk = compile_torch(fn, (torch.tensor([[1, 2, 3], [4, 5, 6]]),))
+    empty = torch.zeros((3, 0), dtype=torch.long)
+    got, want = run(tk, empty), fn(empty)
+    assert got.dtype == want.dtype and got.shape == want.shape == (3, 4)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
+    x = torch.tensor([[1, 2], [3, 4]])                  # the next call is a mean again
+    assert not run(tk, x).isnan().any()
+
+
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_fused_ops_on_rtl(rng):

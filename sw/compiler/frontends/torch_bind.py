@@ -38,6 +38,8 @@ class TorchKernel:
         self._roles = found.roles
         self._num_embeddings = found.num_embeddings
         self.renorm = found.renorm               # (max_norm, norm_type) or None
+        self._reduction = found.reduction        # F.embedding(x, w).sum(1)/.mean(1) folded, or None
+        self._no_rows = False                    # the latest bind's x had 0 columns
         self._compile_variant = compile_variant   # SCF text -> Kernel, as `kernel` was compiled
         self._variant: Kernel | None = None
 
@@ -103,6 +105,7 @@ class TorchKernel:
             if offsets_in is not None:
                 raise ValueError("offsets must be None when input is 2-D")
             n, length = indices.shape
+            self._no_rows = length == 0
             offsets = np.arange(0, n * length + 1, max(length, 1), dtype=np.int64)[:n + 1]
             if length == 0:
                 offsets = np.zeros(n + 1, dtype=np.int64)
@@ -171,8 +174,12 @@ class TorchKernel:
 
     def unbind(self, results) -> torch.Tensor:
         """The PyTorch result (the output of the bag, converted to ``spec.cast`` if set) from the
-        kernel's results."""
-        return _torch(np.asarray(results[0]), getattr(torch, self.spec.cast or self.spec.dtype))
+        kernel's results. ``F.embedding(x, w).mean(1)`` of an ``x`` with 0 columns is NaN (0 / 0,
+        and NaN through the fused ops), where the bag's empty mean is 0."""
+        out = _torch(np.asarray(results[0]), getattr(torch, self.spec.cast or self.spec.dtype))
+        if self._reduction == "aten.mean.dim" and self._no_rows:
+            out.fill_(float("nan"))
+        return out
 
 
 def _renorm(weight, indices: np.ndarray, max_norm: float, norm_type: float) -> None:

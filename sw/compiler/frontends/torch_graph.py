@@ -112,6 +112,7 @@ class _Found:
     num_embeddings: int
     how: str                          # "torch.export" or "attributes"
     renorm: tuple[float, float] | None = None   # (max_norm, norm_type)
+    reduction: str | None = None      # F.embedding(x, w).sum(1)/.mean(1) folded: _Graph.reduction
 
 
 def _check_weight(weight: torch.Tensor) -> str:
@@ -386,4 +387,4 @@ def _from_export(g: "_Graph") -> _Found:
     spec = BagSpec(mode, dtype, roles["per_sample_weights"] >= 0, bool(args.get("include_last_offset")),
                    padding_idx, g.post, cast)
     return _Found(spec, weight, roles, weight_value.shape[0], "torch.export",
-                  g.renorm_of(weight_node, args["indices"]))
+                  g.renorm_of(weight_node, args["indices"]), g.reduction)

@@ -133,6 +133,9 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
     if found.spec.per_sample_weights and found.spec.mode != "sum":
         raise CompileError(f"per_sample_weights is only supported with mode='sum' (as in PyTorch), "
                            f"not mode={found.spec.mode!r}")
-    text = scf_for_bag(found.spec)
+    # F.embedding(x, w).sum(1)/.mean(1) of 16-bit rows is PyTorch's reduction, not its bag: f32
+    # accumulation, the mean divided in f32, one rounding to nearest even
+    rows16 = found.reduction is not None and found.spec.dtype in ("float16", "bfloat16")
+    text = scf_for_bag(found.spec, padded=rows16, divide_in_f32=rows16)
     return TorchKernel(_compile(text, limits, opt_level), found, text,
                        compile_variant=lambda variant: _compile(variant, limits, opt_level))

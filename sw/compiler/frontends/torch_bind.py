@@ -53,7 +53,7 @@ class TorchKernel:
         (``scf_for_bag(spec, padded=True)``, compiled at the first such call, then kept), else
         ``kernel``."""
         spec = self.spec
-        if (self._compile_variant is None or spec.padding_idx is not None
+        if (self._compile_variant is None or spec.padding_idx is not None or self._reduction
                 or not (spec.dtype == "bfloat16" or (spec.dtype == "float32" and spec.per_sample_weights))):
             return self.kernel
         weight = self._input(inputs, "weight") if self._weight is None else self._weight.current()

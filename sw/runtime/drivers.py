@@ -150,6 +150,9 @@ class RunResult:
 
 def _transport(target: str | Transport, kernel: Kernel, **options) -> Transport:
     if not isinstance(target, str):
+        if not callable(getattr(target, "run", None)):       # None failed with an AttributeError
+            raise ValueError(f"target must be one of {', '.join(TARGETS)} or a transport (an "
+                             f"object with run()), not {target!r}")
         return target
     if target == "golden":
         return GoldenTransport(options.get("limits") or kernel.limits)

@@ -256,6 +256,9 @@ def run_pipeline(text: str, *, filename: str = "<input>", limits: Limits | None 
     opt_level = check_opt_level(opt_level)
     if limits is None:
         limits = default_limits()
+    elif not isinstance(limits, Limits):        # a name or a dict failed deep in the backend
+        raise TypeError(f"limits must be a sw.runtime.isa.Limits (Limits.from_file(path or name), "
+                        f"Limits.from_dict(d)) or None, not {type(limits).__name__} {limits!r}")
     scf_module = parse_mlir(text, filename)
     scf_fn = check_supported(scf_module)
     if until == "scf":

@@ -54,7 +54,7 @@ is checked at compile time) give IEEE-754 results rounded once per op, as NumPy'
 is C's ``fmaf``/``fma`` (one rounding, as the Python side's ``_fma32``/``_fma64``). f16 and bf16 values are held in
 ``float`` and every op on them is rounded to the type (``ember_round``; an f32 result rounded to
 f16/bf16 equals the correctly rounded f16/bf16 op for ``+ - * /`` and ``sqrt``, since 24 >= 2p + 2
-bits). ``arith.maximumf``/``minimumf`` propagate NaN (``np.maximum``), ``maxnumf``/``minnumf`` are
+bits). ``arith.maximumf``/``minimumf`` propagate NaN and order -0 < +0 (the Python side's ``_maximumf``), ``maxnumf``/``minnumf`` are
 ``fmax``/``fmin``. Compile without ``-ffast-math``.
 """
 

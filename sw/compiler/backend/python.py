@@ -63,6 +63,22 @@ def _divsi(a, b):
     return q if (a < 0) == (b < 0) else -q
 
 
+def _maximumf(a, b):
+    """arith.maximumf: NaN propagates, -0.0 < +0.0 (np.maximum gives b when a == b)."""
+    m = np.maximum(a, b)
+    if np.ndim(m):
+        return np.where(a == b, np.where(np.signbit(a), b, a), m).astype(m.dtype, copy=False)
+    return (b if np.signbit(a) else a) if a == b else m
+
+
+def _minimumf(a, b):
+    """arith.minimumf: NaN propagates, -0.0 < +0.0 (np.minimum gives b when a == b)."""
+    m = np.minimum(a, b)
+    if np.ndim(m):
+        return np.where(a == b, np.where(np.signbit(a), a, b), m).astype(m.dtype, copy=False)
+    return (a if np.signbit(a) else b) if a == b else m
+
+
 '''
 
 # Helpers of f16/bf16 and of rounding modes, emitted only when the kernel uses them.
@@ -215,8 +231,8 @@ def _mstore(m, lead, base, mask, value):
 
 _FLOAT_BINARY = {
     arith.AddfOp: "{a} + {b}", arith.SubfOp: "{a} - {b}", arith.MulfOp: "{a} * {b}",
-    arith.DivfOp: "{a} / {b}", arith.MaximumfOp: "np.maximum({a}, {b})",
-    arith.MinimumfOp: "np.minimum({a}, {b})", arith.MaxnumfOp: "np.fmax({a}, {b})",
+    arith.DivfOp: "{a} / {b}", arith.MaximumfOp: "_maximumf({a}, {b})",
+    arith.MinimumfOp: "_minimumf({a}, {b})", arith.MaxnumfOp: "np.fmax({a}, {b})",
     arith.MinnumfOp: "np.fmin({a}, {b})",
 }
 
@@ -249,7 +265,7 @@ _CMPF = {
 }
 
 _RESERVED = {"args", "control", "pop", "np", "as_f32", "as_f64", "as_i64", "DONE", "execute",
-             "tok", "_wrap", "_divsi", "_fma64", "_fma32", "Fraction", "math", "_round", "_bf16", "_bf16_load",
+             "tok", "_wrap", "_divsi", "_maximumf", "_minimumf", "_fma64", "_fma32", "Fraction", "math", "_round", "_bf16", "_bf16_load",
              "_bf16_bits", "_as_f16", "_as_bf16", "_val", "_KIND", "_elem", "_pop_vec",
              "_pop_mask", "_pop_buf", "_pop_packed", "_mload", "_mstore", *dir(builtins)}
 

@@ -589,3 +589,29 @@ def test_compiled_op_refuses_inputs_it_would_ignore():
     jop = compile_jagged({"a": bag}, jagged)
     with pytest.raises(TypeError, match=r"compiled with 1 example input\(s\) and called with 2"):
         jop(jagged, weights)
+
+
+@pytest.mark.parametrize("opt_level", [0, 1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("padding_idx", [None, 4])
+def test_max_takes_the_first_entry_then_greater_ones_as_pytorch(opt_level, dtype, padding_idx):
+    """PyTorch's CPU max bag takes a bag's first (non-padding) entry, then an entry only when it
+    is greater: a NaN counts only as the first entry, and of equal zeros the first stays. The
+    bag was arith.maximumf, which propagates every NaN and makes +0.0 the larger zero."""
+    from tb.seeds import fresh_seed
+    from sw.api import compile_torch as api_compile
+    gen = torch.Generator().manual_seed(fresh_seed("max_nan_zeros"))
+    nan, inf = float("nan"), float("inf")
+    special = torch.tensor([nan, -nan, 0.0, -0.0, inf, -inf, 1.0, -1.0])
+    weight = special[torch.randint(0, 8, (5, 16), generator=gen)].to(dtype)
+    weight[:, 0] = torch.tensor([0.0, -0.0, nan, 1.0, -0.0])     # the same cases every run
+    inp = torch.randint(0, 5, (200,), generator=gen)
+    inp[:6] = torch.tensor([1, 0, 0, 1, 2, 3])
+    offsets = torch.cat([torch.tensor([0, 2, 4]), torch.sort(torch.randint(6, 200, (30,), generator=gen))[0]])
+    bag = torch.nn.EmbeddingBag(5, 16, mode="max", padding_idx=padding_idx, _weight=weight.clone())
+    op = api_compile(bag, (inp, offsets), opt_level=opt_level)
+    got, want = op(inp, offsets), bag(inp, offsets).detach()
+    bits = torch.int16 if dtype in (torch.float16, torch.bfloat16) else (
+        torch.int32 if dtype == torch.float32 else torch.int64)
+    assert torch.equal(got.view(bits), want.view(bits))
+    assert torch.signbit(want[0, 0]) and not torch.signbit(want[1, 0])   # the first zero stays

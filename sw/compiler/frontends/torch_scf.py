@@ -51,7 +51,8 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
     t = "f32" if spec.dtype == "float32" else "f64"
     mt = f"memref<?x?x{t}>"
     pad = spec.padding_idx is not None
-    counted = pad and spec.mode in ("mean", "max")      # count the non-padding entries per bag
+    # count the (non-padding) entries per bag: the mean's divisor; max's first entry (_max_update)
+    counted = spec.mode == "max" or (pad and spec.mode == "mean")
     params = [f"%table: {mt}", "%indices: memref<?xi64>", "%offsets: memref<?xi64>"]
     if multi_table:
         params.append("%bag_base: memref<?xi64>")
@@ -99,16 +100,11 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
     if spec.per_sample_weights:
         L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
     if counted:
-        L += ["      %counts = arith.cmpi ne, %row, %pad : index",
-              "      scf.if %counts {",
-              "        %n0 = memref.load %count[%c0] : memref<1xindex>",
-              "        %n1 = arith.addi %n0, %c1 : index",
-              "        memref.store %n1, %count[%c0] : memref<1xindex>",
-              "      }"]
+        L += _count_entry(pad)
     L += ["      scf.for %d = %c0 to %dim step %c1 {",
           f"        %v = memref.load %table[%row, %d] : {mt}"]
     if spec.mode == "max":
-        update = f"%new = arith.maximumf %acc, %v : {t}"
+        update = _max_update("%acc", "%v", t)
     elif spec.per_sample_weights and t == "f32" and not (pad or padded):
         update = f"%new = math.fma %w, %v, %acc : {t}"   # PyTorch's CPU float32 kernel: an FMA
     elif spec.per_sample_weights:   # ... without FBGEMM (padding_idx) and float64: mul, then add
@@ -116,7 +112,7 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
         update = f"%new = arith.addf %acc, %wv : {t}"
     else:
         update = f"%new = arith.addf %acc, %v : {t}"
-    inner = [f"%acc = memref.load %out[%b, %d] : {mt}", update,
+    inner = [f"%acc = memref.load %out[%b, %d] : {mt}", *_lines(update),
              f"memref.store %new, %out[%b, %d] : {mt}"]
     if pad:
         L += ["        %keep = arith.cmpi ne, %row, %pad : index",
@@ -153,6 +149,32 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
         L[5:5] = _post_constants(spec.post, t)
     L += ["  }", f"  return {'%cast_out' if spec.cast else '%out'} : {rt}", "}"]
     return "\n".join(L) + "\n"
+
+
+def _count_entry(pad: bool) -> list[str]:
+    """The bag's entry count ``%count`` plus one (for a non-padding ``%row`` when ``pad``)."""
+    inc = ["%n0 = memref.load %count[%c0] : memref<1xindex>", "%n1 = arith.addi %n0, %c1 : index",
+           "memref.store %n1, %count[%c0] : memref<1xindex>"]
+    if not pad:
+        return [f"      {x}" for x in inc]
+    return (["      %counts = arith.cmpi ne, %row, %pad : index", "      scf.if %counts {"]
+            + [f"        {x}" for x in inc] + ["      }"])
+
+
+def _max_update(acc: str, v: str, t: str) -> list[str]:
+    """``%new``: PyTorch's CPU max bag, which takes the bag's first entry, then an entry only
+    when it is greater (``>``): a NaN counts only as the first entry, the first of equal zeros
+    stays (``arith.maximumf`` would propagate every NaN and make +0.0 the larger zero). Needs
+    ``%count``, the entries so far including this one."""
+    return ["%seen = memref.load %count[%c0] : memref<1xindex>",
+            "%first = arith.cmpi eq, %seen, %c1 : index",
+            f"%gt = arith.cmpf ogt, {v}, {acc} : {t}",
+            "%take = arith.ori %first, %gt : i1",
+            f"%new = arith.select %take, {v}, {acc} : {t}"]
+
+
+def _lines(update) -> list[str]:
+    return update if isinstance(update, list) else [update]
 
 
 def _float_bits(value: float, t: str) -> str:

@@ -3,7 +3,7 @@ PyTorch's CPU kernel computes: a float32 accumulator row, one rounding per outpu
 
 from __future__ import annotations
 
-from .torch_scf import _HALF, _NEG_INF, BagSpec
+from .torch_scf import _HALF, _NEG_INF, BagSpec, _count_entry, _lines, _max_update
 
 __all__ = ["scf_for_half_bag"]
 
@@ -25,7 +25,7 @@ def scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False,
     t = _HALF[spec.dtype]
     mt = f"memref<?x?x{t}>"
     pad = spec.padding_idx is not None
-    counted = pad and spec.mode in ("mean", "max")
+    counted = spec.mode == "max" or (pad and spec.mode == "mean")     # as scf_for_bag
     params = [f"%table: {mt}", "%indices: memref<?xi64>", "%offsets: memref<?xi64>"]
     if multi_table:
         params.append("%bag_base: memref<?xi64>")
@@ -71,24 +71,19 @@ def scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False,
     if spec.per_sample_weights:
         L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
     if counted:
-        L += ["      %counts = arith.cmpi ne, %row, %pad : index",
-              "      scf.if %counts {",
-              "        %n0 = memref.load %count[%c0] : memref<1xindex>",
-              "        %n1 = arith.addi %n0, %c1 : index",
-              "        memref.store %n1, %count[%c0] : memref<1xindex>",
-              "      }"]
+        L += _count_entry(pad)
     L += ["      scf.for %d = %c0 to %dim step %c1 {",
           f"        %v = memref.load %table[%row, %d] : {mt}",
           f"        %vf = arith.extf %v : {t} to f32"]
-    update = {"max": "%new = arith.maximumf %a, %vf : f32",
+    update = {"max": _max_update("%a", "%vf", "f32"),
               "sum": "%new = arith.addf %a, %vf : f32",
               "mean": "%new = arith.addf %a, %vf : f32"}[spec.mode]
     inner = ["%a = memref.load %acc[%d] : memref<?xf32>"]
     if spec.per_sample_weights:         # the weight widened where it is used (one callback)
         inner.append(f"%wf = arith.extf %w : {t} to f32")
         update = "%new = math.fma %wf, %vf, %a : f32"
-    inner += [update,
-             "memref.store %new, %acc[%d] : memref<?xf32>"]
+    inner += [*_lines(update),
+              "memref.store %new, %acc[%d] : memref<?xf32>"]
     if pad:
         L += ["        %keep = arith.cmpi ne, %row, %pad : index",
               "        scf.if %keep {"] + [f"          {x}" for x in inner] + ["        }"]

@@ -178,6 +178,20 @@ def test_ids_that_are_not_integers_are_rejected():
         assert str(info.value) == message
 
 
+def test_unsorted_segment_max_of_nan_and_signed_zeros_bit_for_bit(fresh):
+    """TensorFlow's UnsortedSegmentMax keeps a row's value only when the contribution is below it:
+    a NaN is replaced by a later number, of equal zeros the later wins. The kernel was
+    arith.maximumf (every NaN propagated; and, since maximumf orders -0.0 < +0.0, +0.0 won)."""
+    special = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0], np.float32)
+    x = special[fresh.integers(0, 7, (6, 8))]
+    x[:3, 0] = [0.0, -0.0, np.nan]
+    f = tf.function(lambda x, ids, seg: tf.math.unsorted_segment_max(tf.gather(x, ids), seg, 5))
+    ids = np.concatenate([[0, 1, 1, 0, 2, 0], fresh.integers(0, 6, 60)])
+    seg = np.concatenate([[0, 0, 1, 1, 2, 2], fresh.integers(0, 5, 60)])
+    pk = compile_tf(f, x, ids, seg)
+    np.testing.assert_array_equal(run(pk, x, ids, seg).view(np.int32), f(x, ids, seg).numpy().view(np.int32))
+
+
 # ------------------------------------------------------------------------------------------------
 # Issue 12: sqrtn, sp_weights, embedding_lookup, safe_embedding_lookup_sparse, segment_mean,
 # unsorted_segment_max, num_segments as a tensor, negative segment ids. Random data draws a fresh

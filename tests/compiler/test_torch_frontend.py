@@ -615,3 +615,31 @@ def test_max_takes_the_first_entry_then_greater_ones_as_pytorch(opt_level, dtype
         torch.int32 if dtype == torch.float32 else torch.int64)
     assert torch.equal(got.view(bits), want.view(bits))
     assert torch.signbit(want[0, 0]) and not torch.signbit(want[1, 0])   # the first zero stays
+
+
+@pytest.mark.parametrize("opt_level", [0, 1, 3])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_extrema_of_nan_and_signed_zeros_bit_for_bit(opt_level, reduce, include_self):
+    """PyTorch's scatter_reduce amax/amin takes a contribution when it is NaN or beyond the row's
+    value (of equal zeros the row's stays); the kernel was arith.maximumf/minimumf."""
+    from tb.seeds import fresh_seed
+    from sw.api import compile_torch as api_compile
+    gen = torch.Generator().manual_seed(fresh_seed("scatter_extrema"))
+    special = torch.tensor([float("nan"), 0.0, -0.0, float("inf"), float("-inf"), 1.0, -1.0])
+    x = special[torch.randint(0, 7, (6, 8), generator=gen)]
+    self_ = special[torch.randint(0, 7, (5, 8), generator=gen)]
+    # rows 0 and 1 (no random contribution): self, x[0], x[1] and self, x[1], x[0] in column 0,
+    # a lesser zero (amax) or greater zero (amin) first: PyTorch keeps it, maximumf would not
+    first, other = (-0.0, 0.0) if reduce == "amax" else (0.0, -0.0)
+    x[:2, 0] = torch.tensor([other, first])
+    self_[:2, 0] = first
+
+    def fn(src, dst):
+        return self_.scatter_reduce(0, dst[:, None].expand(-1, 8), x.index_select(0, src),
+                                    reduce=reduce, include_self=include_self)
+
+    src = torch.cat([torch.tensor([0, 1, 1, 0]), torch.randint(0, 6, (60,), generator=gen)])
+    dst = torch.cat([torch.tensor([0, 0, 1, 1]), torch.randint(2, 5, (60,), generator=gen)])
+    op = api_compile(fn, (src, dst), opt_level=opt_level)
+    assert torch.equal(op(src, dst).view(torch.int32), fn(src, dst).view(torch.int32))

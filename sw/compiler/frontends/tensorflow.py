@@ -278,7 +278,7 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     elif look.weights is not None or look.combiner == "sqrtn":
         scf = scf_for_weighted_segment(t, look.combiner, look.weights is not None)
     elif look.combiner == "max":
-        scf = scf_for_segment(t, "amax", True)
+        scf = scf_for_segment(t, "amax", True, framework="tensorflow")
     else:
         scf = scf_for_segment(t, look.combiner, False)
 

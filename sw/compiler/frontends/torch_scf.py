@@ -252,7 +252,7 @@ def scf_for_gather(t: str) -> str:
 """
 
 
-def scf_for_segment(t: str, reduce: str, include_self: bool) -> str:
+def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "torch") -> str:
     """Gather-then-scatter-reduce (GNN message passing, ``x.index_select(0, src)`` followed by
     ``out.index_add_(0, dst, ...)`` or ``out.scatter_reduce(0, dst[:, None].expand(...), ...,
     reduce, include_self)``): for each edge ``e`` in order, ``out[dst[e], :] (op)= x[src[e], :]``.
@@ -260,7 +260,8 @@ def scf_for_segment(t: str, reduce: str, include_self: bool) -> str:
     ``reduce`` in ``sum``, ``mean``, ``amax``, ``amin``; ``out`` holds ``self`` on entry. ``mean``
     divides by the number of contributions (+1 with ``include_self``; a row without any keeps
     ``self``), floor division for integers, as ``torch.scatter_reduce``. ``amax``/``amin`` without
-    ``include_self`` start a row from its first contribution.
+    ``include_self`` start a row from its first contribution. Float ``amax``/``amin`` compare as
+    ``framework`` does (:func:`_extremum_update`).
     """
     mt = f"memref<?x?x{t}>"
     fl = t in _FLOAT
@@ -299,7 +300,8 @@ def scf_for_segment(t: str, reduce: str, include_self: bool) -> str:
     L += ["    scf.for %d = %c0 to %dim step %c1 {",
           f"      %v = memref.load %x[%s, %d] : {mt}",
           f"      %acc = memref.load %out[%t, %d] : {mt}",
-          f"      %new = {op} %acc, %v : {t}",
+          *[f"      {x}" for x in (_extremum_update(reduce, t, framework) if fl and reduce in ("amax", "amin")
+                                    else [f"%new = {op} %acc, %v : {t}"])],
           f"      memref.store %new, %out[%t, %d] : {mt}",
           "    }",
           "  }"]
@@ -323,6 +325,25 @@ def scf_for_segment(t: str, reduce: str, include_self: bool) -> str:
               "  }"]
     L += [f"  return %out : {mt}", "}"]
     return "\n".join(L) + "\n"
+
+
+def _extremum_update(reduce: str, t: str, framework: str) -> list[str]:
+    """``%new`` from ``%acc`` and the contribution ``%v`` for a float ``amax``/``amin`` as the
+    framework's CPU kernel: PyTorch's ``scatter_reduce`` takes ``%v`` when it is NaN or beyond
+    ``%acc`` (NaN propagates, of equal zeros ``%acc`` stays); TensorFlow's ``UnsortedSegmentMax``
+    keeps ``%acc`` only when ``%v`` is below it (a NaN ``%acc`` is replaced, of equal zeros ``%v``
+    wins). ``arith.maximumf`` is neither (every NaN propagates, +0.0 is the larger zero)."""
+    beyond = ("%acc, %v" if reduce == "amax" else "%v, %acc")
+    if framework == "torch":
+        return ["%nan = arith.cmpf uno, %v, %v : " + t,
+                f"%beyond = arith.cmpf olt, {beyond} : {t}",
+                "%take = arith.ori %nan, %beyond : i1",
+                f"%new = arith.select %take, %v, %acc : {t}"]
+    if framework == "tensorflow":
+        below = "%v, %acc" if reduce == "amax" else "%acc, %v"
+        return [f"%below = arith.cmpf olt, {below} : {t}",
+                f"%new = arith.select %below, %acc, %v : {t}"]
+    raise ValueError(f"framework must be 'torch' or 'tensorflow', not {framework!r}")
 
 
 def scf_for_csr_mm(t: str) -> str:

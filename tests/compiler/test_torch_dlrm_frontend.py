@@ -207,6 +207,24 @@ def test_jagged_weighted_features_and_errors(rng):
                   weights=kjt.weights))
 
 
+def test_jagged_lengths_or_offsets_that_are_not_integers_are_refused():
+    """Float lengths/offsets were truncated (offsets [0, 1.5, 3, ...] ran as [0, 1, 3, ...]:
+    other bags, no error); they are refused, as PyTorch's embedding_bag refuses float offsets
+    (checked here)."""
+    from sw.api import compile_jagged
+    from sw.compiler.frontends.torch_jagged import Jagged
+    tables = {"a": EB(10, 4, mode="sum"), "b": EB(12, 4, mode="sum")}
+    values = torch.tensor([1, 2, 3, 4, 5])
+    op = compile_jagged(tables, Jagged(["a", "b"], values, lengths=torch.tensor([2, 1, 1, 1])))
+    with pytest.raises((RuntimeError, ValueError)):
+        tables["a"](values[:3], torch.tensor([0.0, 2.0]))
+    for kind, bad in [("lengths", torch.tensor([1.5, 1.5, 1.0, 1.0])),
+                      ("offsets", torch.tensor([0.0, 1.5, 3.0, 4.0, 5.0]))]:
+        with pytest.raises(ValueError) as info:
+            op(Jagged(["a", "b"], values, **{kind: bad}))
+        assert str(info.value) == f"{kind} must be an integer tensor, not float32"
+
+
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_dlrm_sparse_module_on_rtl(rng):

@@ -49,6 +49,15 @@ def _as_jagged(kjt) -> Jagged:
                      f"KeyedJaggedTensor, not {type(kjt).__name__}")
 
 
+def _integers(value, name: str) -> torch.Tensor:
+    """``value`` as an int64 tensor; a ``ValueError`` naming ``name`` unless it holds integers
+    (a float 1.5 would be truncated to 1)."""
+    t = torch.as_tensor(value)
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        raise ValueError(f"{name} must be an integer tensor, not {str(t.dtype).removeprefix('torch.')}")
+    return t.to(torch.int64)
+
+
 def _split(kjt: Jagged, wanted: list[str], last_offset: dict[str, bool],
            weighted: dict[str, bool]) -> tuple:
     """The per-key ``(indices, offsets[, per_sample_weights])`` inputs of the module, in
@@ -62,12 +71,12 @@ def _split(kjt: Jagged, wanted: list[str], last_offset: dict[str, bool],
     keys = list(kjt.keys)
     values = torch.as_tensor(kjt.values)
     if kjt.offsets is not None:
-        offsets = torch.as_tensor(kjt.offsets).to(torch.int64)
+        offsets = _integers(kjt.offsets, "offsets")
         if offsets.numel() == 0 or int(offsets[0]) != 0:
             raise ValueError(f"offsets must start with 0, not {offsets[:1].tolist()}")
         lengths = offsets.diff()
     elif kjt.lengths is not None:
-        lengths = torch.as_tensor(kjt.lengths).to(torch.int64)
+        lengths = _integers(kjt.lengths, "lengths")
     else:
         raise ValueError("lengths or offsets must be given")
     if lengths.numel() % max(len(keys), 1):

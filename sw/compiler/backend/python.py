@@ -63,6 +63,10 @@ def _divsi(a, b):
     return q if (a < 0) == (b < 0) else -q
 
 
+'''
+
+# arith.maximumf/minimumf, emitted only when the kernel uses them.
+_MINMAX_HELPERS = '''\
 def _maximumf(a, b):
     """arith.maximumf: NaN propagates, -0.0 < +0.0 (np.maximum gives b when a == b)."""
     m = np.maximum(a, b)
@@ -355,6 +359,8 @@ class _Gen:
                 or any(isinstance(getattr(a.type, "element_type", a.type), Float16Type | BFloat16Type)
                        for a in fn.args):
             out.append(_HALF_HELPERS)
+        if any(isinstance(o, arith.MaximumfOp | arith.MinimumfOp) for o in fn.walk()):
+            out.append(_MINMAX_HELPERS)
         self.emit(0, "def execute(args, control, pop):")
         if params:
             self.emit(1, f"{', '.join(params)}, = args")

@@ -71,6 +71,9 @@ class RtlResult:
     memory_stats: dict = field(default_factory=dict)
     memory: str = "simple"        # the memory preset's name
     core: CoreRun | None = None   # the simulated core (jobs with a core schedule only)
+    #: the stream whose evaluation raised the fault: STATUS.FAULT_STREAM when
+    #: STATUS.FAULT_HAS_STREAM (MISALIGNED, ADDR_RANGE, ADDR_OVERFLOW, BLOCK_LENGTH), else None
+    fault_stream: int | None = None
 
     @property
     def faulted(self) -> bool:
@@ -309,6 +312,7 @@ def _result(r: dict, preset, wall: float) -> RtlResult:
     return RtlResult(
         data_tokens=r["data"], control_tokens=r["ctrl"], cycles=counters["cycles"],
         fault_code=(status >> 8) & 0xFF if status & 4 else 0,
+        fault_stream=(status >> 16) & 0xFF if status & 4 and status & 8 else None,
         fault_addr=r["fault_addr"], stats=stats,
         memory_stats=memory_stats_dict(r["mem_stats"],
                                        1 if preset.fixed_latency is not None else preset.channels),

@@ -34,19 +34,23 @@ def comparable(result) -> tuple:
 
 
 def expected(case: Case, config):
-    """(data tokens, control tokens, fault code, fault address) the golden model gives."""
+    """(data tokens, control tokens, fault code, fault address, faulting stream or None) the
+    golden model gives."""
     try:
         g = run_golden(case.program, case.memory, case.args, limits=Limits.from_tmu_config(config))
     except ProgramError as e:
-        return [], [], int(e.code), e.pc
-    return list(g.data_tokens), list(g.control_tokens), int(g.fault_code), g.fault_addr & MASK64
+        return [], [], int(e.code), e.pc, None
+    return (list(g.data_tokens), list(g.control_tokens), int(g.fault_code),
+            g.fault_addr & MASK64, g.fault_stream)
 
 
 def assert_matches(case: Case, result, config):
-    """``result`` has ``data_tokens``, ``control_tokens``, ``fault_code``, ``fault_addr``."""
-    data, ctrl, code, addr = expected(case, config)
-    got = (int(result.fault_code), int(result.fault_addr) & MASK64)
-    assert got == (code, addr), f"{case.name}: fault (code, addr) {got} != golden {(code, addr)}"
+    """``result`` has ``data_tokens``, ``control_tokens``, ``fault_code``, ``fault_addr`` and
+    ``fault_stream`` (the stream that raised the fault, None for none)."""
+    data, ctrl, code, addr, stream = expected(case, config)
+    got = (int(result.fault_code), int(result.fault_addr) & MASK64, result.fault_stream)
+    assert got == (code, addr, stream), \
+        f"{case.name}: fault (code, addr, stream) {got} != golden {(code, addr, stream)}"
     _assert_tokens(case.name, data, ctrl, result)
 
 

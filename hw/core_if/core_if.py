@@ -1,6 +1,6 @@
 """Core interface: control/status registers, program load, argument registers, output queues."""
 
-from amaranth.hdl import Module, Shape, Signal
+from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,7 +20,8 @@ class CSR:
     """Byte offsets of the 32-bit registers (``docs/rtl.md`` has the full map)."""
     ID            = 0x00   # RO  ID_VALUE
     CTRL          = 0x04   # WO  bit 0: START (ignored while busy)
-    STATUS        = 0x08   # RO  bit 0 BUSY, bit 1 DONE, bit 2 FAULT, bits [15:8] FAULT_CODE
+    STATUS        = 0x08   # RO  bit 0 BUSY, bit 1 DONE, bit 2 FAULT, bit 3 FAULT_HAS_STREAM,
+    #                            bits [15:8] FAULT_CODE, bits [23:16] FAULT_STREAM
     WATCHDOG      = 0x0C   # RW  watchdog limit in cycles, 0 disables
     FAULT_ADDR_LO = 0x10   # RO  fault address / PC, bits [31:0]
     FAULT_ADDR_HI = 0x14   # RO  bits [63:32]
@@ -163,7 +164,10 @@ class CoreInterface(wiring.Component):
                     m.d.sync += rd.eq(ID_VALUE)
                 with m.Case(CSR.STATUS >> 2):
                     m.d.sync += rd.eq(self.tmu.busy | (self.tmu.done << 1) | (self.tmu.fault << 2)
-                                      | (self.tmu.fault_code.as_value() << 8))
+                                      | (self.tmu.fault_has_stream << 3)
+                                      | (self.tmu.fault_code.as_value() << 8)
+                                      | (Mux(self.tmu.fault_has_stream,
+                                             self.tmu.fault_stream, 0) << 16))
                 with m.Case(CSR.WATCHDOG >> 2):
                     m.d.sync += rd.eq(watchdog)
                 with m.Case(CSR.FAULT_ADDR_LO >> 2):

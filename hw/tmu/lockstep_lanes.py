@@ -300,9 +300,9 @@ class LockstepLanes:
         iteration in the golden model's order, or its ITER actions (``pc + 1``).
 
         ``goto(target)``: writes the traversal's microcode address ``pc`` (a register);
-        ``stop(code, addr)``: stops the run with a fault. ``cur_fault``: the uop's own lane
-        fault of this cycle (a fused ``LANE``), not yet recorded, with its ``code`` and
-        ``fault_addr``; ``stream_id``: the uop's stream."""
+        ``stop(code, addr, stream_id)``: stops the run with a fault of that stream.
+        ``cur_fault``: the uop's own lane fault of this cycle (a fused ``LANE``), not yet
+        recorded, with its ``code`` and ``fault_addr``; ``stream_id``: the uop's stream."""
         lf_valid, lf_code, lf_addr = self.lf_valid, self.lf_code, self.lf_addr
         with m.If(self.more_lanes):
             self.next_lane(m)
@@ -314,12 +314,12 @@ class LockstepLanes:
             with m.Elif(cur_fault & lf_valid & (stream_id == self.lf_sid)
                         & (code == FaultCode.ADDR_OVERFLOW)
                         & (lf_code != FaultCode.ADDR_OVERFLOW)):
-                stop(code, fault_addr)
+                stop(code, fault_addr, stream_id)
         with m.Elif(lf_valid):
-            stop(lf_code, lf_addr)
+            stop(lf_code, lf_addr, self.lf_sid)
         if cur_fault is not None:
             with m.Elif(cur_fault):
-                stop(code, fault_addr)
+                stop(code, fault_addr, stream_id)
         with m.Else():
             self.restart_lane(m)
             goto(pc + 1)

@@ -344,6 +344,10 @@ class TraversalSignature(wiring.Signature):
             "fault":      Out(1),
             "fault_code": Out(FaultCode),
             "fault_addr": Out(64),
+            # The stream whose evaluation faulted (MISALIGNED, ADDR_RANGE, ADDR_OVERFLOW,
+            # BLOCK_LENGTH), with ``fault_has_stream``; other faults have none.
+            "fault_stream": Out(8),
+            "fault_has_stream": Out(1),
             "args":       In(data.ArrayLayout(64, c.args)),
             "mem_limit":  In(64),
             # Microcode: asynchronous reads at ``pc`` and at the predicted next ``pc``; stream and

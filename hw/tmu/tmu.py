@@ -43,6 +43,9 @@ class TmuControlSignature(wiring.Signature):
         Watchdog limit, cycles; 0 disables.
     busy, done, fault, fault_code, fault_addr : In
         ``done`` and ``fault`` stay set until the next start.
+    fault_stream, fault_has_stream : In
+        The stream that raised a run-time fault (``docs/isa.md`` §5), with ``fault_has_stream``
+        set; clear for decode faults, ``RANGE_ORDER`` and ``WATCHDOG``.
     counters : In(CountersLayout)
     """
     def __init__(self, config):
@@ -59,6 +62,8 @@ class TmuControlSignature(wiring.Signature):
             "fault":      In(1),
             "fault_code": In(FaultCode),
             "fault_addr": In(64),
+            "fault_stream": In(8),
+            "fault_has_stream": In(1),
             "counters":   In(CountersLayout),
         })
 
@@ -341,9 +346,12 @@ class Tmu(wiring.Component):
         ending_fault = Signal()
         fault_code = Signal(FaultCode)
         fault_addr = Signal(64)
+        fault_stream = Signal(8)
+        fault_has_stream = Signal()
         m.d.comb += [
             self.ctl.busy.eq(busy), self.ctl.done.eq(done), self.ctl.fault.eq(fault),
             self.ctl.fault_code.eq(fault_code), self.ctl.fault_addr.eq(fault_addr),
+            self.ctl.fault_stream.eq(fault_stream), self.ctl.fault_has_stream.eq(fault_has_stream),
         ]
         start = self.ctl.start & ~busy
         m.d.comb += [rob.clear.eq(start), arbiter.clear.eq(start)]
@@ -351,17 +359,21 @@ class Tmu(wiring.Component):
             m.d.comb += eng.clear.eq(start)
         with m.If(start):
             m.d.sync += [busy.eq(1), done.eq(0), fault.eq(0), epoch.eq(~epoch),
-                         fault_code.eq(FaultCode.NONE), fault_addr.eq(0)]
+                         fault_code.eq(FaultCode.NONE), fault_addr.eq(0),
+                         fault_stream.eq(0), fault_has_stream.eq(0)]
         m.d.comb += dec.start.eq(start)
         m.d.sync += ending.eq(0)
         with m.If(dec.done):
             with m.If(dec.fault):
                 m.d.sync += [ending.eq(1), ending_fault.eq(1),
-                             fault_code.eq(dec.fault_code), fault_addr.eq(dec.fault_pc)]
+                             fault_code.eq(dec.fault_code), fault_addr.eq(dec.fault_pc),
+                             fault_stream.eq(0), fault_has_stream.eq(0)]
         m.d.comb += trv.start.eq(dec.done & ~dec.fault)
         with m.If(trv.done):
             m.d.sync += [ending.eq(1), ending_fault.eq(trv.fault),
-                         fault_code.eq(trv.fault_code), fault_addr.eq(trv.fault_addr)]
+                         fault_code.eq(trv.fault_code), fault_addr.eq(trv.fault_addr),
+                         fault_stream.eq(trv.fault_stream),
+                         fault_has_stream.eq(trv.fault_has_stream)]
         with m.If(ending):
             m.d.sync += [busy.eq(0), done.eq(1), fault.eq(ending_fault)]
 

@@ -94,6 +94,11 @@ class Traversal(wiring.Component):
     busy, done, fault, fault_code, fault_addr : Out
         ``done`` pulses when the run ends: after the ``DONE`` token or, after a fault, once the
         reorder buffer has drained everything that precedes the fault.
+    fault_stream, fault_has_stream : Out
+        The stream whose evaluation raised the fault (``MISALIGNED``, ``ADDR_RANGE``,
+        ``ADDR_OVERFLOW``, ``BLOCK_LENGTH``: the lowest-id stream in the golden model's order),
+        with ``fault_has_stream`` set; 0 and clear for a fault of no stream (``RANGE_ORDER``,
+        ``WATCHDOG``).
 
     The other ports, each with its meaning: :class:`~hw.tmu.signatures.TraversalSignature`.
     """
@@ -357,8 +362,12 @@ class Traversal(wiring.Component):
             stage.drive_forward(m, ahead_forward, u, stream, lanes, loop, enter_vector,
                                 Const(1), line)
 
-        def stop(code, addr_):
-            m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_)]
+        def stop(code, addr_, stream_id=None):
+            """End the run with fault ``code`` at ``addr_``, raised by stream ``stream_id``
+            (None: a fault of no stream, e.g. a layer's ``RANGE_ORDER``)."""
+            m.d.sync += [self.fault_code.eq(code), self.fault_addr.eq(addr_),
+                         self.fault_has_stream.eq(stream_id is not None),
+                         self.fault_stream.eq(0 if stream_id is None else stream_id)]
             m.next = "DRAIN"
 
         # An ENTER's engine starts (and their ``idle``) use the parameters latched by ``arm``.
@@ -375,7 +384,7 @@ class Traversal(wiring.Component):
                     if stage.enabled:
                         m.d.sync += stage.executing.eq(0)
                     m.d.sync += [pc.eq(0), self.fault_code.eq(FaultCode.NONE),
-                                 self.fault_addr.eq(0)]
+                                 self.fault_addr.eq(0), self.fault_has_stream.eq(0)]
                     # Nothing of an earlier run survives a start (a run that faulted or was
                     # aborted in the middle of a row or a vector iteration included).
                     m.d.sync += [actions.row_active.eq(0), actions.pad_active.eq(0)]
@@ -393,7 +402,8 @@ class Traversal(wiring.Component):
                                              & ~(stage.capture & ~stage.executing)),
                 ]
                 with m.If(self.abort):
-                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0),
+                                 self.fault_has_stream.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(~fetch.ready):
                     # a fetch bubble: the uop's words are read (hw/tmu/fetch.py); with two
@@ -444,7 +454,7 @@ class Traversal(wiring.Component):
                                 lanes.record_fault(m, u.id, s_code, s_faddr)
                                 advance(cur_fault=Const(1))
                             with m.Elif(stream.s_fault):
-                                stop(s_code, s_faddr)
+                                stop(s_code, s_faddr, u.id)
                             with m.Elif(stream.s_blocking & stream.s_prefetched
                                         & stream.s_prefetch_head):
                                 # The engine has the value already.
@@ -499,7 +509,8 @@ class Traversal(wiring.Component):
                 if stage.enabled:
                     m.d.comb += waiting_for_line.eq(1)
                 with m.If(self.abort):
-                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0),
+                                 self.fault_has_stream.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(blocking.arrived):
                     blocking.complete(m, values, lanes)
@@ -511,7 +522,8 @@ class Traversal(wiring.Component):
 
             with m.State("FINISH"):
                 with m.If(self.abort):
-                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0),
+                                 self.fault_has_stream.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(self.rob_empty & self.ctrl_empty):
                     m.d.comb += [self.done.eq(1), self.fault.eq(0)]
@@ -519,7 +531,8 @@ class Traversal(wiring.Component):
 
             with m.State("DRAIN"):
                 with m.If(self.abort):
-                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0)]
+                    m.d.sync += [self.fault_code.eq(FaultCode.WATCHDOG), self.fault_addr.eq(0),
+                                 self.fault_has_stream.eq(0)]
                     m.next = "ABORT"
                 with m.Elif(self.rob_empty & self.ctrl_empty):
                     m.d.comb += [self.done.eq(1), self.fault.eq(1)]

@@ -27,7 +27,7 @@ from .isa import Fault, Limits, SrcKind
 from .kernel import ArgKind, Kernel
 
 __all__ = ["AccessRun", "Transport", "GoldenTransport", "RtlTransport", "ReplayTransport", "RunResult", "run_kernel",
-           "explain_fault", "faulting_stream",
+           "explain_fault",
            "TARGETS"]
 
 TARGETS = ("golden", "rtl")
@@ -48,15 +48,16 @@ class AccessRun:
     memory_stats: dict = field(default_factory=dict)
     # The simulated core of a coupled run (sim.system.CoreRun; None otherwise).
     core: object | None = None
-    # ADDR_RANGE: the stream whose load faulted (the golden model knows it; the RTL reports the
-    # address only, see faulting_stream).
+    # The stream whose evaluation raised the fault (MISALIGNED, ADDR_RANGE, ADDR_OVERFLOW,
+    # BLOCK_LENGTH): the golden model's AccessFault.stream, the RTL's STATUS.FAULT_STREAM.
     fault_stream: int | None = None
 
     @classmethod
     def from_rtl(cls, r) -> "AccessRun":
         """The access run of a ``sim.system.RtlResult``."""
         return cls(r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr, r.cycles,
-                   dict(r.stats), dict(r.memory_stats or {}), getattr(r, "core", None))
+                   dict(r.stats), dict(r.memory_stats or {}), getattr(r, "core", None),
+                   getattr(r, "fault_stream", None))
 
 
 class Transport(Protocol):
@@ -180,8 +181,9 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int,
                   stream: int | None = None) -> str:
     """A user-level explanation of an access-unit fault (which input was wrong, and how).
 
+    ``stream``: the stream that raised the fault (``AccessRun.fault_stream``), None if unknown.
     ``ADDR_RANGE``: the address (signed) relative to the tensor the faulting ``stream`` loads
-    from when it is known (the golden model's ``fault_stream``), else to the tensor nearest the
+    from when it is known, else to the tensor nearest the
     address, and the arguments whose values select positions in that tensor
     (``Kernel.host_checks``: index arrays and loop bounds); ``RANGE_ORDER``: the arguments that
     give loop bounds.
@@ -211,7 +213,11 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int,
         return (f"access unit fault RANGE_ORDER: layer {addr} got an upper bound below its lower bound; "
                 f"{what}")
     if code == Fault.MISALIGNED:
-        return f"access unit fault MISALIGNED: a load at {image.describe(addr)} is not aligned to its size"
+        target = _stream_param(kernel, stream)
+        of = ("" if stream is None else f" of stream {stream}" + (
+            "" if target is None else f" (from arg{target} ({kernel.params[target].name!r}))"))
+        return (f"access unit fault MISALIGNED: a load{of} at {image.describe(addr)} is not aligned "
+                f"to its size")
     if code == Fault.ADDR_OVERFLOW:
         target = _stream_param(kernel, addr)        # ADDR_OVERFLOW's address is the stream id
         if target is None:
@@ -328,36 +334,20 @@ def run_kernel(kernel: Kernel, args: Sequence, target: str | Transport = "golden
         return _run_coupled(kernel, args, transport, program, image, regs, cost or CoreCostModel(),
                             options.get("limits") or kernel.limits, core, dlc)
     access = transport.run(program, image.data, regs)
-    _raise_fault(kernel, image, access, regs, options.get("limits"))
+    _raise_fault(kernel, image, access)
     executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, cost)
     return RunResult(executed.results, access, executed, image, transport.name)
 
 
-def faulting_stream(kernel: Kernel, image: MemoryImage, access: AccessRun,
-                    regs: Sequence[int] | None, limits: Limits | None = None) -> int | None:
-    """The stream whose load faulted ``ADDR_RANGE`` in ``access``: its own ``fault_stream``
-    (golden model), else the golden model's, run on the same program, image and argument
-    registers, when it faults with the same code at the same address (the RTL reports the
-    address only); None otherwise."""
-    if access.fault_stream is not None or access.fault_code != Fault.ADDR_RANGE or regs is None:
-        return access.fault_stream
-    golden = run_golden(kernel.program.encode(), image.data, regs, limits=limits or kernel.limits)
-    if (golden.fault_code, golden.fault_addr) == (access.fault_code, access.fault_addr):
-        return golden.fault_stream
-    return None
-
-
-def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun,
-                 regs: Sequence[int] | None = None, limits: Limits | None = None) -> None:
-    """Raise the run's fault, explained. The RTL reports an ``ADDR_RANGE`` fault's address only:
-    the golden model is run on the same program and image (``regs``) to learn which stream
-    faulted, used when it faults with the same code at the same address."""
+def _raise_fault(kernel: Kernel, image: MemoryImage, access: AccessRun) -> None:
+    """Raise the run's fault, explained (``explain_fault``) with the stream that raised it (the
+    golden model's ``AccessFault.stream``, the RTL's ``STATUS.FAULT_STREAM``)."""
     if access.fault_code == Fault.NONE:
         return
-    stream = faulting_stream(kernel, image, access, regs, limits)
     raise AccessFault(Fault(access.fault_code), access.fault_addr,
-                      explain_fault(kernel, image, access.fault_code, access.fault_addr, stream),
-                      stream)
+                      explain_fault(kernel, image, access.fault_code, access.fault_addr,
+                                    access.fault_stream),
+                      access.fault_stream)
 
 
 def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, program: bytes,
@@ -379,7 +369,7 @@ def _run_coupled(kernel: Kernel, args: Sequence, transport: RtlTransport, progra
         executed = replace(executed, core_cycles=made.cost.cycles(executed.pops_per_control[:-1]))
     access = transport.run(program, image.data, regs, core=cost,
                            core_schedule=executed.pops_per_control)
-    _raise_fault(kernel, image, access, regs, limits)
+    _raise_fault(kernel, image, access)
     if (access.data_tokens, access.control_tokens) != (golden.data_tokens, golden.control_tokens):
         raise ExecuteError(f"coupled run of {kernel.name!r}: the RTL pushed {len(access.data_tokens)} "
                            f"data / {len(access.control_tokens)} control tokens, not the golden "

@@ -30,7 +30,9 @@ class AccessFault(RuntimeError):
     def __init__(self, code: Fault, addr: int, message: str, stream: int | None = None):
         self.code = Fault(code)
         self.addr = addr
-        self.stream = stream        # the faulting stream's id, where the golden model knows it
+        # The stream whose evaluation raised the fault (MISALIGNED, ADDR_RANGE, ADDR_OVERFLOW,
+        # BLOCK_LENGTH; the RTL's STATUS.FAULT_STREAM), None for the others.
+        self.stream = stream
         super().__init__(f"{message} (fault {self.code.name}, address {addr:#x})")
 
 
@@ -41,7 +43,7 @@ class GoldenResult:
     fault_code: int = 0
     fault_addr: int = 0
     fault_message: str = ""
-    fault_stream: int | None = None     # ADDR_RANGE: the stream whose load faulted
+    fault_stream: int | None = None     # the stream that faulted (AccessFault.stream)
     loads: int = 0             # memory-stream loads evaluated
     bytes_loaded: int = 0      # bytes, the sum of the element sizes of those loads
     iterations: list[int] = field(default_factory=list)   # per layer
@@ -170,7 +172,7 @@ class _Machine:
         if self.wraps(s.a) or self.wraps(s.b) or any(_outside_int64(x) for x in addresses):
             raise AccessFault(Fault.ADDR_OVERFLOW, sid,
                               f"stream {sid}: its address computation overflows 64 bits "
-                              f"(an index too large for its table?)")
+                              f"(an index too large for its table?)", stream=sid)
 
     def lane(self, s, lane: int) -> int:
         v = self.src(s)
@@ -183,7 +185,8 @@ class _Machine:
         uaddr = addr & MASK64
         if addr % size:
             raise AccessFault(Fault.MISALIGNED, uaddr,
-                              f"stream {sid} loads {size} bytes at misaligned address {uaddr:#x}")
+                              f"stream {sid} loads {size} bytes at misaligned address {uaddr:#x}",
+                              stream=sid)
         if not base <= addr:
             raise AccessFault(Fault.ADDR_RANGE, uaddr,
                               f"stream {sid} loads address {uaddr:#x}, outside region {s.region} "
@@ -218,7 +221,8 @@ class _Machine:
         n = self.src(s.count)
         if n < 0 or n > self.limits.max_block:
             raise AccessFault(Fault.BLOCK_LENGTH, sid,
-                              f"block stream {sid} has count {n}, must be in [0, {self.limits.max_block}]")
+                              f"block stream {sid} has count {n}, must be in [0, {self.limits.max_block}]",
+                              stream=sid)
         if n == 0:
             return []
         start = self.src(s.a) + self.src(s.b) * s.size

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .drivers import AccessRun, RunResult, check_block_lengths, explain_fault, faulting_stream
+from .drivers import AccessRun, RunResult, check_block_lengths, explain_fault
 from .execute import execute_tokens
 from .golden import AccessFault
 from .image import MemoryImage, bind_arguments
@@ -70,7 +70,7 @@ def run_partitioned(kernel, unit_args: Sequence[Sequence], *, shared: Sequence[i
             raise AccessFault(Fault(access.fault_code), access.fault_addr,
                               f"unit {u}: " + explain_fault(
                                   kernel, image, access.fault_code, access.fault_addr,
-                                  faulting_stream(kernel, image, access, regs[u])))
+                                  access.fault_stream), access.fault_stream)
         executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens, None)
         units.append(RunResult(executed.results, access, executed, image, "rtl"))
     return PartitionedRun(units, system, image)
@@ -163,10 +163,10 @@ def run_mapped(kernel, unit_calls: Sequence[Sequence[Sequence]], *, memory="simp
         for k, (args, rtl) in enumerate(zip(unit_args, runs)):
             access = AccessRun.from_rtl(rtl)
             if access.fault_code != Fault.NONE:
-                owner = image.owner(access.fault_addr)
                 raise AccessFault(Fault(access.fault_code), access.fault_addr,
-                                  f"unit {u} call {k}: the address is "
-                                  + (f"in {owner.name}" if owner else "outside every tensor"))
+                                  f"unit {u} call {k}: " + explain_fault(
+                                      kernel, image, access.fault_code, access.fault_addr,
+                                      access.fault_stream), access.fault_stream)
             executed = execute_tokens(kernel, args, access.data_tokens, access.control_tokens,
                                       None)
             unit_results.append(RunResult(executed.results, access, executed, image, "rtl"))

@@ -69,6 +69,11 @@ def test_registers():
         ctx.set(dut.tmu.fault_code, 6)
         ctx.set(dut.tmu.fault_addr, 0x1_2345_6789)
         assert await _read(ctx, dut, CSR.STATUS) == 0b110 | 6 << 8
+        # The faulting stream (docs/rtl.md §3): bit 3 and [23:16], only with a stream.
+        ctx.set(dut.tmu.fault_stream, 0xA5)
+        assert await _read(ctx, dut, CSR.STATUS) == 0b110 | 6 << 8
+        ctx.set(dut.tmu.fault_has_stream, 1)
+        assert await _read(ctx, dut, CSR.STATUS) == 0b1110 | 6 << 8 | 0xA5 << 16
         assert await _read(ctx, dut, CSR.FAULT_ADDR_LO) == 0x2345_6789
         assert await _read(ctx, dut, CSR.FAULT_ADDR_HI) == 1
         i = COUNTERS.index("loads")

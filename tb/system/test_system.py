@@ -124,7 +124,7 @@ def test_run_on_rtl():
     case = embedding_bag_case("eb_api", rows=8, dim=4, lengths=[2, 0, 3])
     r = run_on_rtl(case.program, case.memory, case.args, config=CFG, backpressure=0.3, seed=1)
     assert isinstance(r, RtlResult)
-    data, ctrl, code, addr = expected(case, CFG)
+    data, ctrl, code, addr, _ = expected(case, CFG)
     assert (r.data_tokens, r.control_tokens, r.fault_code, r.fault_addr) == (data, ctrl, 0, 0)
     assert r.control_tokens[-1] == 0xFFFF
     assert r.cycles > 0 and r.stats["cycles"] == r.cycles

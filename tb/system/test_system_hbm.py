@@ -53,7 +53,7 @@ def test_embedding_bag_on_hbm2_amaranth():
     case = embedding_bag_case("eb_hbm2", rows=10, dim=4, lengths=[3, 1, 2, 4])
     r = run_on_amaranth(case.program, case.memory, case.args, config=cfg, preset=preset,
                         backpressure=0.3)
-    data, ctrl, code, addr = expected(case, cfg)
+    data, ctrl, code, addr, _ = expected(case, cfg)
     assert (r.data_tokens, r.control_tokens, r.fault_code) == (data, ctrl, code)
 
 

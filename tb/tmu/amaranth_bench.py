@@ -25,6 +25,7 @@ class AmaranthResult:
     control_tokens: list = field(default_factory=list)
     fault_code: int = 0
     fault_addr: int = 0
+    fault_stream: int | None = None     # the faulting stream (ctl.fault_stream), if it has one
     stats: dict = field(default_factory=dict)
     #: the counters again, three cycles after ``done``: equal to ``stats`` (the counts are
     #: complete when ``done`` rises, hw/tmu/counters.py)
@@ -104,6 +105,8 @@ def run_on_amaranth(program, memory, args, *, config=None, backpressure=0.0, see
         result.fault_code = ctx.get(tmu.ctl.fault_code).value \
             if hasattr(ctx.get(tmu.ctl.fault_code), "value") else int(ctx.get(tmu.ctl.fault_code))
         result.fault_addr = ctx.get(tmu.ctl.fault_addr)
+        result.fault_stream = ctx.get(tmu.ctl.fault_stream) \
+            if ctx.get(tmu.ctl.fault_has_stream) else None
         for name in COUNTERS:
             result.stats[name] = ctx.get(getattr(tmu.ctl.counters, name))
         await ctx.tick().repeat(3)

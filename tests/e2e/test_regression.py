@@ -198,8 +198,13 @@ def test_index_out_of_range_faults_on_rtl(sum_kernel):
     unchecked = dataclasses.replace(sum_kernel)                          # the unit's own region check
     unchecked.check_arguments = lambda args: None                        # (checks kept for the report)
     with pytest.raises(AccessFault, match=r"ADDR_RANGE: a load at .* past the end of 'table'.*; a value "
-                                          r"of arg1 \('indices'\), which selects positions in 'table'"):
+                                          r"of arg1 \('indices'\), which selects positions in 'table'") as rtl:
         run_kernel(unchecked, call_args(sum_kernel, table, indices, offsets), "rtl")
+    # The unit names the stream that faulted (STATUS.FAULT_STREAM), the golden model's.
+    with pytest.raises(AccessFault) as golden:
+        run_kernel(unchecked, call_args(sum_kernel, table, indices, offsets), "golden")
+    assert rtl.value.stream is not None and rtl.value.stream == golden.value.stream
+    assert (rtl.value.code, rtl.value.addr) == (golden.value.code, golden.value.addr)
 
 
 @pytest.mark.rtl

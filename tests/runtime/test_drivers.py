@@ -368,13 +368,14 @@ def test_a_static_memref_shape_is_checked(shape, axis, extent):
 
 def test_a_fault_far_from_every_tensor_is_blamed_on_the_stream_that_faulted():
     """Row 10,000 of a 10-row table lands past every tensor of the image: the nearest one is the
-    last placed ('offsets'), which the report blamed. The golden model knows the faulting stream
-    (its region is the table's); an RTL fault, which carries the address only, gets it from a
-    golden run of the same program (faulting_stream)."""
+    last placed ('offsets'), which the report blamed. The fault names the stream that raised it
+    (the golden model's AccessFault.stream, the RTL's STATUS.FAULT_STREAM, carried by
+    AccessRun.fault_stream) and the explanation follows it; without a stream it falls back to
+    the nearest tensor."""
     from dataclasses import replace
 
-    from sw.runtime.drivers import AccessRun, faulting_stream
-    from sw.runtime.image import bind_arguments, build_image
+    from sw.runtime.drivers import AccessRun, _raise_fault
+    from sw.runtime.image import build_image
     from sw.runtime.isa import Fault
     kernel = _example_kernel(0)
     kernel.host_checks = []                      # as for an index computed by arithmetic
@@ -386,11 +387,37 @@ def test_a_fault_far_from_every_tensor_is_blamed_on_the_stream_that_faulted():
     with pytest.raises(AccessFault) as info:
         run_kernel(kernel, [a.copy() for a in args], "golden")
     assert info.value.code == Fault.ADDR_RANGE and info.value.addr == addr
-    assert (f"a load at {addr:#x} ({addr - 320} bytes past the end of 'table', 320 bytes at 0x0) "
-            f"is outside the memory region it was granted; an index used to address 'table' is "
-            f"out of range") in str(info.value)
-    regs = bind_arguments(kernel, args, image)
-    rtl_like = AccessRun([], [], int(Fault.ADDR_RANGE), addr)           # no fault_stream
-    assert info.value.stream is not None
-    assert faulting_stream(kernel, image, rtl_like, regs) == info.value.stream
-    assert faulting_stream(kernel, image, replace(rtl_like, fault_addr=addr + 4), regs) is None
+    table_text = (f"a load at {addr:#x} ({addr - 320} bytes past the end of 'table', 320 bytes at "
+                  f"0x0) is outside the memory region it was granted; an index used to address "
+                  f"'table' is out of range")
+    assert table_text in str(info.value)
+    stream = info.value.stream
+    assert kernel.program.streams[stream].kind.name == "MEM"
+    rtl_like = AccessRun([], [], int(Fault.ADDR_RANGE), addr, fault_stream=stream)
+    with pytest.raises(AccessFault) as again:
+        _raise_fault(kernel, image, rtl_like)
+    assert table_text in str(again.value) and again.value.stream == stream
+    with pytest.raises(AccessFault) as nearest:
+        _raise_fault(kernel, image, replace(rtl_like, fault_stream=None))
+    assert "'offsets'" in str(nearest.value) and table_text not in str(nearest.value)
+
+
+def test_a_misaligned_load_names_its_stream_and_tensor():
+    """MISALIGNED (docs/isa.md §5) with the stream the RTL reports (STATUS.FAULT_STREAM): the
+    explanation names the stream and the tensor it loads from; without one, the address only."""
+    from sw.runtime.drivers import AccessRun, _raise_fault, _stream_param
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = _example_kernel(0)
+    args = [np.ones((10, 8), np.float32), np.array([1, 2], np.int64),
+            np.array([0, 2], np.int64), np.zeros((1, 8), np.float32)]
+    image = build_image(kernel, args)
+    table_stream = next(sid for sid in range(len(kernel.program.streams))
+                        if _stream_param(kernel, sid) == 0)
+    run = AccessRun([], [], int(Fault.MISALIGNED), 2, fault_stream=table_stream)
+    with pytest.raises(AccessFault, match=rf"a load of stream {table_stream} \(from arg0 "
+                                          r"\('table'\)\) at .* is not aligned to its size") as info:
+        _raise_fault(kernel, image, run)
+    assert info.value.stream == table_stream
+    with pytest.raises(AccessFault, match=r"fault MISALIGNED: a load at .* is not aligned"):
+        _raise_fault(kernel, image, AccessRun([], [], int(Fault.MISALIGNED), 2))

@@ -91,7 +91,9 @@ def test_responses_of_an_aborted_run_are_dropped():
                 break
             await ctx.tick()
         code = ctx.get(dut.ctl.fault_code)
-        state["faults"].append((int(getattr(code, "value", code)), ctx.get(dut.ctl.fault_addr)))
+        state["faults"].append((int(getattr(code, "value", code)), ctx.get(dut.ctl.fault_addr),
+                                ctx.get(dut.ctl.fault_stream) if ctx.get(dut.ctl.fault_has_stream)
+                                else None))
         await ctx.tick()
         return data, ctrl
 
@@ -106,10 +108,11 @@ def test_responses_of_an_aborted_run_are_dropped():
     sim.add_testbench(memory, background=True)
     sim.run()
     assert state["faults"][0][0] == FaultCode.WATCHDOG.value
+    assert state["faults"][0][2] is None            # a watchdog names no stream
 
     class Result:
         data_tokens, control_tokens = state["data"], state["ctrl"]
-        fault_code, fault_addr = state["faults"][1]
+        fault_code, fault_addr, fault_stream = state["faults"][1]
 
     assert state["poisoned"] >= 2           # run B met run A's slots
     assert_matches(case, Result, config)

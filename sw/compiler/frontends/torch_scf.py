@@ -99,12 +99,12 @@ def scf_for_bag(spec: BagSpec, *, multi_table: bool = False, padded: bool = Fals
         L.append("      %row = arith.index_cast %row_i64 : i64 to index")
     if spec.per_sample_weights:
         L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
-    if counted:
+    if counted and pad:
         L += _count_entry(pad)
     L += ["      scf.for %d = %c0 to %dim step %c1 {",
           f"        %v = memref.load %table[%row, %d] : {mt}"]
     if spec.mode == "max":
-        update = _max_update("%acc", "%v", t)
+        update = _max_update("%acc", "%v", t, count_here=not pad)
     elif spec.per_sample_weights and t == "f32" and not (pad or padded):
         update = f"%new = math.fma %w, %v, %acc : {t}"   # PyTorch's CPU float32 kernel: an FMA
     elif spec.per_sample_weights:   # ... without FBGEMM (padding_idx) and float64: mul, then add
@@ -161,12 +161,16 @@ def _count_entry(pad: bool) -> list[str]:
             + [f"        {x}" for x in inc] + ["      }"])
 
 
-def _max_update(acc: str, v: str, t: str) -> list[str]:
+def _max_update(acc: str, v: str, t: str, count_here: bool = False) -> list[str]:
     """``%new``: PyTorch's CPU max bag, which takes the bag's first entry, then an entry only
     when it is greater (``>``): a NaN counts only as the first entry, the first of equal zeros
     stays (``arith.maximumf`` would propagate every NaN and make +0.0 the larger zero). Needs
-    ``%count``, the entries so far including this one."""
-    return ["%seen = memref.load %count[%c0] : memref<1xindex>",
+    ``%count``, the entries so far including this one; ``count_here``: counted here, at column
+    0 (no callback per entry where the bag's lookups are not otherwise told apart)."""
+    here = ["%at0 = arith.cmpi eq, %d, %c0 : index", "scf.if %at0 {",
+            "  %n0 = memref.load %count[%c0] : memref<1xindex>", "  %n1 = arith.addi %n0, %c1 : index",
+            "  memref.store %n1, %count[%c0] : memref<1xindex>", "}"] if count_here else []
+    return here + ["%seen = memref.load %count[%c0] : memref<1xindex>",
             "%first = arith.cmpi eq, %seen, %c1 : index",
             f"%gt = arith.cmpf ogt, {v}, {acc} : {t}",
             "%take = arith.ori %first, %gt : i1",

@@ -70,12 +70,12 @@ def scf_for_half_bag(spec: BagSpec, multi_table: bool, padded: bool = False,
         L.append("      %row = arith.index_cast %row_i64 : i64 to index")
     if spec.per_sample_weights:
         L.append(f"      %w = memref.load %weights[%j] : memref<?x{t}>")
-    if counted:
+    if counted and pad:
         L += _count_entry(pad)
     L += ["      scf.for %d = %c0 to %dim step %c1 {",
           f"        %v = memref.load %table[%row, %d] : {mt}",
           f"        %vf = arith.extf %v : {t} to f32"]
-    update = {"max": _max_update("%a", "%vf", "f32"),
+    update = {"max": _max_update("%a", "%vf", "f32", count_here=not pad),
               "sum": "%new = arith.addf %a, %vf : f32",
               "mean": "%new = arith.addf %a, %vf : f32"}[spec.mode]
     inner = ["%a = memref.load %acc[%d] : memref<?xf32>"]

@@ -643,3 +643,18 @@ def test_scatter_reduce_extrema_of_nan_and_signed_zeros_bit_for_bit(opt_level, r
     dst = torch.cat([torch.tensor([0, 0, 1, 1]), torch.randint(2, 5, (60,), generator=gen)])
     op = api_compile(fn, (src, dst), opt_level=opt_level)
     assert torch.equal(op(src, dst).view(torch.int32), fn(src, dst).view(torch.int32))
+
+
+def test_max_tells_the_first_entry_without_a_callback_per_lookup():
+    """The max bag counts its entries at column 0 of the row loop: at -O3 it sends the core as
+    many control tokens as the sum bag of the same shape (one per bag and DONE), not one more per
+    lookup (a count in the lookup loop did: 2177 instead of 65 here)."""
+    from sw.api import compile_torch as api_compile
+    inp, offsets = torch.randint(0, 100, (2048,)), torch.arange(0, 2048, 32)
+    tokens = {}
+    for mode in ("sum", "max"):
+        bag = torch.nn.EmbeddingBag(100, 64, mode=mode)
+        op = api_compile(bag, (inp, offsets), opt_level=3)
+        assert torch.equal(op(inp, offsets), bag(inp, offsets).detach())
+        tokens[mode] = len(op.last_run.access.control_tokens)
+    assert tokens["max"] == tokens["sum"] == 65

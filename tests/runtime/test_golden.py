@@ -71,7 +71,7 @@ def test_decreasing_offsets_fault_range_order():
     table = np.ones((4, 2), dtype=np.float32)
     memory, args = embedding_bag_memory(table, np.array([1, 2], dtype=np.int64), np.array([0, 2, 1], dtype=np.int64))
     r = run_golden(embedding_bag_program(4), memory, args)
-    assert (r.fault_code, r.fault_addr) == (Fault.RANGE_ORDER, 1)
+    assert (r.fault_code, r.fault_addr, r.fault_stream) == (Fault.RANGE_ORDER, 1, None)
 
 
 def test_misaligned_load_faults():
@@ -79,7 +79,7 @@ def test_misaligned_load_faults():
                    regions=[Region(Source.imm(0), Source.imm(64))],
                    streams=[Stream(0, StreamKind.MEM, Source.imm(4), Source.index(0), size=8, stride=8)])
     r = run_golden(prog, bytes(64), [])
-    assert (r.fault_code, r.fault_addr) == (Fault.MISALIGNED, 4)
+    assert (r.fault_code, r.fault_addr, r.fault_stream) == (Fault.MISALIGNED, 4, 0)
 
 
 @pytest.mark.parametrize("op, a, b, expected", [
@@ -118,7 +118,7 @@ def test_index_whose_address_wraps_faults_addr_overflow(index):
     memory, args = embedding_bag_memory(table, np.array([1, index], dtype=np.int64),
                                         np.array([0, 2], dtype=np.int64))
     r = run_golden(embedding_bag_program(4), memory, args)
-    assert (r.fault_code, r.fault_addr) == (Fault.ADDR_OVERFLOW, 6)
+    assert (r.fault_code, r.fault_addr, r.fault_stream) == (Fault.ADDR_OVERFLOW, 6, 6)
     assert len(r.data_tokens) == 1 + 8 and r.control_tokens == [BAG_BEGIN, ROW]
     with pytest.raises(AccessFault, match=r"stream 6: its address computation overflows 64 bits"):
         run_golden(embedding_bag_program(4), memory, args, raise_on_fault=True)

@@ -133,7 +133,7 @@ region 0 base=a0 size=#48
 stream 0 layer=0 mem region=0 a=a0 b=#8 size=4 block n=a1
 action layer=0 iter operand s0 esize=4
 """, [0, n])
-    assert (r.fault_code, r.fault_addr) == (code, addr)
+    assert (r.fault_code, r.fault_addr, r.fault_stream) == (code, addr, 0)   # stream 0's fault
     assert r.loads == 0 and r.data_tokens == [] and DONE_TOKEN not in r.control_tokens
 
 
@@ -145,7 +145,7 @@ layer 0 lb=#0 ub=#1 step=#1
 region 0 base=#0 size=#48
 stream 0 layer=0 mem region=0 a=#2 b=#0 size=4 block n=#2
 """, [0, 0], raise_on_fault=True)
-    assert e.value.code == Fault.MISALIGNED
+    assert e.value.code == Fault.MISALIGNED and e.value.stream == 0
 
 
 def test_masked_lane_never_loads_or_faults():

@@ -150,7 +150,9 @@ class HostCheck:
     ``kind``: ``"index"`` (every element of ``args[source]`` in ``[0, args[target].shape[axis])``),
     ``"bound"`` (every element in ``[0, args[target].shape[axis]]``) or ``"extent"``
     (``args[source].shape[source_axis]``, or ``value`` when ``source`` is -1, at most
-    ``args[target].shape[axis]``). ``where`` is the ``file:line:col`` of the load or loop.
+    ``args[target].shape[axis]``; with ``offset`` c > 0, for a loop from 0 that reads entry
+    ``i + c``: that extent ``n`` plus c when ``n > 0``). ``where`` is the ``file:line:col`` of the
+    load or loop.
     """
     kind: str
     source: int
@@ -159,10 +161,11 @@ class HostCheck:
     source_axis: int = 0
     value: int = 0
     where: str = ""
+    offset: int = 0
 
     def same_as(self, other: "HostCheck") -> bool:
-        return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value) == \
-            (other.kind, other.source, other.target, other.axis, other.source_axis, other.value)
+        return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value, self.offset) == \
+            (other.kind, other.source, other.target, other.axis, other.source_axis, other.value, other.offset)
 
     def check(self, params: list["ParamSpec"], args) -> None:
         """Raise ``ValueError`` naming the argument (``argN (name)``), the position and the bad
@@ -186,6 +189,13 @@ class HostCheck:
                     return
                 need = source.shape[self.source_axis]
                 what = f"{need}, the size of {name(self.source)} along axis {self.source_axis}"
+            if self.offset:
+                need = need + self.offset if need > 0 else 0
+                if need > size:
+                    raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, "
+                                     f"fewer than the {need} that the loop{at} reads (it runs over "
+                                     f"{what}, and reads entry i + {self.offset})")
+                return
             if need > size:
                 raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, "
                                  f"fewer than the loop{at} that indexes it runs over ({what})")

@@ -215,3 +215,22 @@ def test_inputs_that_are_not_an_npz_archive_are_refused_naming_it(tmp_path, caps
     assert main(["run", EXAMPLE, "--inputs", path, "--out", out]) == 2
     assert capsys.readouterr().err.startswith(f"ember: error: --inputs {path!r}: arg1 cannot be read: ")
     assert not (tmp_path / "o.npz").exists()
+
+
+def test_run_refuses_offsets_one_entry_short_before_the_unit_runs(tmp_path, capsys):
+    """The bag loop reads offsets[b + 1]: 2 bags need 3 offsets. Given 2 (PyTorch's offsets
+    without the last), the run stopped at the unit's ADDR_RANGE fault naming 'offsets' but not
+    the rule; now the host check refuses it (exit 2) with both lengths and writes nothing."""
+    import numpy as np
+    _, inputs = _bag_inputs(tmp_path)
+    with np.load(inputs) as npz:
+        arrays = dict(npz)
+    arrays["arg2"] = arrays["arg2"][:2]
+    np.savez(tmp_path / "short.npz", **arrays)
+    out = tmp_path / "o.npz"
+    assert main(["run", EXAMPLE, "--inputs", str(tmp_path / "short.npz"), "--out", str(out),
+                 "--target", "golden"]) == 2
+    assert capsys.readouterr().err == (
+        f"ember: error: arg2 (offsets) has 2 entries along axis 0, fewer than the 3 that the loop at "
+        f"{EXAMPLE}:6:3 reads (it runs over 2, the size of arg3 (out) along axis 0, and reads entry i + 1)\n")
+    assert not out.exists()

@@ -19,7 +19,10 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
 ``extent``
     a loop from a constant ``>= 0`` to ``dim(X, j)`` (or to a constant) whose induction variable
     indexes axis ``k`` of ``M``: ``X.shape[j]`` (the constant) must be ``<= M.shape[k]`` (e.g. an
-    ``out`` narrower than ``table``).
+    ``out`` narrower than ``table``). An index ``i + c`` (``arith.addi`` of the induction variable
+    and a constant ``c > 0``, either order) of a loop from 0 to ``n`` in steps of 1 reads entry
+    ``n - 1 + c`` on its last iteration: the axis must have ``n + c`` entries when ``n > 0``
+    (``offsets[b + 1]``: ``offsets`` needs the output's rows + 1; ``rowptr[i + 1]``).
 
 Accesses inside an ``scf.if`` are not used (they may be guarded). Every element of ``A`` is
 checked, whether or not the traversal reaches it (as PyTorch checks every index). Index values
@@ -62,6 +65,19 @@ def _constant(value: SSAValue) -> int | None:
         attr = value.op.value
         data = getattr(attr, "value", None)
         return getattr(data, "data", None) if data is not None else None
+    return None
+
+
+def _affine(value: SSAValue) -> tuple[scf.ForOp, int] | None:
+    """``(loop, c)`` when ``value`` is ``i + c`` (``arith.addi``, either order, casts looked through)
+    for the induction variable ``i`` of ``loop`` and a constant ``c > 0``."""
+    value = _strip(value)
+    if not (isinstance(value, OpResult) and isinstance(value.op, arith.AddiOp)):
+        return None
+    for iv, const in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
+        loop, c = _loop_of(_strip(iv)), _constant(const)
+        if loop is not None and isinstance(c, int) and c > 0:
+            return loop, c
     return None
 
 
@@ -112,12 +128,15 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             if found is not None:
                 add(HostCheck("index", found[0], target, axis, where=str(location_of(found[1]) or where)))
                 continue
-            loop = _loop_of(index)
+            loop, offset = _loop_of(index), 0
             if loop is None:
-                continue
+                loop, offset = _affine(index) or (None, 0)
+                # i + c is checked only from 0 in steps of 1, where the last i is n - 1.
+                if loop is None or _constant(loop.lb) != 0 or _constant(loop.step) != 1:
+                    continue
             loop_where = str(location_of(loop) or where)
             lower, upper = _constant(loop.lb), _constant(loop.ub)
-            for bound in (loop.lb, loop.ub):
+            for bound in (loop.lb, loop.ub) if not offset else ():
                 found = loaded_param(bound, at_loop_indices=False)
                 # A bound loaded at constant indices is one field of an array of sizes (the sparse
                 # storage specifier, frontends/mlir.py), not an array of offsets: not every element
@@ -129,9 +148,11 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 continue
             ub = _strip(loop.ub)
             if upper is not None:
-                add(HostCheck("extent", -1, target, axis, value=upper, where=loop_where))
+                add(HostCheck("extent", -1, target, axis, value=upper, offset=offset, where=loop_where))
             elif isinstance(ub, OpResult) and isinstance(ub.op, memref.DimOp):
                 source, source_axis = param(ub.op.source), _constant(ub.op.index)
-                if source is not None and source_axis is not None and (source, source_axis) != (target, axis):
-                    add(HostCheck("extent", source, target, axis, source_axis=source_axis, where=loop_where))
+                if source is not None and source_axis is not None and \
+                        (offset or (source, source_axis) != (target, axis)):
+                    add(HostCheck("extent", source, target, axis, source_axis=source_axis, offset=offset,
+                                  where=loop_where))
     return checks

@@ -346,6 +346,11 @@ def main(argv=None) -> int:
     parser.add_argument("--replot", nargs="+", type=Path, metavar="CSV",
                         help="no runs: plot the rows of these CSVs (earlier runs of this script)")
     ns = parser.parse_args(argv)
+    if ns.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, not {ns.seed}")
+    missing = [str(p) for p in ns.replot or () if not p.is_file()]
+    if missing:
+        parser.error(f"--replot {missing[0]!r} does not exist or is not a file")
     if ns.replot:
         out = Path(ns.out).with_suffix(".png")
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -52,6 +52,8 @@ def main(argv=None) -> int:
                         help="only compare the RTL model and the reference on random reads "
                         "with these port counts")
     ns = parser.parse_args(argv)
+    if ns.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, not {ns.seed}")
     if ns.requests < 100:
         parser.error(f"--requests must be at least 100, not {ns.requests}")
     if ns.rtl_ports is not None:

@@ -152,6 +152,8 @@ def main(argv=None) -> int:
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_mapping.csv"))
     ns = parser.parse_args(argv)
     ns.system = ns.system or ns.system_only
+    if ns.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, not {ns.seed}")
     from sw.runtime.mapping import MAPPERS, UnitCostModel, map_tables, table_set
     sets = table_sets_from(parser, ns)
     if ns.units < 1:

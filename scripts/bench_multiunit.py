@@ -198,6 +198,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model-only", action="store_true",
                         help="no RTL: only the idealised-units bound (windowed_bound) per K")
     ns = parser.parse_args(argv)
+    if ns.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, not {ns.seed}")
     try:
         counts = [int(v) for v in ns.units.split(",") if v.strip()]
     except ValueError:

@@ -32,6 +32,11 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default="rtl", choices=("rtl", "golden"))
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_slice.csv"))
     ns = parser.parse_args(argv)
+    bad = [d for d in ns.dims if d < 1]
+    if bad:
+        parser.error(f"--dims must be positive, not {bad[0]}")
+    if ns.nodes < 0:
+        parser.error(f"--nodes must be >= 0 (0: all), not {ns.nodes}")
 
     import torch
 
@@ -42,6 +47,8 @@ def main(argv=None) -> int:
 
     g = load_cora()
     offsets, indices = g.offsets, g.indices
+    if ns.nodes > g.num_nodes:
+        parser.error(f"--nodes must be at most Cora's {g.num_nodes} nodes, not {ns.nodes}")
     if ns.nodes:
         offsets = offsets[:ns.nodes + 1]
         indices = indices[:offsets[-1]]

@@ -209,13 +209,18 @@ def main(argv=None) -> int:
     for w in workloads:
         if w not in WORKLOADS:
             parser.error(f"--workloads: {w!r} is not one of {', '.join(WORKLOADS)}")
-    levels = [int(v) for v in ns.levels.split(",") if v.strip()] if ns.levels else []
+    try:
+        levels = [int(v) for v in ns.levels.split(",") if v.strip()]
+    except ValueError:
+        levels = []
     if not levels or any(v not in (0, 1, 2, 3) for v in levels):
         parser.error(f"--levels: {ns.levels!r}: levels are 0, 1, 2, 3")
     memories = [m.strip() for m in ns.memory.split(",") if m.strip()]
     for m in memories:
         if m not in ("simple", "HBM2", "HBM3"):
             parser.error(f"--memory: {m!r} is not one of simple, HBM2, HBM3")
+    if ns.jobs < 1:
+        parser.error(f"--jobs must be a positive integer, not {ns.jobs}")
     axes = {k: _ints(getattr(ns, k), "--" + k.replace("_", "-"), parser) for k in HARDWARE_AXES}
     points = hardware_points(axes, memories)
     for p in points:

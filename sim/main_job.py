@@ -107,6 +107,10 @@ def main(ns: argparse.Namespace) -> int:
     from sim import profile_guided
     if ns.dim <= 0:
         raise ValueError(f"--dim must be positive, not {ns.dim}")
+    if ns.seed < 0:             # numpy's default_rng said only "expected non-negative integer"
+        raise ValueError(f"--seed must be an integer >= 0, not {ns.seed}")
+    if ns.nodes < 0:
+        raise ValueError(f"--nodes must be >= 0 (0: all), not {ns.nodes}")
     if not 0.0 <= ns.backpressure < 1.0:
         raise ValueError(f"--backpressure must be a probability in [0, 1), not {ns.backpressure}")
     if ns.backpressure and ns.target != "rtl":

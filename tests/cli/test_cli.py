@@ -234,3 +234,19 @@ def test_run_refuses_offsets_one_entry_short_before_the_unit_runs(tmp_path, caps
         f"ember: error: arg2 (offsets) has 2 entries along axis 0, fewer than the 3 that the loop at "
         f"{EXAMPLE}:6:3 reads (it runs over 2, the size of arg3 (out) along axis 0, and reads entry i + 1)\n")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1"], "--seed must be an integer >= 0, not -1"),      # was numpy's "expected non-negative integer"
+    (["--nodes", "-3"], "--nodes must be >= 0 (0: all), not -3"),      # was "in [1, 2708]", though 0 is allowed
+])
+def test_sim_refuses_a_negative_seed_or_nodes_naming_the_option(argv, message, capsys, monkeypatch):
+    """Refused before the graph is read or anything runs (the golden target; no RTL)."""
+    import sim.main_job as main_job
+
+    def ran(*_, **__):
+        raise AssertionError("ember sim went on with a bad argument")
+    monkeypatch.setattr(main_job, "_graph", ran)
+    monkeypatch.setattr(main_job, "_run", ran)
+    assert main(["sim", "--target", "golden", *argv]) == 2
+    assert capsys.readouterr().err == f"ember: error: {message}\n"

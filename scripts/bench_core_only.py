@@ -199,6 +199,12 @@ def main(argv=None) -> int:
         ap.error(f"--vector-bytes must be >= 0, not {a.vector_bytes}")
     if a.clock_ratio < 1:
         ap.error(f"--clock-ratio must be >= 1, not {a.clock_ratio}")
+    if not a.no_rtl:             # read by the DAE runs, after the core-only model's runs
+        try:
+            from sw.runtime.isa import Limits
+            Limits.from_file(a.config)
+        except (OSError, ValueError) as e:
+            ap.error(f"--config: {e}")
     try:
         from hw.tmu import TmuConfig
         from sw.runtime.execute import CoreCostModel

@@ -45,7 +45,8 @@ SWEEP = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20000, help="requests per pattern")
-    parser.add_argument("--presets", nargs="+", default=["HBM2", "HBM3", "simple"])
+    parser.add_argument("--presets", nargs="+", default=["HBM2", "HBM3", "simple"],
+                        choices=("HBM2", "HBM3", "simple"))
     parser.add_argument("--csv", default=str(REPO / "build" / "bench_hbm.csv"))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rtl-ports", type=int, nargs="+", default=None, metavar="P",

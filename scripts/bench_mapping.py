@@ -132,8 +132,9 @@ def table_sets_from(parser: argparse.ArgumentParser, ns) -> list[str]:
     for s in sets:
         if s not in TABLE_SETS:
             parser.error(f"--sets: {s!r} is not one of {', '.join(TABLE_SETS)}")
-    if min(ns.tables, ns.bags, ns.median_rows, ns.max_rows) < 1:
-        parser.error("--tables, --bags, --median-rows and --max-rows must be >= 1")
+    for option in ("tables", "bags", "median_rows", "max_rows"):
+        if getattr(ns, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be >= 1, not {getattr(ns, option)}")
     return sets
 
 

@@ -85,3 +85,32 @@ def test_bench_slice(argv, message, capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(drivers, "run_kernel", _ran)
     bench = load_script("bench_slice")
     _exits_2(bench, [*argv, "--target", "golden", "--csv", str(tmp_path / "s.csv")], message, capsys)
+
+
+def test_bench_hbm_unknown_preset(capsys, monkeypatch, tmp_path):
+    """Was a ValueError traceback from get_preset (exit 1) after the argument parsing."""
+    import hw.hbm_model.reference as reference
+    bench = load_script("bench_hbm")
+    monkeypatch.setattr(reference, "run_requests", _ran)
+    _exits_2(bench, ["--presets", "HBM2", "HBM9", "--csv", str(tmp_path / "h.csv")],
+             "argument --presets: invalid choice: 'HBM9' (choose from 'HBM2', 'HBM3', 'simple')", capsys)
+
+
+@pytest.mark.parametrize("option", ["--tables", "--bags", "--median-rows", "--max-rows"])
+def test_bench_mapping_sizes_name_the_option_and_value(option, capsys, monkeypatch, tmp_path):
+    """Was one message for the four options, naming no value."""
+    import sw.runtime.mapping as mapping
+    bench = load_script("bench_mapping")
+    monkeypatch.setattr(mapping, "table_set", _ran)
+    _exits_2(bench, [option, "-1", "--csv", str(tmp_path / "m.csv")], f"{option} must be >= 1, not -1", capsys)
+
+
+def test_bench_core_only_missing_config_before_the_core_only_runs(capsys, monkeypatch, tmp_path):
+    """--config is read by the DAE runs, which came after the core-only model's (minutes at the
+    full size): a missing file was an error only then."""
+    bench = load_script("bench_core_only")
+    monkeypatch.setattr(bench, "core_only_rows", _ran)
+    monkeypatch.setattr(bench, "dae_rows", _ran)
+    missing = str(tmp_path / "nosuch.json")
+    _exits_2(bench, ["--config", missing, "--out", str(tmp_path / "c.csv")],
+             f"--config: [Errno 2] No such file or directory: {missing!r}", capsys)

@@ -121,6 +121,8 @@ def main(ns: argparse.Namespace) -> int:
     if ns.program == "handwritten" and getattr(ns, "mode", "sum") not in HANDWRITTEN_MODES:
         raise ValueError(f"--mode {ns.mode} has no hand-written program (it has "
                          f"{', '.join(HANDWRITTEN_MODES)}); use --program compiled")
+    if ns.program == "compiled":    # before the graph is read and the baseline started
+        _check_compiled_inputs(ns)
     coupled = _coupled(ns)
     g, rows = _graph(ns.graph, ns.nodes)
     distinct = len(np.unique(g.indices))
@@ -268,6 +270,17 @@ def kernel_path(ns) -> Path:
     for ``--mode`` (``sum`` when the namespace has no mode)."""
     kernel = getattr(ns, "kernel", None)
     return Path(kernel) if kernel is not None else _mode_kernel(ns)
+
+
+def _check_compiled_inputs(ns) -> None:
+    """``--kernel`` exists and ``--tmu-config`` reads; else an error naming the option."""
+    from sw.runtime.isa import Limits
+    if not kernel_path(ns).is_file():
+        raise FileNotFoundError(f"--kernel {str(kernel_path(ns))!r} does not exist")
+    try:
+        Limits.from_file(getattr(ns, "tmu_config", DEFAULT_TMU_CONFIG))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--tmu-config: {e}") from None
 
 
 def _kernel(ns):

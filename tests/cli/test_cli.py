@@ -250,3 +250,19 @@ def test_sim_refuses_a_negative_seed_or_nodes_naming_the_option(argv, message, c
     monkeypatch.setattr(main_job, "_run", ran)
     assert main(["sim", "--target", "golden", *argv]) == 2
     assert capsys.readouterr().err == f"ember: error: {message}\n"
+
+
+def test_sim_reads_kernel_and_tmu_config_before_any_work(tmp_path, capsys, monkeypatch):
+    """A missing --tmu-config was "[Errno 2] ..." without the option's name, and both files were
+    read only after the graph (and, on the RTL target, the core-only baseline's process)."""
+    import sim.main_job as main_job
+
+    def ran(*_, **__):
+        raise AssertionError("ember sim went on with a bad argument")
+    monkeypatch.setattr(main_job, "_graph", ran)
+    monkeypatch.setattr(main_job, "_run", ran)
+    config, kernel = str(tmp_path / "nosuch.json"), str(tmp_path / "nosuch.mlir")
+    assert main(["sim", "--target", "golden", "--tmu-config", config]) == 2
+    assert capsys.readouterr().err == f"ember: error: --tmu-config: [Errno 2] No such file or directory: {config!r}\n"
+    assert main(["sim", "--target", "golden", "--kernel", kernel]) == 2
+    assert capsys.readouterr().err == f"ember: error: --kernel {kernel!r} does not exist\n"

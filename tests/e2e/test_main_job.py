@@ -215,6 +215,7 @@ def test_a_failed_rtl_run_stops_the_baseline_process(monkeypatch):
     assert len(stopped) == 1
 
 
+@pytest.mark.rtl
 def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):
     """``make sim``'s path on the RTL (simple memory, 60 nodes): the core model coupled, its DAE
     cycles at least the unit's own cycles (the core pops DONE after the unit pushed it) and
@@ -237,6 +238,7 @@ def test_rtl_run_is_coupled_and_compared_with_the_core_only_baseline(capsys):
     assert uops == 5 + g.num_nodes + g.num_edges + empty < unit, out
 
 
+@pytest.mark.rtl
 def test_the_default_core_replays_the_execute_side_on_the_baseline_core(capsys):
     """By default the coupled core replays the kernel's execute side run on the core-only
     baseline's out-of-order core, callback by callback (``CoreReplay``): its estimate is at least

@@ -37,6 +37,7 @@ def test_hardware_points_are_the_product_of_the_given_axes():
     assert sweep.config_for({"memory": "HBM2"}).drain_lines == 2
 
 
+@pytest.mark.rtl
 def test_a_point_runs_every_workload_and_level_checked():
     rows = sweep.run_grid([POINT], ["eb_sum", "spmv_csr"], [0, 3], "small", progress=False)
     assert [(r["workload"], r["level"]) for r in rows] == [("eb_sum", 0), ("eb_sum", 3),
@@ -47,6 +48,7 @@ def test_a_point_runs_every_workload_and_level_checked():
         assert r["useful_bytes_per_cycle"] > 0
 
 
+@pytest.mark.rtl
 def test_wrong_rtl_tokens_are_caught(monkeypatch):
     import sim.system
     real = sim.system.run_many_on_rtl
@@ -60,6 +62,7 @@ def test_wrong_rtl_tokens_are_caught(monkeypatch):
         sweep.run_point(POINT, ["eb_sum"], [3], "small")
 
 
+@pytest.mark.rtl
 def test_process_pool_gives_the_plain_loop_rows():
     points = [POINT, dict(POINT)]
     plain = sweep.run_grid(points, ["eb_sum"], [3], "small", jobs=1, progress=False)
@@ -67,6 +70,7 @@ def test_process_pool_gives_the_plain_loop_rows():
     assert _strip(pooled) == _strip(plain)
 
 
+@pytest.mark.rtl
 def test_ray_gives_the_plain_loop_rows():
     ray = pytest.importorskip("ray")
     plain = sweep.run_grid([POINT], ["eb_sum"], [3], "small", progress=False)

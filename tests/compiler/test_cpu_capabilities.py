@@ -29,6 +29,14 @@ AGAINST_PYTORCH = [
     # csr_of_csr's reference is an unweighted embedding_bag sum, compared bit for bit
     "tests/runtime/test_chained_workloads.py::test_csr_of_csr_references_agree_bit_for_bit_and_sum_each_group",
     "tests/runtime/test_chained_workloads.py::test_full_inputs_at_O3_on_the_golden_model",
+    # session 50: PyTorch's paths without FBGEMM (padding_idx, strided weights: multiply, then
+    # add), its max bag's and scatter_reduce's NaN / signed-zero rules, and its 16-bit sum(1) /
+    # mean(1) (f32 accumulation in index order), each compared bit for bit
+    "tests/compiler/test_torch_dlrm_frontend.py::test_weighted_bags_with_and_without_padding_idx_bit_for_bit",
+    "tests/compiler/test_torch_frontend.py::test_strides_that_take_pytorchs_kernel_without_fbgemm_bit_for_bit",
+    "tests/compiler/test_torch_frontend.py::test_max_takes_the_first_entry_then_greater_ones_as_pytorch",
+    "tests/compiler/test_torch_frontend.py::test_scatter_reduce_extrema_of_nan_and_signed_zeros_bit_for_bit",
+    "tests/compiler/test_torch_fused_frontend.py::test_embedding_then_reduce_16_bit_rows_bit_for_bit",
 ]
 
 _RANK = {"DEFAULT": 0, "AVX2": 1, "AVX512": 2}

@@ -76,6 +76,20 @@ class CompiledOp:
             self._dlcs = dlcs
         return self._dlcs
 
+    def _variant_dlc(self, kernel):
+        """The DLC module of the variant ``kernel`` the torch kernel compiled for some calls
+        (``TorchKernel.kernel_for``, from ``variant_scf``): compiled once, then kept, with the
+        same check as :meth:`dlc_modules`."""
+        if getattr(self, "_variant", (None, None))[0] is not kernel:
+            from sw.compiler.pipelines import run_pipeline
+            comp = run_pipeline(self._tk.variant_scf, filename="<torch>", limits=kernel.limits,
+                                opt_level=self._opt_level)
+            if comp.kernel.program.encode() != kernel.program.encode():
+                raise RuntimeError(f"recompiling {kernel.name!r} for its DLC module gave "
+                                   f"another access program")
+            self._variant = (kernel, comp.dlc)
+        return self._variant[1]
+
     def __call__(self, *inputs, target: str = "golden", **options):
         """Run on ``target`` (``"golden"`` or ``"rtl"``) and return what the module returns (a
         ``torch.Tensor``, or the tuple/list/dict of a module of several embedding bags).
@@ -120,9 +134,7 @@ class CompiledOp:
         args = self._tk.bind(*inputs)
         kernel = self._tk.kernel_for(*inputs) if hasattr(self._tk, "kernel_for") else self.kernel
         if kernel is not self.kernel and options.get("core") is not None and "dlc" not in options:
-            from sw.compiler.pipelines import run_pipeline    # the variant's own execute side
-            per_part[0]["dlc"] = run_pipeline(self._tk.variant_scf, filename="<torch>",
-                                              limits=kernel.limits, opt_level=self._opt_level).dlc
+            per_part[0]["dlc"] = self._variant_dlc(kernel)     # the variant's own execute side
         self.last_run = run_kernel(kernel, args, target, **per_part[0])
         self.last_runs = [self.last_run]
         return self._tk.unbind(self.last_run.results)

@@ -29,7 +29,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
      "runtime": ("sw.runtime",)},
     {"drivers": ("sw.runtime.drivers", "sw.runtime.multi_unit", "sw.runtime.coupled_core")},
     {"library": ("sw", "sw.api", "sw.workloads", "sw.hbm_trace")},
-    {"main job": ("sim.main_job",)},
+    {"main job": ("sim.main_job", "sim.main_job_options")},
     {"command line": ("sw.cli",)},
     {"scripts": ("scripts",)},
 ]

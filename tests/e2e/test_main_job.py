@@ -120,11 +120,11 @@ def test_ceiling_line_puts_the_useful_bytes_against_the_memory_alone(capsys):
 def test_core_option_defaults_to_the_coupled_core_model_where_it_can():
     """Default: the core model coupled on the cpp engine; free with cocotb or --backpressure;
     the golden target has no core."""
-    assert main_job._coupled(_args()) is True
-    assert main_job._coupled(_args("--engine", "cocotb")) is False
-    assert main_job._coupled(_args("--backpressure", "0.5")) is False
-    assert main_job._coupled(_args("--core", "free")) is False
-    assert main_job._coupled(_args("--target", "golden", "--core", "model")) is False
+    assert main_job.is_coupled(_args()) is True
+    assert main_job.is_coupled(_args("--engine", "cocotb")) is False
+    assert main_job.is_coupled(_args("--backpressure", "0.5")) is False
+    assert main_job.is_coupled(_args("--core", "free")) is False
+    assert main_job.is_coupled(_args("--target", "golden", "--core", "model")) is False
 
 
 @pytest.mark.parametrize("argv, names", [
@@ -134,7 +134,7 @@ def test_core_option_defaults_to_the_coupled_core_model_where_it_can():
 ])
 def test_contradictory_core_options_name_the_argument(argv, names):
     with pytest.raises(ValueError, match=names.replace("-", r"\-")):
-        main_job._coupled(_args(*argv))
+        main_job.is_coupled(_args(*argv))
 
 
 def test_bad_input_exits_2_without_a_traceback():

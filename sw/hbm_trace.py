@@ -57,15 +57,33 @@ def _text(d) -> str:
         f"activates/request   {d['activates_per_request']:.3f}\n")
 
 
+def _read_requests(path: str) -> list:
+    """The requests of the trace file ``path`` (the argument TRACE); ``ValueError`` naming TRACE
+    and the path when it cannot be read or is not UTF-8 text (a binary file given by mistake)."""
+    from pathlib import Path
+
+    from hw.hbm_model.traces import parse_trace
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"TRACE {path!r} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                         f"offset {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"TRACE {path!r} cannot be read ({e.strerror or e})") from None
+    return parse_trace(io.StringIO(text), name=path)
+
+
 def cmd_hbm_trace(ns) -> int:
     from pathlib import Path
 
     from hw.hbm_model.presets import get_preset
     from hw.hbm_model.reference import run_requests
-    from hw.hbm_model.traces import read_trace
 
     if not Path(ns.trace).is_file():
         raise ValueError(f"TRACE {ns.trace!r} does not exist or is not a file")
+    if ns.seed < 0:
+        raise ValueError(f"--seed must be a non-negative integer, not {ns.seed!r}")
     if ns.max_outstanding is not None and ns.max_outstanding < 1:
         raise ValueError(f"--max-outstanding must be a positive integer, not {ns.max_outstanding!r}")
     if ns.ports < 1:
@@ -73,7 +91,7 @@ def cmd_hbm_trace(ns) -> int:
     if not 0.0 <= ns.backpressure < 1.0:
         raise ValueError(f"--backpressure must be a probability in [0, 1), not {ns.backpressure!r}")
     preset = get_preset(ns.preset)
-    requests = read_trace(ns.trace)
+    requests = _read_requests(ns.trace)
     if not requests:
         raise ValueError(f"TRACE {ns.trace!r} holds no requests")
     kw = dict(max_outstanding=ns.max_outstanding, resp_backpressure=ns.backpressure, seed=ns.seed)
@@ -110,7 +128,7 @@ def add_parser(sub) -> None:
         "hbm-trace", help="run a DRAMSim3-format request trace through the HBM model",
         description="Feed TRACE (one request per line: '0x<hex byte address> READ|WRITE <issue "
         "cycle>', each a 64-byte access) into the HBM model in trace order, as fast as it accepts, "
-        "and print bandwidth (GB/s, %% of peak), read latency in ns (mean, p50, p99), row-buffer "
+        "and print bandwidth (GB/s, % of peak), read latency in ns (mean, p50, p99), row-buffer "
         "hit rate and activates per request. Cycles are memory clock cycles (clock ratio 1).")
     p.add_argument("trace", metavar="TRACE")
     p.add_argument("--preset", choices=("HBM2", "HBM3", "simple"), default="HBM2",
@@ -124,7 +142,7 @@ def add_parser(sub) -> None:
                    "and N responses returned per cycle (docs/hbm_model.md §2; default 1)")
     p.add_argument("--backpressure", type=float, default=0.0, metavar="P",
                    help="probability that the response port is not ready in a cycle (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the back-pressure draws (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the back-pressure draws, a non-negative integer (default 0)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the numbers as JSON")
     fmt.add_argument("--csv", action="store_true", help="print the numbers as one CSV row with header")

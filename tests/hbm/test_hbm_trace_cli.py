@@ -87,3 +87,65 @@ def test_rtl_model_with_ports_matches_reference(tmp_path, capsys, ports):
         out[model] = json.loads(capsys.readouterr().out)
     out["rtl"].pop("model", None), out["reference"].pop("model", None)
     assert out["rtl"] == out["reference"]
+
+
+def test_bad_inputs_name_the_option_and_the_value(tmp_path, capsys, monkeypatch):
+    """Every refusal names the option or argument at fault and the bad value, exit 2 and no
+    traceback: --seed -1 used to print numpy's bare 'expected non-negative integer', and a
+    non-UTF-8 TRACE the codec's message without the argument."""
+    write_trace(sequential(4), tmp_path / "s.trace")
+    s = str(tmp_path / "s.trace")
+    assert main(["hbm-trace", s, "--seed", "-1"]) == 2
+    assert capsys.readouterr().err == "ember: error: --seed must be a non-negative integer, not -1\n"
+    assert main(["hbm-trace", s, "--seed", "-1", "--backpressure", "0.5"]) == 2
+    assert capsys.readouterr().err == "ember: error: --seed must be a non-negative integer, not -1\n"
+    (tmp_path / "b.trace").write_bytes(b"0x40 READ 1\n\xff\xfe READ 2\n")
+    b = str(tmp_path / "b.trace")
+    assert main(["hbm-trace", b]) == 2
+    assert capsys.readouterr().err == \
+        f"ember: error: TRACE {b!r} is not UTF-8 text (byte 0xff at offset 12)\n"
+    (tmp_path / "e.trace").write_text("# nothing\n\n")
+    e = str(tmp_path / "e.trace")
+    assert main(["hbm-trace", e]) == 2
+    assert capsys.readouterr().err == f"ember: error: TRACE {e!r} holds no requests\n"
+    assert main(["hbm-trace", s, "--backpressure", "1"]) == 2
+    assert capsys.readouterr().err == \
+        "ember: error: --backpressure must be a probability in [0, 1), not 1.0\n"
+    assert main(["hbm-trace", s, "--backpressure", "nan"]) == 2
+    assert capsys.readouterr().err == \
+        "ember: error: --backpressure must be a probability in [0, 1), not nan\n"
+    assert main(["hbm-trace", s, "--max-outstanding", "-3"]) == 2
+    assert capsys.readouterr().err == "ember: error: --max-outstanding must be a positive integer, not -3\n"
+    # a file that exists but cannot be read (permissions; simulated, the tests may run as root)
+    from pathlib import Path
+
+    def refuse(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "read_text", refuse)
+    assert main(["hbm-trace", s]) == 2
+    assert capsys.readouterr().err == f"ember: error: TRACE {s!r} cannot be read (Permission denied)\n"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--ports", "x"], "argument --ports: invalid int value: 'x'"),
+    (["--seed", "1.5"], "argument --seed: invalid int value: '1.5'"),
+    (["--preset", "HBM4"], "argument --preset: invalid choice: 'HBM4'"),
+    (["--model", "foo"], "argument --model: invalid choice: 'foo'"),
+    (["--json", "--csv"], "argument --csv: not allowed with argument --json"),
+])
+def test_argparse_refusals_name_the_option(tmp_path, capsys, argv, words):
+    write_trace(sequential(4), tmp_path / "s.trace")
+    with pytest.raises(SystemExit) as e:
+        main(["hbm-trace", str(tmp_path / "s.trace"), *argv])
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_help(capsys):
+    """--help exits 0; the description's percent sign is printed once (argparse does not
+    %-format a description, so '%%' was printed as it stands)."""
+    with pytest.raises(SystemExit) as e:
+        main(["hbm-trace", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    assert "(GB/s, % of peak)" in " ".join(out.split()) and "%%" not in out
+    assert "--seed SEED" in out and "non-negative integer" in " ".join(out.split())

@@ -36,16 +36,24 @@ clock; ``--clock-ratio 3`` models 3 GHz cores on both sides: the core-only model
 ``CoreConfig(clock_ratio=3)`` and the DAE's execute core pops three times as many tokens per
 memory cycle, its per-callback cycles divided by three, ``CoreCostModel.in_memory_cycles``).
 
+**The DAE side's unit.** ``--output-tokens``, ``--memory-ports`` and ``--max-inflight`` (lines in
+flight, the reorder buffer's 64-byte entries; the run-ahead engines' ``prefetch_depth`` follows
+it, ``TmuConfig.with_max_inflight``) change the RTL build of every DAE run (``TmuConfig``, through
+``measure``'s ``config_changes``; one Verilator build per configuration); the core-only side does
+not depend on them. A value ``TmuConfig`` refuses exits 2 before any run.
+
 Writes ``build/bench_core_only.csv`` (``--out``) and prints a Markdown table.
 
     python scripts/bench_core_only.py [--size small|full] [--memory HBM2|HBM3|simple]
                                       [--mshrs 8 16 32] [--no-rtl] [--workloads NAME ...]
+                                      [--output-tokens T] [--memory-ports P] [--max-inflight N]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import sys
 import warnings
@@ -111,13 +119,14 @@ def core_only_rows(workloads, size: str, memory: str, mshrs, *, vector_bytes: in
 
 def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
              output_tokens: int | None = None, memory_ports: int | None = None,
-             tokens_per_cycle: int | None = None, clock_ratio: int = 1,
-             fit: bool = False, replay: bool = False) -> dict[str, dict]:
+             max_inflight: int | None = None, tokens_per_cycle: int | None = None,
+             clock_ratio: int = 1, fit: bool = False, replay: bool = False) -> dict[str, dict]:
     """``bench_compiler.measure`` at one level on the RTL with the simulated core (coupled:
     ``dae_cycles`` is when the core model popped DONE): workload -> its row.
 
-    ``output_tokens`` / ``memory_ports`` change the RTL build (``TmuConfig``; default the
-    configuration's), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
+    ``output_tokens`` / ``memory_ports`` / ``max_inflight`` change the RTL build (``TmuConfig``;
+    default the configuration's; with ``max_inflight`` the run-ahead engines' ``prefetch_depth``
+    follows, ``TmuConfig.with_max_inflight``, as in ``scripts/sweep.py``), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
     default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
     cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``fit``: each kernel's
     core at the rate fitted to its execute side on the baseline's core
@@ -127,9 +136,12 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
     from sw.runtime.execute import CoreCostModel
     from sw.runtime.isa import Limits
     limits = Limits.from_file(config)
-    rtl_config_for(limits)
+    base = rtl_config_for(limits)
     changes = {k: v for k, v in (("output_tokens", output_tokens),
                                  ("memory_ports", memory_ports)) if v is not None}
+    if max_inflight is not None:
+        built = dataclasses.replace(base, **changes).with_max_inflight(max_inflight)
+        changes.update(max_inflight=built.max_inflight, prefetch_depth=built.prefetch_depth)
     cost = (CoreCostModel() if tokens_per_cycle is None else
             CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
     return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
@@ -172,6 +184,11 @@ def main(argv=None) -> int:
                     help="TmuConfig.output_tokens of the DAE run (1..32; default 8, a 512-bit beat)")
     ap.add_argument("--memory-ports", type=int, default=None,
                     help="TmuConfig.memory_ports of the DAE run (1..8; default 2)")
+    ap.add_argument("--max-inflight", type=int, default=None, metavar="N",
+                    help="TmuConfig.max_inflight of the DAE run: memory lines (64 bytes each) the "
+                         "access unit keeps in flight, its reorder-buffer entries; a power of two "
+                         ">= 2 (default 512); the run-ahead engines' depth follows it "
+                         "(TmuConfig.with_max_inflight: 16 loads each at 128 lines)")
     ap.add_argument("--tokens-per-cycle", type=int, default=None,
                     help="64-bit tokens the DAE side's core pops per cycle (CoreCostModel; "
                          "default 8 = one 512-bit vector; 16 = two 512-bit loads per cycle, "
@@ -208,12 +225,17 @@ def main(argv=None) -> int:
     try:
         from hw.tmu import TmuConfig
         from sw.runtime.execute import CoreCostModel
-        TmuConfig(**{k: v for k, v in (("output_tokens", a.output_tokens),
-                                       ("memory_ports", a.memory_ports)) if v is not None})
+        unit = TmuConfig(**{k: v for k, v in (("output_tokens", a.output_tokens),
+                                              ("memory_ports", a.memory_ports)) if v is not None})
         if a.tokens_per_cycle is not None:
             CoreCostModel(tokens_per_cycle=a.tokens_per_cycle)
     except ValueError as e:
         ap.error(str(e))
+    if a.max_inflight is not None:
+        try:
+            unit.with_max_inflight(a.max_inflight)
+        except ValueError as e:
+            ap.error(f"--max-inflight {a.max_inflight}: {e}")
     warnings.simplefilter("ignore", UserWarning)
     promote = not a.no_promote
     rows = core_only_rows(a.workloads, a.size, a.memory, a.mshrs, vector_bytes=a.vector_bytes,
@@ -221,7 +243,8 @@ def main(argv=None) -> int:
     if not a.no_rtl:
         dae = dae_rows(a.workloads, a.size, a.memory, a.level, a.config,
                        output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                       tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio)
+                       max_inflight=a.max_inflight, tokens_per_cycle=a.tokens_per_cycle,
+                       clock_ratio=a.clock_ratio)
         for r in rows:
             d = dae[r["workload"]]
             r["dae_level"] = a.level
@@ -231,7 +254,8 @@ def main(argv=None) -> int:
             r.update(dae_access_cycles=d["rtl_cycles"], dae_core_cycles=d["core_cycles"],
                      dae_cycles=d["dae_cycles"], speedup=r["core_only_cycles"] / d["dae_cycles"])
         common = dict(output_tokens=a.output_tokens, memory_ports=a.memory_ports,
-                      tokens_per_cycle=a.tokens_per_cycle, clock_ratio=a.clock_ratio)
+                      max_inflight=a.max_inflight, tokens_per_cycle=a.tokens_per_cycle,
+                      clock_ratio=a.clock_ratio)
         if not a.no_fit:
             _merge(rows, dae_rows(a.workloads, a.size, a.memory, a.level, a.config, fit=True,
                                   **common),
@@ -260,7 +284,9 @@ def main(argv=None) -> int:
     print(f"{a.size} inputs, memory {a.memory}, DAE at -O{a.level}"
           + (" (not run)" if a.no_rtl else
              f" (output_tokens {a.output_tokens or 'default'}, memory_ports "
-             f"{a.memory_ports or 'default'}, core tokens/cycle {a.tokens_per_cycle or 8})")
+             f"{a.memory_ports or 'default'}"
+             + (f", max_inflight {a.max_inflight}" if a.max_inflight is not None else "")
+             + f", core tokens/cycle {a.tokens_per_cycle or 8})")
           + f", core clock {a.clock_ratio}x the memory's")
     print("| workload | caches | " + " | ".join(f"core-only M={m}" for m in a.mshrs)
           + " | DAE access | DAE core | DAE | " + " | ".join(f"speedup M={m}" for m in a.mshrs)

@@ -33,9 +33,64 @@ def test_core_only_rows_without_rtl(tmp_path, capsys):
                                       (["--memory-ports", "9"],
                                        "memory_ports must be an integer in 1..8, not 9"),
                                       (["--tokens-per-cycle", "0"],
-                                       "tokens_per_cycle must be an int >= 1, not 0")])
+                                       "tokens_per_cycle must be an int >= 1, not 0"),
+                                      (["--max-inflight", "x"],
+                                       "argument --max-inflight: invalid int value: 'x'"),
+                                      (["--max-inflight", "48"], "--max-inflight 48: max_inflight "
+                                       "must be a power of two >= 2, not 48"),
+                                      (["--max-inflight", "0"], "--max-inflight 0: max_inflight "
+                                       "must be a power of two >= 2, not 0"),
+                                      # 5 run-ahead engines of at least 2 loads do not fit in 8
+                                      (["--max-inflight", "8"], "--max-inflight 8: prefetchers * "
+                                       "prefetch_depth must be at most max_inflight (8), not 10")])
 def test_bad_arguments_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         bench_core_only.main(["--no-rtl", *argv])
-    assert e.value.code == 2 and msg in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and msg in err and "Traceback" not in err
+
+
+def _ran(*_, **__):
+    raise AssertionError("the script went on to run with a bad argument")
+
+
+def test_a_bad_max_inflight_exits_before_the_core_only_runs(capsys, monkeypatch):
+    monkeypatch.setattr(bench_core_only, "core_only_rows", _ran)
+    monkeypatch.setattr(bench_core_only, "dae_rows", _ran)
+    with pytest.raises(SystemExit) as e:
+        bench_core_only.main(["--max-inflight", "3"])
+    assert e.value.code == 2 and "--max-inflight 3: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, changes", [
+    ([], {}),
+    (["--max-inflight", "1024"], {"max_inflight": 1024, "prefetch_depth": 32}),
+    # the run-ahead engines' depth follows the lines in flight (TmuConfig.with_max_inflight)
+    (["--max-inflight", "64", "--output-tokens", "16"],
+     {"output_tokens": 16, "max_inflight": 64, "prefetch_depth": 8}),
+])
+def test_max_inflight_reaches_the_units_configuration(argv, changes, monkeypatch, tmp_path):
+    """Every DAE run (flat, fitted, replayed core) is measured on the unit built with
+    ``--max-inflight`` (``bench_compiler.measure``'s ``config_changes``); no RTL here: measure is
+    replaced by one that records its arguments."""
+    import dataclasses
+
+    import bench_compiler
+    from sw.runtime.isa import Limits
+    calls = []
+
+    def measure(workloads, levels, size, limits, **kw):
+        calls.append(kw)
+        return [dict(workload=w, rtl_cycles=100, core_cycles=50, dae_cycles=100, error="")
+                for w in workloads]
+    monkeypatch.setattr(bench_compiler, "measure", measure)
+    monkeypatch.setattr(bench_core_only, "core_only_rows", lambda *_, **__: [
+        dict(workload="eb_sum", **{"class": "embedding"}, caches=c, mshrs=8,
+             core_only_cycles=200, error="") for c in bench_core_only.CACHES])
+    assert bench_core_only.main(["--size", "small", "--workloads", "eb_sum", "--mshrs", "8",
+                                 *argv, "--out", str(tmp_path / "c.csv")]) == 0
+    assert [c["config_changes"] for c in calls] == [changes] * 3        # flat, fit, replay
+    limits = Limits.from_file(bench_core_only.REPO / "configs" / "tmu_rtl.json")
+    built = dataclasses.replace(bench_compiler.rtl_config_for(limits), **changes)
+    assert built.max_inflight == changes.get("max_inflight", 512)
 

@@ -126,7 +126,8 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
 
     ``output_tokens`` / ``memory_ports`` / ``max_inflight`` change the RTL build (``TmuConfig``;
     default the configuration's; with ``max_inflight`` the run-ahead engines' ``prefetch_depth``
-    follows, ``TmuConfig.with_max_inflight``, as in ``scripts/sweep.py``), ``tokens_per_cycle`` the core's rate per core cycle (``CoreCostModel``;
+    follows, ``TmuConfig.with_max_inflight``, as in ``scripts/sweep.py``), ``tokens_per_cycle``
+    the core's rate per core cycle (``CoreCostModel``;
     default 8, one 512-bit vector per cycle), ``clock_ratio`` core cycles per memory cycle (the
     cost model in memory cycles: ``CoreCostModel.in_memory_cycles``); ``fit``: each kernel's
     core at the rate fitted to its execute side on the baseline's core

@@ -236,3 +236,55 @@ def test_dlrm_sparse_module_on_rtl(rng):
     op = compile_torch(m, ins, opt_level=3)
     assert same(op(*ins, target="rtl"), ref(*ins))
     assert len(op.last_runs) == 4 and all(r.cycles for r in op.last_runs)
+
+
+@pytest.mark.parametrize("aliased", [True, False])
+def test_an_example_input_given_twice_is_traced_as_two_inputs(aliased):
+    """torch.export traces the same tensor object given at two positions as one input (the
+    other's placeholder unused): traced on ``(x, x)`` the op read the second input for both
+    bags at every later call. The frontend now clones the repeat before tracing."""
+    from tb.seeds import fresh_seed
+    gen = torch.Generator().manual_seed(fresh_seed("aliased_examples"))
+
+    class TwoBags(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.EmbeddingBag(7, 3, mode="sum")
+            self.b = torch.nn.EmbeddingBag(9, 3, mode="max")
+
+        def forward(self, x, y):
+            return torch.cat([self.a(x), self.b(y)], 1)
+
+    m = TwoBags()
+    x = torch.randint(0, 7, (4, 2), generator=gen)
+    example = (x, x) if aliased else (x, x.clone())
+    op = compile_torch(m, example, opt_level=3)
+    x1, y1 = torch.randint(0, 7, (4, 2), generator=gen), torch.randint(0, 9, (4, 2), generator=gen)
+    y1[:, 0] = 8                                   # a row of b that a's 7 rows do not have
+    assert torch.equal(op(x1, y1), m(x1, y1).detach())
+
+
+def test_a_bag_of_a_2d_input_with_no_columns_is_refused_as_pytorch_refuses_it():
+    """PyTorch's embedding bag raises for a 2-D input of 0 columns (its offsets are
+    ``arange(0, numel, 0)``); the op returned empty bags. Now a ValueError naming the shape, in a
+    single bag and in a module of several."""
+    bag = torch.nn.EmbeddingBag(7, 3, mode="mean")
+    empty = torch.zeros((4, 0), dtype=torch.int64)
+    with pytest.raises(RuntimeError):
+        bag(empty)                                 # the reference: PyTorch refuses it
+    op = compile_torch(bag, (torch.zeros((4, 2), dtype=torch.int64),))
+    with pytest.raises(ValueError, match=r"input of shape \(4, 0\).*0 columns"):
+        op(empty)
+
+    class TwoBags(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.EmbeddingBag(7, 3), torch.nn.EmbeddingBag(9, 3)
+
+        def forward(self, x, y):
+            return torch.cat([self.a(x), self.b(y)], 1)
+
+    x = torch.zeros((4, 2), dtype=torch.int64)
+    op = compile_torch(TwoBags(), (x, x.clone()))
+    with pytest.raises(ValueError, match=r"input of shape \(4, 0\)"):
+        op(empty, x)

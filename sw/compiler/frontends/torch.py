@@ -96,6 +96,20 @@ def _compile(text: str, limits, opt_level: int) -> Kernel:
     return compile_mlir(text, filename="<torch>", limits=limits)
 
 
+def _distinct(inputs: tuple) -> tuple:
+    """``inputs`` with a tensor given again (the same object at a later position) cloned:
+    ``torch.export`` traces such a pair as one input (every use reads the last position's
+    placeholder, the other is unused), so the op would read that input for both at every call."""
+    seen: set[int] = set()
+    out = []
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and id(value) in seen:
+            value = value.clone()
+        seen.add(id(value))
+        out.append(value)
+    return tuple(out)
+
+
 def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
                   opt_level: int = 0) -> "TorchKernel | PlanKernel":
     """Compile a PyTorch module or function traced with ``torch.export`` on ``example_inputs``.
@@ -117,7 +131,7 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
         return compile_ao_embedding_bag(module_or_fn, example_inputs, lambda m, ins: compile_torch(
             m, ins, limits=limits, opt_level=opt_level))
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _Wrap(module_or_fn)
-    inputs = tuple(example_inputs)
+    inputs = _distinct(tuple(example_inputs))
     try:
         ep = _export(module, inputs)
         plan = _plan(_Graph(ep, inputs, module))

@@ -95,6 +95,7 @@ def _group(bags: list[_Bag]) -> PlanKernel:
     for b in bags:                            # the single-bag argument checks, per bag
         tk = TorchKernel.__new__(TorchKernel)
         tk.spec, tk._weight, tk._num_embeddings, tk.renorm = b.spec, None, b.rows, b.renorm
+        tk._reduction = None
         tk._roles = {}
         shells.append(tk)
     state: dict = {}

@@ -105,6 +105,12 @@ class TorchKernel:
             if offsets_in is not None:
                 raise ValueError("offsets must be None when input is 2-D")
             n, length = indices.shape
+            if length == 0 and not self._reduction:
+                # PyTorch's bag builds its offsets as arange(0, numel, length): "step must be
+                # nonzero" (F.embedding(x, w).sum(1)/.mean(1) of 0 columns is defined: below)
+                raise ValueError(f"input of shape {tuple(indices.shape)}: PyTorch's embedding bag "
+                                 f"rejects a 2-D input with 0 columns (give a 1-D input with "
+                                 f"offsets for empty bags)")
             self._no_rows = length == 0
             offsets = np.arange(0, n * length + 1, max(length, 1), dtype=np.int64)[:n + 1]
             if length == 0:

@@ -398,6 +398,47 @@ def test_index_add_into_an_input_tensor():
         tk.bind(x, src, torch.tensor([4, 0, 0, 0]), base)
 
 
+@pytest.mark.parametrize("reduce", ["index_add", "scatter_reduce sum", "scatter_reduce amax"])
+def test_segment_into_zeros_like_an_input_follows_its_rows_at_each_call(reduce):
+    """``torch.zeros_like(x)`` as the output: its rows are x's at each call. The op kept the
+    traced row count (torch.export writes it as a constant elsewhere, but here the node reads x):
+    with a smaller x it returned the traced shape, with a larger one it refused valid dst."""
+    def fn(x, s, d):
+        out = torch.zeros_like(x)
+        if reduce == "index_add":
+            return out.index_add(0, d, x[s])
+        return out.scatter_reduce(0, d[:, None].expand(-1, x.shape[1]), x[s], reduce.split()[1])
+
+    gen = torch.Generator().manual_seed(11)
+
+    def graph(n, e):
+        return torch.randn(n, 4, generator=gen), torch.randint(0, n, (e,), generator=gen), \
+            torch.randint(0, n, (e,), generator=gen)
+
+    tk = compile_torch(fn, graph(10, 30))
+    for n, e in ((10, 30), (6, 12), (14, 40)):
+        args = graph(n, e)
+        got, want = run(tk, *args), fn(*args)
+        assert got.shape == want.shape == (n, 4) and torch.equal(got, want)
+
+
+def test_sparse_csr_times_dense_refuses_what_pytorch_refuses():
+    """A sparse matrix of another dtype than x (PyTorch: "expected scalar type"), and an x that
+    is not the traced 2-D dtype, are ValueErrors naming them (the values were cast to x's dtype,
+    and a 1-D x an IndexError)."""
+    a = (torch.randn(5, 7).relu()).to_sparse_csr()
+    x = torch.randn(7, 3)
+    tk = compile_torch(lambda a, x: a @ x, (a, x))
+    with pytest.raises(RuntimeError):
+        a.to_dense().double().to_sparse_csr() @ x             # the reference refuses it
+    with pytest.raises(ValueError, match=r"sparse matrix must have x's dtype torch.float32, not torch.float64"):
+        tk.bind(a.to_dense().double().to_sparse_csr(), x)
+    with pytest.raises(ValueError, match=r"x must be a 2-D torch.float32 tensor \(as traced\), not 2-D float64"):
+        tk.bind(a, x.double())
+    with pytest.raises(ValueError, match=r"not 1-D float32"):
+        tk.bind(a, torch.randn(7))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("call", ["matmul", "sparse.mm"])
 def test_sparse_csr_times_dense_matches_the_fma_reference_and_pytorch(dtype, call):

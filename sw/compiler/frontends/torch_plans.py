@@ -100,10 +100,16 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
                  list(base.args[1]) if bt == "aten.new_zeros.default" else
                  list(base.args[0].meta["val"].shape))
         b_src = None
+        like = base.args[0] if bt == "aten.zeros_like.default" else None
+        # zeros_like(t) of an input t has t's rows at each call (torch.export writes the other
+        # forms' shapes as the traced constants, torch.zeros(x.shape[0], d) among them)
+        like_src = (g.source(like, "zeros_like operand") if getattr(like, "op", None) == "placeholder"
+                    else None)
         if base.meta["val"].dtype != xe.dtype:
             raise CompileError(f"the output dtype {base.meta['val'].dtype} differs from the gathered "
                                f"tensor's {xe.dtype}")
     else:
+        like_src = None
         b_src = g.source(base, f"{tgt} self")
         shape = list(g.example(base, f"{tgt} self").shape)
     if len(shape) != 2 or shape[1] != xe.shape[1]:
@@ -116,10 +122,11 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
         if xa.dtype != xe.numpy().dtype or xa.ndim != 2:
             raise ValueError(f"x must be a 2-D {xe.dtype} tensor, not {xa.dtype} {xa.shape}")
         s = _index_array(s_src, inputs, "src", xa.shape[0])
-        d = _index_array(d_src, inputs, "dst", nseg)
+        rows = nseg if like_src is None else int(_value(like_src, inputs, "zeros_like operand").shape[0])
+        d = _index_array(d_src, inputs, "dst", rows)
         if s.size != d.size:
             raise ValueError(f"src and dst must have the same length, not {s.size} and {d.size}")
-        out = (np.zeros((nseg, xa.shape[1]), xa.dtype) if b_src is None
+        out = (np.zeros((rows, xa.shape[1]), xa.dtype) if b_src is None
                else np.array(_value(b_src, inputs, "self"), dtype=xa.dtype, copy=True))
         return [np.ascontiguousarray(xa), s, d, out]
 
@@ -149,6 +156,11 @@ def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
         if not isinstance(at, torch.Tensor) or at.layout != torch.sparse_csr:
             raise ValueError("the sparse matrix must be a torch.sparse_csr tensor")
         xa = _value(x_src, inputs, "x")
+        if xa.ndim != 2 or xa.dtype != xe.numpy().dtype:
+            raise ValueError(f"x must be a 2-D {xe.dtype} tensor (as traced), not "
+                             f"{xa.ndim}-D {xa.dtype}")
+        if at.dtype != xe.dtype:            # PyTorch: "expected scalar type ... but found ..."
+            raise ValueError(f"the sparse matrix must have x's dtype {xe.dtype}, not {at.dtype}")
         if at.shape[1] != xa.shape[0]:
             raise ValueError(f"shapes {tuple(at.shape)} and {xa.shape} cannot be multiplied")
         crow = at.crow_indices().numpy().astype(np.int64)

@@ -398,13 +398,21 @@ def test_index_add_into_an_input_tensor():
         tk.bind(x, src, torch.tensor([4, 0, 0, 0]), base)
 
 
+_OUTPUTS = {"zeros_like(x)": lambda x: torch.zeros_like(x),
+            "zeros(x.shape[0], d)": lambda x: torch.zeros(x.shape[0], x.shape[1]),
+            "x.new_zeros(x.shape)": lambda x: x.new_zeros(x.shape),
+            "zeros(10, d)": lambda x: torch.zeros(10, 4)}
+
+
+@pytest.mark.parametrize("output", list(_OUTPUTS))
 @pytest.mark.parametrize("reduce", ["index_add", "scatter_reduce sum", "scatter_reduce amax"])
-def test_segment_into_zeros_like_an_input_follows_its_rows_at_each_call(reduce):
-    """``torch.zeros_like(x)`` as the output: its rows are x's at each call. The op kept the
-    traced row count (torch.export writes it as a constant elsewhere, but here the node reads x):
-    with a smaller x it returned the traced shape, with a larger one it refused valid dst."""
+def test_segment_output_rows_follow_the_input_they_come_from(reduce, output):
+    """The output's rows at each call: x's when it is ``torch.zeros_like(x)``,
+    ``torch.zeros(x.shape[0], d)`` or ``x.new_zeros(x.shape)``, 10 when the function says 10.
+    torch.export writes all but the first as constants: the op kept the traced rows, so a smaller
+    x returned the traced shape and a larger one refused valid dst."""
     def fn(x, s, d):
-        out = torch.zeros_like(x)
+        out = _OUTPUTS[output](x)
         if reduce == "index_add":
             return out.index_add(0, d, x[s])
         return out.scatter_reduce(0, d[:, None].expand(-1, x.shape[1]), x[s], reduce.split()[1])
@@ -413,13 +421,19 @@ def test_segment_into_zeros_like_an_input_follows_its_rows_at_each_call(reduce):
 
     def graph(n, e):
         return torch.randn(n, 4, generator=gen), torch.randint(0, n, (e,), generator=gen), \
-            torch.randint(0, n, (e,), generator=gen)
+            torch.randint(0, min(n, 10), (e,), generator=gen)
 
     tk = compile_torch(fn, graph(10, 30))
     for n, e in ((10, 30), (6, 12), (14, 40)):
         args = graph(n, e)
         got, want = run(tk, *args), fn(*args)
-        assert got.shape == want.shape == (n, 4) and torch.equal(got, want)
+        assert got.shape == want.shape and torch.equal(got, want)
+
+
+def test_segment_output_rows_of_another_size_expression_are_refused():
+    with pytest.raises(CompileError, match=r"unsupported output rows .* \+ 1: an expression of the inputs' sizes"):
+        compile_torch(lambda x, s, d: torch.zeros(x.shape[0] + 1, 4).index_add(0, d, x[s]),
+                      (torch.randn(10, 4), torch.tensor([1, 2]), torch.tensor([0, 3])))
 
 
 def test_sparse_csr_times_dense_refuses_what_pytorch_refuses():

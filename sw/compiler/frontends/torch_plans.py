@@ -14,7 +14,7 @@ from ..errors import CompileError
 from .torch_bags import plan_bags
 from .torch_quant import BYTE_OP, FOUR_BIT_OP, plan_byte_bag
 from .torch_bind import PlanKernel, _index_array, _numpy, _renorm, _tensor, _torch, _value
-from .torch_graph import _BAG_OPS, _describe, _Graph, _elem
+from .torch_graph import _BAG_OPS, _describe, _Graph, _Wrap, _elem
 from .torch_scf import _FLOAT, scf_for_csr_mm, scf_for_gather, scf_for_segment
 
 def _plan_embedding(g: _Graph, node) -> PlanKernel:
@@ -53,6 +53,41 @@ def _plan_embedding(g: _Graph, node) -> PlanKernel:
     pk._bind = bind_args
     pk._unbind = lambda results: unbind_shape(results, state["shape"])
     return pk
+
+
+def _size_source(g: _Graph, reducer):
+    """Where the rows of ``reducer``'s output, a ``torch.zeros``/``new_zeros`` that torch.export
+    wrote with a constant size, come from: ``(("input", position), dim)`` when they are an input's
+    size (``torch.zeros(x.shape[0], d)``), found by exporting the function again with every
+    input's sizes dynamic (``Dim.AUTO``), where such a size is an ``aten.sym_size`` node; None when
+    they are a constant of the function (or that export fails: the traced constant stays).
+
+    Raises CompileError when they are another expression of input sizes (``x.shape[0] + 1``)."""
+    from torch.export import Dim
+    from torch.export.graph_signature import InputKind
+    specs = tuple({d: Dim.AUTO for d in range(v.dim())}
+                  if isinstance(v, torch.Tensor) and v.layout == torch.strided else None
+                  for v in g.examples)
+    try:
+        ep = torch.export.export(g.module, tuple(g.examples),
+                                 dynamic_shapes=(specs,) if isinstance(g.module, _Wrap) else specs)
+    except Exception:  # noqa: BLE001 - torch.export raises many kinds; keep the constant
+        return None
+    found = [n for n in ep.graph.nodes if n.op == "call_function" and n.target == reducer.target]
+    base = found[0].args[0] if len(found) == 1 else None
+    bt = str(getattr(base, "target", ""))
+    if bt not in ("aten.zeros.default", "aten.new_zeros.default"):
+        return None
+    rows = (base.args[0] if bt == "aten.zeros.default" else base.args[1])[0]
+    if isinstance(rows, int):
+        return None
+    if (str(getattr(rows, "target", "")) == "aten.sym_size.int"
+            and getattr(rows.args[0], "op", None) == "placeholder"):
+        user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+        if rows.args[0].name in user:
+            return ("input", user.index(rows.args[0].name)), int(rows.args[1])
+    raise CompileError(f"unsupported output rows {rows.meta.get('val', rows)}: an expression of "
+                       f"the inputs' sizes (an input's size, torch.zeros_like(t) or a constant is)")
 
 
 def _plan_segment(g: _Graph, reducer) -> PlanKernel:
@@ -101,15 +136,15 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
                  list(base.args[0].meta["val"].shape))
         b_src = None
         like = base.args[0] if bt == "aten.zeros_like.default" else None
-        # zeros_like(t) of an input t has t's rows at each call (torch.export writes the other
-        # forms' shapes as the traced constants, torch.zeros(x.shape[0], d) among them)
-        like_src = (g.source(like, "zeros_like operand") if getattr(like, "op", None) == "placeholder"
-                    else None)
+        # the output's rows at each call: zeros_like(t) of an input t has t's; torch.export writes
+        # the other forms' sizes as the traced constants, torch.zeros(x.shape[0], d) among them
+        rows_of = ((g.source(like, "zeros_like operand"), 0) if getattr(like, "op", None) == "placeholder"
+                   else None if like is not None else _size_source(g, reducer))
         if base.meta["val"].dtype != xe.dtype:
             raise CompileError(f"the output dtype {base.meta['val'].dtype} differs from the gathered "
                                f"tensor's {xe.dtype}")
     else:
-        like_src = None
+        rows_of = None
         b_src = g.source(base, f"{tgt} self")
         shape = list(g.example(base, f"{tgt} self").shape)
     if len(shape) != 2 or shape[1] != xe.shape[1]:
@@ -122,7 +157,7 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
         if xa.dtype != xe.numpy().dtype or xa.ndim != 2:
             raise ValueError(f"x must be a 2-D {xe.dtype} tensor, not {xa.dtype} {xa.shape}")
         s = _index_array(s_src, inputs, "src", xa.shape[0])
-        rows = nseg if like_src is None else int(_value(like_src, inputs, "zeros_like operand").shape[0])
+        rows = nseg if rows_of is None else int(_tensor(rows_of[0], inputs).shape[rows_of[1]])
         d = _index_array(d_src, inputs, "dst", rows)
         if s.size != d.size:
             raise ValueError(f"src and dst must have the same length, not {s.size} and {d.size}")

@@ -143,16 +143,65 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class LoopExtent:
+    """The trip count of a loop from 0 in steps of 1, as the host reads it off the call's
+    arguments: the constant ``value`` when ``source`` is -1; else ``args[source].shape[axis]``, or
+    with ``element`` the value ``args[source][element]`` (a count the kernel loads from an
+    argument it never writes); minus ``minus``; 0 when that is negative (the loop does not run)."""
+    source: int = -1
+    axis: int = 0
+    value: int = 0
+    element: tuple[int, ...] | None = None
+    minus: int = 0
+
+    def of(self, args) -> int | None:
+        """The trip count, or ``None`` when the arguments do not give it (a missing axis or
+        element, a non-integer count: other checks, or the unit, refuse those)."""
+        import numpy as np
+
+        if self.source < 0:
+            n = self.value
+        else:
+            a = np.asarray(args[self.source])
+            if self.element is None:
+                if self.axis >= a.ndim:
+                    return None
+                n = a.shape[self.axis]
+            else:
+                if a.dtype.kind not in "iu" or len(self.element) != a.ndim or \
+                        any(not 0 <= i < e for i, e in zip(self.element, a.shape)):
+                    return None
+                n = int(a[self.element])
+        return max(n - self.minus, 0)
+
+    def describe(self, n: int, name) -> str:
+        """``n`` and where it comes from, for messages (``name(k)`` names argument ``k``)."""
+        if self.source < 0:
+            what = f"the constant {self.value}"
+        elif self.element is None:
+            what = f"the size of {name(self.source)} along axis {self.axis}"
+        else:
+            what = f"the value of {name(self.source)}[{', '.join(map(str, self.element))}]"
+        return f"{n}, {what}" + (f" minus {self.minus}" if self.minus else "")
+
+
+@dataclass(frozen=True)
 class HostCheck:
     """One check of the call's arguments that the host makes before the access unit starts
     (derived by ``sw.compiler.backend.host_checks``, which explains the kinds).
 
-    ``kind``: ``"index"`` (every element of ``args[source]`` in ``[0, args[target].shape[axis])``),
-    ``"bound"`` (every element in ``[0, args[target].shape[axis]]``) or ``"extent"``
-    (``args[source].shape[source_axis]``, or ``value`` when ``source`` is -1, at most
-    ``args[target].shape[axis]``; with ``offset`` c > 0, for a loop from 0 that reads entry
-    ``i + c``: that extent ``n`` plus c when ``n > 0``). ``where`` is the ``file:line:col`` of the
-    load or loop.
+    ``kind``: ``"index"`` (every element of ``args[source]`` in ``[0, args[target].shape[axis])``;
+    with ``loop``, only the elements ``scale * i + offset`` of the 1-D ``args[source]`` for ``i``
+    in ``range(n)``, ``n`` the loop's trip count), ``"bound"`` (every element in
+    ``[0, args[target].shape[axis]]``), ``"extent"`` (``args[source].shape[source_axis]``, or
+    ``value`` when ``source`` is -1, or the trip count of ``loop`` when given, at most
+    ``args[target].shape[axis]``; with ``offset`` c > 0 or ``scale`` a > 1, for a loop from 0
+    that reads entry ``a * i + c``: ``a * (n - 1) + c + 1`` when that extent ``n > 0``) or
+    ``"last"`` (a loop over ``[args[source][g + pair[0]], args[source][g + pair[1]])`` for each
+    ``g`` in ``range(n)``, ``n`` the trip count of the outer ``loop``, reads entry
+    ``scale * i + offset`` of ``args[target]`` along ``axis``: for every ``g`` whose range is not
+    empty, its first and last such entry lie in ``[0, args[target].shape[axis])``). ``where`` is
+    the ``file:line:col`` of the load or loop.
     """
     kind: str
     source: int
@@ -162,10 +211,16 @@ class HostCheck:
     value: int = 0
     where: str = ""
     offset: int = 0
+    scale: int = 1
+    loop: LoopExtent | None = None
+    pair: tuple[int, int] = (0, 1)
+
+    def _key(self) -> tuple:
+        return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value,
+                self.offset, self.scale, self.loop, self.pair)
 
     def same_as(self, other: "HostCheck") -> bool:
-        return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value, self.offset) == \
-            (other.kind, other.source, other.target, other.axis, other.source_axis, other.value, other.offset)
+        return self._key() == other._key()
 
     def check(self, params: list["ParamSpec"], args) -> None:
         """Raise ``ValueError`` naming the argument (``argN (name)``), the position and the bad
@@ -180,8 +235,21 @@ class HostCheck:
             return
         size = target.shape[self.axis]
         at = f" at {self.where}" if self.where else ""
+        entry = (f"{self.scale} * i" if self.scale != 1 else "i") + \
+            (f" + {self.offset}" if self.offset else "")
+        if self.kind == "last":
+            self._check_last(params, args, name, size, at, entry)
+            return
+        if self.kind == "index" and self.loop is not None:
+            self._check_strided_index(params, args, name, size, at, entry)
+            return
         if self.kind == "extent":
-            if self.source < 0:
+            if self.loop is not None:
+                need = self.loop.of(args)
+                if need is None:
+                    return
+                what = self.loop.describe(need, name)
+            elif self.source < 0:
                 need, what = self.value, f"the constant {self.value}"
             else:
                 source = np.asarray(args[self.source])
@@ -189,12 +257,12 @@ class HostCheck:
                     return
                 need = source.shape[self.source_axis]
                 what = f"{need}, the size of {name(self.source)} along axis {self.source_axis}"
-            if self.offset:
-                need = need + self.offset if need > 0 else 0
+            if self.offset or self.scale != 1:
+                need = self.scale * (need - 1) + self.offset + 1 if need > 0 else 0
                 if need > size:
                     raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, "
                                      f"fewer than the {need} that the loop{at} reads (it runs over "
-                                     f"{what}, and reads entry i + {self.offset})")
+                                     f"{what}, and reads entry {entry})")
                 return
             if need > size:
                 raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, "
@@ -221,6 +289,56 @@ class HostCheck:
         raise ValueError(f"{name(self.source)}[{pos}] = {value} is outside [0, {size}): it "
                          f"indexes axis {self.axis} of {name(self.target)}, which has {size} "
                          f"entries (the load{at}){overflow}")
+
+
+    def _check_strided_index(self, params, args, name, size, at, entry) -> None:
+        """``"index"`` with ``loop``: the elements ``scale * i + offset`` (``i < n``) of the 1-D
+        source index axis ``axis`` of the target."""
+        import numpy as np
+
+        values = np.asarray(args[self.source])
+        n = self.loop.of(args)
+        if n is None or values.ndim != 1 or values.dtype.kind not in "iu":
+            return
+        positions = self.offset + self.scale * np.arange(n, dtype=np.int64)
+        positions = positions[positions < values.size]          # the extent check's business
+        read = values[positions]
+        bad = np.flatnonzero((read < 0) | (read >= size))
+        if not bad.size:
+            return
+        pos, value = int(positions[bad[0]]), int(read[bad[0]])
+        raise ValueError(f"{name(self.source)}[{pos}] = {value} is outside [0, {size}): it "
+                         f"indexes axis {self.axis} of {name(self.target)}, which has {size} "
+                         f"entries (the load{at}, read as entry {entry} of {name(self.source)} for "
+                         f"i < {self.loop.describe(n, name)})")
+
+    def _check_last(self, params, args, name, size, at, entry) -> None:
+        """``"last"``: the loops over ``[A[g + pair[0]], A[g + pair[1]])``, ``g < n``, that run,
+        read entries ``scale * i + offset`` of the target inside ``[0, size)``."""
+        import numpy as np
+
+        bounds = np.asarray(args[self.source])
+        n = self.loop.of(args)
+        if n is None or bounds.ndim != 1 or bounds.dtype.kind not in "iu":
+            return
+        p, q = self.pair
+        g = np.arange(n, dtype=np.int64)
+        g = g[(g + max(p, q) < bounds.size)]                     # the extent check's business
+        lo, hi = bounds[g + p].astype(object), bounds[g + q].astype(object)   # exact arithmetic
+        first = lo * self.scale + self.offset
+        last = (hi - 1) * self.scale + self.offset
+        bad = np.flatnonzero(np.array((lo < hi) & ((first < 0) | (last >= size)), dtype=bool))
+        if not bad.size:
+            return
+        k = int(bad[0])
+        at_lo, at_hi = int(g[k]) + p, int(g[k]) + q
+        span = (f"it runs from {name(self.source)}[{at_lo}] = {lo[k]} to {name(self.source)}"
+                f"[{at_hi}] = {hi[k]}, and reads entry {entry}")
+        if last[k] >= size:
+            raise ValueError(f"{name(self.target)} has {size} entries along axis {self.axis}, fewer "
+                             f"than the {last[k] + 1} that the loop{at} reads ({span})")
+        raise ValueError(f"the loop{at} reads entry {first[k]} of {name(self.target)} along axis "
+                         f"{self.axis}, below 0 ({span})")
 
 
 @dataclass

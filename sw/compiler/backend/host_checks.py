@@ -19,24 +19,44 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
 ``extent``
     a loop from a constant ``>= 0`` to ``dim(X, j)`` (or to a constant) whose induction variable
     indexes axis ``k`` of ``M``: ``X.shape[j]`` (the constant) must be ``<= M.shape[k]`` (e.g. an
-    ``out`` narrower than ``table``). An index ``i + c`` (``arith.addi`` of the induction variable
-    and a constant ``c > 0``, either order) of a loop from 0 to ``n`` in steps of 1 reads entry
-    ``n - 1 + c`` on its last iteration: the axis must have ``n + c`` entries when ``n > 0``
-    (``offsets[b + 1]``: ``offsets`` needs the output's rows + 1; ``rowptr[i + 1]``).
+    ``out`` narrower than ``table``). An index ``a * i + c`` (``arith.addi``/``arith.muli`` of the
+    induction variable and constants, either order; ``a >= 1``, ``c >= 0``) of a loop from 0 to
+    ``n`` in steps of 1 reads entry ``a * (n - 1) + c`` on its last iteration: the axis must have
+    ``a * (n - 1) + c + 1`` entries when ``n > 0`` (``offsets[b + 1]``: ``offsets`` needs the
+    output's rows + 1; ``rowptr[i + 1]``; TransE's ``triples[3 * t + 2]``: ``3 n`` entries). The
+    loop may also run to a count loaded at constant indices from an argument the kernel never
+    writes (``spmm_csr.mlir``'s ``nrows[0]``: the host reads it from the argument) or to
+    ``dim(X, j) - m``; those new forms, and ``a > 1``, are used only for an access in the loop's
+    own body (made on every iteration). A loop to ``dim(M, k) - m`` over ``M[i + c]``, ``c <= m``,
+    is always in range (``block_sparse_gather.mlir``'s ``block_ptr[q + 1]``): no check.
+``index`` at ``a * i + c``
+    a value loaded (in the loop's body) from a 1-D argument ``A`` never written, at ``a * i + c``
+    of such a loop, indexes axis ``k`` of ``M``: the elements ``A[a * i + c]``, ``i < n``, must be
+    in ``[0, M.shape[k])`` (TransE's relation ids ``triples[3 * t + 1]``).
+``last``
+    ``M[a * s + c]`` (not ``s`` itself) read in the body of ``scf.for %s = A[g + p] to
+    A[g + q] step 1`` (``A`` 1-D, never written), itself in the body of a loop over ``g`` from 0
+    to a count the host knows: for every ``g`` whose range is not empty, the first and the last
+    entry read must lie in ``[0, M.shape[k])`` (``csr_of_csr.mlir``'s ``sptr[s + 1]``: ``sptr``
+    needs ``gptr[g + 1] + 1`` entries for each group with sessions). Exact: an empty range, or a
+    ``g`` past the loop, asks for nothing.
 
-Accesses inside an ``scf.if`` are not used (they may be guarded). Every element of ``A`` is
-checked, whether or not the traversal reaches it (as PyTorch checks every index). Index values
-that go through other arithmetic (``table[(row << 3) + d]``, ``triples[3 * i + k]``) are not
-checked here; the unit's region check and address-overflow fault catch them at run time.
+Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index`` and ``bound``
+every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch checks
+every index). Index values that go through other arithmetic (``table[(row << 3) + d]``,
+``key[blk * bs + r]`` with ``bs`` an argument) are not checked here; the unit's region check and
+address-overflow fault catch them at run time.
 The checks run in :func:`sw.runtime.kernel.Kernel.check_arguments` before the unit starts.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
 
-from ...runtime.kernel import HostCheck
+from ...runtime.kernel import HostCheck, LoopExtent
 from ..errors import location_of
 
 __all__ = ["host_checks"]
@@ -68,17 +88,38 @@ def _constant(value: SSAValue) -> int | None:
     return None
 
 
-def _affine(value: SSAValue) -> tuple[scf.ForOp, int] | None:
-    """``(loop, c)`` when ``value`` is ``i + c`` (``arith.addi``, either order, casts looked through)
-    for the induction variable ``i`` of ``loop`` and a constant ``c > 0``."""
+def _int(value: SSAValue) -> int | None:
+    c = _constant(value)
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def _affine(value: SSAValue) -> tuple[scf.ForOp, int, int] | None:
+    """``(loop, a, c)`` when ``value`` is ``a * i + c`` for the induction variable ``i`` of
+    ``loop`` and constants ``a``, ``c``: ``arith.addi`` and ``arith.muli`` of such a value and a
+    constant (either order), casts looked through; ``(loop, 1, 0)`` for ``i`` itself."""
     value = _strip(value)
-    if not (isinstance(value, OpResult) and isinstance(value.op, arith.AddiOp)):
+    loop = _loop_of(value)
+    if loop is not None:
+        return loop, 1, 0
+    if not (isinstance(value, OpResult) and isinstance(value.op, (arith.AddiOp, arith.MuliOp))):
         return None
-    for iv, const in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
-        loop, c = _loop_of(_strip(iv)), _constant(const)
-        if loop is not None and isinstance(c, int) and c > 0:
-            return loop, c
+    for x, const in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
+        k, inner = _int(const), None
+        if k is not None:
+            inner = _affine(x)
+        if inner is not None:
+            loop, a, c = inner
+            return (loop, a, c + k) if isinstance(value.op, arith.AddiOp) else (loop, a * k, c * k)
     return None
+
+
+def _read_only(arg: SSAValue) -> bool:
+    """``arg`` is only loaded from and measured (its elements are what the host passed)."""
+    return all(isinstance(use.operation, (memref.LoadOp, memref.DimOp)) for use in arg.uses)
+
+
+def _from_zero(loop: scf.ForOp) -> bool:
+    return _int(loop.lb) == 0 and _int(loop.step) == 1
 
 
 def _guarded(op) -> bool:
@@ -109,11 +150,90 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             return None
         return source, load
 
+    def host_extent(loop: scf.ForOp) -> LoopExtent | None:
+        """The trip count of ``loop`` as the host reads it off the arguments (from 0 in steps of
+        1 to a constant, ``dim(X, j)``, or a count loaded from an argument the kernel never
+        writes at constant indices; either of the last two minus a constant), else ``None``."""
+        if not _from_zero(loop):
+            return None
+        ub, minus = _strip(loop.ub), 0
+        if isinstance(ub, OpResult) and isinstance(ub.op, arith.SubiOp) and _int(ub.op.rhs) is not None:
+            ub, minus = _strip(ub.op.lhs), _int(ub.op.rhs)
+        if minus == 0 and _int(ub) is not None:
+            return LoopExtent(value=_int(ub))
+        if not isinstance(ub, OpResult):
+            return None
+        if isinstance(ub.op, memref.DimOp):
+            source, axis = param(ub.op.source), _int(ub.op.index)
+            if source is not None and axis is not None:
+                return LoopExtent(source, axis, minus=minus)
+        if isinstance(ub.op, memref.LoadOp):
+            source, at = param(ub.op.memref), [_int(i) for i in ub.op.indices]
+            if source is not None and None not in at and _read_only(ub.op.memref):
+                return LoopExtent(source, element=tuple(at), minus=minus)
+        return None
+
+    def strided_load(value: SSAValue) -> tuple[int, object, scf.ForOp, int, int] | None:
+        """``(A, load, loop, a, c)`` when ``value`` is loaded from the 1-D argument ``A`` (never
+        written) at ``a * i + c`` (not ``i`` itself) of a loop whose trip count the host knows,
+        in that loop's body (so loaded on every iteration)."""
+        value = _strip(value)
+        if not (isinstance(value, OpResult) and isinstance(value.op, memref.LoadOp)):
+            return None
+        load = value.op
+        source = param(load.memref)
+        if source is None or len(load.indices) != 1 or not _read_only(load.memref):
+            return None
+        found = _affine(load.indices[0])
+        if found is None:
+            return None
+        loop, a, c = found
+        if (a, c) == (1, 0) or a < 1 or c < 0 or load.parent_op() is not loop:
+            return None
+        return source, load, loop, a, c
+
+    def last_check(op, target: int, axis: int, loop: scf.ForOp, a: int, c: int) -> HostCheck | None:
+        """``target[a * s + c]`` read in the body of ``scf.for %s = A[g + p] to A[g + q] step 1``
+        (``A`` 1-D, never written) that is itself in the body of a loop over ``g`` whose trip
+        count the host knows: the check of the last (and first) entry read per ``g``."""
+        if op.parent_op() is not loop or _int(loop.step) != 1:
+            return None
+        ends = []
+        for bound in (loop.lb, loop.ub):
+            bound = _strip(bound)
+            if not (isinstance(bound, OpResult) and isinstance(bound.op, memref.LoadOp)):
+                return None
+            load = bound.op
+            if _guarded(load) or len(load.indices) != 1 or param(load.memref) is None:
+                return None
+            found = _affine(load.indices[0])
+            if found is None or found[1] != 1 or found[2] < 0:
+                return None
+            ends.append((param(load.memref), found[0], found[2]))
+        (source, outer, p), (source_q, outer_q, q) = ends
+        if source != source_q or outer is not outer_q or loop.parent_op() is not outer or \
+                not _read_only(fn.body.block.args[source]):
+            return None
+        extent = host_extent(outer)
+        if extent is None:
+            return None
+        return HostCheck("last", source, target, axis, offset=c, scale=a, loop=extent, pair=(p, q),
+                         where=str(location_of(loop) or ""))
+
     checks: list[HostCheck] = []
 
     def add(check: HostCheck) -> None:
-        if not any(c.same_as(check) for c in checks):
-            checks.append(check)
+        if any(c.same_as(check) for c in checks):
+            return
+        if check.kind == "extent" and (check.offset or check.scale != 1):
+            # reads a * i + c of one loop for several c: the largest c says what is needed
+            for k, c in enumerate(checks):
+                if c.kind == "extent" and (c.offset or c.scale != 1) and \
+                        c.same_as(replace(check, offset=c.offset, where=c.where)):
+                    if c.offset < check.offset:
+                        checks[k] = check
+                    return
+        checks.append(check)
 
     for op in fn.walk():
         if not isinstance(op, (memref.LoadOp, memref.StoreOp)) or _guarded(op):
@@ -128,15 +248,27 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             if found is not None:
                 add(HostCheck("index", found[0], target, axis, where=str(location_of(found[1]) or where)))
                 continue
-            loop, offset = _loop_of(index), 0
+            found = strided_load(index)
+            if found is not None:
+                source, load, loop, a, c = found
+                add(HostCheck("index", source, target, axis, offset=c, scale=a,
+                              loop=host_extent(loop), where=str(location_of(load) or where)))
+                continue
+            loop, scale, offset = _loop_of(index), 1, 0
             if loop is None:
-                loop, offset = _affine(index) or (None, 0)
-                # i + c is checked only from 0 in steps of 1, where the last i is n - 1.
-                if loop is None or _constant(loop.lb) != 0 or _constant(loop.step) != 1:
+                loop, scale, offset = _affine(index) or (None, 1, 0)
+                if loop is None or scale < 1 or offset < 0 or (scale, offset) == (1, 0):
+                    continue
+                # a * i + c is checked from 0 in steps of 1, where the last i is n - 1; in a loop
+                # over [A[g + p], A[g + q]) per g, on the last i of each g ("last").
+                if not _from_zero(loop):
+                    found = last_check(op, target, axis, loop, scale, offset)
+                    if found is not None:
+                        add(found)
                     continue
             loop_where = str(location_of(loop) or where)
             lower, upper = _constant(loop.lb), _constant(loop.ub)
-            for bound in (loop.lb, loop.ub) if not offset else ():
+            for bound in (loop.lb, loop.ub) if (scale, offset) == (1, 0) else ():
                 found = loaded_param(bound, at_loop_indices=False)
                 # A bound loaded at constant indices is one field of an array of sizes (the sparse
                 # storage specifier, frontends/mlir.py), not an array of offsets: not every element
@@ -147,12 +279,24 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             if not lower_ok:
                 continue
             ub = _strip(loop.ub)
+            direct = op.parent_op() is loop          # the access runs on every iteration
+            if scale != 1 and not direct:
+                continue
             if upper is not None:
-                add(HostCheck("extent", -1, target, axis, value=upper, offset=offset, where=loop_where))
+                add(HostCheck("extent", -1, target, axis, value=upper, offset=offset, scale=scale,
+                              where=loop_where))
             elif isinstance(ub, OpResult) and isinstance(ub.op, memref.DimOp):
                 source, source_axis = param(ub.op.source), _constant(ub.op.index)
                 if source is not None and source_axis is not None and \
-                        (offset or (source, source_axis) != (target, axis)):
+                        (offset or scale != 1 or (source, source_axis) != (target, axis)):
                     add(HostCheck("extent", source, target, axis, source_axis=source_axis, offset=offset,
-                                  where=loop_where))
+                                  scale=scale, where=loop_where))
+            elif direct and (extent := host_extent(loop)) is not None:
+                # a loop to a loaded count or to dim(X, j) - m; dim(M, k) - m over M[i + c] with
+                # c <= m is always in range
+                if (extent.source, extent.axis, extent.element) == (target, axis, None) and \
+                        scale == 1 and offset <= extent.minus:
+                    continue
+                add(HostCheck("extent", extent.source, target, axis, offset=offset, scale=scale,
+                              loop=extent, where=loop_where))
     return checks

@@ -1,0 +1,163 @@
+"""Host checks of index patterns beyond ``a[i + c]`` (sw/compiler/backend/host_checks.py):
+
+* ``csr_of_csr.mlir``'s ``sptr[s + 1]`` in the loop ``s`` from ``gptr[g]`` to ``gptr[g + 1]``
+  (kind ``last``: for every ``g`` whose range is not empty, ``sptr`` needs ``gptr[g + 1] + 1``
+  entries);
+* ``spmm_csr.mlir``'s loop to the count loaded from ``nrows[0]`` (the host reads it from the
+  argument: ``rowptr`` needs ``nrows[0] + 1`` entries);
+* ``transe_score.mlir``'s ``triples[3 * t + k]`` (``triples`` needs ``3 n`` entries; the loaded
+  ids index ``entity`` / ``relation``).
+
+Before, each too-short argument ran into the access unit and stopped with fault ADDR_RANGE (an
+``AccessFault``); now a ``ValueError`` names the argument, its length and what it needs before the
+unit starts. Valid inputs, including the edge cases where the rules must not refuse (empty ranges,
+zero counts), still pass and the runs match the references. ``block_sparse_gather.mlir``'s loop to
+``dim(block_ptr) - 1`` reads ``block_ptr[q]`` and ``block_ptr[q + 1]`` only, which are always in
+range: no check, and a shorter ``block_ptr`` (fewer query blocks) still runs.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sw.compiler import compile_mlir
+from sw.runtime.drivers import run_kernel
+from sw.workloads import BENCH_WORKLOADS
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _kernel(name: str, opt_level: int = 0):
+    return compile_mlir((EXAMPLES / name).read_text(), filename=name, opt_level=opt_level)
+
+
+def _check(workload: str, kernel, args):
+    """``args`` run on the golden model and match the workload's reference."""
+    w = BENCH_WORKLOADS[workload]
+    got = run_kernel(kernel, args, "golden").results
+    for g, e in zip(got, w.reference(args)):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_csr_of_csr_sptr_one_short_is_refused_before_the_unit_runs(opt_level):
+    kernel = _kernel("csr_of_csr.mlir", opt_level)
+    args = BENCH_WORKLOADS["csr_of_csr"].make("small", 5)
+    _check("csr_of_csr", kernel, args)
+    table, gptr, sptr, items, out = args
+    short = sptr[:-1].copy()
+    # the last group that has sessions reads sptr[gptr[g + 1]] = sptr[len(sptr) - 1]
+    g = int(np.flatnonzero(gptr[:-1] < gptr[1:])[-1])
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table, gptr, short, items, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg2 (sptr) has {len(short)} entries along axis 0, fewer than the {len(sptr)} that the "
+        f"loop at csr_of_csr.mlir:14:5 reads (it runs from arg1 (gptr)[{g}] = {gptr[g]} to "
+        f"arg1 (gptr)[{g + 1}] = {gptr[g + 1]}, and reads entry i + 1)")
+
+
+def test_csr_of_csr_empty_ranges_need_nothing():
+    """Groups without sessions read no sptr: gptr may then equal len(sptr) (the bound rule's
+    limit) without a refusal, and gptr entries past ngroups + 1 are not looked at."""
+    kernel = _kernel("csr_of_csr.mlir")
+    table = np.ones((3, 2), np.float32)
+    none = np.zeros(0, np.int64)
+    kernel.check_arguments([table, np.array([0, 0], np.int64), none, none, np.zeros((1, 2), np.float32)])
+    kernel.check_arguments([table, np.array([0, 0, 0], np.int64), np.array([0], np.int64), none,
+                            np.zeros((2, 2), np.float32)])
+    # two sessions in group 0, group 1 empty at the end: sptr needs 3 entries
+    sptr = np.array([0, 1, 2], np.int64)
+    args = [table, np.array([0, 2, 2], np.int64), sptr, np.array([2, 0], np.int64),
+            np.zeros((2, 2), np.float32)]
+    kernel.check_arguments(args)
+    _check("csr_of_csr", kernel, args)
+    # an entry past the groups' (ngroups + 1 = 2) is not a bound of any loop that runs
+    kernel.check_arguments([table, np.array([0, 2, 1, 3], np.int64), sptr, np.array([2, 0], np.int64),
+                            np.zeros((1, 2), np.float32)])
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_spmm_rowptr_shorter_than_the_loaded_row_count_is_refused(opt_level):
+    kernel = _kernel("spmm_csr.mlir", opt_level)
+    args = BENCH_WORKLOADS["spmm_cora"].make("small", 2)
+    _check("spmm_cora", kernel, args)
+    rowptr, col, val, x, nrows, out = args
+    n = int(nrows[0])
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [rowptr[:n].copy(), col, val, x, nrows, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg0 (rowptr) has {n} entries along axis 0, fewer than the {n + 1} that the loop at "
+        f"spmm_csr.mlir:9:3 reads (it runs over {n}, the value of arg4 (nrows)[0], and reads "
+        f"entry i + 1)")
+    # a count larger than the rows given
+    with pytest.raises(ValueError, match=r"arg0 \(rowptr\) has .* fewer than the .* the value of "
+                                         r"arg4 \(nrows\)\[0\]"):
+        run_kernel(kernel, [rowptr, col, val, x, np.array([n + 1], np.int64), out.copy()], "golden")
+
+
+def test_spmm_fewer_rows_than_given_or_none_need_nothing_more():
+    kernel = _kernel("spmm_csr.mlir")
+    rowptr, col, val, x, nrows, out = BENCH_WORKLOADS["spmm_cora"].make("small", 3)
+    n = int(nrows[0])
+    kernel.check_arguments([rowptr[:n].copy(), col, val, x, np.array([n - 1], np.int64), out])
+    none = np.zeros(0, np.int64)
+    kernel.check_arguments([none, none, np.zeros(0, np.float32), x, np.array([0], np.int64), out])
+    args = [rowptr[:3].copy(), col, val, x, np.array([2], np.int64), np.zeros((2, x.shape[1]), np.float32)]
+    got = run_kernel(kernel, args, "golden").results[0]
+    expected = np.zeros_like(got)
+    for i in range(2):
+        for j in range(rowptr[i], rowptr[i + 1]):
+            expected[i] += val[j] * x[col[j]]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_transe_triples_shorter_than_3n_or_bad_ids_are_refused(opt_level):
+    kernel = _kernel("transe_score.mlir", opt_level)
+    args = BENCH_WORKLOADS["kg_transe"].make("small", 4)
+    _check("kg_transe", kernel, args)
+    triples, entity, relation, out = args
+    n = len(out)
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [triples[:-1].copy(), entity, relation, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg0 (triples) has {3 * n - 1} entries along axis 0, fewer than the {3 * n} that the "
+        f"loop at transe_score.mlir:14:3 reads (it runs over {n}, the size of arg3 (out) along "
+        f"axis 0, and reads entry 3 * i + 2)")
+    bad = triples.copy()
+    bad[3 * (n - 1) + 1] = len(relation)             # a relation id: valid as an entity id
+    assert len(relation) < len(entity)
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [bad, entity, relation, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg0 (triples)[{3 * (n - 1) + 1}] = {len(relation)} is outside [0, {len(relation)}): it "
+        f"indexes axis 0 of arg2 (relation), which has {len(relation)} entries (the load at "
+        f"transe_score.mlir:20:5, read as entry 3 * i + 1 of arg0 (triples) for i < {n}, the size "
+        f"of arg3 (out) along axis 0)")
+
+
+def test_transe_entries_past_3n_are_not_ids():
+    """Only the 3n entries the loop reads are ids; no triples for no scores."""
+    kernel = _kernel("transe_score.mlir")
+    triples, entity, relation, out = BENCH_WORKLOADS["kg_transe"].make("small", 6)
+    longer = np.concatenate([triples, [-1, 10 ** 9]]).astype(np.int64)
+    kernel.check_arguments([longer, entity, relation, out])
+    got = run_kernel(kernel, [longer, entity, relation, out.copy()], "golden").results[0]
+    np.testing.assert_allclose(got, BENCH_WORKLOADS["kg_transe"].reference([triples, entity, relation, out])[0],
+                               rtol=1e-4, atol=1e-5)
+    kernel.check_arguments([np.zeros(0, np.int64), entity, relation, np.zeros(0, np.float32)])
+
+
+def test_block_sparse_gather_dim_minus_one_loop_needs_no_check():
+    kernel = _kernel("block_sparse_gather.mlir")
+    assert [(c.kind, c.source, c.target) for c in kernel.host_checks if 0 in (c.source, c.target)] == \
+        [("bound", 0, 1)]
+    args = BENCH_WORKLOADS["spattn_gather"].make("small", 1)
+    _check("spattn_gather", kernel, args)
+    ptr = args[0]
+    fewer = [ptr[:-1].copy(), *args[1:]]          # one query block fewer: k_out's first rows
+    got = run_kernel(kernel, fewer, "golden").results
+    rows = int(ptr[-2]) * int(args[4])
+    np.testing.assert_array_equal(got[0][:rows], BENCH_WORKLOADS["spattn_gather"].reference(args)[0][:rows])
+    kernel.check_arguments([np.zeros(0, np.int64), *args[1:]])

@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import CompileError
+from .integers import require_integers
 from .tensorflow_scf import scf_for_weighted_segment
 from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, scf_for_segment
 
@@ -64,14 +65,6 @@ def _tf():
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise CompileError("the TensorFlow frontend needs tensorflow (pip install -e .[tf])") from e
     return tf
-
-
-def _integers(a: np.ndarray, name: str) -> np.ndarray:
-    """``a``, refused (``ValueError`` naming ``name``) unless integer: a float id would be
-    truncated (1.7 read as row 1) where TensorFlow refuses it."""
-    if a.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be an integer tensor, not {a.dtype}")
-    return a
 
 
 def _through(t):
@@ -304,7 +297,7 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
         if bf16:            # bf16 memrefs are uint16 bit patterns (docs/compiler.md, "Types")
             state["bf16"] = x.dtype
             x = np.ascontiguousarray(x).view(np.uint16)
-        ids = _integers(value(id_src, a), "ids")
+        ids = require_integers(value(id_src, a), "ids")
         state["shape"] = ids.shape
         i = ids.astype(np.int64).reshape(-1)
         if look.gather:
@@ -312,7 +305,7 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             if bad.size:
                 raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
             return [np.ascontiguousarray(x), i, np.zeros((i.size, x.shape[1]), x.dtype)]
-        s = _integers(value(seg_src, a), "segment ids").astype(np.int64).reshape(-1)
+        s = require_integers(value(seg_src, a), "segment ids").astype(np.int64).reshape(-1)
         # sp_weights of another dtype are converted to the table's, as embedding_lookup_sparse does
         w = None if w_src is None else value(w_src, a).astype(x.dtype).reshape(-1)
         if i.size != s.size:

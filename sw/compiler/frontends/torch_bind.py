@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ...runtime.kernel import Kernel
+from .integers import require_integers
 from .torch_graph import _Found
 
 class TorchKernel:
@@ -95,8 +96,7 @@ class TorchKernel:
         indices = _numpy(self._input(inputs, "indices"), "input")
         offsets_in = self._input(inputs, "offsets")
         psw_in = self._input(inputs, "per_sample_weights")
-        if indices.dtype.kind not in "iu":
-            raise ValueError(f"input must be an integer tensor, not {indices.dtype}")
+        require_integers(indices, "input")
         psw = None if psw_in is None else _numpy(psw_in, "per_sample_weights")
         if psw is not None and psw.shape != indices.shape:
             raise ValueError(f"per_sample_weights must have the shape of input {indices.shape}, "
@@ -121,8 +121,7 @@ class TorchKernel:
             if offsets_in is None:
                 raise ValueError("offsets must be given when input is 1-D")
             offsets = _numpy(offsets_in, "offsets")
-            if offsets.dtype.kind not in "iu":          # astype would truncate 1.7 to 1
-                raise ValueError(f"offsets must be an integer tensor, not {offsets.dtype}")
+            require_integers(offsets, "offsets")        # astype would truncate 1.7 to 1
             if offsets.ndim != 1:
                 raise ValueError(f"offsets must be 1-D, not {offsets.ndim}-D (shape "
                                  f"{tuple(offsets.shape)})")
@@ -239,10 +238,7 @@ def _value(src, inputs: tuple, name: str) -> np.ndarray:
 
 
 def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:
-    a = _value(src, inputs, name)
-    if a.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be an integer tensor, not {a.dtype}")
-    a = a.astype(np.int64).reshape(-1)
+    a = require_integers(_value(src, inputs, name), name).astype(np.int64).reshape(-1)
     bad = np.flatnonzero((a < 0) | (a >= bound))
     if bad.size:
         k = int(bad[0])

@@ -25,6 +25,8 @@ from typing import Mapping, NamedTuple
 import numpy as np
 import torch
 
+from .integers import require_integers
+
 __all__ = ["Jagged", "JaggedBags", "compile_jagged"]
 
 
@@ -49,15 +51,6 @@ def _as_jagged(kjt) -> Jagged:
                      f"KeyedJaggedTensor, not {type(kjt).__name__}")
 
 
-def _integers(value, name: str) -> torch.Tensor:
-    """``value`` as an int64 tensor; a ``ValueError`` naming ``name`` unless it holds integers
-    (a float 1.5 would be truncated to 1)."""
-    t = torch.as_tensor(value)
-    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
-        raise ValueError(f"{name} must be an integer tensor, not {str(t.dtype).removeprefix('torch.')}")
-    return t.to(torch.int64)
-
-
 def _split(kjt: Jagged, wanted: list[str], last_offset: dict[str, bool],
            weighted: dict[str, bool]) -> tuple:
     """The per-key ``(indices, offsets[, per_sample_weights])`` inputs of the module, in
@@ -71,12 +64,13 @@ def _split(kjt: Jagged, wanted: list[str], last_offset: dict[str, bool],
     keys = list(kjt.keys)
     values = torch.as_tensor(kjt.values)
     if kjt.offsets is not None:
-        offsets = _integers(kjt.offsets, "offsets")
+        # a float 1.5 would be truncated to 1
+        offsets = require_integers(torch.as_tensor(kjt.offsets), "offsets").to(torch.int64)
         if offsets.numel() == 0 or int(offsets[0]) != 0:
             raise ValueError(f"offsets must start with 0, not {offsets[:1].tolist()}")
         lengths = offsets.diff()
     elif kjt.lengths is not None:
-        lengths = _integers(kjt.lengths, "lengths")
+        lengths = require_integers(torch.as_tensor(kjt.lengths), "lengths").to(torch.int64)
     else:
         raise ValueError("lengths or offsets must be given")
     if lengths.numel() % max(len(keys), 1):

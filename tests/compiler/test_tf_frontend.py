@@ -347,3 +347,38 @@ def test_bfloat16_table_on_rtl(fresh):
     assert np.array_equal(rtl.view(np.uint16), golden.view(np.uint16))
     ulp = (np.abs(f(sp).numpy().astype(np.float32)) * 2.0 ** -7).astype(np.float32)
     assert np.all(np.abs(rtl.astype(np.float32) - f(sp).numpy().astype(np.float32)) <= ulp)
+
+
+_NUM_SEGMENTS = {"tf.shape(x)[0]": lambda x: tf.shape(x)[0], "10": lambda x: 10,
+                 "x.shape[0]": lambda x: x.shape[0]}
+
+
+@pytest.mark.parametrize("reduce", ["sum", "max"])
+@pytest.mark.parametrize("num_segments", list(_NUM_SEGMENTS))
+def test_num_segments_from_a_shape_at_each_call(num_segments, reduce):
+    """TensorFlow folds the example's static shapes into the graph: ``tf.shape(x)[0]`` and
+    ``x.shape[0]`` both became the constant 10, so with another x the op returned 10 rows where
+    TensorFlow (retracing) returns x's (``tf.shape(x)[0]`` was refused before the fold). Now
+    ``tf.shape(x)[d]`` is read at each call, a constant of the function stays, and a static
+    ``x.shape[0]`` refuses an x of another size with a ValueError naming the argument."""
+    op = tf.math.unsorted_segment_sum if reduce == "sum" else tf.math.unsorted_segment_max
+
+    def fn(x, i, s):
+        return op(tf.gather(x, i), s, _NUM_SEGMENTS[num_segments](x))
+
+    rng = np.random.default_rng(3)
+
+    def graph(n, e):
+        return (tf.constant(rng.standard_normal((n, 4)).astype(np.float32)),
+                tf.constant(rng.integers(0, n, e)), tf.constant(rng.integers(0, min(n, 10), e)))
+
+    pk = compile_tf(fn, *graph(10, 30))
+    for n, e in ((10, 30), (6, 12), (14, 40)):
+        args = graph(n, e)
+        if num_segments == "x.shape[0]" and n != 10:
+            with pytest.raises(ValueError, match=r"argument 0 has shape \(\d+, 4\), but num_segments "
+                                                 r"10 is its dimension 0's size 10 at tracing"):
+                pk.bind(args)
+            continue
+        got, want = run(pk, *args), fn(*args).numpy()
+        assert got.shape == want.shape and np.array_equal(got, want)

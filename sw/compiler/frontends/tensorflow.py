@@ -17,10 +17,12 @@ the same with ``sp_weights`` (``Mul`` -> ``SegmentSum``,   :func:`scf_for_weight
 ``tf.nn.embedding_lookup(params, ids)``, ``tf.gather``      ``scf_for_gather`` (a copy), ids of any shape
 ``tf.sparse.segment_sum/mean/sqrt_n(data, ids, segment)``   as written
 ``tf.math.segment_sum/segment_mean(tf.gather(x, ids), s)``  output rows ``max(segment) + 1``
-``tf.math.unsorted_segment_sum/max(tf.gather(x, ids), s,    output rows ``num_segments`` (a constant or an
-num_segments)``                                             input, read at each call); negative segment
-                                                            ids dropped; max: empty rows hold the
-                                                            type's lowest value, as TensorFlow
+``tf.math.unsorted_segment_sum/max(tf.gather(x, ids), s,    output rows ``num_segments`` (a constant, an
+num_segments)``                                             input or ``tf.shape(x)[d]``, read at each
+                                                            call; a static ``x.shape[d]`` keeps x's
+                                                            size: ``tensorflow_sources``); negative
+                                                            segment ids dropped; max: empty rows hold
+                                                            the type's lowest value, as TensorFlow
 =========================================================  ==============================================
 
 The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call) or an
@@ -50,68 +52,19 @@ import numpy as np
 from ..errors import CompileError
 from .integers import require_integers
 from .tensorflow_scf import scf_for_weighted_segment
+from .tensorflow_sources import _num_segments, _Sources, _through
 from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, scf_for_segment
 
 __all__ = ["compile_tf"]
 
 _T = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "float16": "f16",
       "bfloat16": "bf16"}
-_PASS = ("Identity",)
-
-
 def _tf():
     try:
         import tensorflow as tf
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise CompileError("the TensorFlow frontend needs tensorflow (pip install -e .[tf])") from e
     return tf
-
-
-def _through(t):
-    while t.op.type in _PASS:
-        t = t.op.inputs[0]
-    return t
-
-
-class _Sources:
-    """Where the graph's tensors come from: input positions, constants, captured variables."""
-
-    def __init__(self, tf, cf, n_user: int):
-        self.tf, self.cf = tf, cf
-        self.inputs = {t.name: k for k, t in enumerate(cf.inputs[:n_user])}
-        self.captured = {}
-        variables = {id(v.handle): v for v in cf.variables}
-        for external, internal in cf.graph.captures:
-            v = variables.get(id(external))
-            self.captured[internal.name] = v if v is not None else external.numpy()
-
-    def of(self, t, what: str):
-        """``("input", k)``, ``("const", array or tf.Variable)``, or ``("row_of", k)`` for
-        ``sp.indices[:, 0]`` of a SparseTensor input."""
-        t = _through(t)
-        op = t.op
-        if op.type == "Cast" and t.dtype.is_integer and op.inputs[0].dtype.is_integer:
-            return self.of(op.inputs[0], what)          # segment ids cast int64 -> int32
-        if op.type == "Placeholder" and t.name in self.inputs:
-            return "input", self.inputs[t.name]
-        if op.type == "Const":
-            return "const", self.tf.make_ndarray(op.get_attr("value"))
-        if op.type == "ReadVariableOp" or (op.type == "Placeholder" and t.dtype.name == "resource"):
-            h = _through(op.inputs[0]) if op.type == "ReadVariableOp" else t
-            if h.name in self.captured:
-                return "const", self.captured[h.name]       # a tf.Variable: read at each call
-        if op.type == "Placeholder" and t.name in self.captured:
-            return "const", self.captured[t.name]
-        if op.type == "StridedSlice":
-            src = _through(op.inputs[0])
-            begin, end, strides = (self.tf.make_ndarray(_through(i).op.get_attr("value"))
-                                   if _through(i).op.type == "Const" else None for i in op.inputs[1:4])
-            if (src.name in self.inputs and begin is not None and list(begin) == [0, 0]
-                    and list(end) == [0, 1] and list(strides) == [1, 1]
-                    and op.get_attr("shrink_axis_mask") == 2):
-                return "row_of", self.inputs[src.name]
-        raise CompileError(f"unsupported {what}: it is computed by '{op.type}' ({op.name}); it must "
-                           "be an input, a constant or a variable")
 
 
 _LOOKUP_OPS = {"SparseSegmentSum": "sum", "SparseSegmentMean": "mean", "SparseSegmentSqrtN": "sqrtn"}
@@ -211,8 +164,11 @@ def _find(tf, src, out) -> _Lookup:
                    op=op.type, sorted_segments=not op.type.startswith("Unsorted"),
                    drop_negative_segments=op.type.startswith("Unsorted"))
     if op.type.startswith("Unsorted"):
-        n = src.of(op.inputs[2], "num_segments")
-        look.rows = ("const", int(n[1])) if n[0] == "const" else ("input", n[1])
+        try:
+            n = src.of(op.inputs[2], "num_segments")
+        except CompileError as e:           # tf.shape(x)[d] of a static shape is folded: a
+            n = ("unknown", e)              # StridedSlice of a Const (_num_segments looks again)
+        look.rows = ("const", int(n[1])) if n[0] == "const" else n
     return look
 
 
@@ -242,6 +198,9 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             axis = src.of(op.inputs[2], "gather axis")
             if axis[0] != "const" or int(axis[1]) != 0:
                 raise CompileError(f"unsupported tf.gather along axis {axis[1]} (axis 0 is)")
+    static = []                    # num_segments folded from these (input, dim)s' traced sizes
+    if look.rows[0] in ("const", "unknown"):
+        look.rows, static = _num_segments(tf, fn, example_args, look.op, look.rows, len(flat))
     table = src.of(look.table, "embedding table")
     id_src = look.ids if isinstance(look.ids, tuple) else src.of(look.ids, "ids")
     seg_src = None if look.gather else (look.seg if isinstance(look.seg, tuple)
@@ -324,8 +283,18 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             k = int(np.flatnonzero(np.diff(s) < 0)[0] + 1) if np.any(np.diff(s) < 0) else 0
             raise ValueError(f"segment ids must be sorted and non-negative: segment ids[{k}] = {s[k]}")
         kind = look.rows[0]
+        for k, pos, d, size in static:
+            got = np.shape(a[pos])
+            if len(got) <= d or got[d] != size:
+                raise ValueError(
+                    f"argument {k} has shape {got}, but num_segments {look.rows[1]} is its dimension "
+                    f"{d}'s size {size} at tracing (a static shape TensorFlow folds into the graph "
+                    f"and retraces for): write tf.shape(x)[{d}], or compile for this shape")
         if kind == "const":
             n = look.rows[1]
+        elif kind == "shape_of":
+            k, d = look.rows[1]
+            n = int(np.shape(a[k])[d])
         elif kind == "input":
             n = int(np.asarray(a[look.rows[1]]))
         elif kind == "dense_shape":

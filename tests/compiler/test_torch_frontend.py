@@ -430,6 +430,50 @@ def test_segment_output_rows_follow_the_input_they_come_from(reduce, output):
         assert got.shape == want.shape and torch.equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])
+def test_scatter_reduce_without_self_into_an_input(reduce, dtype):
+    """``include_self=False`` into an input tensor: a row that gets contributions starts from
+    them alone (PyTorch fills the rows ``dst`` names with 0, or the extremum's identity), the
+    others keep ``self``. The sum and the mean added ``self`` in (only a zeros output, where
+    that changes nothing, was tested)."""
+    if reduce == "mean" and not dtype.is_floating_point:
+        dtype = torch.float64
+    gen = torch.Generator().manual_seed(12)
+    x = (torch.randn(8, 3, generator=gen) * 100).round().to(dtype)
+    base = (torch.randn(5, 3, generator=gen) * 100).round().to(dtype)
+    src, dst = torch.tensor([0, 7, 3, 3, 1]), torch.tensor([4, 4, 0, 2, 4])     # rows 1, 3 get none
+
+    def fn(x, s, d, b):
+        return b.scatter_reduce(0, d[:, None].expand(-1, 3), x[s], reduce, include_self=False)
+
+    tk = compile_torch(fn, (x, src, dst, base))
+    got, want = run(tk, x, src, dst, base), fn(x, src, dst, base)
+    assert not torch.equal(want, base.scatter_reduce(0, dst[:, None].expand(-1, 3), x[src], reduce))
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["index_add_", "scatter_reduce_"])
+def test_a_reduction_in_place_on_an_input_updates_it(op):
+    """``b.index_add_(...)``/``b.scatter_reduce_(...)`` on an input ``b``: PyTorch writes into
+    ``b`` and returns it; the op returned the right values but left ``b`` as it was (and
+    ``scatter_reduce_`` was refused)."""
+    from sw.api import compile_torch as api_compile
+    x, src, dst = torch.randn(6, 2), torch.tensor([0, 5, 2]), torch.tensor([1, 1, 0])
+
+    def fn(x, s, d, b):
+        if op == "index_add_":
+            return b.index_add_(0, d, x[s])
+        return b.scatter_reduce_(0, d[:, None].expand(-1, 2), x[s], "sum")
+
+    base = torch.randn(3, 2)
+    compiled = api_compile(fn, (x, src, dst, base.clone()))
+    ours, theirs = base.clone(), base.clone()
+    got, want = compiled(x, src, dst, ours), fn(x, src, dst, theirs)
+    assert torch.equal(got, want) and torch.equal(ours, theirs) and not torch.equal(ours, base)
+    assert got is ours                                      # as PyTorch returns self
+
+
 def test_segment_output_rows_of_another_size_expression_are_refused():
     with pytest.raises(CompileError, match=r"unsupported output rows .* \+ 1: an expression of the inputs' sizes"):
         compile_torch(lambda x, s, d: torch.zeros(x.shape[0] + 1, 4).index_add(0, d, x[s]),

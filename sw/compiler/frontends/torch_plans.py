@@ -151,23 +151,40 @@ def _plan_segment(g: _Graph, reducer) -> PlanKernel:
         raise CompileError(f"the output shape {tuple(shape)} does not match the gathered rows "
                            f"(?, {xe.shape[1]})")
     nseg = int(shape[0])
+    in_place = b_src is not None and tgt.split(".")[1].endswith("_")     # aten.index_add_.default
+    state: dict = {}
 
     def bind(inputs):
         xa = _value(x_src, inputs, "x")
         if xa.dtype != xe.numpy().dtype or xa.ndim != 2:
             raise ValueError(f"x must be a 2-D {xe.dtype} tensor, not {xa.dtype} {xa.shape}")
         s = _index_array(s_src, inputs, "src", xa.shape[0])
-        rows = nseg if rows_of is None else int(_tensor(rows_of[0], inputs).shape[rows_of[1]])
+        if b_src is not None:           # an input reduced into: its own rows at each call
+            out = _value(b_src, inputs, "self")
+            if out.dtype != xa.dtype or out.ndim != 2 or out.shape[1] != xa.shape[1]:
+                raise ValueError(f"self must be a 2-D {xe.dtype} tensor of {xa.shape[1]} columns "
+                                 f"(x's), not {out.dtype} {out.shape}")
+            out, rows = np.array(out, copy=True), out.shape[0]
+            if in_place:                # index_add_/scatter_reduce_: PyTorch writes into self
+                state["self"] = _tensor(b_src, inputs)
+        else:
+            rows = nseg if rows_of is None else int(_tensor(rows_of[0], inputs).shape[rows_of[1]])
+            out = np.zeros((rows, xa.shape[1]), xa.dtype)
         d = _index_array(d_src, inputs, "dst", rows)
         if s.size != d.size:
             raise ValueError(f"src and dst must have the same length, not {s.size} and {d.size}")
-        out = (np.zeros((rows, xa.shape[1]), xa.dtype) if b_src is None
-               else np.array(_value(b_src, inputs, "self"), dtype=xa.dtype, copy=True))
         return [np.ascontiguousarray(xa), s, d, out]
 
+    def unbind(results):
+        out = torch.from_numpy(np.asarray(results[0]))
+        if not in_place:
+            return out
+        with torch.no_grad():           # the input (or buffer) itself, updated, as PyTorch returns it
+            return state["self"].copy_(out)
+
     spec = {"reduce": reduce, "include_self": bool(include_self), "dtype": str(xe.dtype), "op": tgt}
-    return PlanKernel("segment", spec, scf_for_segment(t, reduce, bool(include_self)), bind,
-                      lambda results: torch.from_numpy(np.asarray(results[0])))
+    scf = scf_for_segment(t, reduce, bool(include_self), zero_self=b_src is None)
+    return PlanKernel("segment", spec, scf, bind, unbind)
 
 
 def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
@@ -214,6 +231,11 @@ _HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.def
             "aten.unsqueeze.default", "aten.expand.default", "aten.expand_as.default"}
 
 
+#: the segment reductions, in place (a trailing ``_``: PyTorch writes into ``self``) or not
+_REDUCERS = ("aten.index_add.default", "aten.index_add_.default", "aten.scatter_reduce.two",
+             "aten.scatter_reduce_.two")
+
+
 def _plan(g: _Graph) -> PlanKernel | None:
     """Recognise a graph other than exactly one embedding bag; None when it is one bag."""
     names = [str(n.target) for n in g.calls]
@@ -229,8 +251,7 @@ def _plan(g: _Graph) -> PlanKernel | None:
             raise CompileError(f"the traced function must return the embedding's output only, not "
                                f"{_describe(g.outputs)}")
         return _plan_embedding(g, g.calls[0])
-    reducers = [n for n in g.calls if str(n.target) in ("aten.index_add.default", "aten.index_add_.default",
-                                                         "aten.scatter_reduce.two")]
+    reducers = [n for n in g.calls if str(n.target) in _REDUCERS]
     if len(reducers) == 1:
         allowed = _HELPERS | {"aten.index_select.default", "aten.index.Tensor", str(reducers[0].target)}
         other = [n for n in g.calls if str(n.target) not in allowed]
@@ -246,8 +267,7 @@ def _plan(g: _Graph) -> PlanKernel | None:
                                f"{_describe(g.outputs)}")
         return _plan_csr_mm(g, mms[0])
     known = _BAG_OPS + tuple(_HELPERS) + ("aten.embedding.default", "aten.index_select.default",
-                                          "aten.index.Tensor", "aten.index_add.default",
-                                          "aten.index_add_.default", "aten.scatter_reduce.two",
+                                          "aten.index.Tensor", *_REDUCERS,
                                           "aten._sparse_mm.default", "aten.matmul.default", "aten.cat.default")
     bad = [n for n in names if n not in known]
     if bad:

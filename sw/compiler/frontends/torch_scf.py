@@ -256,7 +256,8 @@ def scf_for_gather(t: str) -> str:
 """
 
 
-def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "torch") -> str:
+def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "torch", *,
+                    zero_self: bool = True) -> str:
     """Gather-then-scatter-reduce (GNN message passing, ``x.index_select(0, src)`` followed by
     ``out.index_add_(0, dst, ...)`` or ``out.scatter_reduce(0, dst[:, None].expand(...), ...,
     reduce, include_self)``): for each edge ``e`` in order, ``out[dst[e], :] (op)= x[src[e], :]``.
@@ -265,11 +266,15 @@ def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "t
     divides by the number of contributions (+1 with ``include_self``; a row without any keeps
     ``self``), floor division for integers, as ``torch.scatter_reduce``. ``amax``/``amin`` without
     ``include_self`` start a row from its first contribution. Float ``amax``/``amin`` compare as
-    ``framework`` does (:func:`_extremum_update`).
+    ``framework`` does (:func:`_extremum_update`). ``sum``/``mean`` without ``include_self``
+    start a row from 0 at its first contribution (PyTorch fills the rows ``dst`` names with 0,
+    ``scatter_reduce``'s ``index_fill_``) unless ``zero_self`` says ``out`` is all zeros on entry
+    (a ``torch.zeros`` output, TensorFlow's segment ops), where that changes nothing.
     """
     mt = f"memref<?x?x{t}>"
     fl = t in _FLOAT
-    counted = reduce == "mean" or (reduce in ("amax", "amin") and not include_self)
+    restart = not include_self and (reduce in ("amax", "amin") or not zero_self)
+    counted = reduce == "mean" or restart
     op = {("sum", True): "arith.addf", ("sum", False): "arith.addi",
           ("mean", True): "arith.addf", ("mean", False): "arith.addi",
           ("amax", True): "arith.maximumf", ("amax", False): "arith.maxsi",
@@ -283,8 +288,10 @@ def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "t
          f"  %nseg = memref.dim %out, %c0 : {mt}"]
     if counted:
         L.append("  %count = memref.alloc(%nseg) : memref<?xindex>")
-    if reduce in ("amax", "amin") and not include_self:
-        L.append(f"  %init = arith.constant {(_LOWEST if reduce == 'amax' else _HIGHEST)[t]} : {t}")
+    if restart:
+        first = ({"amax": _LOWEST, "amin": _HIGHEST}[reduce][t] if reduce in ("amax", "amin")
+                 else "0.0" if fl else "0")
+        L.append(f"  %init = arith.constant {first} : {t}")
     L += ["  scf.for %e = %c0 to %ne step %c1 {",
           "    %s_i64 = memref.load %src[%e] : memref<?xi64>",
           "    %s = arith.index_cast %s_i64 : i64 to index",
@@ -292,7 +299,7 @@ def scf_for_segment(t: str, reduce: str, include_self: bool, framework: str = "t
           "    %t = arith.index_cast %t_i64 : i64 to index"]
     if counted:
         L += ["    %n0 = memref.load %count[%t] : memref<?xindex>"]
-        if reduce in ("amax", "amin"):
+        if restart:
             L += ["    %first = arith.cmpi eq, %n0, %c0 : index",
                   "    scf.if %first {",
                   "      scf.for %d0 = %c0 to %dim step %c1 {",

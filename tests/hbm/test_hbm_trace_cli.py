@@ -58,6 +58,7 @@ def test_errors(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.rtl
 def test_rtl_model_of_the_simple_preset_matches_reference(tmp_path, capsys):
     """`--model rtl` on the fixed-latency preset (timing only, no storage) reports what the
     reference reports (it used to fail: the fixed-latency RTL model refused 0 storage words)."""
@@ -72,6 +73,7 @@ def test_rtl_model_of_the_simple_preset_matches_reference(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.rtl
 @pytest.mark.parametrize("ports", [2, 4])
 def test_rtl_model_with_ports_matches_reference(tmp_path, capsys, ports):
     """`--model rtl --ports N` on HBM2 (random 64-byte reads, 4 KiB of hot set mixed in, a limit

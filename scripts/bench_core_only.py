@@ -76,7 +76,8 @@ CACHES = {"caches": {}, "none": dict(l1_bytes=0, l2_bytes=0)}
 FIELDS = ["workload", "class", "memory", "mshrs", "caches", "core_only_cycles",
           "core_only_bytes_per_cycle", "instructions", "loads", "load_bytes", "memory_requests",
           "l1_hits", "l2_hits", "merged", "mshr_mean", "mshr_peak", "mshr_wait_cycles",
-          "row_hit_rate", "read_latency_mean", "dae_level", "dae_access_cycles",
+          "row_hit_rate", "read_latency_mean", "dae_level", "dae_output_tokens",
+          "dae_memory_ports", "dae_max_inflight", "dae_access_cycles",
           "dae_core_cycles", "dae_cycles", "speedup", "promote", "execute_ooo_cycles",
           "fitted_cycles_per_control", "execute_fit_cycles",
           "dae_fitted_access_cycles", "dae_fitted_cycles", "speedup_fitted",
@@ -145,10 +146,13 @@ def dae_rows(workloads, size: str, memory: str, level: int, config: str, *,
         changes.update(max_inflight=built.max_inflight, prefetch_depth=built.prefetch_depth)
     cost = (CoreCostModel() if tokens_per_cycle is None else
             CoreCostModel(tokens_per_cycle=tokens_per_cycle)).in_memory_cycles(clock_ratio)
-    return {r["workload"]: r for r in measure(workloads, [level], size, limits, rtl=True,
-                                               memory=memory, coupled=True, cost=cost,
-                                               config_changes=changes, fit=fit,
-                                               clock_ratio=clock_ratio, replay=replay)}
+    unit = dataclasses.replace(base, **changes)     # the unit built, recorded in each row
+    recorded = dict(dae_output_tokens=unit.output_tokens, dae_memory_ports=unit.memory_ports,
+                    dae_max_inflight=unit.max_inflight)
+    rows = measure(workloads, [level], size, limits, rtl=True, memory=memory, coupled=True,
+                   cost=cost, config_changes=changes, fit=fit, clock_ratio=clock_ratio,
+                   replay=replay)
+    return {r["workload"]: {**r, **recorded} for r in rows}
 
 
 def _merge(rows, dae: dict, columns) -> None:
@@ -248,7 +252,8 @@ def main(argv=None) -> int:
                        clock_ratio=a.clock_ratio)
         for r in rows:
             d = dae[r["workload"]]
-            r["dae_level"] = a.level
+            r.update(dae_level=a.level, **{k: d[k] for k in ("dae_output_tokens", "dae_memory_ports",
+                                                            "dae_max_inflight")})
             if d.get("error"):
                 r["error"] = d["error"]
                 continue

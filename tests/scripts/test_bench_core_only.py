@@ -93,4 +93,9 @@ def test_max_inflight_reaches_the_units_configuration(argv, changes, monkeypatch
     limits = Limits.from_file(bench_core_only.REPO / "configs" / "tmu_rtl.json")
     built = dataclasses.replace(bench_compiler.rtl_config_for(limits), **changes)
     assert built.max_inflight == changes.get("max_inflight", 512)
+    import csv                      # the CSV says which unit ran (it looked like the default's)
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert rows and all((int(r["dae_max_inflight"]), int(r["dae_output_tokens"]),
+                         int(r["dae_memory_ports"])) == (built.max_inflight, built.output_tokens,
+                                                         built.memory_ports) for r in rows)
 

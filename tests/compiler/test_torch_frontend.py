@@ -296,8 +296,9 @@ def test_bind_converts_pytorch_offsets_to_nbags_plus_one():
      "unsupported embedding weight dtype torch.float8_e4m3fn (float32, float64, float16 and bfloat16 are)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2): torch.sigmoid(torch.nn.functional.embedding_bag(i, w, o)),
               (torch.tensor([1]), torch.tensor([0]))),
-     "unsupported PyTorch operation aten.sigmoid.default (supported: embedding_bag (then relu, * / + - "
-     "by a number), embedding (then .sum(1)/.mean(1)), index_select/x[src] + index_add/scatter_reduce, "
+     "unsupported PyTorch operation aten.sigmoid.default (supported: embedding_bag (then relu, negation, "
+     "* / + - by a number, a number -), embedding (then .sum(1)/.mean(1)), index_select/x[src] + "
+     "index_add/scatter_reduce, "
      "sparse CSR @ dense)"),
     (lambda: (lambda i, o, w=torch.ones(4, 2, dtype=torch.float16): torch.nn.functional.embedding_bag(i, w, o) * 2,
               (torch.tensor([1]), torch.tensor([0]))),

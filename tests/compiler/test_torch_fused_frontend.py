@@ -46,6 +46,23 @@ def test_elementwise_ops_after_a_bag_are_bit_exact(rng, dtype, mode):
     assert torch.equal(run(tk, i, o), fn(i, o).detach())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_negation_and_a_number_minus_the_bag_are_bit_exact(dtype):
+    """``-bag(...)`` (a sign flip: NaN's sign and -0.0 too) and ``c - bag(...)`` (``aten.rsub``,
+    one rounding) were refused as unsupported operations."""
+    nan = float("nan")
+    w = torch.tensor([[-0.0, 0.0, nan, 1.0 / 3, -2.5, 1e300 if dtype == torch.float64 else 3e38]],
+                     dtype=dtype)
+    i, o = torch.tensor([0, 0]), torch.tensor([0, 1])         # bags of one row (its exact values)
+    bits = torch.int64 if dtype == torch.float64 else torch.int32
+    for fn in (lambda i, o: -F.embedding_bag(i, w, o, mode="sum"),
+               lambda i, o: 0.1 - F.embedding_bag(i, w, o, mode="sum"),
+               lambda i, o: -(2.0 - F.embedding_bag(i, w, o, mode="max") * 3)):
+        tk = compile_torch(fn, (i, o))
+        got, want = run(tk, i, o), fn(i, o)
+        assert torch.equal(got.view(bits), want.view(bits)), (got, want)
+
+
 def test_relu_keeps_negative_zero_and_nan_like_pytorch():
     w = torch.tensor([[-0.0, float("nan"), -1.0, 2.0]])
     fn = lambda i, o: torch.relu(F.embedding_bag(i, w, o, mode="sum"))      # noqa: E731

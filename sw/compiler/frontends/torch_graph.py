@@ -27,7 +27,8 @@ _HALF_ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
 _POST_OPS = {"aten.relu.default": "relu", "aten.mul.Tensor": "mul", "aten.mul.Scalar": "mul",
              "aten.div.Tensor": "div", "aten.div.Scalar": "div", "aten.add.Tensor": "add",
-             "aten.add.Scalar": "add", "aten.sub.Tensor": "sub", "aten.sub.Scalar": "sub"}
+             "aten.add.Scalar": "add", "aten.sub.Tensor": "sub", "aten.sub.Scalar": "sub",
+             "aten.rsub.Scalar": "rsub", "aten.neg.default": "neg"}     # rsub: number - x
 
 
 #: a conversion of the bag's result (``.to(dtype)``, ``.half()``, ``.double()``), the last op
@@ -229,7 +230,8 @@ class _Graph:
 
     def _fold_post(self) -> None:
         """Element-wise ops after a single embedding bag (``relu``, ``*``, ``/``, ``+``, ``-`` by
-        a Python number), run on the core at the end of each bag: recorded in ``self.post``."""
+        a Python number, a number ``-`` the bag, ``-bag``), run on the core at the end of each
+        bag: recorded in ``self.post``."""
         bags = [n for n in self.calls if str(n.target) in _BAG_OPS]
         if len(bags) != 1 or len(self.outputs) != 1:
             return
@@ -242,13 +244,13 @@ class _Graph:
         while str(getattr(node, "target", "")) in _POST_OPS:
             op = _POST_OPS[str(node.target)]
             rest = node.args[1:]
-            if op != "relu":
+            if op not in ("relu", "neg"):
                 if (len(rest) != 1 or isinstance(rest[0], bool) or not isinstance(rest[0], (int, float))
                         or node.kwargs.get("alpha", 1) != 1 or node.kwargs.get("rounding_mode")):
                     return
                 chain.append((op, float(rest[0])))
             else:
-                chain.append(("relu", 0.0))
+                chain.append((op, 0.0))
             node = node.args[0]
         if (not chain and cast is None) or node.target is not operator.getitem \
                 or node.args != (bags[0], 0):

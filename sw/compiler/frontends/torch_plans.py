@@ -224,7 +224,8 @@ def _plan_csr_mm(g: _Graph, node) -> PlanKernel:
                       bind, lambda results: torch.from_numpy(np.asarray(results[0])))
 
 
-_SUPPORTED = ("embedding_bag (then relu, * / + - by a number), embedding (then .sum(1)/.mean(1)), "
+_SUPPORTED = ("embedding_bag (then relu, negation, * / + - by a number, a number -), embedding (then "
+              ".sum(1)/.mean(1)), "
               "index_select/x[src] + index_add/scatter_reduce, sparse CSR @ dense")
 
 _HELPERS = {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",

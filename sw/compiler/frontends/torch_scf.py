@@ -24,7 +24,7 @@ class BagSpec:
     per_sample_weights: bool = False
     include_last_offset: bool = False
     padding_idx: int | None = None      # normalized to [0, num_embeddings)
-    post: tuple = ()                    # element-wise ops on the output: ((relu|mul|div|add|sub, number), ...)
+    post: tuple = ()                    # element-wise ops on the output: ((relu|neg|mul|div|add|sub|rsub, number), ...)
     cast: str | None = None             # dtype the output is converted to last (float16 | bfloat16 | float32 | float64)
 
 
@@ -193,7 +193,7 @@ def _float_bits(value: float, t: str) -> str:
 def _post_constants(post: tuple, t: str) -> list[str]:
     lines = [f"  %post_zero = arith.constant 0.0 : {t}"] if any(op == "relu" for op, _ in post) else []
     return lines + [f"  %post{k} = arith.constant {_float_bits(v, t)} : {t}"
-                    for k, (op, v) in enumerate(post) if op != "relu"]
+                    for k, (op, v) in enumerate(post) if op not in ("relu", "neg")]
 
 
 #: MLIR element type of a ``BagSpec.cast`` target
@@ -202,8 +202,8 @@ _CAST_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64":
 
 def _post_ops(post: tuple, t: str, mt: str, cast: str | None = None) -> list[str]:
     """The element-wise ops PyTorch applies to the bag's output (``relu``: ``x < 0 ? 0 : x``,
-    which keeps -0.0 and NaN as ``torch.relu``; ``mul``/``div``/``add``/``sub`` by a number, one
-    rounding each), fused into the bag's last callback: a loop over the output row on the core.
+    which keeps -0.0 and NaN as ``torch.relu``; ``mul``/``div``/``add``/``sub`` by a number and
+    ``rsub`` (the number minus the row), one rounding each; ``neg``, a sign flip), fused into the bag's last callback: a loop over the output row on the core.
     ``cast`` (a ``.to(dtype)`` last): the row is converted there too (``arith.truncf``, to nearest
     even as PyTorch's CPU conversion, or the exact ``arith.extf``) into ``%cast_out``."""
     L = ["    scf.for %d2 = %c0 to %dim step %c1 {",
@@ -213,6 +213,10 @@ def _post_ops(post: tuple, t: str, mt: str, cast: str | None = None) -> list[str
         if op == "relu":
             L += [f"      %neg{k} = arith.cmpf olt, {q}, %post_zero : {t}",
                   f"      {r} = arith.select %neg{k}, %post_zero, {q} : {t}"]
+        elif op == "neg":                       # a sign flip, exact (NaN's sign too)
+            L.append(f"      {r} = arith.negf {q} : {t}")
+        elif op == "rsub":                      # number - x, one rounding (torch.rsub)
+            L.append(f"      {r} = arith.subf %post{k}, {q} : {t}")
         else:
             L.append(f"      {r} = arith.{op}f {q}, %post{k} : {t}")
     if cast is None:

@@ -758,3 +758,32 @@ def test_max_tells_the_first_entry_without_a_callback_per_lookup():
         assert torch.equal(op(inp, offsets), bag(inp, offsets).detach())
         tokens[mode] = len(op.last_run.access.control_tokens)
     assert tokens["max"] == tokens["sum"] == 65
+
+
+def test_a_python_number_input_other_than_the_traced_one_is_refused():
+    """torch.export bakes a Python number of the example inputs into the graph: traced with
+    ``n = 7`` the op returned 7 rows for ``n = 9``, traced with ``scale = 2.0`` it scaled by 2.0
+    for ``scale = 3.0``. Now a ValueError naming the input; the traced number still runs."""
+    from sw.api import compile_torch as api_compile
+    x, src, dst = torch.randn(10, 4), torch.randint(0, 10, (20,)), torch.randint(0, 5, (20,))
+
+    def segment(x, s, d, n):
+        return torch.zeros(n, 4).index_add(0, d, x[s])
+
+    op = api_compile(segment, (x, src, dst, 7))
+    assert torch.equal(op(x, src, dst, 7), segment(x, src, dst, 7))
+    with pytest.raises(ValueError, match=r"input 3 is 9, but the op was traced with 7"):
+        op(x, src, dst, 9)
+    bag = torch.nn.EmbeddingBag(10, 4, mode="sum")
+
+    def scaled(i, o, scale):
+        return bag(i, o) * scale
+
+    i, o = torch.tensor([1, 2, 3]), torch.tensor([0, 1])
+    op = api_compile(scaled, (i, o, 2.0))
+    assert torch.equal(op(i, o, 2.0), scaled(i, o, 2.0).detach())
+    with pytest.raises(ValueError, match=r"input 2 is 3.0, but the op was traced with 2.0"):
+        op(i, o, 3.0)
+    assert torch.equal(op(i, o, 2), scaled(i, o, 2).detach())      # the same number, an int
+    with pytest.raises(ValueError, match=r"input 2 is True, but the op was traced with 2.0"):
+        op(i, o, True)

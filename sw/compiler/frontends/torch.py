@@ -132,12 +132,15 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
             m, ins, limits=limits, opt_level=opt_level))
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _Wrap(module_or_fn)
     inputs = _distinct(tuple(example_inputs))
+    # torch.export bakes these into the graph: a call must give the same (check_traced_numbers)
+    numbers = {k: v for k, v in enumerate(inputs) if isinstance(v, (bool, int, float))}
     try:
         ep = _export(module, inputs)
         plan = _plan(_Graph(ep, inputs, module))
         if plan is not None:
             for part in getattr(plan, "parts", [plan]):
                 part.kernel = _compile(part.scf, limits, opt_level)
+                part.traced_numbers = numbers
             return plan
         found = _from_export(_Graph(ep, inputs, module))
     except CompileError:
@@ -151,5 +154,7 @@ def compile_torch(module_or_fn: Callable, example_inputs: tuple, *, limits=None,
     # accumulation, the mean divided in f32, one rounding to nearest even
     rows16 = found.reduction is not None and found.spec.dtype in ("float16", "bfloat16")
     text = scf_for_bag(found.spec, padded=rows16, divide_in_f32=rows16)
-    return TorchKernel(_compile(text, limits, opt_level), found, text,
-                       compile_variant=lambda variant: _compile(variant, limits, opt_level))
+    tk = TorchKernel(_compile(text, limits, opt_level), found, text,
+                     compile_variant=lambda variant: _compile(variant, limits, opt_level))
+    tk.traced_numbers = numbers
+    return tk

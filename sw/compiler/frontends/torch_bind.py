@@ -16,6 +16,25 @@ from ...runtime.kernel import Kernel
 from .integers import require_integers
 from .torch_graph import _Found
 
+def check_traced_numbers(numbers: dict, inputs: tuple) -> None:
+    """Refuse a call whose Python-number inputs differ from the example's: torch.export makes a
+    number given as an example input a constant of the graph (``torch.zeros(n, d)``, ``y * s``),
+    so the op would compute with the traced one. ``numbers``: input position -> traced number.
+
+    Raises ValueError naming the input, its value and the traced one."""
+    for k, traced in numbers.items():
+        if k >= len(inputs):
+            continue
+        value = inputs[k]
+        same = (isinstance(value, (bool, int, float))
+                and isinstance(value, bool) == isinstance(traced, bool)
+                and (value == traced or value != value and traced != traced))     # NaN is NaN
+        if not same:
+            raise ValueError(f"input {k} is {value!r}, but the op was traced with {traced!r}: "
+                             f"torch.export makes a Python number a constant of the graph; compile "
+                             f"again with {value!r}, or pass it as a tensor")
+
+
 class TorchKernel:
     """A compiled embedding bag: the Kernel plus PyTorch <-> kernel argument conversion.
 
@@ -86,6 +105,7 @@ class TorchKernel:
             include_last_offset, offsets[-1] other than the input's length (PyTorch's modes give
             inconsistent results for the ids after it).
         """
+        check_traced_numbers(getattr(self, "traced_numbers", {}), inputs)
         spec = self.spec
         weight_tensor = (self._input(inputs, "weight") if self._weight is None
                          else self._weight.current())
@@ -263,7 +283,9 @@ class PlanKernel:
 
     def bind(self, *inputs) -> list:
         """NumPy arguments of the SCF function. Raises ValueError for inputs PyTorch rejects
-        (an index out of range, a dtype that differs from the traced one), naming them."""
+        (an index out of range, a dtype that differs from the traced one, a Python number other
+        than the traced one: :func:`check_traced_numbers`), naming them."""
+        check_traced_numbers(getattr(self, "traced_numbers", {}), inputs)
         return self._bind(inputs)
 
     def unbind(self, results):

@@ -382,3 +382,19 @@ def test_num_segments_from_a_shape_at_each_call(num_segments, reduce):
             continue
         got, want = run(pk, *args), fn(*args).numpy()
         assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
+def test_sp_weights_of_another_dtype_than_the_table(combiner):
+    """embedding_lookup_sparse casts sp_weights to the table's dtype (a Cast in the graph), which
+    was a CompileError ('sp_weights ... computed by Cast') although bind converts them; found by
+    test_tf_fuzz.py. Traced and called with float64 and float16 weights of a float32 table."""
+    rng = np.random.default_rng(12)
+    p = tf.constant(rng.standard_normal((30, 4)).astype(np.float32))
+    f = tf.function(lambda sp, w: tf.nn.embedding_lookup_sparse(p, sp, w, combiner=combiner))
+    sp = sparse_ids(rng, table_rows=30)
+    for wdt in (np.float64, np.float16):
+        w = weights_like(rng, sp, wdt)
+        got, want = run(compile_tf(f, sp, w), sp, w), f(sp, w).numpy()
+        assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

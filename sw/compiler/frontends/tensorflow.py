@@ -119,6 +119,8 @@ def _sparse_lookup(src, out) -> _Lookup | None:
     rows, w = _through(mul.inputs[0]), _through(mul.inputs[1])
     if w.op.type == "Reshape":
         w = _through(w.op.inputs[0])
+    if w.op.type == "Cast" and (w.op.inputs[0].dtype.is_floating or w.op.inputs[0].dtype.is_integer):
+        w = _through(w.op.inputs[0])    # sp_weights of another dtype: bind casts them to the table's
     if rows.op.type not in ("GatherV2", "ResourceGather"):
         return None
     table, ids = _unique_bypass(src, rows.op.inputs[0], rows.op.inputs[1])

@@ -311,6 +311,24 @@ def test_address_overflow_fault_names_the_array_and_the_index_argument():
         f"from arg0 ('table')) left the signed 64-bit range; a value of arg1 ('indices') is too large")
 
 
+def test_address_overflow_fault_blames_index_arguments_only():
+    """A loop to a constant that indexes the table is an extent check with no source argument
+    (source -1): ADDR_OVERFLOW's report blamed ``arg-1``, the last parameter ('out'), beside the
+    index argument."""
+    from sw.compiler import compile_mlir
+    from sw.runtime.drivers import explain_fault
+    from sw.runtime.image import build_image
+    from sw.runtime.isa import Fault
+    kernel = compile_mlir(CONSTANT_LOOP, filename="first8.mlir")
+    assert any(c.source == -1 and c.target == 0 for c in kernel.host_checks)
+    args = [np.ones((4, 10), np.float32), np.array([1], np.int64), np.zeros((1, 8), np.float32)]
+    table_stream = next(n for n, s in enumerate(kernel.program.streams)
+                        if s.kind.name == "MEM" and kernel.arg_map[kernel.program.regions[s.region].base.value].param == 0)
+    assert explain_fault(kernel, build_image(kernel, args), Fault.ADDR_OVERFLOW, table_stream) == (
+        f"access unit fault ADDR_OVERFLOW: the address computation of stream {table_stream} (a load "
+        f"from arg0 ('table')) left the signed 64-bit range; a value of arg1 ('idx') is too large")
+
+
 def test_run_kernel_refuses_options_it_would_ignore():
     """An unknown option (a typo, an input given by keyword) is a TypeError; an RTL option with the
     golden target a ValueError (the golden model has no timing): neither is silently dropped."""

@@ -29,9 +29,12 @@ The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at 
 input; the ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
 Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 and bfloat16
 tables for the unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow
-does (measured: f32 accumulation, one rounding — bfloat16 to nearest even —, the mean divided in
-f32 first; the sorted segment ids become bag offsets and the kernel is the PyTorch frontend's
-16-bit bag), within one ulp of the type. Agreement with TensorFlow's CPU kernels (checked in
+does (measured: the sparse kernels accumulate in f32 and round once — bfloat16 to nearest even —,
+the mean divided in f32 first; the sorted segment ids become bag offsets and the kernel is the
+PyTorch frontend's 16-bit bag; within one ulp of the type. The dense ``SegmentSum``/``Mean``
+round every addition to the 16-bit type and divide by the count in it, as the kernel here does:
+means and sums of rows narrower than 8 columns bit for bit, wider sums, which TensorFlow adds in
+another order, within the summation bound of 16-bit additions). Agreement with TensorFlow's CPU kernels (checked in
 ``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
 integer sum are bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean``/
 ``SqrtN`` and ``SegmentSum``/``Mean`` add a segment's rows in blocks of up to 8 (measured: equal
@@ -226,6 +229,11 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
     t = _T[dtype]
     if look.gather:
         scf = scf_for_gather(t)
+    elif half and look.op in ("SegmentSum", "SegmentMean"):
+        # TensorFlow's dense SegmentSum/Mean reduce in the 16-bit type (every add rounded; the
+        # mean divides by the count in that type), unlike its sparse kernels: so does the kernel
+        scf = scf_for_weighted_segment(t, look.combiner, False)
+        half = False        # bound as the other segment kernels (bind: no bag offsets)
     elif half:              # TensorFlow: f32 accumulation, one rounding (mean: divided first);
         # bfloat16 rounds ties to even (Eigen's conversion), which scf_for_bag's padded=True selects
         scf = scf_for_bag(BagSpec(look.combiner, dtype), padded=bf16, divide_in_f32=True)

@@ -9,7 +9,8 @@ __all__ = ["scf_for_weighted_segment"]
 def scf_for_weighted_segment(t: str, combiner: str, weighted: bool) -> str:
     """``tf.nn.embedding_lookup_sparse`` with ``sp_weights`` or ``combiner="sqrtn"``: for each
     lookup ``k`` in order, ``out[seg[k], :] += w[k] * table[ids[k], :]`` (``w = 1`` without
-    weights) and a per-segment denominator ``den[seg[k]] += 1 | w[k] | w[k]^2``; then each
+    weights) and a per-segment denominator ``den[seg[k]] += 1 | w[k] | w[k]^2`` (unweighted
+    ``mean``: the count, converted to ``t`` at the end, as Eigen's mean reducer); then each
     segment is divided by ``den`` (``mean``) or ``sqrt(den)`` (``sqrtn``), 0 where ``den`` is 0
     (TensorFlow's ``DivNoNan``). ``combiner == "sum"`` (weighted) has no denominator."""
     mt = f"memref<?x?x{t}>"
@@ -26,7 +27,10 @@ def scf_for_weighted_segment(t: str, combiner: str, weighted: bool) -> str:
          f"  %nseg = memref.dim %out, %c0 : {mt}",
          f"  %zero = arith.constant 0.0 : {t}",
          f"  %one = arith.constant 1.0 : {t}"]
-    if scaled:
+    counted = combiner == "mean" and not weighted      # a count, converted to the type last
+    if counted:
+        L.append("  %den = memref.alloc(%nseg) : memref<?xindex>")
+    elif scaled:
         L.append(f"  %den = memref.alloc(%nseg) : memref<?x{t}>")
     L += ["  scf.for %e = %c0 to %ne step %c1 {",
           "    %s_i64 = memref.load %ids[%e] : memref<?xi64>",
@@ -35,7 +39,11 @@ def scf_for_weighted_segment(t: str, combiner: str, weighted: bool) -> str:
           "    %t = arith.index_cast %t_i64 : i64 to index"]
     if weighted:
         L.append(f"    %we = memref.load %w[%e] : memref<?x{t}>")
-    if scaled:
+    if counted:
+        L += ["    %d0 = memref.load %den[%t] : memref<?xindex>",
+              "    %d1 = arith.addi %d0, %c1 : index",
+              "    memref.store %d1, %den[%t] : memref<?xindex>"]
+    elif scaled:
         L.append(f"    %d0 = memref.load %den[%t] : memref<?x{t}>")
         if not weighted:
             L.append(f"    %d1 = arith.addf %d0, %one : {t}")
@@ -55,8 +63,13 @@ def scf_for_weighted_segment(t: str, combiner: str, weighted: bool) -> str:
           "    }",
           "  }"]
     if scaled:
-        L += ["  scf.for %r = %c0 to %nseg step %c1 {",
-              f"    %k = memref.load %den[%r] : memref<?x{t}>"]
+        L.append("  scf.for %r = %c0 to %nseg step %c1 {")
+        if counted:
+            L += ["    %kn = memref.load %den[%r] : memref<?xindex>",
+                  "    %kn_i64 = arith.index_cast %kn : index to i64",
+                  f"    %k = arith.sitofp %kn_i64 : i64 to {t}"]
+        else:
+            L.append(f"    %k = memref.load %den[%r] : memref<?x{t}>")
         if combiner == "sqrtn":
             L.append(f"    %kd = math.sqrt %k : {t}")
         k = "%kd" if combiner == "sqrtn" else "%k"

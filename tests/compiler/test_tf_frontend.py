@@ -384,22 +384,6 @@ def test_num_segments_from_a_shape_at_each_call(num_segments, reduce):
         assert got.shape == want.shape and np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
-def test_sp_weights_of_another_dtype_than_the_table(combiner):
-    """embedding_lookup_sparse casts sp_weights to the table's dtype (a Cast in the graph), which
-    was a CompileError ('sp_weights ... computed by Cast') although bind converts them; found by
-    test_tf_fuzz.py. Traced and called with float64 and float16 weights of a float32 table."""
-    rng = np.random.default_rng(12)
-    p = tf.constant(rng.standard_normal((30, 4)).astype(np.float32))
-    f = tf.function(lambda sp, w: tf.nn.embedding_lookup_sparse(p, sp, w, combiner=combiner))
-    sp = sparse_ids(rng, table_rows=30)
-    for wdt in (np.float64, np.float16):
-        w = weights_like(rng, sp, wdt)
-        got, want = run(compile_tf(f, sp, w), sp, w), f(sp, w).numpy()
-        assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("reduce", ["segment_sum", "segment_mean"])
 def test_dense_segment_sum_and_mean_of_16_bit_tables_reduce_in_16_bits(dtype, reduce):
@@ -418,3 +402,35 @@ def test_dense_segment_sum_and_mean_of_16_bit_tables_reduce_in_16_bits(dtype, re
         got, want = run(pk, x, i, s), g(x, i, s).numpy()
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
+def test_sp_weights_of_another_dtype_than_the_table(combiner):
+    """embedding_lookup_sparse casts sp_weights to the table's dtype (a Cast in the graph), which
+    was a CompileError ('sp_weights ... computed by Cast') although bind converts them; found by
+    test_tf_fuzz.py. Traced and called with float64 and float16 weights of a float32 table."""
+    rng = np.random.default_rng(12)
+    p = tf.constant(rng.standard_normal((30, 4)).astype(np.float32))
+    f = tf.function(lambda sp, w: tf.nn.embedding_lookup_sparse(p, sp, w, combiner=combiner))
+    sp = sparse_ids(rng, table_rows=30)
+    for wdt in (np.float64, np.float16):
+        w = weights_like(rng, sp, wdt)
+        got, want = run(compile_tf(f, sp, w), sp, w), f(sp, w).numpy()
+        assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "max"])
+def test_an_out_of_range_id_of_a_negative_segment_id_is_refused(reduce):
+    """TensorFlow gathers every row before unsorted_segment_sum/max drops the negative segment
+    ids, so an out-of-range id there is its error; bind dropped those lookups first and returned
+    a result (found by test_tf_fuzz.py)."""
+    op = tf.math.unsorted_segment_sum if reduce == "sum" else tf.math.unsorted_segment_max
+    f = tf.function(lambda x, i, s: op(tf.gather(x, i), s, 3))
+    x = np.arange(10, dtype=np.float32).reshape(5, 2)
+    pk = compile_tf(f, x, np.array([0, 1]), np.array([0, 1]))
+    i, s = np.array([0, 7]), np.array([0, -1])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        f(x, i, s)
+    with pytest.raises(ValueError, match=r"ids\[1\] = 7 is out of range for 5 rows"):
+        pk.bind((x, i, s))

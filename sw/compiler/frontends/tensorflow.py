@@ -279,6 +279,11 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
         w = None if w_src is None else value(w_src, a).astype(x.dtype).reshape(-1)
         if i.size != s.size:
             raise ValueError(f"ids and segment ids must have the same length, not {i.size} and {s.size}")
+        # every id is checked, also those of a dropped (negative) segment id: TensorFlow gathers
+        # all rows before the unsorted segment op drops any
+        bad = np.flatnonzero((i >= x.shape[0]) | ((i < 0) & (not look.drop_negative_ids)))
+        if bad.size:
+            raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
         keep = np.ones(i.size, bool)
         if look.drop_negative_ids:                       # safe_embedding_lookup_sparse
             keep &= i >= 0
@@ -286,9 +291,6 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             keep &= s >= 0
         if not keep.all():
             i, s, w = i[keep], s[keep], (None if w is None else w[keep])
-        bad = np.flatnonzero((i < 0) | (i >= x.shape[0]))
-        if bad.size:
-            raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
         if look.sorted_segments and s.size and (np.any(np.diff(s) < 0) or s[0] < 0):
             k = int(np.flatnonzero(np.diff(s) < 0)[0] + 1) if np.any(np.diff(s) < 0) else 0
             raise ValueError(f"segment ids must be sorted and non-negative: segment ids[{k}] = {s[k]}")

@@ -34,8 +34,9 @@ the mean divided in f32 first; the sorted segment ids become bag offsets and the
 PyTorch frontend's 16-bit bag; within one ulp of the type. The dense ``SegmentSum``/``Mean``
 round every addition to the 16-bit type and divide by the count in it, as the kernel here does:
 means and sums of rows narrower than 8 columns bit for bit, wider sums, which TensorFlow adds in
-another order, within the summation bound of 16-bit additions). Agreement with TensorFlow's CPU kernels (checked in
-``tests/compiler/test_tf_frontend.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
+another order, within the summation bound of 16-bit additions). Agreement with TensorFlow's CPU
+kernels (checked in ``tests/compiler/test_tf_frontend.py`` and, on random inputs and sizes,
+``tests/compiler/test_tf_fuzz.py``): ``UnsortedSegmentSum``/``Max``, gathers and every
 integer sum are bit-exact (TensorFlow adds in lookup order too); ``SparseSegmentSum``/``Mean``/
 ``SqrtN`` and ``SegmentSum``/``Mean`` add a segment's rows in blocks of up to 8 (measured: equal
 to the sequential sum for segments of up to 9 rows, not beyond) and divide or multiply by a

@@ -223,7 +223,7 @@ def explain_fault(kernel: Kernel, image: MemoryImage, code: int, addr: int,
         if target is None:
             return (f"access unit fault ADDR_OVERFLOW: the address computation of stream {addr} "
                     f"left the signed 64-bit range; an index is too large for the array it selects from")
-        sources = list(dict.fromkeys(c.source for c in kernel.host_checks      # the arguments that
+        sources = list(dict.fromkeys(c.source for c in kernel.host_checks     # whose values index it
                                      if c.target == target and c.kind in ("index", "bound", "last")))
         blame = f"; a value of {names(sources)} is too large" if sources else ""
         return (f"access unit fault ADDR_OVERFLOW: the address computation of stream {addr} (a load "

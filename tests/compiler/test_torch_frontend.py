@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from sw.compiler import CompileError
 from sw.compiler.frontends.torch import BagSpec, compile_torch, scf_for_bag
@@ -787,3 +788,35 @@ def test_a_python_number_input_other_than_the_traced_one_is_refused():
     assert torch.equal(op(i, o, 2), scaled(i, o, 2).detach())      # the same number, an int
     with pytest.raises(ValueError, match=r"input 2 is True, but the op was traced with 2.0"):
         op(i, o, True)
+
+
+_INDEX_TYPES = [torch.int8, torch.int16, torch.uint8, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("indices", _INDEX_TYPES)
+def test_index_dtypes_are_refused_where_pytorch_refuses_them(indices):
+    """PyTorch's index ops take int32 and int64 indices only; its embedding bag promotes a 1-D
+    input with its offsets first (int16 with int64 offsets runs, int16 with int16 does not).
+    The ops ran any integer type. Every pair, against PyTorch itself: refused (ValueError)
+    exactly where PyTorch raises, else the same result."""
+    w = torch.randn(10, 4)
+    bag = compile_torch(lambda i, o: F.embedding_bag(i, w, o), (torch.tensor([1, 2, 3]), torch.tensor([0, 1])))
+    bag2d = compile_torch(lambda i: F.embedding_bag(i, w), (torch.tensor([[1, 2], [3, 4]]),))
+    segment = compile_torch(lambda x, s, d: torch.zeros(4, 4).index_add(0, d, x[s]),
+                            (w, torch.tensor([1, 2]), torch.tensor([0, 3])))
+    calls = [((lambda i, o: F.embedding_bag(i, w, o)), lambda i, o: run(bag, i, o),
+              (torch.tensor([1, 2, 3]).to(indices), torch.tensor([0, 1]).to(offsets)))
+             for offsets in _INDEX_TYPES]
+    calls.append(((lambda i: F.embedding_bag(i, w)), lambda i: run(bag2d, i),
+                  (torch.tensor([[1, 2], [3, 4]]).to(indices),)))
+    calls.append(((lambda x, s, d: torch.zeros(4, 4).index_add(0, d, x[s])),
+                  lambda x, s, d: run(segment, x, s, d),
+                  (w, torch.tensor([1, 2]).to(indices), torch.tensor([0, 3]).to(indices))))
+    for reference, ours, args in calls:
+        try:
+            want = reference(*args)
+        except (RuntimeError, IndexError):
+            with pytest.raises(ValueError, match=r"must (be an int32 or int64 tensor|promote to int32 or int64)"):
+                ours(*args)
+            continue
+        assert torch.equal(ours(*args), want), [a.dtype for a in args]

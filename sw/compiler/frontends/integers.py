@@ -7,13 +7,18 @@ accepted (told apart by their dtype, so this module imports neither framework).
 
 from __future__ import annotations
 
-__all__ = ["require_integers"]
+__all__ = ["TORCH_INDEX_TYPES", "require_integers"]
+
+#: the index dtypes PyTorch's embedding, embedding_bag, index_select and index_add accept
+TORCH_INDEX_TYPES = ("int32", "int64")
 
 
-def require_integers(a, name: str):
+def require_integers(a, name: str, *, only: tuple[str, ...] = ()):
     """``a`` (a NumPy array or a torch tensor), unchanged; ``ValueError`` ``"<name> must be an
     integer tensor, not <dtype>"`` unless its dtype is an integer type (booleans, floating-point
-    and complex types are refused). ``<dtype>`` is NumPy's name, or torch's without ``torch.``."""
+    and complex types are refused). ``<dtype>`` is NumPy's name, or torch's without ``torch.``.
+    ``only``: the integer types accepted (``("int32", "int64")``: PyTorch's index ops refuse
+    int8, int16, uint8 and the other unsigned types), else a ``ValueError`` naming them."""
     dtype = a.dtype
     if hasattr(dtype, "is_floating_point"):                   # a torch.dtype
         shown = str(dtype).removeprefix("torch.")
@@ -22,4 +27,6 @@ def require_integers(a, name: str):
         shown, integer = str(dtype), dtype.kind in "iu"
     if not integer:
         raise ValueError(f"{name} must be an integer tensor, not {shown}")
+    if only and shown not in only:
+        raise ValueError(f"{name} must be an {' or '.join(only)} tensor, not {shown}")
     return a

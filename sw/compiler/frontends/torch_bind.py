@@ -13,8 +13,17 @@ import numpy as np
 import torch
 
 from ...runtime.kernel import Kernel
-from .integers import require_integers
+from .integers import TORCH_INDEX_TYPES, require_integers
 from .torch_graph import _Found
+
+def _require_index_types(indices: np.dtype, offsets: np.dtype) -> None:
+    """PyTorch's embedding bag promotes a 1-D input and its offsets to a common type, which must
+    be int32 or int64 (int16 with int64 offsets runs; int16 with int16 does not)."""
+    common = np.promote_types(indices, offsets)
+    if str(common) not in TORCH_INDEX_TYPES:
+        raise ValueError(f"input ({indices}) and offsets ({offsets}) must promote to int32 or "
+                         f"int64, not {common} (PyTorch's embedding bag refuses them)")
+
 
 def check_traced_numbers(numbers: dict, inputs: tuple) -> None:
     """Refuse a call whose Python-number inputs differ from the example's: torch.export makes a
@@ -125,6 +134,7 @@ class TorchKernel:
             if offsets_in is not None:
                 raise ValueError("offsets must be None when input is 2-D")
             n, length = indices.shape
+            require_integers(indices, "input", only=TORCH_INDEX_TYPES)
             if length == 0 and not self._reduction:
                 # PyTorch's bag builds its offsets as arange(0, numel, length): "step must be
                 # nonzero" (F.embedding(x, w).sum(1)/.mean(1) of 0 columns is defined: below)
@@ -142,6 +152,7 @@ class TorchKernel:
                 raise ValueError("offsets must be given when input is 1-D")
             offsets = _numpy(offsets_in, "offsets")
             require_integers(offsets, "offsets")        # astype would truncate 1.7 to 1
+            _require_index_types(indices.dtype, offsets.dtype)
             if offsets.ndim != 1:
                 raise ValueError(f"offsets must be 1-D, not {offsets.ndim}-D (shape "
                                  f"{tuple(offsets.shape)})")
@@ -258,7 +269,7 @@ def _value(src, inputs: tuple, name: str) -> np.ndarray:
 
 
 def _index_array(src, inputs, name: str, bound: int) -> np.ndarray:
-    a = require_integers(_value(src, inputs, name), name).astype(np.int64).reshape(-1)
+    a = require_integers(_value(src, inputs, name), name, only=TORCH_INDEX_TYPES).astype(np.int64).reshape(-1)
     bad = np.flatnonzero((a < 0) | (a >= bound))
     if bad.size:
         k = int(bad[0])

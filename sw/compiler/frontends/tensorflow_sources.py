@@ -80,7 +80,7 @@ def _dense(arg) -> bool:
 
 def _num_segments(tf, fn, example_args: tuple, op_type: str, rows: tuple, n_user: int):
     """``(rows, static)``: where ``op_type``'s ``num_segments`` comes from at each call, and the
-    ``(input, dim, size)``s whose traced sizes it was folded from. TensorFlow folds a static
+    ``(argument, flat input position, dim, size)``s whose traced sizes it was folded from. TensorFlow folds a static
     shape into the graph: ``x.shape[0]`` and ``tf.shape(x)[0]`` of the example both become
     constants. So ``fn`` is traced again with every dense input's sizes unknown
     (``tf.TensorSpec`` with ``None``): ``tf.shape(x)[d]`` there is read at each call

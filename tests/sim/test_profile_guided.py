@@ -45,6 +45,7 @@ def test_a_build_without_a_makefile_is_an_error(tmp_path):
 
 
 @pytest.mark.rtl
+@pytest.mark.slow           # ~4 min (a second, instrumented build and its training run): make test-all
 def test_profile_guided_harness_gives_the_plain_harness_results(monkeypatch):
     config = TmuConfig()
     base = fresh_seed("random_case")

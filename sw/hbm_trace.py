@@ -59,7 +59,9 @@ def _text(d) -> str:
 
 def _read_requests(path: str) -> list:
     """The requests of the trace file ``path`` (the argument TRACE); ``ValueError`` naming TRACE
-    and the path when it cannot be read or is not UTF-8 text (a binary file given by mistake)."""
+    and the path when it cannot be read or is not UTF-8 text (a binary file given by mistake).
+    A leading UTF-8 byte-order mark (as Windows editors write) is dropped; it is decoded as
+    plain UTF-8 first, so the offset of an undecodable byte is its offset in the file."""
     from pathlib import Path
 
     from hw.hbm_model.traces import parse_trace
@@ -71,7 +73,7 @@ def _read_requests(path: str) -> list:
                          f"offset {e.start})") from None
     except OSError as e:
         raise ValueError(f"TRACE {path!r} cannot be read ({e.strerror or e})") from None
-    return parse_trace(io.StringIO(text), name=path)
+    return parse_trace(io.StringIO(text.removeprefix("\ufeff")), name=path)
 
 
 def cmd_hbm_trace(ns) -> int:

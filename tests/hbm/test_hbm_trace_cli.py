@@ -57,6 +57,38 @@ def test_errors(tmp_path, capsys):
     assert capsys.readouterr().err == "ember: error: --ports must be a positive integer, not 0\n"
 
 
+def test_utf8_byte_order_mark_is_accepted(tmp_path, capsys):
+    """A trace that starts with a UTF-8 byte-order mark (and has CRLF line ends, as Windows
+    editors write it) reports what the same trace without them reports; it used to be a parse
+    error at line 1. Other errors keep their line numbers, and a mark anywhere else is still one."""
+    text = "".join(f"0x{r.addr:x} {'WRITE' if r.write else 'READ'} {r.issue_cycle}\n"
+                   for r in sequential(300, interval=2))
+    (tmp_path / "plain.trace").write_bytes(text.encode())
+    (tmp_path / "bom.trace").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    out = {}
+    for name in ("plain", "bom"):
+        assert main(["hbm-trace", str(tmp_path / f"{name}.trace"), "--json"]) == 0
+        out[name] = json.loads(capsys.readouterr().out)
+        out[name].pop("trace")
+    assert out["bom"] == out["plain"] and out["bom"]["requests"] == 300
+    b = tmp_path / "b.trace"
+    b.write_bytes(b"\xef\xbb\xbf0x40 READ 1\n0x80 FETCH 2\n")
+    assert main(["hbm-trace", str(b)]) == 2
+    assert capsys.readouterr().err == (f"ember: error: {b}:2: expected "
+                                       "'0x<hex address> READ|WRITE <cycle>', not '0x80 FETCH 2'\n")
+    b.write_bytes(b"\xef\xbb\xbf0x40 FETCH 1\n")
+    assert main(["hbm-trace", str(b)]) == 2
+    assert capsys.readouterr().err == (f"ember: error: {b}:1: expected "
+                                       "'0x<hex address> READ|WRITE <cycle>', not '0x40 FETCH 1'\n")
+    b.write_bytes(b"0x40 READ 1\n\xef\xbb\xbf0x80 READ 2\n")
+    assert main(["hbm-trace", str(b)]) == 2
+    assert capsys.readouterr().err.startswith(f"ember: error: {b}:2: expected ")
+    b.write_bytes(b"\xef\xbb\xbf0x40 READ 1\n\xff READ 2\n")  # offsets stay file offsets
+    assert main(["hbm-trace", str(b)]) == 2
+    assert capsys.readouterr().err == \
+        f"ember: error: TRACE {str(b)!r} is not UTF-8 text (byte 0xff at offset 15)\n"
+
+
 @pytest.mark.slow
 @pytest.mark.rtl
 def test_rtl_model_of_the_simple_preset_matches_reference(tmp_path, capsys):

@@ -40,7 +40,10 @@ memory cycle, its per-callback cycles divided by three, ``CoreCostModel.in_memor
 flight, the reorder buffer's 64-byte entries; the run-ahead engines' ``prefetch_depth`` follows
 it, ``TmuConfig.with_max_inflight``) change the RTL build of every DAE run (``TmuConfig``, through
 ``measure``'s ``config_changes``; one Verilator build per configuration); the core-only side does
-not depend on them. A value ``TmuConfig`` refuses exits 2 before any run.
+not depend on them. A value ``TmuConfig`` refuses exits 2 before any run. With ``--no-rtl``
+(the core-only side alone) these options, ``--tokens-per-cycle``, ``--level`` and ``--config``
+would have no effect: given with it (``--level``/``--config`` other than their defaults), the
+script exits 2 naming them.
 
 Writes ``build/bench_core_only.csv`` (``--out``) and prints a Markdown table.
 
@@ -241,6 +244,17 @@ def main(argv=None) -> int:
             unit.with_max_inflight(a.max_inflight)
         except ValueError as e:
             ap.error(f"--max-inflight {a.max_inflight}: {e}")
+    if a.no_rtl:                 # options read only by the DAE runs, which --no-rtl skips
+        unused = [flag for flag, given in (
+            ("--level", a.level != ap.get_default("level")),
+            ("--config", Path(a.config).resolve() != Path(ap.get_default("config")).resolve()),
+            ("--output-tokens", a.output_tokens is not None),
+            ("--memory-ports", a.memory_ports is not None),
+            ("--max-inflight", a.max_inflight is not None),
+            ("--tokens-per-cycle", a.tokens_per_cycle is not None)) if given]
+        if unused:
+            ap.error(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with "
+                     f"--no-rtl (read only by the DAE side's RTL runs, which --no-rtl skips)")
     warnings.simplefilter("ignore", UserWarning)
     promote = not a.no_promote
     rows = core_only_rows(a.workloads, a.size, a.memory, a.mshrs, vector_bytes=a.vector_bytes,

@@ -62,6 +62,46 @@ def test_a_bad_max_inflight_exits_before_the_core_only_runs(capsys, monkeypatch)
     assert e.value.code == 2 and "--max-inflight 3: " in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, named", [
+    (["--max-inflight", "64"], "--max-inflight has"),
+    (["--output-tokens", "16"], "--output-tokens has"),
+    (["--memory-ports", "4"], "--memory-ports has"),
+    (["--tokens-per-cycle", "16"], "--tokens-per-cycle has"),
+    (["--level", "1"], "--level has"),
+    (["--config", "configs/tmu_small.json"], "--config has"),
+    (["--memory-ports", "4", "--max-inflight", "1024"], "--memory-ports, --max-inflight have"),
+])
+def test_dae_options_with_no_rtl_exit_2(argv, named, capsys, monkeypatch):
+    """The unit's options (and the DAE side's other ones) are read only by the RTL runs: with
+    --no-rtl they had no effect and the script said nothing. Now exit 2 naming them, no run."""
+    monkeypatch.setattr(bench_core_only, "core_only_rows", _ran)
+    monkeypatch.setattr(bench_core_only, "dae_rows", _ran)
+    with pytest.raises(SystemExit) as e:
+        bench_core_only.main(["--no-rtl", *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err
+    assert f"error: {named} no effect with --no-rtl" in err
+
+
+def test_options_that_matter_without_rtl_are_taken(capsys, monkeypatch, tmp_path):
+    """--clock-ratio, --vector-bytes and --no-promote reach the core-only runs with --no-rtl, and
+    --level/--config at their defaults (spelled out) are not refused."""
+    calls = []
+
+    def rows(workloads, size, memory, mshrs, **kw):
+        calls.append(kw)
+        return [dict(workload="eb_sum", **{"class": "embedding"}, caches=c, mshrs=8,
+                     core_only_cycles=200, error="") for c in bench_core_only.CACHES]
+    monkeypatch.setattr(bench_core_only, "core_only_rows", rows)
+    monkeypatch.setattr(bench_core_only, "dae_rows", _ran)
+    assert bench_core_only.main([
+        "--no-rtl", "--workloads", "eb_sum", "--mshrs", "8", "--clock-ratio", "3",
+        "--vector-bytes", "0", "--no-promote", "--level", "3",
+        "--config", str(bench_core_only.REPO / "configs" / "tmu_rtl.json"),
+        "--out", str(tmp_path / "c.csv")]) == 0
+    assert calls == [dict(vector_bytes=0, clock_ratio=3, promote=False)]
+
+
 @pytest.mark.parametrize("argv, changes", [
     ([], {}),
     (["--max-inflight", "1024"], {"max_inflight": 1024, "prefetch_depth": 32}),

@@ -147,7 +147,8 @@ class LoopExtent:
     """The trip count of a loop from 0 in steps of 1, as the host reads it off the call's
     arguments: the constant ``value`` when ``source`` is -1; else ``args[source].shape[axis]``, or
     with ``element`` the value ``args[source][element]`` (a count the kernel loads from an
-    argument it never writes); minus ``minus``; 0 when that is negative (the loop does not run)."""
+    argument it never writes; ``()``: the scalar argument itself); minus ``minus``; 0 when that is
+    negative (the loop does not run)."""
     source: int = -1
     axis: int = 0
     value: int = 0
@@ -180,6 +181,8 @@ class LoopExtent:
             what = f"the constant {self.value}"
         elif self.element is None:
             what = f"the size of {name(self.source)} along axis {self.axis}"
+        elif not self.element:
+            what = f"the value of {name(self.source)}"
         else:
             what = f"the value of {name(self.source)}[{', '.join(map(str, self.element))}]"
         return f"{n}, {what}" + (f" minus {self.minus}" if self.minus else "")
@@ -200,8 +203,11 @@ class HostCheck:
     ``"last"`` (a loop over ``[args[source][g + pair[0]], args[source][g + pair[1]])`` for each
     ``g`` in ``range(n)``, ``n`` the trip count of the outer ``loop``, reads entry
     ``scale * i + offset`` of ``args[target]`` along ``axis``: for every ``g`` whose range is not
-    empty, its first and last such entry lie in ``[0, args[target].shape[axis])``). ``where`` is
-    the ``file:line:col`` of the load or loop.
+    empty, its first and last such entry lie in ``[0, args[target].shape[axis])``) or ``"block"``
+    (every element ``v`` of ``args[source]`` reads the entries ``v * b`` to ``v * b + b - 1``
+    along ``axis``, ``b`` the trip count of ``loop``, the block size: when ``b > 0``, ``v`` in
+    ``[0, args[target].shape[axis] // b)``). ``where`` is the ``file:line:col`` of the load or
+    loop.
     """
     kind: str
     source: int
@@ -242,6 +248,9 @@ class HostCheck:
             return
         if self.kind == "index" and self.loop is not None:
             self._check_strided_index(params, args, name, size, at, entry)
+            return
+        if self.kind == "block":
+            self._check_block(args, name, target, size, at)
             return
         if self.kind == "extent":
             if self.loop is not None:
@@ -311,6 +320,34 @@ class HostCheck:
                          f"indexes axis {self.axis} of {name(self.target)}, which has {size} "
                          f"entries (the load{at}, read as entry {entry} of {name(self.source)} for "
                          f"i < {self.loop.describe(n, name)})")
+
+    def _check_block(self, args, name, target, size, at) -> None:
+        """``"block"``: every element ``v`` of the source reads entries ``v * b + i``, ``i < b``
+        (``b`` the trip count of ``loop``), along ``axis`` of the target: all inside ``[0, size)``."""
+        import numpy as np
+
+        values = np.asarray(args[self.source])
+        b = self.loop.of(args)
+        if not b or values.size == 0 or values.dtype.kind not in "iu":
+            return                        # no block is read (b = 0), or no integers to check
+        blocks = size // b
+        flat = values.reshape(-1)
+        bad = np.flatnonzero((flat < 0) | (flat >= blocks))
+        if not bad.size:
+            return
+        position = np.unravel_index(int(bad[0]), values.shape)
+        value = int(values[position])
+        pos = ", ".join(str(int(p)) for p in position)
+        first, last = value * b, value * b + b - 1
+        stride = int(np.prod(target.shape[self.axis + 1:], dtype=np.int64)) * target.dtype.itemsize
+        overflow = ""
+        if max(abs(first), abs(last)) * stride >= 1 << 63:
+            overflow = f"; its byte offset {first} * {stride} does not fit in 64 bits"
+        raise ValueError(f"{name(self.source)}[{pos}] = {value} is outside [0, {blocks}): it "
+                         f"selects entries {first} to {last} along axis {self.axis} of "
+                         f"{name(self.target)}, which has {size} entries (the load{at}, read as "
+                         f"block entries {value} * b + i for i < b = "
+                         f"{self.loop.describe(b, name)}){overflow}")
 
     def _check_last(self, params, args, name, size, at, entry) -> None:
         """``"last"``: the loops over ``[A[g + pair[0]], A[g + pair[1]])``, ``g < n``, that run,

@@ -6,7 +6,10 @@
 * ``spmm_csr.mlir``'s loop to the count loaded from ``nrows[0]`` (the host reads it from the
   argument: ``rowptr`` needs ``nrows[0] + 1`` entries);
 * ``transe_score.mlir``'s ``triples[3 * t + k]`` (``triples`` needs ``3 n`` entries; the loaded
-  ids index ``entity`` / ``relation``).
+  ids index ``entity`` / ``relation``);
+* ``block_sparse_gather.mlir``'s ``key[blk * bs + r]`` (kind ``block``: a block id ``blk`` loaded
+  from ``block_idx`` reads rows ``blk * bs`` to ``blk * bs + bs - 1`` of ``key`` and ``value``, so
+  every id must be in ``[0, len(key) // bs)`` when ``bs > 0``).
 
 Before, each too-short argument ran into the access unit and stopped with fault ADDR_RANGE (an
 ``AccessFault``); now a ``ValueError`` names the argument, its length and what it needs before the
@@ -161,3 +164,55 @@ def test_block_sparse_gather_dim_minus_one_loop_needs_no_check():
     rows = int(ptr[-2]) * int(args[4])
     np.testing.assert_array_equal(got[0][:rows], BENCH_WORKLOADS["spattn_gather"].reference(args)[0][:rows])
     kernel.check_arguments([np.zeros(0, np.int64), *args[1:]])
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_block_sparse_gather_block_id_past_the_table_is_refused_before_the_unit_runs(opt_level):
+    """A block id whose rows blk * bs .. blk * bs + bs - 1 leave key (or value) is a ValueError
+    naming block_idx, the position and the id; it used to reach the unit (fault ADDR_RANGE)."""
+    kernel = _kernel("block_sparse_gather.mlir", opt_level)
+    args = BENCH_WORKLOADS["spattn_gather"].make("small", 1)
+    _check("spattn_gather", kernel, args)
+    ptr, idx, key, value, bs, k_out, v_out = args
+    bs = int(bs)
+    blocks = len(key) // bs
+    assert len(key) == blocks * bs and int(idx.max()) == blocks - 1     # the last block is read
+    bad = idx.copy()
+    bad[3] = blocks                                   # rows len(key) .. len(key) + bs - 1
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [ptr, bad, key, value, np.int64(bs), k_out.copy(), v_out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg1 (block_idx)[3] = {blocks} is outside [0, {blocks}): it selects entries "
+        f"{blocks * bs} to {blocks * bs + bs - 1} along axis 0 of arg2 (key), which has {len(key)} "
+        f"entries (the load at block_sparse_gather.mlir:19:7, read as block entries {blocks} * b + i "
+        f"for i < b = {bs}, the value of arg4 (bs))")
+    bad[3] = -1
+    with pytest.raises(ValueError, match=r"^arg1 \(block_idx\)\[3\] = -1 is outside \[0, 6\): it "
+                                         r"selects entries -4 to -1 along axis 0 of arg2 \(key\)"):
+        run_kernel(kernel, [ptr, bad, key, value, bs, k_out.copy(), v_out.copy()], "golden")
+    # value one row short: its last block is partial, so the largest id is refused for value
+    with pytest.raises(ValueError, match=rf"^arg1 \(block_idx\)\[\d+\] = {blocks - 1} is outside "
+                                         rf"\[0, {blocks - 1}\): it selects entries .* of arg3 \(value\), "
+                                         rf"which has {len(key) - 1} entries"):
+        run_kernel(kernel, [ptr, idx, key, value[:-1].copy(), bs, k_out.copy(), v_out.copy()], "golden")
+    # a larger block size: fewer blocks fit in the same key
+    with pytest.raises(ValueError, match=r"is outside \[0, 4\): it selects entries 20 to 24 along "
+                                         r"axis 0 of arg2 \(key\), which has 24 entries .* b = 5, the "
+                                         r"value of arg4 \(bs\)\)$"):
+        kernel.check_arguments([ptr, idx, key, value, 5, k_out, v_out])
+
+
+def test_block_sparse_gather_valid_block_ids_pass():
+    """Every shipped input (small and full, several seeds) passes; a block size of 0 reads no
+    row, so no id is refused; a huge id's byte offset is reported as overflowing."""
+    kernel = _kernel("block_sparse_gather.mlir")
+    for size in ("small", "full"):
+        for seed in range(4):
+            kernel.check_arguments(BENCH_WORKLOADS["spattn_gather"].make(size, seed))
+    ptr, idx, key, value, bs, k_out, v_out = BENCH_WORKLOADS["spattn_gather"].make("small", 2)
+    far = np.full_like(idx, 1 << 40)
+    kernel.check_arguments([ptr, far, key, value, np.int64(0), k_out, v_out])
+    far[0] = 1 << 61
+    with pytest.raises(ValueError, match=r"; its byte offset 9223372036854775808 \* 32 does not "
+                                         r"fit in 64 bits$"):
+        kernel.check_arguments([ptr, far, key, value, bs, k_out, v_out])

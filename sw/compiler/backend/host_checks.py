@@ -41,11 +41,21 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     needs ``gptr[g + 1] + 1`` entries for each group with sessions). Exact: an empty range, or a
     ``g`` past the loop, asks for nothing.
 
-Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index`` and ``bound``
-every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch checks
-every index). Index values that go through other arithmetic (``table[(row << 3) + d]``,
-``key[blk * bs + r]`` with ``bs`` an argument) are not checked here; the unit's region check and
-address-overflow fault catch them at run time.
+``block``
+    ``M[.., A[j, ..] * b + r, ..]`` (``arith.muli`` and ``arith.addi``, either order, casts
+    looked through): a value ``v`` loaded from argument ``A`` (never written) at loop indices,
+    times a block size ``b``, plus the induction variable ``r`` of a loop from 0 to that same
+    ``b`` in steps of 1, reads the entries ``v * b`` to ``v * b + b - 1`` of axis ``k`` of
+    ``M``: when ``b > 0``, every element of ``A`` must be in ``[0, M.shape[k] // b)``
+    (``block_sparse_gather.mlir``'s ``key[blk * bs + r]``: ``block_idx`` against the blocks of
+    ``bs`` rows in ``key``). ``b`` is a constant, a scalar (index) argument, or a trip count the
+    host reads off the arguments as above.
+
+Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``, ``bound`` and
+``block`` every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch
+checks every index). Index values that go through other arithmetic (``table[(row << 3) + d]``,
+``table[row * dim + d]`` with ``d`` running to another bound than ``dim``) are not checked here;
+the unit's region check and address-overflow fault catch them at run time.
 The checks run in :func:`sw.runtime.kernel.Kernel.check_arguments` before the unit starts.
 """
 
@@ -54,6 +64,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
 
 from ...runtime.kernel import HostCheck, LoopExtent
@@ -220,6 +231,41 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
         return HostCheck("last", source, target, axis, offset=c, scale=a, loop=extent, pair=(p, q),
                          where=str(location_of(loop) or ""))
 
+    def block_size(b: SSAValue, loop: scf.ForOp) -> LoopExtent | None:
+        """The block size ``b`` (also the upper bound of ``loop``) as the host reads it: a
+        constant, a scalar argument, or a trip count of ``host_extent``."""
+        b = _strip(b)
+        if _int(b) is not None:
+            return LoopExtent(value=_int(b))
+        source = param(b)
+        if source is not None:
+            return None if isinstance(b.type, MemRefType) else LoopExtent(source, element=())
+        return host_extent(loop)
+
+    def block_index(value: SSAValue) -> tuple[int, object, LoopExtent] | None:
+        """``(A, load, b)`` when ``value`` is ``A[..] * b + r`` (either order of both operations):
+        a value loaded from the argument ``A`` (never written) at loop indices, times ``b``, plus
+        the induction variable ``r`` of a loop from 0 to the same ``b`` in steps of 1."""
+        value = _strip(value)
+        if not (isinstance(value, OpResult) and isinstance(value.op, arith.AddiOp)):
+            return None
+        for base, r in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
+            loop, base = _loop_of(_strip(r)), _strip(base)
+            if loop is None or not _from_zero(loop) or \
+                    not (isinstance(base, OpResult) and isinstance(base.op, arith.MuliOp)):
+                continue
+            ub = _strip(loop.ub)
+            for x, b in ((base.op.lhs, base.op.rhs), (base.op.rhs, base.op.lhs)):
+                found = loaded_param(x, at_loop_indices=True)
+                b = _strip(b)
+                same = b is ub or (_int(b) is not None and _int(b) == _int(ub))
+                if found is None or not same or not _read_only(found[1].memref):
+                    continue
+                size = block_size(b, loop)
+                if size is not None:
+                    return found[0], found[1], size
+        return None
+
     checks: list[HostCheck] = []
 
     def add(check: HostCheck) -> None:
@@ -247,6 +293,12 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             found = loaded_param(index, at_loop_indices=True)
             if found is not None:
                 add(HostCheck("index", found[0], target, axis, where=str(location_of(found[1]) or where)))
+                continue
+            found = block_index(index)
+            if found is not None:
+                source, load, size = found
+                add(HostCheck("block", source, target, axis, loop=size,
+                              where=str(location_of(load) or where)))
                 continue
             found = strided_load(index)
             if found is not None:

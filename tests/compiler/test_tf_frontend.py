@@ -434,3 +434,55 @@ def test_an_out_of_range_id_of_a_negative_segment_id_is_refused(reduce):
         f(x, i, s)
     with pytest.raises(ValueError, match=r"ids\[1\] = 7 is out of range for 5 rows"):
         pk.bind((x, i, s))
+
+
+_GROWING = {
+    "embedding_lookup_sparse": lambda t, sp, w: tf.nn.embedding_lookup_sparse(t, sp, None, combiner="sum"),
+    "weighted sqrtn": lambda t, sp, w: tf.nn.embedding_lookup_sparse(t, sp, w, combiner="sqrtn"),
+    "safe_embedding_lookup_sparse": lambda t, sp, w: tf.nn.safe_embedding_lookup_sparse(t, sp, None,
+                                                                                       combiner="mean"),
+    "embedding_lookup": lambda t, sp, w: tf.nn.embedding_lookup(t, sp.values),
+    "segment_sum": lambda t, sp, w: tf.math.segment_sum(tf.gather(t, sp.values), sp.indices[:, 0]),
+    "unsorted_segment_max": lambda t, sp, w: tf.math.unsorted_segment_max(
+        tf.gather(t, sp.values), sp.indices[:, 0], 8),
+}
+
+
+@pytest.mark.parametrize("passed", ["captured", "argument"])
+@pytest.mark.parametrize("op", list(_GROWING))
+def test_a_variable_of_unknown_rows_is_read_with_its_rows_at_each_call(op, passed):
+    """A ``tf.Variable`` declared ``shape=[None, d]`` (captured by the function or passed to it)
+    and assigned more, then fewer rows than at compile time: each call reads the table as it is
+    then, and its ids are checked against its rows then (ids of the new rows gathered; an id
+    valid at tracing and out of range now is the ValueError of any out-of-range id, where
+    TensorFlow raises). Against TensorFlow's result with the new table; the sparse reductions
+    within their rtol, the others bit for bit."""
+    rng = np.random.default_rng(21)
+    v = tf.Variable(rng.standard_normal((10, 3)).astype(np.float32), shape=tf.TensorShape([None, 3]))
+    if passed == "captured":
+        f, table = tf.function(lambda sp, w: _GROWING[op](v, sp, w)), ()
+    else:
+        f, table = tf.function(_GROWING[op]), (v,)
+
+    def args(table_rows):
+        sp = sparse_ids(rng, rows=8, cols=5, table_rows=table_rows, density=0.5)
+        return table + (sp, weights_like(rng, sp, np.float32))
+
+    pk = compile_tf(f, *args(10))
+    for rows in (10, 40, 4):
+        v.assign(rng.standard_normal((rows, 3)).astype(np.float32))
+        a = args(rows)
+        assert rows <= 10 or a[-2].values.numpy().max() >= 10      # ids of the new rows
+        got, want = run(pk, *a), f(*a).numpy()
+        assert got.shape == want.shape
+        if op in ("embedding_lookup", "unsorted_segment_max"):
+            assert np.array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    a = args(10)                                     # valid for the traced 10 rows, not for 4
+    ids = a[-2].values.numpy()
+    bad = int(np.flatnonzero(ids >= 4)[0])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        f(*a)
+    with pytest.raises(ValueError, match=rf"ids\[{bad}\] = {ids[bad]} is out of range for 4 rows"):
+        pk.bind(a)

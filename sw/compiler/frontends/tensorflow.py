@@ -25,8 +25,9 @@ num_segments)``                                             input or ``tf.shape(
                                                             the type's lowest value, as TensorFlow
 =========================================================  ==============================================
 
-The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call) or an
-input; the ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
+The table (``params``/``x``) is a constant, a captured ``tf.Variable`` (read at each call, with
+its rows then: one declared ``shape=[None, d]`` may be assigned more or fewer) or an input; the
+ids and segment ids are inputs (or ``sp.indices[:, 0]`` of a ``SparseTensor`` input).
 Data types: float32, float64 (and int32/int64 for sums, max and gathers); float16 and bfloat16
 tables for the unweighted sparse/sorted segment sum and mean and gathers, computed as TensorFlow
 does (measured: the sparse kernels accumulate in f32 and round once — bfloat16 to nearest even —,

@@ -185,7 +185,9 @@ STEPS = [
          ["scripts/sweep.py", "--workloads", "eb_sum", "--levels", "3", "--memory", "simple",
           "--jobs", "1"], "--out",
          ["workload", "memory", "max_inflight", "access_cycles", "dae_cycles",
-          "useful_bytes_per_cycle", "mean_lines_in_flight", "peak_lines_in_flight", "error"],
+          "useful_bytes_per_cycle", "mean_lines_in_flight", "peak_lines_in_flight",
+          "read_latency_mean", "read_latency_max", "slow_reads", "channel_queue_peak",
+          "rob_full_cycles", "unattributed_cycles", "error"],
          ["workload", "max_inflight"], "useful_bytes_per_cycle", "useful bytes / cycle"),
 ]
 STEP_NAMES = [s.name for s in STEPS]

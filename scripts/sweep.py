@@ -19,7 +19,11 @@ built once.
 
 Per row (one workload × level × hardware point): access-unit cycles, core cycles
 (``CoreCostModel``), DAE cycles ``max(access, core)``, useful bytes/cycle (``bytes_loaded`` ÷
-cycles), line requests, mean and peak lines in flight, tokens.
+cycles), line requests, mean and peak lines in flight, tokens, and what the memory did with them:
+mean and largest read latency (cycles, request accepted to data back), reads that took 200 cycles
+or more, the fullest channel request queue (entries; the preset's ``queue_depth`` when a channel
+filled and refused the ports), and the unit's cycles without a completed uop by cause
+(``WAIT_COUNTERS``, ``unattributed_cycles``; ``docs/rtl.md`` §2.6). Latencies are empty for the ``simple`` memory.
 
 Usage: python scripts/sweep.py [--workloads eb_sum,spmm_cora] [--levels 3] [--memory HBM2]
        [--max-inflight 128,512] [--ports 2] [--output-tokens 8] [--lanes 8] [--drain-entries 1,2]
@@ -132,8 +136,48 @@ def run_point(point: dict, workloads: Sequence[str], levels: Sequence[int], size
                    mean_lines_in_flight=round(r.stats["inflight_sum"] / cycles, 2),
                    peak_lines_in_flight=r.stats["peak_inflight"],
                    data_tokens=len(r.data_tokens), control_tokens=len(r.control_tokens),
-                   rtl_wall_s=round(wall, 1))
+                   **{k: r.stats[k] for k in WAIT_COUNTERS},
+                   unattributed_cycles=unattributed_cycles(r.stats),
+                   **memory_columns(r.memory_stats), rtl_wall_s=round(wall, 1))
     return rows
+
+
+#: the unit's counters of cycles without a completed uop (docs/rtl.md §2.6), one column each
+WAIT_COUNTERS = ("rob_full_cycles", "issue_wait_cycles", "block_wait_cycles", "evaluate_cycles",
+                 "fetch_bubble_cycles")
+
+
+def unattributed_cycles(stats: dict) -> int:
+    """Cycles after decoding in which the traversal completed no uop and no counter of
+    ``WAIT_COUNTERS`` claims the cycle: the drain after ``DONE``, a full control queue, engines
+    not ready to start, a row's or vector's further chunks (``docs/rtl.md`` §2.6, whose counters
+    count disjoint cycles but for the cycle a blocking load's data is used)."""
+    return (stats["cycles"] - stats["decode_cycles"] - stats["uops"]
+            - sum(stats[k] for k in WAIT_COUNTERS))
+
+
+#: read latencies at or above this many cycles are counted in ``slow_reads`` (the tail that the
+#: reorder buffer's in-order drain waits on; docs/performance.md, "Lines in flight and the hot
+#: channels")
+SLOW_READ_CYCLES = 200
+
+
+def memory_columns(memory_stats: dict | None) -> dict:
+    """The memory's side of a run, from ``RtlResult.memory_stats`` (``hw/hbm_model`` counters):
+    ``read_latency_mean`` and ``read_latency_max`` (cycles), ``slow_reads`` (reads of
+    ``SLOW_READ_CYCLES`` or more, from the latency histogram's 4-cycle bins) and
+    ``channel_queue_peak`` (the fullest channel request queue, entries). Empty strings where the
+    memory does not count them (the ``simple`` preset)."""
+    m = memory_stats or {}
+    reads, hist = m.get("reads"), m.get("read_latency_hist")
+    if not reads or not hist:
+        return dict(read_latency_mean="", read_latency_max="", slow_reads="",
+                    channel_queue_peak=max(m.get("queue_occupancy_max") or [""]))
+    from hw.hbm_model.reference import HIST_BIN_CYCLES
+    return dict(read_latency_mean=round(m["read_latency_sum"] / reads, 1),
+                read_latency_max=m["read_latency_max"],
+                slow_reads=sum(hist[SLOW_READ_CYCLES // HIST_BIN_CYCLES:]),
+                channel_queue_peak=max(m.get("queue_occupancy_max") or [0]))
 
 
 def _ints(text: str, option: str, parser) -> list[int]:

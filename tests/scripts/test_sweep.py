@@ -37,6 +37,32 @@ def test_hardware_points_are_the_product_of_the_given_axes():
     assert sweep.config_for({"memory": "HBM2"}).drain_lines == 2
 
 
+def test_memory_columns_from_the_hbm_counters():
+    """Mean and largest latency, reads of 200+ cycles and the fullest channel queue, from the
+    counters the HBM model reports (its histogram: 64 bins of 4 cycles, the last one open)."""
+    from hw.hbm_model.reference import HIST_BIN_CYCLES, HIST_BINS
+    latencies = [17, 17, 40, 199, 200, 203, 256, 900]
+    hist = [0] * HIST_BINS
+    for lat in latencies:
+        hist[min(lat // HIST_BIN_CYCLES, HIST_BINS - 1)] += 1
+    stats = {"reads": len(latencies), "read_latency_sum": sum(latencies),
+             "read_latency_max": max(latencies), "read_latency_hist": hist,
+             "queue_occupancy_max": [3, 64, 12]}
+    assert sweep.memory_columns(stats) == {
+        "read_latency_mean": round(sum(latencies) / len(latencies), 1), "read_latency_max": 900,
+        "slow_reads": sum(lat >= 200 for lat in latencies), "channel_queue_peak": 64}
+    # the simple memory counts no latencies: empty cells, not zeros
+    assert sweep.memory_columns({}) == {"read_latency_mean": "", "read_latency_max": "",
+                                        "slow_reads": "", "channel_queue_peak": ""}
+
+
+def test_unattributed_cycles_are_what_no_wait_counter_claims():
+    stats = {"cycles": 1000, "decode_cycles": 100, "uops": 700, "rob_full_cycles": 50,
+             "issue_wait_cycles": 5, "block_wait_cycles": 60, "evaluate_cycles": 20,
+             "fetch_bubble_cycles": 3}
+    assert sweep.unattributed_cycles(stats) == 1000 - 100 - 700 - 50 - 5 - 60 - 20 - 3
+
+
 @pytest.mark.rtl
 def test_a_point_runs_every_workload_and_level_checked():
     rows = sweep.run_grid([POINT], ["eb_sum", "spmv_csr"], [0, 3], "small", progress=False)
@@ -46,6 +72,7 @@ def test_a_point_runs_every_workload_and_level_checked():
         assert r["error"] == "" and r["access_cycles"] > 0
         assert r["dae_cycles"] == max(r["access_cycles"], r["core_cycles"])
         assert r["useful_bytes_per_cycle"] > 0
+        assert all(r[k] >= 0 for k in sweep.WAIT_COUNTERS) and r["unattributed_cycles"] >= 0
 
 
 @pytest.mark.rtl

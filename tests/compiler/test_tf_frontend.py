@@ -486,3 +486,105 @@ def test_a_variable_of_unknown_rows_is_read_with_its_rows_at_each_call(op, passe
         f(*a)
     with pytest.raises(ValueError, match=rf"ids\[{bad}\] = {ids[bad]} is out of range for 4 rows"):
         pk.bind(a)
+
+
+def sparse_ids_of_shape(rng, shape, table_rows, density=0.4):
+    """Ids of any rank, some negative (dropped by safe_embedding_lookup_sparse), the last row
+    (of the leading dimensions) empty."""
+    idx = np.argwhere(rng.random(shape) < density).reshape(-1, len(shape))
+    if len(shape) > 1:
+        idx = idx[np.any(idx[:, :-1] != np.array(shape[:-1]) - 1, axis=1)]
+    return tf.sparse.SparseTensor(idx, tf.constant(rng.integers(-2, table_rows, len(idx)), tf.int64), shape)
+
+
+_SAFE_VARIANTS = {"plain": (False, None), "sparse_weights": (True, None), "default_id": (False, 3),
+                  "both": (True, 3)}
+
+
+@pytest.mark.parametrize("variant", list(_SAFE_VARIANTS))
+@pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
+@pytest.mark.parametrize("shape", [(7,), (5, 4), (3, 4, 5), (2, 3, 2, 4)], ids=lambda s: f"rank{len(s)}")
+def test_safe_embedding_lookup_sparse_of_any_rank_weights_and_default_id(shape, combiner, variant):
+    """TensorFlow reshapes sparse_ids [d_0, ..., d_n] to [d_0 * ... * d_{n-1}, d_n] and returns
+    [d_0, ..., d_{n-1}, e]; ids of rank other than 2 gave a silent [d_0, e] of other values (the
+    rows were sp.indices[:, 0]; rank 1: [d_0, e] where TensorFlow returns [e]). With
+    sparse_weights or default_id the op was refused. Now all on the host as TensorFlow does
+    (reshape, prune ids < 0 and, for mean/sqrtn, weights <= 0, fill empty rows with default_id
+    at weight 1 or zero them); called again on ids of another dense shape of the same rank.
+    Within the tolerances of embedding_lookup_sparse."""
+    weighted, default_id = _SAFE_VARIANTS[variant]
+    rng = np.random.default_rng(31)
+    p = tf.constant(rng.standard_normal((20, 3)).astype(np.float32))
+
+    def lookup(sp, w=None):
+        return tf.nn.safe_embedding_lookup_sparse(p, sp, w, combiner=combiner, default_id=default_id)
+
+    def args(shape):
+        sp = sparse_ids_of_shape(rng, shape, 20)
+        if not weighted:
+            return (sp,)
+        w = rng.standard_normal(sp.values.shape[0]).astype(np.float32)    # some <= 0: dropped
+        return sp, tf.sparse.SparseTensor(sp.indices, tf.constant(w), sp.dense_shape)    # unless sum
+
+    f = tf.function(lookup) if weighted else tf.function(lambda sp: lookup(sp))
+    pk = compile_tf(f, *args(shape))
+    tol = 10 * RTOL[np.float32] if weighted or combiner == "sqrtn" else RTOL[np.float32]
+    for s in (shape, tuple(d + 1 for d in shape)):
+        a = args(s)
+        got, want = run(pk, *a), f(*a).numpy()
+        assert got.shape == want.shape == s[:-1] + (3,)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_safe_embedding_lookup_sparse_refuses_where_tensorflow_does_and_orders_as_it():
+    """The host side of safe_embedding_lookup_sparse as TensorFlow's: a default_id out of range
+    is an error only when a row is empty (an empty row looks up default_id or 0, also for a
+    table of no rows), an out-of-range id whose weight mean/sqrtn drop is no error (sum keeps
+    it), NaN weights dropped by mean, sparse_weights' indices not read, indices in any order
+    (SparseFillEmptyRows orders them by row), rank-3 ids of a float16 table (the 16-bit bag)."""
+    p = np.arange(15, dtype=np.float32).reshape(5, 3)
+
+    def check(f, *args, error=None):
+        if error is None:
+            got, want = run(compile_tf(f, *args), *args), f(*args).numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-6)
+            return
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            f(*args)
+        pk = compile_tf(f, *args)
+        with pytest.raises(ValueError, match=error):
+            pk.bind(args)
+
+    def sparse(indices, values, shape, dtype=tf.int64):
+        return tf.sparse.SparseTensor(indices, tf.constant(values, dtype), shape)
+
+    def safe(table=p, combiner="mean", default_id=None):
+        return tf.function(lambda sp, w=None: tf.nn.safe_embedding_lookup_sparse(
+            tf.constant(table), sp, w, combiner=combiner, default_id=default_id))
+
+    one_empty, none_empty = sparse([[0, 0]], [1], [2, 2]), sparse([[0, 0], [1, 0]], [1, 2], [2, 2])
+    check(safe(default_id=7), one_empty, error=r"default_id 7 is out of range for 5 rows: row \[1\]")
+    check(safe(default_id=-1), one_empty, error=r"default_id -1 is out of range for 5 rows")
+    check(safe(default_id=7), none_empty)
+    check(safe(table=np.zeros((0, 3), np.float32)), sparse(np.zeros((0, 2), np.int64), [], [2, 2]),
+          error=r"default_id None is out of range for 0 rows: row \[0\] of sparse_ids is empty and "
+                r"TensorFlow looks up 0 there before it zeroes the row")
+    ids = sparse([[0, 0], [0, 1]], [1, 9], [1, 2])
+    w = sparse([[0, 0], [0, 1]], [1.0, -1.0], [1, 2], tf.float32)      # mean/sqrtn drop id 9
+    check(safe(), ids, w)
+    check(safe(combiner="sqrtn"), ids, w)
+    check(safe(combiner="sum"), ids, w, error=r"ids\[1\] = 9 is out of range for 5 rows")
+    nan = sparse([[0, 0], [0, 1]], [np.nan, 2.0], [1, 2], tf.float32)
+    check(safe(), sparse([[0, 0], [0, 1]], [1, 2], [1, 2]), nan)
+    elsewhere = sparse([[5, 5], [7, 1]], [2.0, 3.0], [9, 9], tf.float32)     # only the values are read
+    check(safe(combiner="sum"), sparse([[0, 0], [0, 1]], [1, 2], [1, 2]), elsewhere)
+    check(safe(combiner="sum"), sparse([[0, 0], [0, 1]], [1, 2], [1, 2]),
+          sparse([[0, 0]], [2.0], [1, 2], tf.float32),
+          error=r"sparse_weights has 1 values and sparse_ids 2")
+    check(safe(combiner="sum"), sparse([[2, 0, 1], [0, 1, 0], [2, 0, 0], [0, 0, 1]], [1, 2, 3, 4], [3, 2, 2]))
+    check(safe(), sparse([[0, 5, 0]], [1], [2, 2, 2]),
+          error=r"sparse_ids.indices\[0\] = \[0, 5, 0\] is out of range for dense_shape \[2, 2, 2\]")
+    half = (np.arange(60).reshape(20, 3) / 4).astype(np.float16)                # sums exact in any order
+    rng = np.random.default_rng(5)
+    check(safe(table=half, combiner="sum"), sparse_ids_of_shape(rng, (3, 2, 4), 20))

@@ -12,8 +12,11 @@ combiner="sum" | "mean" | "sqrtn")``                        :func:`scf_for_weigh
                                                             ``Unique`` + double gather is bypassed
 the same with ``sp_weights`` (``Mul`` -> ``SegmentSum``,   :func:`scf_for_weighted_segment`: ``w * row``,
 ``DivNoNan`` by the sum of weights or sqrt of squares)      per-segment denominator, 0 where it is 0
-``tf.nn.safe_embedding_lookup_sparse`` (no weights)         the above; ids < 0 dropped on the host, output
-                                                            rows ``dense_shape[0]`` (empty rows 0)
+``tf.nn.safe_embedding_lookup_sparse``, ``sparse_ids`` of   the above; TensorFlow's host side in ``bind``
+any rank, with ``sparse_weights``, ``default_id``           (``tensorflow_safe``): ids reshaped to rows,
+                                                            ids < 0 (mean/sqrtn: weights <= 0) dropped,
+                                                            empty rows ``default_id`` or 0, the result
+                                                            reshaped to ``[d_0, ..., d_{n-1}, e]``
 ``tf.nn.embedding_lookup(params, ids)``, ``tf.gather``      ``scf_for_gather`` (a copy), ids of any shape
 ``tf.sparse.segment_sum/mean/sqrt_n(data, ids, segment)``   as written
 ``tf.math.segment_sum/segment_mean(tf.gather(x, ids), s)``  output rows ``max(segment) + 1``
@@ -56,6 +59,7 @@ import numpy as np
 
 from ..errors import CompileError
 from .integers import require_integers
+from .tensorflow_safe import safe_lookup, safe_lookups
 from .tensorflow_scf import scf_for_weighted_segment
 from .tensorflow_sources import _num_segments, _Sources, _through
 from .torch import BagSpec, PlanKernel, _compile, scf_for_bag, scf_for_gather, scf_for_segment
@@ -77,7 +81,8 @@ _DENSE_OPS = {"SegmentSum": "sum", "SegmentMean": "mean", "UnsortedSegmentSum": 
               "UnsortedSegmentMax": "max"}
 _LOWEST = {"float32": np.finfo(np.float32).min, "float64": np.finfo(np.float64).min,
            "int32": np.iinfo(np.int32).min, "int64": np.iinfo(np.int64).min}
-_SUPPORTED = ("embedding_lookup_sparse (sum, mean, sqrtn; sp_weights), safe_embedding_lookup_sparse, "
+_SUPPORTED = ("embedding_lookup_sparse (sum, mean, sqrtn; sp_weights), safe_embedding_lookup_sparse "
+              "(sparse_weights, default_id, ids of any rank), "
               "embedding_lookup, sparse.segment_sum/mean/sqrt_n, gather + segment_sum/segment_mean/"
               "unsorted_segment_sum/unsorted_segment_max")
 
@@ -86,12 +91,13 @@ class _Lookup:
     """What the graph computes: ``out[seg[k]] (op)= w[k] * table[ids[k]]`` for every lookup ``k``."""
 
     def __init__(self, table, ids, seg, combiner, *, weights=None, rows=("max+1",), op="",
-                 sorted_segments=False, drop_negative_ids=False, drop_negative_segments=False,
+                 sorted_segments=False, drop_negative_segments=False,
                  gather=False):
         self.table, self.ids, self.seg, self.weights, self.combiner = table, ids, seg, weights, combiner
         self.rows, self.op, self.sorted_segments = rows, op, sorted_segments
-        self.drop_negative_ids, self.drop_negative_segments = drop_negative_ids, drop_negative_segments
+        self.drop_negative_segments = drop_negative_segments
         self.gather = gather
+        self.safe = None        # safe_embedding_lookup_sparse: (indices position, default_id)
 
 
 def _unique_bypass(src, data, ids):
@@ -135,26 +141,8 @@ def _sparse_lookup(src, out) -> _Lookup | None:
 
 def _find(tf, src, out) -> _Lookup:
     op = out.op
-    if op.type == "Reshape" and _through(op.inputs[0]).op.type == "Select":          # safe_...
-        sel = _through(op.inputs[0]).op
-        inner = _sparse_lookup(src, _through(sel.inputs[2]))
-        fill = [o for o in out.graph.get_operations() if o.type == "SparseFillEmptyRows"]
-        if inner is None or not fill:
-            raise CompileError(f"unsupported TensorFlow operation 'Select' ({sel.name}); supported: "
-                               + _SUPPORTED)
-        sp_indices = _through(fill[0].inputs[0])
-        while sp_indices.op.type in ("GatherV2", "SparseReshape"):
-            sp_indices = _through(sp_indices.op.inputs[0])
-        k = src.inputs.get(sp_indices.name)
-        if k is None:
-            raise CompileError("unsupported safe_embedding_lookup_sparse: the ids must be a SparseTensor "
-                               "input")
-        inner.ids, inner.seg = ("input", k + 1), ("row_of", k)
-        if inner.weights is not None:
-            raise CompileError("unsupported safe_embedding_lookup_sparse with sp_weights (without "
-                               "them, and embedding_lookup_sparse with them, are supported)")
-        inner.rows, inner.drop_negative_ids, inner.op = ("dense_shape", k + 2), True, "safe_" + inner.op
-        return inner
+    if op.type == "Reshape" and any(o.type == "SparseFillEmptyRows" for o in out.graph.get_operations()):
+        return safe_lookup(src, out, _sparse_lookup, _SUPPORTED)                 # safe_...
     if op.type == "GatherV2" or op.type == "ResourceGather":                       # embedding_lookup
         return _Lookup(_through(op.inputs[0]), op.inputs[1], None, "gather", op=op.type, gather=True)
     found = _sparse_lookup(src, out)
@@ -276,23 +264,25 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             if bad.size:
                 raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
             return [np.ascontiguousarray(x), i, np.zeros((i.size, x.shape[1]), x.dtype)]
-        s = require_integers(value(seg_src, a), "segment ids").astype(np.int64).reshape(-1)
         # sp_weights of another dtype are converted to the table's, as embedding_lookup_sparse does
         w = None if w_src is None else value(w_src, a).astype(x.dtype).reshape(-1)
-        if i.size != s.size:
-            raise ValueError(f"ids and segment ids must have the same length, not {i.size} and {s.size}")
-        # every id is checked, also those of a dropped (negative) segment id: TensorFlow gathers
-        # all rows before the unsorted segment op drops any
-        bad = np.flatnonzero((i >= x.shape[0]) | ((i < 0) & (not look.drop_negative_ids)))
-        if bad.size:
-            raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
-        keep = np.ones(i.size, bool)
-        if look.drop_negative_ids:                       # safe_embedding_lookup_sparse
-            keep &= i >= 0
-        if look.drop_negative_segments:                  # unsorted segment ops drop them
-            keep &= s >= 0
-        if not keep.all():
-            i, s, w = i[keep], s[keep], (None if w is None else w[keep])
+        if look.safe is not None:      # reshaped to rows, pruned, empty rows filled: on the host
+            k, default_id = look.safe
+            i, s, w, n_safe, state["safe_shape"] = safe_lookups(a[k], i, a[k + 2], w, look.combiner,
+                                                                default_id, x.shape[0])
+        else:
+            s = require_integers(value(seg_src, a), "segment ids").astype(np.int64).reshape(-1)
+            if i.size != s.size:
+                raise ValueError(f"ids and segment ids must have the same length, not {i.size} and "
+                                 f"{s.size}")
+            # every id is checked, also those of a dropped (negative) segment id: TensorFlow
+            # gathers all rows before the unsorted segment op drops any
+            bad = np.flatnonzero((i >= x.shape[0]) | (i < 0))
+            if bad.size:
+                raise ValueError(f"ids[{bad[0]}] = {i[bad[0]]} is out of range for {x.shape[0]} rows")
+            if look.drop_negative_segments:                  # unsorted segment ops drop them
+                keep = s >= 0
+                i, s, w = i[keep], s[keep], (None if w is None else w[keep])
         if look.sorted_segments and s.size and (np.any(np.diff(s) < 0) or s[0] < 0):
             k = int(np.flatnonzero(np.diff(s) < 0)[0] + 1) if np.any(np.diff(s) < 0) else 0
             raise ValueError(f"segment ids must be sorted and non-negative: segment ids[{k}] = {s[k]}")
@@ -311,8 +301,8 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
             n = int(np.shape(a[k])[d])
         elif kind == "input":
             n = int(np.asarray(a[look.rows[1]]))
-        elif kind == "dense_shape":
-            n = int(np.asarray(a[look.rows[1]])[0])
+        elif kind == "safe":
+            n = n_safe
         else:
             n = int(s.max()) + 1 if s.size else 0
         if n < 0:
@@ -331,6 +321,8 @@ def compile_tf(fn: Callable, *example_args, limits=None, opt_level: int = 0) -> 
         r = np.asarray(results[0])
         if bf16:
             r = r.view(state["bf16"])
+        if look.safe is not None:       # [d_0, ..., d_{n-1}, e], as TensorFlow reshapes it back
+            return r.reshape(*state["safe_shape"], r.shape[1])
         return r.reshape(*state["shape"], r.shape[1]) if look.gather else r
 
     spec = {"op": look.op, "reduce": look.combiner, "dtype": dtype, "weighted": look.weights is not None}

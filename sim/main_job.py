@@ -151,6 +151,9 @@ def print_ceiling(indices: np.ndarray, dim: int, preset_name: str, cycles: int,
     cycle). Issue 10's ratios."""
     from hw.hbm_model.presets import get_preset
     from hw.hbm_model.traces import ceiling, embedding_gather
+    if len(indices) == 0:
+        print("memory's ceiling for this row trace: none (no rows gathered: every bag is empty)")
+        return
     preset = get_preset(preset_name)
     bound, ports, _ = ceiling(preset, embedding_gather(dim, indices=indices))
     useful = len(indices) * dim * 4 / cycles

@@ -27,7 +27,9 @@ DEFAULT_CORE_ONLY_MSHRS = 16
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", default="cora",
-                   help="'cora' (shipped) or the path of an edge list (two node ids per line, '#' comments)")
+                   help="'cora' (shipped) or the path of an edge list (two integer node ids per line, "
+                        "'#' comments; ids relabelled 0..N-1 in order, each edge stored both ways, "
+                        "self-loops dropped)")
     p.add_argument("--dim", type=int, default=DEFAULT_DIM, help=f"feature width in elements (default {DEFAULT_DIM})")
     p.add_argument("--nodes", type=int, default=0,
                    help="aggregate only the first NODES nodes (0: all); for quick runs")

@@ -42,25 +42,43 @@ class Graph:
 def load_edge_list(path: str | Path, *, name: str | None = None, symmetric: bool = True) -> Graph:
     """Read a whitespace-separated edge list (``#`` comments) into CSR.
 
-    Node ids are remapped to ``0..N-1`` in increasing order of the original ids. With ``symmetric``
-    each edge is stored in both directions; duplicate edges and self-loops are dropped.
+    Node ids are remapped to ``0..N-1`` in increasing order of the original ids (any integers,
+    negative ones too). With ``symmetric`` each edge is stored in both directions; duplicate edges
+    and self-loops are dropped (a node whose only edges are self-loops keeps an empty row). A
+    UTF-8 byte-order mark at the start of the file is skipped.
 
     Raises
     ------
     FileNotFoundError
         When ``path`` does not exist (the message names it).
     ValueError
-        When a line does not hold two integer ids.
+        When ``path`` is not a file, holds no edge, or a line does not hold two integer ids.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"graph file {str(path)!r} does not exist")
+    if not path.is_file():
+        raise ValueError(f"graph file {str(path)!r} is not a file")
+    pairs = []
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"graph file {str(path)!r} must hold two node ids per line, not "
+                             f"{len(fields)} (line {number}: {line.strip()!r})")
+        try:
+            pairs.append((int(fields[0]), int(fields[1])))
+        except ValueError:
+            raise ValueError(f"graph file {str(path)!r} must hold two integer node ids per line "
+                             f"(line {number}: {line.strip()!r})") from None
+    if not pairs:
+        raise ValueError(f"graph file {str(path)!r} holds no edge (two node ids per line, '#' comments)")
     try:
-        edges = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2)
-    except ValueError as e:
-        raise ValueError(f"graph file {str(path)!r} must hold two integer node ids per line: {e}") from None
-    if edges.shape[1] != 2:
-        raise ValueError(f"graph file {str(path)!r} must hold two node ids per line, not {edges.shape[1]}")
+        edges = np.array(pairs, dtype=np.int64)
+    except OverflowError:
+        raise ValueError(f"graph file {str(path)!r} has a node id outside the 64-bit integers") from None
     ids, remapped = np.unique(edges, return_inverse=True)
     remapped = remapped.reshape(edges.shape)
     src, dst = remapped[:, 0], remapped[:, 1]

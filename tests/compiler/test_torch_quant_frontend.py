@@ -185,3 +185,31 @@ def test_ao_quantized_embedding_bag_module_on_rtl(rng):
     m = ao_bag(rng, 8)
     _, idx, off = data(rng)
     assert torch.equal(compile_torch(m, (idx, off), opt_level=3)(idx, off, target="rtl"), m(idx, off))
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs PyTorch's quantized bags refuse (found by test_torch_quant_fuzz.py)
+# ------------------------------------------------------------------------------------------------
+
+_INDEX_TYPES = [torch.int8, torch.int16, torch.uint8, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_index_dtypes_are_refused_where_pytorch_refuses_them(bits):
+    """The quantized bags check the indices and the offsets each: int32 or int64 ("Expect 32 or 64
+    bit indices"), not promoted together as ``nn.EmbeddingBag``'s input and offsets are; the
+    frontend took that promotion, so int16 ids with int64 offsets (or int32 ids with int16
+    offsets) ran. Every pair, against PyTorch itself."""
+    m = Byte(torch.randn(10, 4), bits=bits)
+    op = compile_torch(m, (torch.tensor([1, 2, 3]), torch.tensor([0, 1])))
+    for indices in _INDEX_TYPES:
+        for offsets in _INDEX_TYPES:
+            args = (torch.tensor([1, 2, 3]).to(indices), torch.tensor([0, 1]).to(offsets))
+            try:
+                want = m(*args)
+            except RuntimeError:
+                name = "indices" if indices not in (torch.int32, torch.int64) else "offsets"
+                with pytest.raises(ValueError, match=f"^{name} must be an int32 or int64 tensor, not "):
+                    op(*args)
+                continue
+            assert torch.equal(op(*args), want), (indices, offsets)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..errors import CompileError
+from .integers import TORCH_INDEX_TYPES, require_integers
 from .torch_bind import PlanKernel, TorchKernel, _value
 from .torch_graph import _Graph
 from .torch_scf import BagSpec
@@ -158,11 +159,14 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
             raise ValueError(f"the packed weight must be a 2-D uint8 array, not {table.dtype} {table.shape}")
         nbytes = table.shape[1] - tail
         dim = nbytes if bits == 8 else 2 * nbytes
-        one = [np.zeros((table.shape[0], 0), np.float32), _value(i_src, inputs, "indices")]
+        # PyTorch checks the indices and the offsets each ("Expect 32 or 64 bit indices"); it does
+        # not promote them together as nn.EmbeddingBag does (the shell's check)
+        one = [np.zeros((table.shape[0], 0), np.float32),
+               require_integers(_value(i_src, inputs, "indices"), "indices", only=TORCH_INDEX_TYPES)]
         shell._roles = {"weight": 0, "indices": 1}
         if o_src is not None:
             shell._roles["offsets"] = 2
-            one.append(_value(o_src, inputs, "offsets"))
+            one.append(require_integers(_value(o_src, inputs, "offsets"), "offsets", only=TORCH_INDEX_TYPES))
         _, indices, offsets, _ = shell.bind(*one)
         raw = np.ascontiguousarray(table[indices, nbytes:])
         scale_bias = (raw.view(np.float32) if bits == 8 else raw.view(np.float16).astype(np.float32)).reshape(-1, 2)

@@ -213,3 +213,40 @@ def test_index_dtypes_are_refused_where_pytorch_refuses_them(bits):
                     op(*args)
                 continue
             assert torch.equal(op(*args), want), (indices, offsets)
+
+
+class PackedInput(torch.nn.Module):
+    """The packed table an input of the traced function."""
+
+    def __init__(self, bits=8):
+        super().__init__()
+        self.op = Q.embedding_bag_byte_rowwise_offsets if bits == 8 else Q.embedding_bag_4bit_rowwise_offsets
+
+    def forward(self, packed, indices, offsets, per_sample_weights=None):
+        return self.op(packed, indices, offsets, False, 0, False, per_sample_weights, None, False)
+
+
+def _strided(t):
+    """``t``'s values, not contiguous (every other element of a tensor twice as long)."""
+    wide = torch.zeros((2 * t.shape[0],) + tuple(t.shape[1:]), dtype=t.dtype)
+    wide[::2] = t
+    return wide[::2]
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_strided_indices_offsets_or_packed_weight_are_refused_as_pytorch_refuses_them(bits):
+    """PyTorch's quantized bags refuse a strided packed weight, indices or offsets ("Expect
+    weight, indices, and offsets to be contiguous"); the frontend copied them and ran."""
+    packed = (Q.embedding_bag_byte_prepack if bits == 8 else Q.embedding_bag_4bit_prepack)(torch.randn(10, 4))
+    m = PackedInput(bits)
+    idx, off = torch.tensor([1, 2, 3, 9]), torch.tensor([0, 1, 1])
+    op = compile_torch(m, (packed, idx, off))
+    assert torch.equal(op(packed, idx, off), m(packed, idx, off))
+    strided_table = packed.t().contiguous().t()
+    for name, args in [("indices", (packed, _strided(idx), off)), ("offsets", (packed, idx, _strided(off))),
+                       ("the packed weight", (strided_table, idx, off))]:
+        assert not args[0].is_contiguous() or not args[1].is_contiguous() or not args[2].is_contiguous()
+        with pytest.raises(RuntimeError, match="to be contiguous"):
+            m(*args)
+        with pytest.raises(ValueError, match=f"^{name} must be contiguous"):
+            op(*args)

@@ -25,7 +25,7 @@ import torch
 
 from ..errors import CompileError
 from .integers import TORCH_INDEX_TYPES, require_integers
-from .torch_bind import PlanKernel, TorchKernel, _value
+from .torch_bind import PlanKernel, TorchKernel, _tensor, _value
 from .torch_graph import _Graph
 from .torch_scf import BagSpec
 
@@ -154,7 +154,10 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     shell._num_embeddings = packed.shape[0]
 
     def bind(inputs):
-        table = np.ascontiguousarray(_value(w_src, inputs, "packed weight"))
+        for src, name in [(w_src, "the packed weight"), (i_src, "indices"), (o_src, "offsets")]:
+            if src is not None:
+                _require_contiguous(_tensor(src, inputs), name)
+        table = _value(w_src, inputs, "packed weight")
         if table.dtype != np.uint8 or table.ndim != 2 or table.shape[1] < tail:
             raise ValueError(f"the packed weight must be a 2-D uint8 array, not {table.dtype} {table.shape}")
         nbytes = table.shape[1] - tail
@@ -182,6 +185,21 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     return PlanKernel("byte_bag" if bits == 8 else "4bit_bag",
                       {"per_sample_weights": p_src is not None, "include_last_offset": ilo, "bits": bits},
                       scf_for_byte_bag(bits), bind, lambda results: torch.from_numpy(np.asarray(results[0])))
+
+
+def _require_contiguous(value, name: str) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` (a tensor or a NumPy array; anything else is
+    refused later) is contiguous: PyTorch's quantized bags refuse a strided packed weight, indices
+    or offsets ("Expect weight, indices, and offsets to be contiguous")."""
+    if isinstance(value, torch.Tensor):
+        contiguous, strides = value.is_contiguous(), tuple(value.stride())
+    elif isinstance(value, np.ndarray):
+        contiguous, strides = value.flags.c_contiguous, tuple(s // value.itemsize for s in value.strides)
+    else:
+        return
+    if not contiguous:
+        raise ValueError(f"{name} must be contiguous, not of shape {tuple(value.shape)} and strides "
+                         f"{strides} (PyTorch's quantized embedding bag refuses it): pass .contiguous()")
 
 
 # ------------------------------------------------------------------------------------------------

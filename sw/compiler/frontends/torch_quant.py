@@ -154,7 +154,8 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     shell._num_embeddings = packed.shape[0]
 
     def bind(inputs):
-        for src, name in [(w_src, "the packed weight"), (i_src, "indices"), (o_src, "offsets")]:
+        for src, name in [(w_src, "the packed weight"), (i_src, "indices"), (o_src, "offsets"),
+                          (p_src, "per_sample_weights")]:
             if src is not None:
                 _require_contiguous(_tensor(src, inputs), name)
         table = _value(w_src, inputs, "packed weight")
@@ -190,7 +191,9 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
 def _require_contiguous(value, name: str) -> None:
     """``ValueError`` naming ``name`` unless ``value`` (a tensor or a NumPy array; anything else is
     refused later) is contiguous: PyTorch's quantized bags refuse a strided packed weight, indices
-    or offsets ("Expect weight, indices, and offsets to be contiguous")."""
+    or offsets ("Expect weight, indices, and offsets to be contiguous"), and read
+    ``per_sample_weights`` through its data pointer, ignoring its strides (a strided tensor's
+    result is that of the first values of its storage; none to match)."""
     if isinstance(value, torch.Tensor):
         contiguous, strides = value.is_contiguous(), tuple(value.stride())
     elif isinstance(value, np.ndarray):
@@ -198,8 +201,11 @@ def _require_contiguous(value, name: str) -> None:
     else:
         return
     if not contiguous:
+        why = ("PyTorch's quantized embedding bag reads its storage ignoring the strides: other "
+               "weights than its values" if name == "per_sample_weights"
+               else "PyTorch's quantized embedding bag refuses it")
         raise ValueError(f"{name} must be contiguous, not of shape {tuple(value.shape)} and strides "
-                         f"{strides} (PyTorch's quantized embedding bag refuses it): pass .contiguous()")
+                         f"{strides} ({why}): pass .contiguous()")
 
 
 # ------------------------------------------------------------------------------------------------

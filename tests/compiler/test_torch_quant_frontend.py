@@ -268,3 +268,19 @@ def test_strided_per_sample_weights_are_refused(bits):
     assert not torch.equal(m(idx, off, strided), m(idx, off, w))
     with pytest.raises(ValueError, match=r"^per_sample_weights must be contiguous"):
         op(idx, off, strided)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_an_id_out_of_range_is_refused_naming_indices(bits):
+    """The quantized bags' ids are their ``indices`` argument (the op's and the torch.ao module's
+    forward's); the refusal named nn.EmbeddingBag's ``input``."""
+    for m in (Byte(torch.randn(10, 4), bits=bits), ao_bag(np.random.default_rng(0), bits, rows=10, dim=4)):
+        op = compile_torch(m, (torch.tensor([1, 2, 3]), torch.tensor([0, 1])))
+        for ids in ([1, 10, 3], [1, -1, 3]):
+            for dtype in (torch.int32, torch.int64):
+                args = (torch.tensor(ids, dtype=dtype), torch.tensor([0, 1]))
+                with pytest.raises(RuntimeError):
+                    m(*args)
+                with pytest.raises(ValueError, match=rf"^indices\[1\] = {ids[1]} is out of range for a "
+                                                     r"packed table of 10 rows"):
+                    op(*args)

@@ -171,6 +171,7 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
         if o_src is not None:
             shell._roles["offsets"] = 2
             one.append(require_integers(_value(o_src, inputs, "offsets"), "offsets", only=TORCH_INDEX_TYPES))
+        _require_rows(one[1], table.shape[0])
         _, indices, offsets, _ = shell.bind(*one)
         raw = np.ascontiguousarray(table[indices, nbytes:])
         scale_bias = (raw.view(np.float32) if bits == 8 else raw.view(np.float16).astype(np.float32)).reshape(-1, 2)
@@ -186,6 +187,18 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
     return PlanKernel("byte_bag" if bits == 8 else "4bit_bag",
                       {"per_sample_weights": p_src is not None, "include_last_offset": ilo, "bits": bits},
                       scf_for_byte_bag(bits), bind, lambda results: torch.from_numpy(np.asarray(results[0])))
+
+
+def _require_rows(ids: np.ndarray, rows: int) -> None:
+    """``ValueError`` naming the op's ``indices`` argument (the shell's check names
+    ``nn.EmbeddingBag``'s ``input``) and the first id outside ``[0, rows)``."""
+    if ids.ndim not in (1, 2):
+        raise ValueError(f"indices must be 1-D or 2-D, not {ids.ndim}-D")
+    bad = np.argwhere((ids < 0) | (ids >= rows))
+    if bad.size:
+        at = ", ".join(str(int(i)) for i in bad[0])
+        raise ValueError(f"indices[{at}] = {int(ids[tuple(bad[0])])} is out of range for a packed "
+                         f"table of {rows} rows")
 
 
 def _require_contiguous(value, name: str) -> None:

@@ -206,8 +206,12 @@ class HostCheck:
     empty, its first and last such entry lie in ``[0, args[target].shape[axis])``) or ``"block"``
     (every element ``v`` of ``args[source]`` reads the entries ``v * b`` to ``v * b + b - 1``
     along ``axis``, ``b`` the trip count of ``loop``, the block size: when ``b > 0``, ``v`` in
-    ``[0, args[target].shape[axis] // b)``). ``where`` is the ``file:line:col`` of the load or
-    loop.
+    ``[0, args[target].shape[axis] // b)``) or ``"order"`` (a loop from ``A[i + pair[0]]`` to
+    ``A[i + pair[1]]``, ``A = args[source]`` 1-D, must not run backwards: ``A[i + pair[0]] <=
+    A[i + pair[1]]`` for every ``i < n``, ``n`` the trip count of ``loop``; with ``outer``
+    ``(B, p, q)``, for every ``i`` in ``[args[B][g + p], args[B][g + q])``, ``g < n``; with
+    neither, for every ``i``; pairs past the end of ``A`` are the extent check's business).
+    ``where`` is the ``file:line:col`` of the load or loop.
     """
     kind: str
     source: int
@@ -220,10 +224,11 @@ class HostCheck:
     scale: int = 1
     loop: LoopExtent | None = None
     pair: tuple[int, int] = (0, 1)
+    outer: tuple[int, int, int] | None = None
 
     def _key(self) -> tuple:
         return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value,
-                self.offset, self.scale, self.loop, self.pair)
+                self.offset, self.scale, self.loop, self.pair, self.outer)
 
     def same_as(self, other: "HostCheck") -> bool:
         return self._key() == other._key()
@@ -251,6 +256,9 @@ class HostCheck:
             return
         if self.kind == "block":
             self._check_block(args, name, target, size, at)
+            return
+        if self.kind == "order":
+            self._check_order(args, name, at)
             return
         if self.kind == "extent":
             if self.loop is not None:
@@ -349,6 +357,57 @@ class HostCheck:
                          f"block entries {value} * b + i for i < b = "
                          f"{self.loop.describe(b, name)}){overflow}")
 
+    def _check_order(self, args, name, at) -> None:
+        """``"order"``: ``A[i + p] <= A[i + q]`` for the ``i`` the loop's range is read at."""
+        import numpy as np
+
+        bounds = np.asarray(args[self.source])
+        if bounds.ndim != 1 or bounds.dtype.kind not in "iu":
+            return
+        p, q = self.pair
+        span = bounds.size - max(p, q)                  # the i whose pair lies inside A
+        if span <= 0:
+            return
+        def entry(c: int) -> str:
+            return f"i + {c}" if c else "i"
+
+        if self.loop is None:
+            reached = np.ones(span, dtype=bool)
+            which = "every i"
+        else:
+            n = self.loop.of(args)
+            if n is None:
+                return
+            what = self.loop.describe(n, name)
+            if self.outer is None:
+                reached = np.arange(span) < n
+                which = f"i < {what}"
+            else:
+                b, bp, bq = self.outer
+                ranges = np.asarray(args[b])
+                if ranges.ndim != 1 or ranges.dtype.kind not in "iu":
+                    return
+                g = np.arange(n, dtype=np.int64)
+                g = g[g + max(bp, bq) < ranges.size]
+                lo = np.clip(ranges[g + bp].astype(np.int64), 0, span)
+                hi = np.clip(ranges[g + bq].astype(np.int64), 0, span)
+                keep = lo < hi
+                marks = np.zeros(span + 1, dtype=np.int64)
+                np.add.at(marks, lo[keep], 1)
+                np.add.at(marks, hi[keep], -1)
+                reached = np.cumsum(marks[:-1]) > 0
+                which = (f"each i from {name(b)}[{entry(bp).replace('i', 'g')}] to "
+                         f"{name(b)}[{entry(bq).replace('i', 'g')}], g < {what}")
+        i = np.flatnonzero(reached & (bounds[p:p + span] > bounds[q:q + span]))
+        if not i.size:
+            return
+        k = int(i[0])
+        A = name(self.source)
+        raise ValueError(f"{A}[{k + q}] = {int(bounds[k + q])} is less than {A}[{k + p}] = "
+                         f"{int(bounds[k + p])}: they are the upper and lower bound of the loop{at} "
+                         f"(entries {entry(q)} and {entry(p)} of {A} for {which}), which must not "
+                         f"run backwards")
+
     def _check_last(self, params, args, name, size, at, entry) -> None:
         """``"last"``: the loops over ``[A[g + pair[0]], A[g + pair[1]])``, ``g < n``, that run,
         read entries ``scale * i + offset`` of the target inside ``[0, size)``."""
@@ -404,8 +463,9 @@ class Kernel:
         ------
         ValueError
             An index outside the dimension it selects from (or whose byte offset would overflow
-            64 bits), a loop bound past the array it ranges over, an argument smaller than the
-            loop over it; the message names ``argN (name)``, the position and the value.
+            64 bits), a loop bound past the array it ranges over, offsets that decrease, an
+            argument smaller than the loop over it; the message names ``argN (name)``, the
+            position and the value.
         """
         for check in self.host_checks:
             check.check(self.params, args)

@@ -50,6 +50,13 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     (``block_sparse_gather.mlir``'s ``key[blk * bs + r]``: ``block_idx`` against the blocks of
     ``bs`` rows in ``key``). ``b`` is a constant, a scalar (index) argument, or a trip count the
     host reads off the arguments as above.
+``order``
+    ``scf.for %j = A[g + p] to A[g + q]``: two loads of one 1-D argument ``A`` the kernel never
+    writes (the loops the compiler gives ``check_order``; the unit faults ``RANGE_ORDER`` on a
+    reversed range): ``A[g + p] <= A[g + q]`` for each ``g`` that ``g``'s loop takes when the
+    host knows them (a loop from 0 to a count it reads; ``csr_of_csr.mlir``'s ``sptr``: each
+    ``s`` in ``[gptr[h], gptr[h + 1])``, ``h`` below such a count), else for every ``g``.
+    These come after the other checks, so an offset past the end is reported by its range check.
 
 Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``, ``bound`` and
 ``block`` every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch
@@ -266,6 +273,54 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                     return found[0], found[1], size
         return None
 
+    def range_of(loop: scf.ForOp) -> tuple[int, scf.ForOp | None, int, int] | None:
+        """``(A, g_loop, p, q)`` when ``loop`` runs from ``A[g + p]`` to ``A[g + q]``: two loads
+        of one 1-D argument ``A`` that the kernel never writes, at ``g + p`` and ``g + q`` for
+        the induction variable ``g`` of ``g_loop`` (or both at constants: ``g_loop`` None)."""
+        ends = []
+        for bound in (loop.lb, loop.ub):
+            bound = _strip(bound)
+            if not (isinstance(bound, OpResult) and isinstance(bound.op, memref.LoadOp)):
+                return None
+            load = bound.op
+            if _guarded(load) or len(load.indices) != 1 or param(load.memref) is None or \
+                    not _read_only(load.memref):
+                return None
+            if _int(load.indices[0]) is not None:
+                ends.append((param(load.memref), None, _int(load.indices[0])))
+                continue
+            found = _affine(load.indices[0])
+            if found is None or found[1] != 1 or found[2] < 0:
+                return None
+            ends.append((param(load.memref), found[0], found[2]))
+        (source, outer, p), (source_q, outer_q, q) = ends
+        if source != source_q or outer is not outer_q:
+            return None
+        return source, outer, p, q
+
+    def order_check(loop: scf.ForOp) -> HostCheck | None:
+        """A loop from ``A[g + p]`` to ``A[g + q]`` (the access unit checks that it does not run
+        backwards: ``check_order``): the check of those pairs, for the ``g`` its loop takes
+        when the host knows them (a loop from 0 to a count it reads, or one from ``B[h + p']``
+        to ``B[h + q']`` inside such a loop), else for every ``g``."""
+        found = range_of(loop)
+        if found is None or _guarded(loop):
+            return None
+        source, outer, p, q = found
+        where = str(location_of(loop) or "")
+        if outer is None:
+            return HostCheck("order", source, source, 0, pair=(p, q), loop=LoopExtent(value=1),
+                             where=where)
+        extent = host_extent(outer)
+        if extent is not None:
+            return HostCheck("order", source, source, 0, pair=(p, q), loop=extent, where=where)
+        ranges = range_of(outer)
+        if ranges is not None and ranges[1] is not None and \
+                (extent := host_extent(ranges[1])) is not None:
+            return HostCheck("order", source, source, 0, pair=(p, q), loop=extent,
+                             outer=(ranges[0], ranges[2], ranges[3]), where=where)
+        return HostCheck("order", source, source, 0, pair=(p, q), where=where)
+
     checks: list[HostCheck] = []
 
     def add(check: HostCheck) -> None:
@@ -281,7 +336,13 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                     return
         checks.append(check)
 
+    orders: list[HostCheck] = []      # after the range checks: an offset past the end is that
     for op in fn.walk():
+        if isinstance(op, scf.ForOp) and _int(op.step) == 1:
+            found = order_check(op)
+            if found is not None and not any(c.same_as(found) for c in orders):
+                orders.append(found)
+            continue
         if not isinstance(op, (memref.LoadOp, memref.StoreOp)) or _guarded(op):
             continue
         target = param(op.memref)
@@ -351,4 +412,4 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                     continue
                 add(HostCheck("extent", extent.source, target, axis, offset=offset, scale=scale,
                               loop=extent, where=loop_where))
-    return checks
+    return checks + orders

@@ -284,3 +284,24 @@ def test_an_id_out_of_range_is_refused_naming_indices(bits):
                 with pytest.raises(ValueError, match=rf"^indices\[1\] = {ids[1]} is out of range for a "
                                                      r"packed table of 10 rows"):
                     op(*args)
+
+
+@pytest.mark.parametrize("level", [0, 3])
+def test_float16_per_sample_weights_of_the_4bit_bag(rng, level):
+    """The 4-bit op takes float16 ``per_sample_weights`` too ("Expect fp32 or fp16 weights"),
+    with the result of the same weights widened to float32 (measured below); the frontend
+    refused them. The 8-bit op refuses them ("expected scalar type Float"), and so does the
+    frontend."""
+    weight, idx, off = data(rng)
+    w16 = torch.from_numpy(rng.standard_normal(idx.numel()).astype(np.float16))
+    m = Byte(weight, bits=4)
+    assert torch.equal(m(idx, off, w16), m(idx, off, w16.float()))
+    for example in (w16, w16.float()):
+        op = compile_torch(m, (idx, off, example), opt_level=level)
+        assert torch.equal(op(idx, off, w16), m(idx, off, w16))
+        assert torch.equal(op(idx, off, w16.float()), m(idx, off, w16.float()))
+    byte = Byte(weight)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Half"):
+        byte(idx, off, w16)
+    with pytest.raises(ValueError, match="^per_sample_weights must be a float32 tensor"):
+        compile_torch(byte, (idx, off, w16.float()))(idx, off, w16)

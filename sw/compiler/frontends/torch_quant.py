@@ -7,10 +7,11 @@ values a byte, low nibble first, then a float16 scale and bias).
 The access unit loads the packed rows themselves (``memref<?x?xi8>``, ``dim + 8`` bytes a row;
 the loop reads the first ``dim``), the execute side dequantises and accumulates exactly as FBGEMM's
 kernel (``EmbeddingSpMDM``, measured bit-exact against PyTorch 2.13): per lookup, with ``s, b``
-the row's scale and bias (times the per-sample weight when given, in float32),
-``acc = fma(s, float(q), acc + b)``. The scale and bias of each lookup are gathered on the host
-into a float32 ``(n, 2)`` array (the rows' trailing bytes), so a lookup moves ``dim`` (4-bit:
-``dim / 2``) bytes of the table plus 8 through the unit, against ``4 * dim`` for float32.
+the row's scale and bias (times the per-sample weight when given, in float32; the 4-bit op's
+float16 weights widened first, as PyTorch does), ``acc = fma(s, float(q), acc + b)``. The scale
+and bias of each lookup are gathered on the host into a float32 ``(n, 2)`` array (the rows'
+trailing bytes), so a lookup moves ``dim`` (4-bit: ``dim / 2``) bytes of the table plus 8 through
+the unit, against ``4 * dim`` for float32.
 ``mode=0`` (sum) only: PyTorch's CPU kernels ignore ``mode`` (an unused parameter) and return the
 sum for ``mode=1`` (mean) and ``2`` (max) too, so there is no mean to match. Refusals name the
 argument. The deprecated ``torch.ao.nn.quantized.EmbeddingBag`` module (not traceable) is compiled
@@ -177,8 +178,11 @@ def plan_byte_bag(g: _Graph, node) -> PlanKernel:
         scale_bias = (raw.view(np.float32) if bits == 8 else raw.view(np.float16).astype(np.float32)).reshape(-1, 2)
         if p_src is not None:
             w = _value(p_src, inputs, "per_sample_weights")
+            if bits == 4 and w.dtype == np.float16:
+                w = w.astype(np.float32)    # the 4-bit op takes float16 weights: PyTorch widens them
             if w.dtype != np.float32 or w.shape != (indices.size,):
-                raise ValueError(f"per_sample_weights must be a float32 tensor of {indices.size} "
+                kinds = "float32" if bits == 8 else "float32 (or float16)"
+                raise ValueError(f"per_sample_weights must be a {kinds} tensor of {indices.size} "
                                  f"values, not {w.dtype} {w.shape}")
             scale_bias = (scale_bias * w[:, None]).astype(np.float32)     # FBGEMM: s * w, b * w
         return [table.view(np.int8), indices, offsets, np.ascontiguousarray(scale_bias),

@@ -158,6 +158,11 @@ class LoopExtent:
     def of(self, args) -> int | None:
         """The trip count, or ``None`` when the arguments do not give it (a missing axis or
         element, a non-integer count: other checks, or the unit, refuse those)."""
+        n = self.raw(args)
+        return None if n is None else max(n, 0)
+
+    def raw(self, args) -> int | None:
+        """The count minus ``minus``, not clamped at 0 (``None`` as for :meth:`of`)."""
         import numpy as np
 
         if self.source < 0:
@@ -173,7 +178,7 @@ class LoopExtent:
                         any(not 0 <= i < e for i, e in zip(self.element, a.shape)):
                     return None
                 n = int(a[self.element])
-        return max(n - self.minus, 0)
+        return n - self.minus
 
     def describe(self, n: int, name) -> str:
         """``n`` and where it comes from, for messages (``name(k)`` names argument ``k``)."""
@@ -210,8 +215,10 @@ class HostCheck:
     ``A[i + pair[1]]``, ``A = args[source]`` 1-D, must not run backwards: ``A[i + pair[0]] <=
     A[i + pair[1]]`` for every ``i < n``, ``n`` the trip count of ``loop``; with ``outer``
     ``(B, p, q)``, for every ``i`` in ``[args[B][g + p], args[B][g + q])``, ``g < n``; with
-    neither, for every ``i``; pairs past the end of ``A`` are the extent check's business).
-    ``where`` is the ``file:line:col`` of the load or loop.
+    neither, for every ``i``; pairs past the end of ``A`` are the extent check's business) or
+    ``"alloc"`` (a ``memref.alloc`` whose size along its axis ``axis`` is ``loop``'s count, not
+    clamped: ``dim(X, j) - m``, a scalar argument, a loaded count: at least 0).
+    ``where`` is the ``file:line:col`` of the load, loop or allocation.
     """
     kind: str
     source: int
@@ -241,6 +248,9 @@ class HostCheck:
         def name(n: int) -> str:
             return f"arg{n} ({params[n].name})"
 
+        if self.kind == "alloc":
+            self._check_alloc(args, name)
+            return
         target = np.asarray(args[self.target])
         if self.axis >= target.ndim:
             return
@@ -356,6 +366,24 @@ class HostCheck:
                          f"{name(self.target)}, which has {size} entries (the load{at}, read as "
                          f"block entries {value} * b + i for i < b = "
                          f"{self.loop.describe(b, name)}){overflow}")
+
+    def _check_alloc(self, args, name) -> None:
+        """``"alloc"``: the allocation's size along ``axis``, ``loop``'s count, is not negative."""
+        import numpy as np
+
+        n = self.loop.raw(args)
+        if n is None or n >= 0:
+            return
+        at = f" at {self.where}" if self.where else ""
+        sized = f"(the size of its axis {self.axis} is {self.loop.describe(n, name)})"
+        source = np.asarray(args[self.loop.source])
+        if self.loop.element is None:
+            have = source.shape[self.loop.axis]
+            raise ValueError(f"{name(self.loop.source)} has {have} entries along axis {self.loop.axis}, "
+                             f"fewer than the {self.loop.minus} that the allocation{at} needs {sized}")
+        pos = f"[{', '.join(map(str, self.loop.element))}]" if self.loop.element else ""
+        raise ValueError(f"{name(self.loop.source)}{pos} = {n + self.loop.minus} is less than "
+                         f"{self.loop.minus}: it is a size of the allocation{at} {sized}")
 
     def _check_order(self, args, name, at) -> None:
         """``"order"``: ``A[i + p] <= A[i + q]`` for the ``i`` the loop's range is read at."""

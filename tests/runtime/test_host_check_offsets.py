@@ -4,7 +4,9 @@ a loop from 0 to ``n`` that reads ``offsets[b + 1]`` / ``rowptr[i + 1]`` needs `
 Before the check, offsets of ``nbags`` entries (one short) ran into the access unit and stopped
 with fault ADDR_RANGE (an ``AccessFault``); now a ``ValueError`` names the argument, its length
 and the length it needs before the unit starts. The right length still runs and matches PyTorch
-(embedding bag) and a dense NumPy product (SpMV)."""
+(embedding bag) and a dense NumPy product (SpMV). The same file tests kind ``alloc``: an
+allocation of ``dim(offsets) - 1`` rows (``embedding_bag_alloc.mlir``) or of a scalar's rows must
+not get a negative size."""
 
 from pathlib import Path
 
@@ -86,3 +88,52 @@ def test_spmv_rowptr_one_short_is_refused_before_the_unit_runs(opt_level):
         f"arg0 (rowptr) has {n} entries along axis 0, fewer than the {n + 1} that the loop at "
         f"spmv_csr.mlir:10:3 reads (it runs over {n}, the size of arg4 (y) along axis 0, "
         f"and reads entry i + 1)")
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_embedding_bag_alloc_of_no_offsets_is_refused_before_the_unit_runs(opt_level):
+    """``embedding_bag_alloc.mlir`` allocates ``dim(offsets) - 1`` bags (kind ``alloc``): empty
+    offsets would allocate -1 rows. It was a ValueError of NumPy ('negative dimensions are not
+    allowed') from the execute side, after the unit had run, naming no argument (found by
+    tests/runtime/test_host_check_fuzz.py). One offset is no bag."""
+    kernel = _kernel("embedding_bag_alloc.mlir", opt_level)
+    table = np.ones((4, 3), np.float32)
+    none = np.zeros(0, np.int32)
+    got = run_kernel(kernel, [table, none, np.zeros(1, np.int32)], "golden")
+    assert got.results[0].shape == (0, 3)
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table, none, none], "golden")
+    assert str(info.value) == (
+        "arg2 (offsets) has 0 entries along axis 0, fewer than the 1 that the allocation at "
+        "embedding_bag_alloc.mlir:12:3 needs (the size of its axis 0 is -1, the size of arg2 "
+        "(offsets) along axis 0 minus 1)")
+
+
+SCALAR_ALLOC = """\
+func.func @gather_n(%table: memref<?x?xf32>, %idx: memref<?xindex>, %n: index) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %dim = memref.dim %table, %c1 : memref<?x?xf32>
+  %out = memref.alloc(%n, %dim) : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %r = memref.load %idx[%i] : memref<?xindex>
+    scf.for %d = %c0 to %dim step %c1 {
+      %v = memref.load %table[%r, %d] : memref<?x?xf32>
+      memref.store %v, %out[%i, %d] : memref<?x?xf32>
+    }
+  }
+  return %out : memref<?x?xf32>
+}
+"""
+
+
+def test_a_negative_scalar_size_of_an_allocation_is_refused():
+    kernel = compile_mlir(SCALAR_ALLOC, filename="g.mlir")
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    idx = np.array([2, 0], np.int64)
+    np.testing.assert_array_equal(run_kernel(kernel, [table, idx, 2], "golden").results[0], table[[2, 0]])
+    assert run_kernel(kernel, [table, idx, 0], "golden").results[0].shape == (0, 2)
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table, idx, -1], "golden")
+    assert str(info.value) == ("arg2 (n) = -1 is less than 0: it is a size of the allocation at g.mlir:5:3 "
+                               "(the size of its axis 0 is -1, the value of arg2 (n))")

@@ -50,6 +50,11 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     (``block_sparse_gather.mlir``'s ``key[blk * bs + r]``: ``block_idx`` against the blocks of
     ``bs`` rows in ``key``). ``b`` is a constant, a scalar (index) argument, or a trip count the
     host reads off the arguments as above.
+``alloc``
+    a dynamic size of a ``memref.alloc`` that the arguments may make negative (``dim(X, j) - m``,
+    ``m > 0``: ``embedding_bag_alloc.mlir``'s ``nbags = dim(offsets) - 1``; a scalar argument; a
+    count loaded at constant indices from an argument never written; the last two minus ``m``):
+    at least 0, so ``X`` needs ``m`` entries along axis ``j``.
 ``order``
     ``scf.for %j = A[g + p] to A[g + q]``: two loads of one 1-D argument ``A`` the kernel never
     writes (the loops the compiler gives ``check_order``; the unit faults ``RANGE_ORDER`` on a
@@ -321,6 +326,28 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                              outer=(ranges[0], ranges[2], ranges[3]), where=where)
         return HostCheck("order", source, source, 0, pair=(p, q), where=where)
 
+    def alloc_size(value: SSAValue) -> LoopExtent | None:
+        """A dynamic size of a ``memref.alloc`` that the arguments may make negative, as the
+        host reads it: ``dim(X, j) - m`` (``m > 0``), a scalar argument, or a count loaded at
+        constant indices from an argument the kernel never writes (either minus ``m``)."""
+        value, minus = _strip(value), 0
+        if isinstance(value, OpResult) and isinstance(value.op, arith.SubiOp) and _int(value.op.rhs) is not None:
+            value, minus = _strip(value.op.lhs), _int(value.op.rhs)
+        if param(value) is not None:
+            return None if isinstance(value.type, MemRefType) else LoopExtent(param(value), element=(),
+                                                                               minus=minus)
+        if not isinstance(value, OpResult):
+            return None
+        if isinstance(value.op, memref.DimOp):
+            source, axis = param(value.op.source), _int(value.op.index)
+            if source is not None and axis is not None and minus > 0:
+                return LoopExtent(source, axis, minus=minus)
+        if isinstance(value.op, memref.LoadOp):
+            source, at = param(value.op.memref), [_int(i) for i in value.op.indices]
+            if source is not None and None not in at and _read_only(value.op.memref):
+                return LoopExtent(source, element=tuple(at), minus=minus)
+        return None
+
     checks: list[HostCheck] = []
 
     def add(check: HostCheck) -> None:
@@ -338,6 +365,15 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
 
     orders: list[HostCheck] = []      # after the range checks: an offset past the end is that
     for op in fn.walk():
+        if isinstance(op, memref.AllocOp) and not _guarded(op):
+            shape = op.memref.type.get_shape()
+            dynamic = [axis for axis, extent in enumerate(shape) if extent < 0]
+            for axis, size in zip(dynamic, op.dynamic_sizes):
+                extent = alloc_size(size)
+                if extent is not None:
+                    add(HostCheck("alloc", extent.source, extent.source, axis, loop=extent,
+                                  where=str(location_of(op) or "")))
+            continue
         if isinstance(op, scf.ForOp) and _int(op.step) == 1:
             found = order_check(op)
             if found is not None and not any(c.same_as(found) for c in orders):

@@ -210,8 +210,8 @@ class HostCheck:
     ``scale * i + offset`` of ``args[target]`` along ``axis``: for every ``g`` whose range is not
     empty, its first and last such entry lie in ``[0, args[target].shape[axis])``) or ``"block"``
     (every element ``v`` of ``args[source]`` reads the entries ``v * b`` to ``v * b + b - 1``
-    along ``axis``, ``b`` the trip count of ``loop``, the block size: when ``b > 0``, ``v`` in
-    ``[0, args[target].shape[axis] // b)``) or ``"order"`` (a loop from ``A[i + pair[0]]`` to
+    along ``axis``, ``b`` the trip count of ``loop``, the block size, never negative: when
+    ``b > 0``, ``v`` in ``[0, args[target].shape[axis] // b)``) or ``"order"`` (a loop from ``A[i + pair[0]]`` to
     ``A[i + pair[1]]``, ``A = args[source]`` 1-D, must not run backwards: ``A[i + pair[0]] <=
     A[i + pair[1]]`` for every ``i < n``, ``n`` the trip count of ``loop``; with ``outer``
     ``(B, p, q)``, for every ``i`` in ``[args[B][g + p], args[B][g + q])``, ``g < n``; with
@@ -345,7 +345,14 @@ class HostCheck:
         import numpy as np
 
         values = np.asarray(args[self.source])
-        b = self.loop.of(args)
+        b = self.loop.raw(args)
+        if b is not None and b < 0:
+            # the loop over a block's rows would not run, but -O3 loads the rows as one block of
+            # b * (row length) elements, which the unit refuses (BLOCK_LENGTH): no block size < 0
+            what = self.loop.describe(b, name).split(", ", 1)[1]
+            raise ValueError(f"the block size b = {b} ({what}) is negative: the load{at} reads the "
+                             f"entries v * b + i for i < b along axis {self.axis} of "
+                             f"{name(self.target)}, v an element of {name(self.source)}")
         if not b or values.size == 0 or values.dtype.kind not in "iu":
             return                        # no block is read (b = 0), or no integers to check
         blocks = size // b

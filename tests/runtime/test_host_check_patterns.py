@@ -216,3 +216,21 @@ def test_block_sparse_gather_valid_block_ids_pass():
     with pytest.raises(ValueError, match=r"; its byte offset 9223372036854775808 \* 32 does not "
                                          r"fit in 64 bits$"):
         kernel.check_arguments([ptr, far, key, value, bs, k_out, v_out])
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_block_sparse_gather_negative_block_size_is_refused(opt_level):
+    """A block size below 0 is refused at every level, naming bs. -O0's loop over a block's rows
+    would not run (the outputs stayed as passed), while -O3 loads a block's rows as one block of
+    bs * dim elements and refused it with a message about max_block naming no argument (found by
+    tests/runtime/test_host_check_fuzz.py); 0 still reads nothing."""
+    kernel = _kernel("block_sparse_gather.mlir", opt_level)
+    ptr, idx, key, value, bs, k_out, v_out = BENCH_WORKLOADS["spattn_gather"].make("small", 3)
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [ptr, idx, key, value, np.int64(-1), k_out.copy(), v_out.copy()], "golden")
+    assert str(info.value) == (
+        "the block size b = -1 (the value of arg4 (bs)) is negative: the load at "
+        "block_sparse_gather.mlir:19:7 reads the entries v * b + i for i < b along axis 0 of arg2 "
+        "(key), v an element of arg1 (block_idx)")
+    got = run_kernel(kernel, [ptr, idx, key, value, np.int64(0), k_out.copy(), v_out.copy()], "golden")
+    np.testing.assert_array_equal(got.results[0], k_out)

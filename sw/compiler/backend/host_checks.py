@@ -46,7 +46,8 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     looked through): a value ``v`` loaded from argument ``A`` (never written) at loop indices,
     times a block size ``b``, plus the induction variable ``r`` of a loop from 0 to that same
     ``b`` in steps of 1, reads the entries ``v * b`` to ``v * b + b - 1`` of axis ``k`` of
-    ``M``: when ``b > 0``, every element of ``A`` must be in ``[0, M.shape[k] // b)``
+    ``M``: ``b`` must not be negative (-O3 loads the rows as one block of ``b`` times their
+    length), and when ``b > 0``, every element of ``A`` must be in ``[0, M.shape[k] // b)``
     (``block_sparse_gather.mlir``'s ``key[blk * bs + r]``: ``block_idx`` against the blocks of
     ``bs`` rows in ``key``). ``b`` is a constant, a scalar (index) argument, or a trip count the
     host reads off the arguments as above.

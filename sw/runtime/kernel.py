@@ -217,7 +217,10 @@ class HostCheck:
     ``(B, p, q)``, for every ``i`` in ``[args[B][g + p], args[B][g + q])``, ``g < n``; with
     neither, for every ``i``; pairs past the end of ``A`` are the extent check's business) or
     ``"alloc"`` (a ``memref.alloc`` whose size along its axis ``axis`` is ``loop``'s count, not
-    clamped: ``dim(X, j) - m``, a scalar argument, a loaded count: at least 0).
+    clamped: ``dim(X, j) - m``, a scalar argument, a loaded count: at least 0) or
+    ``"computed"`` (the index ``expr`` along ``axis``, evaluated for every iteration of
+    ``loops``, the ``(name, trip count)`` of the loops around the access: inside
+    ``[0, args[target].shape[axis])``; see :func:`_evaluate` for the tree).
     ``where`` is the ``file:line:col`` of the load, loop or allocation.
     """
     kind: str
@@ -232,10 +235,12 @@ class HostCheck:
     loop: LoopExtent | None = None
     pair: tuple[int, int] = (0, 1)
     outer: tuple[int, int, int] | None = None
+    expr: tuple | None = None
+    loops: tuple[tuple[str, LoopExtent], ...] = ()
 
     def _key(self) -> tuple:
         return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value,
-                self.offset, self.scale, self.loop, self.pair, self.outer)
+                self.offset, self.scale, self.loop, self.pair, self.outer, self.expr, self.loops)
 
     def same_as(self, other: "HostCheck") -> bool:
         return self._key() == other._key()
@@ -250,6 +255,9 @@ class HostCheck:
 
         if self.kind == "alloc":
             self._check_alloc(args, name)
+            return
+        if self.kind == "computed":
+            _check_computed(self, args, name)
             return
         target = np.asarray(args[self.target])
         if self.axis >= target.ndim:
@@ -470,6 +478,252 @@ class HostCheck:
                              f"than the {last[k] + 1} that the loop{at} reads ({span})")
         raise ValueError(f"the loop{at} reads entry {first[k]} of {name(self.target)} along axis "
                          f"{self.axis}, below 0 ({span})")
+
+
+#: Iterations beyond which a ``computed`` check is not made (the unit's region check remains).
+COMPUTED_MAX_ITERATIONS = 1 << 20
+
+_SYMBOLS_WRAPPING = ("+", "-", "*", "<<")          # exact for index, wrapped for iN
+_OPERATIONS = {"+": "arith.addi", "-": "arith.subi", "*": "arith.muli", "<<": "arith.shli",
+               ">>u": "arith.shrui", ">>": "arith.shrsi", "&": "arith.andi", "|": "arith.ori",
+               "^": "arith.xori", "/": "arith.divsi", "/u": "arith.divui", "%": "arith.remsi",
+               "%u": "arith.remui", "max": "arith.maxsi", "min": "arith.minsi"}
+
+
+def _wrap(x, bits: int):
+    """``x`` (an object array of Python ints) as a signed ``bits``-bit value."""
+    half = 1 << (bits - 1)
+    return (x + half) % (1 << bits) - half
+
+
+def _unsigned(x, bits: int):
+    return x % (1 << (bits or 64))
+
+
+def _render(tree: tuple, name, ivs) -> str:
+    """``tree`` as text: arguments by name, induction variables by their loop's name."""
+    kind = tree[0]
+    if kind == "const":
+        return str(tree[1])
+    if kind == "arg":
+        return name(tree[1])
+    if kind == "iv":
+        return ivs[tree[1]]
+    if kind == "load":
+        return f"{name(tree[1])}[{', '.join(_render(i, name, ivs) for i in tree[3])}]"
+    if kind == "cast":
+        inner = _render(tree[4], name, ivs)
+        return inner if tree[1] == "sext" else f"{tree[1]}{tree[3] or 64}({inner})"
+    if kind == "range":
+        base = _render(tree[1], name, ivs)
+        simple = tree[1][0] in ("const", "arg", "iv", "load", "cast")
+        return f"{base if simple else '(' + base + ')'} + {ivs[tree[2]]}"
+    a, b = (_render(x, name, ivs) for x in tree[3:5])
+    a = a if tree[3][0] in ("const", "arg", "iv", "load", "cast") else f"({a})"
+    b = b if tree[4][0] in ("const", "arg", "iv", "load", "cast") else f"({b})"
+    return f"{kind}({a}, {b})" if kind in ("max", "min") else f"{a} {kind} {b}"
+
+
+class _Skip(Exception):
+    """The arguments do not let the host evaluate the index (a load out of its array: that
+    load's own check refuses it; too many iterations)."""
+
+
+def _evaluate(tree: tuple, args, grid: dict, name, ivs, loads: list, scalars: dict):
+    """The value of ``tree`` for every point of ``grid`` (loop number -> an object array of its
+    induction variable, shaped to broadcast), as an object array of Python ints. ``loads``
+    collects ``(load tree, index arrays, values)``, ``scalars`` the scalar arguments read.
+
+    Trees: ``("const", c)``; ``("arg", k)`` (a scalar argument); ``("iv", n)``; ``("load", k,
+    where, (index trees))`` (an argument the kernel never writes); ``("cast", "sext" | "zext" |
+    "trunc", bits_in, bits_out, x)``; ``(op, bits, where, a, b)`` for the integer operations
+    ``+ - * << >>u >> & | ^ / /u % %u max min`` of ``bits`` (0: ``index``, whose ``+ - * <<``
+    are exact: an index that overflows 64 bits is out of range, not another row; iN operations
+    wrap). A shift by an amount outside ``[0, bits)`` and a division by 0 are undefined
+    (poison in MLIR): ``ValueError`` naming what the amount is computed from.
+    """
+    import numpy as np
+
+    kind = tree[0]
+    if kind == "const":
+        return np.array(tree[1], dtype=object)
+    if kind == "arg":
+        value = int(np.asarray(args[tree[1]]).item())
+        scalars[tree[1]] = value
+        return np.array(value, dtype=object)
+    if kind == "iv":
+        return grid[tree[1]]
+    if kind == "load":
+        array = np.asarray(args[tree[1]])
+        if array.dtype.kind not in "iu" or array.ndim != len(tree[3]):
+            raise _Skip()
+        index = [_evaluate(i, args, grid, name, ivs, loads, scalars) for i in tree[3]]
+        shape = np.broadcast_shapes(*(np.shape(i) for i in index)) if index else ()
+        index = [np.broadcast_to(i, shape) for i in index]
+        if any(((i < 0) | (i >= n)).any() for i, n in zip(index, array.shape)):
+            raise _Skip()
+        values = array[tuple(i.astype(np.int64) for i in index)].astype(object)
+        loads.append((tree, index, values))
+        return values
+    if kind == "cast":
+        x = _evaluate(tree[4], args, grid, name, ivs, loads, scalars)
+        _, how, bits_in, bits_out, _ = tree
+        if how == "zext":
+            return _unsigned(x, bits_in)
+        if how == "trunc":
+            return _wrap(x, bits_out or 64)
+        return x
+    op, bits, where = tree[:3]
+    a = _evaluate(tree[3], args, grid, name, ivs, loads, scalars)
+    b = _evaluate(tree[4], args, grid, name, ivs, loads, scalars)
+    width = bits or 64
+    if op in ("<<", ">>u", ">>") or op.startswith(("/", "%")):
+        bad = ((b < 0) | (b >= width)) if op in ("<<", ">>u", ">>") else (_unsigned(b, bits) == 0 if
+                                                                        op.endswith("u") else b == 0)
+        bad = np.broadcast_to(np.asarray(bad, dtype=bool), np.broadcast_shapes(np.shape(a), np.shape(b)))
+        if bad.any():
+            point = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+            amount = np.broadcast_to(b, bad.shape)[point]
+            what = f"shift amount {_render(tree[4], name, ivs)}" if op in ("<<", ">>u", ">>") else \
+                f"divisor {_render(tree[4], name, ivs)}"
+            valid = f", outside [0, {width})" if op in ("<<", ">>u", ">>") else ""
+            at = f" at {where}" if where else ""
+            context = _context(tree[4], args, grid, point, name, ivs)
+            raise ValueError(f"the {what} of the {_OPERATIONS[op]}{at} is {amount}{valid}"
+                             f"{' (' + context + ')' if context else ''}")
+    if op == "+":
+        r = a + b
+    elif op == "-":
+        r = a - b
+    elif op == "*":
+        r = a * b
+    elif op == "<<":
+        r = a << b
+    elif op == ">>u":
+        r = _unsigned(a, bits) >> b
+    elif op == ">>":
+        r = _wrap(a, width) >> b
+    elif op in ("&", "|", "^"):
+        a, b = _wrap(a, width), _wrap(b, width)
+        r = a & b if op == "&" else a | b if op == "|" else a ^ b
+    elif op in ("/", "%"):
+        a, b = _wrap(a, width), _wrap(b, width)
+        q = np.frompyfunc(lambda x, y: abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1), 2, 1)(a, b)
+        r = q if op == "/" else a - b * q
+    elif op in ("/u", "%u"):
+        a, b = _unsigned(a, bits), _unsigned(b, bits)
+        r = a // b if op == "/u" else a % b
+    else:
+        a, b = _wrap(a, width), _wrap(b, width)
+        r = np.maximum(a, b) if op == "max" else np.minimum(a, b)
+    if bits and op in _SYMBOLS_WRAPPING or op in (">>u", "/u", "%u"):
+        r = _wrap(r, width)
+    return np.asarray(r, dtype=object)
+
+
+def _context(tree, args, grid, point, name, ivs, skip=None) -> str:
+    """The induction variables, loaded values (but the load ``skip``) and scalar arguments
+    ``tree`` reads at ``point``."""
+    import numpy as np
+
+    loads, scalars = [], {}
+    _evaluate(tree, args, grid, name, ivs, loads, scalars)
+    parts = [f"{ivs[n]} = {np.broadcast_to(grid[n], np.shape(grid[n]))[_at(grid[n], point)]}"
+             for n in sorted(grid) if any(t == ("iv", n) for t in expr_trees(tree))]
+    for load, index, values in loads:
+        if load is skip:
+            continue
+        pos = ", ".join(str(np.broadcast_to(i, np.shape(values))[_at(values, point)]) for i in index)
+        parts.append(f"{name(load[1])}[{pos}] = {values[_at(values, point)]}")
+    parts += [f"{name(k)} = {v}" for k, v in scalars.items()]
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _at(array, point):
+    """``point`` of the grid in ``array``, which broadcasts to it (axes of length 1: 0)."""
+    import numpy as np
+
+    shape = np.shape(array)
+    point = point[len(point) - len(shape):] if shape else ()
+    return tuple(p if n > 1 else 0 for p, n in zip(point, shape))
+
+
+def expr_trees(tree: tuple):
+    """``tree`` and its subtrees (a ``computed`` check's index), top first."""
+    yield tree
+    for part in tree:
+        if isinstance(part, tuple) and part and isinstance(part[0], str):
+            yield from expr_trees(part)
+        elif isinstance(part, tuple):
+            for x in part:
+                if isinstance(x, tuple):
+                    yield from expr_trees(x)
+
+
+def _check_computed(check: HostCheck, args, name) -> None:
+    """``"computed"``: evaluate ``check.expr`` over the loops' iterations (with a ``range`` top,
+    ``base + r`` for ``r`` below its loop's count: the first and last entry of each row) and
+    refuse the first iteration whose index leaves ``[0, size)`` along ``axis``."""
+    import numpy as np
+
+    target = np.asarray(args[check.target])
+    if check.axis >= target.ndim:
+        return
+    size = target.shape[check.axis]
+    counts = [extent.of(args) for _, extent in check.loops]
+    if None in counts or 0 in counts:
+        return                                         # the access is never made
+    ivs = [n for n, _ in check.loops]
+    tree, row = check.expr, None
+    if tree[0] == "range":
+        tree, row = tree[1], tree[2]
+    used = sorted({t[1] for t in expr_trees(tree) if t[0] == "iv"})
+    if int(np.prod([counts[n] for n in used], dtype=object)) > COMPUTED_MAX_ITERATIONS:
+        return
+    grid = {}
+    for axis, n in enumerate(used):
+        shape = [1] * len(used)
+        shape[axis] = counts[n]
+        grid[n] = np.arange(counts[n], dtype=np.int64).astype(object).reshape(shape)
+    loads: list = []
+    try:
+        value = _evaluate(tree, args, grid, name, ivs, loads, {})
+    except _Skip:
+        return
+    shape = tuple(counts[n] for n in used)
+    value = np.broadcast_to(value, shape)
+    span = counts[row] - 1 if row is not None else 0
+    bad = np.asarray((value < 0) | (value + span >= size), dtype=bool)
+    if not bad.any():
+        return
+    point = np.unravel_index(int(np.flatnonzero(bad)[0]), shape)
+    first = value[point]
+    entries = f"entry {first}" if row is None else f"entries {first} to {first + span}"
+    at = f" at {check.where}" if check.where else ""
+    index = _render(check.expr, name, ivs)
+    if row is not None:
+        index += f" for {ivs[row]} < {check.loops[row][1].describe(counts[row], name)}"
+    lead = next((x for x in loads if x[0] is expr_lead(tree)), None)
+    context = _context(tree, args, grid, point, name, ivs, skip=expr_lead(tree))
+    if lead is not None:
+        load, idx, values = lead
+        pos = ", ".join(str(np.broadcast_to(i, np.shape(values))[_at(values, point)]) for i in idx)
+        head = f"{name(load[1])}[{pos}] = {values[_at(values, point)]} selects"
+    else:
+        head = f"the index selects"
+    raise ValueError(f"{head} {entries} along axis {check.axis} of {name(check.target)}, which has "
+                     f"{size} entries (the load{at}, at the index {index}; {context})")
+
+
+def expr_lead(tree: tuple) -> tuple | None:
+    """The load nearest the top of ``tree`` (what a ``computed`` check's message leads with)."""
+    level = [tree]
+    while level:
+        for t in level:
+            if t[0] == "load":
+                return t
+        level = [x for t in level for x in t if isinstance(x, tuple) and x and isinstance(x[0], str)]
+    return None
 
 
 @dataclass

@@ -9,7 +9,10 @@
   ids index ``entity`` / ``relation``);
 * ``block_sparse_gather.mlir``'s ``key[blk * bs + r]`` (kind ``block``: a block id ``blk`` loaded
   from ``block_idx`` reads rows ``blk * bs`` to ``blk * bs + bs - 1`` of ``key`` and ``value``, so
-  every id must be in ``[0, len(key) // bs)`` when ``bs > 0``).
+  every id must be in ``[0, len(key) // bs)`` when ``bs > 0``);
+* ``hashed_gather.mlir``'s ``remap[h(ids[i])]`` and ``table[(remap[h] << logd) + d]`` (kind
+  ``computed``: the host evaluates the index for every iteration, the hash mod 2**64 as the i64
+  operations compute it, the index arithmetic exactly; a shift by 64 or more is refused).
 
 Before, each too-short argument ran into the access unit and stopped with fault ADDR_RANGE (an
 ``AccessFault``); now a ``ValueError`` names the argument, its length and what it needs before the
@@ -234,3 +237,73 @@ def test_block_sparse_gather_negative_block_size_is_refused(opt_level):
         "(key), v an element of arg1 (block_idx)")
     got = run_kernel(kernel, [ptr, idx, key, value, np.int64(0), k_out.copy(), v_out.copy()], "golden")
     np.testing.assert_array_equal(got.results[0], k_out)
+
+
+def _hashed(opt_level: int = 0):
+    from sw.chained_workloads import _hash
+    return _kernel("hashed_gather.mlir", opt_level), BENCH_WORKLOADS["hashed_gather"].make("small", 4), _hash
+
+
+HASH_INDEX = "(arg2 (ids)[i] * -7046029254386353131) >>u (64 - arg3 (logb))"
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_hashed_gather_bucket_past_remap_is_refused_before_the_unit_runs(opt_level):
+    """``remap[h(ids[i])]``, ``h`` the multiplicative hash of ``ids[i]`` by ``logb`` bits (kind
+    ``computed``: the host hashes every id): a ``logb`` larger than ``remap`` allows was the
+    unit's ADDR_RANGE fault, blaming no argument (found by tests/runtime/test_host_check_fuzz.py)."""
+    kernel, args, h = _hashed(opt_level)
+    table, remap, ids, logb, logd, out = args
+    _check("hashed_gather", kernel, args)
+    wider = h(ids, logb + 2)
+    i = int(np.flatnonzero(wider >= len(remap))[0])
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table, remap, ids, logb + 2, logd, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg2 (ids)[{i}] = {ids[i]} selects entry {wider[i]} along axis 0 of arg1 (remap), which "
+        f"has {len(remap)} entries (the load at hashed_gather.mlir:19:5, at the index {HASH_INDEX}; "
+        f"i = {i}, arg3 (logb) = {logb + 2})")
+    # fewer buckets than remap has: every bucket is in range
+    _check("hashed_gather", kernel, [table, remap, ids, logb - 1, logd, out.copy()])
+    # a shift by 64 or more, or below 0, is undefined (MLIR: poison)
+    for bad, shift in ((0, 64), (65, -1)):
+        with pytest.raises(ValueError) as info:
+            run_kernel(kernel, [table, remap, ids, bad, logd, out.copy()], "golden")
+        assert str(info.value) == (f"the shift amount 64 - arg3 (logb) of the arith.shrui at "
+                                   f"hashed_gather.mlir:17:5 is {shift}, outside [0, 64) (arg3 (logb) = {bad})")
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_hashed_gather_row_past_the_table_is_refused_before_the_unit_runs(opt_level):
+    """``table[(remap[h] << logd) + d]`` for ``d < dim(out, 1)``: each row the lookups select
+    must lie inside the flat table (it was the unit's ADDR_RANGE fault, or ADDR_OVERFLOW for a
+    large ``logd``, naming no argument but the table). Exact: a remap entry no id hashes to is
+    not looked at."""
+    kernel, args, h = _hashed(opt_level)
+    table, remap, ids, logb, logd, out = args
+    rows, dim = len(table) >> logd, out.shape[1]
+    buckets = h(ids, logb)
+    unused = sorted(set(range(len(remap))) - set(buckets.tolist()))
+    assert unused
+    spare = remap.copy()
+    spare[unused[0]] = rows                       # past the table, but no id hashes to it
+    _check("hashed_gather", kernel, [table, spare, ids, logb, logd, out.copy()])
+    bad = remap.copy()
+    bad[buckets[3]] = rows
+    i = int(np.flatnonzero(bad[buckets] == rows)[0])
+    index = f"(arg1 (remap)[{HASH_INDEX}] << arg4 (logd)) + d"
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [table, bad, ids, logb, logd, out.copy()], "golden")
+    assert str(info.value) == (
+        f"arg1 (remap)[{buckets[i]}] = {rows} selects entries {rows * dim} to {rows * dim + dim - 1} "
+        f"along axis 0 of arg0 (table), which has {len(table)} entries (the load at "
+        f"hashed_gather.mlir:23:7, at the index {index} for d < {dim}, the size of arg5 (out) along "
+        f"axis 1; i = {i}, arg2 (ids)[{i}] = {ids[i]}, arg3 (logb) = {logb}, arg4 (logd) = {logd})")
+    # rows twice as wide: the upper half of the remap entries leave the table
+    with pytest.raises(ValueError, match=r"selects entries \d+ to \d+ along axis 0 of arg0 \(table\), "
+                                         r"which has 400 entries .* arg4 \(logd\) = 4\)$"):
+        run_kernel(kernel, [table, remap, ids, logb, logd + 1, out.copy()], "golden")
+    with pytest.raises(ValueError, match=r"^the shift amount arg4 \(logd\) of the arith.shli at "
+                                         r"hashed_gather.mlir:20:5 is 64, outside \[0, 64\) "
+                                         r"\(arg4 \(logd\) = 64\)$"):
+        run_kernel(kernel, [table, remap, ids, logb, 64, out.copy()], "golden")

@@ -64,11 +64,23 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     ``s`` in ``[gptr[h], gptr[h + 1])``, ``h`` below such a count), else for every ``g``.
     These come after the other checks, so an offset past the end is reported by its range check.
 
+``computed``
+    any other index the host can compute: an expression (``HostCheck.expr``, evaluated by
+    ``sw.runtime.kernel``) of constants, scalar arguments, the induction variables of the loops
+    around the access and loads from arguments never written, through the integer operations of
+    ``_BINARY`` and casts, when every loop around the access runs from 0 in steps of 1 to a count
+    the host reads (``host_extent``); the index may end in ``+ r``, ``r`` the induction variable
+    of one of those loops that appears nowhere else (a row read from ``base``). Every iteration's
+    index (first and last entry of a row) must lie in ``[0, M.shape[k])``: ``hashed_gather.mlir``'s
+    ``remap[h(ids[i])]`` (the hash mod 2**64, as its i64 operations compute it) and
+    ``table[(remap[h] << logd) + d]`` (``index`` arithmetic exact); a shift by an amount outside
+    ``[0, bits)`` or a division by 0 is refused.
+
 Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``, ``bound`` and
 ``block`` every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch
-checks every index). Index values that go through other arithmetic (``table[(row << 3) + d]``,
-``table[row * dim + d]`` with ``d`` running to another bound than ``dim``) are not checked here;
-the unit's region check and address-overflow fault catch them at run time.
+checks every index); ``computed`` is exact. Indices that go through other arithmetic in loops
+the host cannot enumerate (from loaded bounds) are not checked here; the unit's region check
+and address-overflow fault catch them at run time.
 The checks run in :func:`sw.runtime.kernel.Kernel.check_arguments` before the unit starts.
 """
 
@@ -77,10 +89,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType
 from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
 
-from ...runtime.kernel import HostCheck, LoopExtent
+from ...runtime.kernel import HostCheck, LoopExtent, expr_lead, expr_trees
 from ..errors import location_of
 
 __all__ = ["host_checks"]
@@ -146,6 +158,23 @@ def _from_zero(loop: scf.ForOp) -> bool:
     return _int(loop.lb) == 0 and _int(loop.step) == 1
 
 
+# The integer operations an index computed on the unit may go through (``computed``), by symbol.
+_BINARY = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.ShLIOp: "<<",
+           arith.ShRUIOp: ">>u", arith.ShRSIOp: ">>", arith.AndIOp: "&", arith.OrIOp: "|",
+           arith.XOrIOp: "^", arith.DivSIOp: "/", arith.DivUIOp: "/u", arith.RemSIOp: "%",
+           arith.RemUIOp: "%u", arith.MaxSIOp: "max", arith.MinSIOp: "min"}
+
+
+def _width(t) -> int | None:
+    """Bits of an integer type; 0 for ``index`` (its arithmetic is exact on the host: an
+    address that overflows is an error, not another row), None for other types."""
+    if isinstance(t, IndexType):
+        return 0
+    if isinstance(t, IntegerType):
+        return t.width.data
+    return None
+
+
 def _guarded(op) -> bool:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, func.FuncOp):
@@ -153,6 +182,11 @@ def _guarded(op) -> bool:
             return True
         parent = parent.parent_op()
     return False
+
+
+def _iv_name(loop: scf.ForOp, n: int) -> str:
+    hint = loop.body.block.args[0].name_hint
+    return hint if hint and hint.isidentifier() else f"i{n}"
 
 
 def host_checks(fn: func.FuncOp) -> list[HostCheck]:
@@ -349,6 +383,84 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 return LoopExtent(source, element=tuple(at), minus=minus)
         return None
 
+    def enclosing_loops(op) -> list[tuple[scf.ForOp, LoopExtent]] | None:
+        """The loops around ``op``, outermost first, with their trip counts, when each runs
+        from 0 in steps of 1 to a count the host reads (``host_extent``), else None."""
+        loops = []
+        parent = op.parent_op()
+        while not isinstance(parent, func.FuncOp):
+            extent = host_extent(parent) if isinstance(parent, scf.ForOp) else None
+            if extent is None:
+                return None
+            loops.append((parent, extent))
+            parent = parent.parent_op()
+        return loops[::-1]
+
+    def expression(value: SSAValue, loops: list) -> tuple | None:
+        """``value`` as a tree the host evaluates (``HostCheck`` kind ``computed``): constants
+        ``("const", c)``, scalar arguments ``("arg", k)``, induction variables ``("iv", n)`` of
+        ``loops[n]``, loads ``("load", k, where, indices)`` from arguments the kernel never
+        writes, casts ``("cast", kind, bits_in, bits_out, x)`` and the operations of
+        ``_BINARY`` ``(symbol, bits, where, a, b)`` (bits 0: ``index``); None otherwise."""
+        if isinstance(value, BlockArgument):
+            source = param(value)
+            if source is not None:
+                return None if isinstance(value.type, MemRefType) or _width(value.type) is None \
+                    else ("arg", source)
+            loop = _loop_of(value)
+            for n, (outer, _) in enumerate(loops):
+                if outer is loop:
+                    return ("iv", n)
+            return None
+        if not isinstance(value, OpResult):
+            return None
+        op = value.op
+        if _int(value) is not None:
+            return ("const", _int(value))
+        if isinstance(op, memref.LoadOp):
+            source = param(op.memref)
+            if source is None or not _read_only(op.memref) or _width(value.type) is None:
+                return None
+            indices = tuple(expression(i, loops) for i in op.indices)
+            return None if None in indices else ("load", source, str(location_of(op) or ""), indices)
+        if isinstance(op, _CASTS + (arith.TruncIOp,)):
+            inner = expression(op.input, loops)
+            w_in, w_out = _width(op.input.type), _width(value.type)
+            if inner is None or w_in is None or w_out is None:
+                return None
+            kind = "zext" if isinstance(op, arith.ExtUIOp) else \
+                "trunc" if w_out and (not w_in or w_out < w_in) else "sext"
+            return ("cast", kind, w_in, w_out, inner)
+        symbol = _BINARY.get(type(op))
+        if symbol is None or _width(value.type) is None:
+            return None
+        a, b = expression(op.lhs, loops), expression(op.rhs, loops)
+        if a is None or b is None:
+            return None
+        return (symbol, _width(value.type), str(location_of(op) or ""), a, b)
+
+    def computed(op, index: SSAValue, target: int, axis: int) -> HostCheck | None:
+        """Kind ``computed``: an index other than the patterns above that the host can compute
+        for every iteration (an ``expression`` of loads, scalar arguments and induction
+        variables of loops from 0 to counts the host reads), optionally plus the induction
+        variable ``r`` of one of those loops that appears nowhere else (a row: ``base + r``)."""
+        loops = enclosing_loops(op)
+        if loops is None:
+            return None
+        tree = expression(index, loops)
+        if tree is None or not any(t[0] in ("load", "arg") for t in expr_trees(tree)):
+            return None
+        if tree[0] == "+" and tree[1] == 0:
+            for base, r in ((tree[3], tree[4]), (tree[4], tree[3])):
+                if r[0] == "iv" and r not in expr_trees(base):
+                    tree = ("range", base, r[1])
+                    break
+        lead = expr_lead(tree)
+        return HostCheck("computed", -1 if lead is None else lead[1], target, axis,
+                         expr=tree, loops=tuple((_iv_name(loop, n), extent)
+                                                for n, (loop, extent) in enumerate(loops)),
+                         where=str(location_of(op) or ""))
+
     checks: list[HostCheck] = []
 
     def add(check: HostCheck) -> None:
@@ -403,6 +515,10 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 source, load, loop, a, c = found
                 add(HostCheck("index", source, target, axis, offset=c, scale=a,
                               loop=host_extent(loop), where=str(location_of(load) or where)))
+                continue
+            found = computed(op, index, target, axis)
+            if found is not None:
+                add(found)
                 continue
             loop, scale, offset = _loop_of(index), 1, 0
             if loop is None:

@@ -307,3 +307,27 @@ def test_hashed_gather_row_past_the_table_is_refused_before_the_unit_runs(opt_le
                                          r"hashed_gather.mlir:20:5 is 64, outside \[0, 64\) "
                                          r"\(arg4 \(logd\) = 64\)$"):
         run_kernel(kernel, [table, remap, ids, logb, 64, out.copy()], "golden")
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_spmm_out_rows_fewer_than_nrows_are_refused_before_the_unit_runs(opt_level):
+    """``out[i, d]`` sits in the loop over row ``i``'s nonzeros, inside the loop to ``nrows[0]``:
+    ``out`` needs ``nrows[0]`` rows, as a loop to ``dim(X, j)`` asks wherever its index is used.
+    The check was made only for accesses in the loop's own body, so an ``out`` one row short ran
+    the unit and stopped in the execute side ('indexed outside an argument', after the run; found
+    by tests/runtime/test_host_check_fuzz.py)."""
+    kernel = _kernel("spmm_csr.mlir", opt_level)
+    rowptr, col, val, x, nrows, out = BENCH_WORKLOADS["spmm_cora"].make("small", 2)
+    n = int(nrows[0])
+    message = (f"arg5 (out) has {n - 1} entries along axis 0, fewer than the loop at spmm_csr.mlir:9:3 "
+               f"that indexes it runs over ({n}, the value of arg4 (nrows)[0])")
+    short = out[:-1].copy()
+    with pytest.raises(ValueError) as info:
+        kernel.check_arguments([rowptr, col, val, x, nrows, short])
+    assert str(info.value) == message
+    with pytest.raises(ValueError) as info:
+        run_kernel(kernel, [rowptr, col, val, x, nrows, short], "golden")
+    assert str(info.value) == message
+    nnz = int(rowptr[n - 1])                        # the first n - 1 rows
+    _check("spmm_cora", kernel, [rowptr[:-1].copy(), col[:nnz].copy(), val[:nnz].copy(), x,
+                                 np.array([n - 1], np.int64), short])

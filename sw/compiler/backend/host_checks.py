@@ -27,7 +27,9 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     loop may also run to a count loaded at constant indices from an argument the kernel never
     writes (``spmm_csr.mlir``'s ``nrows[0]``: the host reads it from the argument) or to
     ``dim(X, j) - m``; those new forms, and ``a > 1``, are used only for an access in the loop's
-    own body (made on every iteration). A loop to ``dim(M, k) - m`` over ``M[i + c]``, ``c <= m``,
+    own body (made on every iteration), but for ``M[.., i, ..]`` itself, checked wherever it is
+    in the loop as for ``dim(X, j)`` (``spmm_csr.mlir``'s ``out[i, d]`` in the loop over a row's
+    nonzeros: ``out`` needs ``nrows[0]`` rows). A loop to ``dim(M, k) - m`` over ``M[i + c]``, ``c <= m``,
     is always in range (``block_sparse_gather.mlir``'s ``block_ptr[q + 1]``): no check.
 ``index`` at ``a * i + c``
     a value loaded (in the loop's body) from a 1-D argument ``A`` never written, at ``a * i + c``
@@ -557,9 +559,10 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                         (offset or scale != 1 or (source, source_axis) != (target, axis)):
                     add(HostCheck("extent", source, target, axis, source_axis=source_axis, offset=offset,
                                   scale=scale, where=loop_where))
-            elif direct and (extent := host_extent(loop)) is not None:
+            elif (direct or (scale, offset) == (1, 0)) and (extent := host_extent(loop)) is not None:
                 # a loop to a loaded count or to dim(X, j) - m; dim(M, k) - m over M[i + c] with
-                # c <= m is always in range
+                # c <= m is always in range. M[i] itself in a nested loop (that may not run), as
+                # for a loop to dim(X, j): spmm_csr's out[i, d] needs nrows[0] rows
                 if (extent.source, extent.axis, extent.element) == (target, axis, None) and \
                         scale == 1 and offset <= extent.minus:
                     continue

@@ -218,9 +218,10 @@ class HostCheck:
     neither, for every ``i``; pairs past the end of ``A`` are the extent check's business) or
     ``"alloc"`` (a ``memref.alloc`` whose size along its axis ``axis`` is ``loop``'s count, not
     clamped: ``dim(X, j) - m``, a scalar argument, a loaded count: at least 0) or
-    ``"computed"`` (the index ``expr`` along ``axis``, evaluated for every iteration of
-    ``loops``, the ``(name, trip count)`` of the loops around the access: inside
-    ``[0, args[target].shape[axis])``; see :func:`_evaluate` for the tree).
+    ``"computed"`` (the index ``expr`` of the ``access`` along ``axis``, evaluated for every
+    iteration of ``loops``, the loops around the access, ``(name, trip count)`` or ``(name,
+    ("bounds", lb, ub))`` with trees of the bounds: inside ``[0, args[target].shape[axis])``;
+    see :func:`_evaluate` for the trees).
     ``where`` is the ``file:line:col`` of the load, loop or allocation.
     """
     kind: str
@@ -236,7 +237,8 @@ class HostCheck:
     pair: tuple[int, int] = (0, 1)
     outer: tuple[int, int, int] | None = None
     expr: tuple | None = None
-    loops: tuple[tuple[str, LoopExtent], ...] = ()
+    loops: tuple[tuple[str, object], ...] = ()
+    access: str = "load"
 
     def _key(self) -> tuple:
         return (self.kind, self.source, self.target, self.axis, self.source_axis, self.value,
@@ -621,15 +623,17 @@ def _evaluate(tree: tuple, args, grid: dict, name, ivs, loads: list, scalars: di
     return np.asarray(r, dtype=object)
 
 
-def _context(tree, args, grid, point, name, ivs, skip=None) -> str:
-    """The induction variables, loaded values (but the load ``skip``) and scalar arguments
-    ``tree`` reads at ``point``."""
+def _context(tree, args, grid, point, name, ivs, skip=None, shown=None) -> str:
+    """The induction variables (those in ``tree``, or ``shown``), loaded values (but the load
+    ``skip``) and scalar arguments ``tree`` reads at ``point``."""
     import numpy as np
 
     loads, scalars = [], {}
     _evaluate(tree, args, grid, name, ivs, loads, scalars)
+    if shown is None:
+        shown = {t[1] for t in expr_trees(tree) if t[0] == "iv"}
     parts = [f"{ivs[n]} = {np.broadcast_to(grid[n], np.shape(grid[n]))[_at(grid[n], point)]}"
-             for n in sorted(grid) if any(t == ("iv", n) for t in expr_trees(tree))]
+             for n in sorted(grid) if n in shown]
     for load, index, values in loads:
         if load is skip:
             continue
@@ -660,6 +664,55 @@ def expr_trees(tree: tuple):
                     yield from expr_trees(x)
 
 
+def _iterations(check: HostCheck, args, name, ivs, used: set, row):
+    """The iterations of ``check.loops`` in which the access is made, as ``{loop number:
+    object array of its index}`` for the loops in ``used`` (all of the same length, one entry
+    per iteration, in loop order): a loop to a count repeats the iterations so far for each of
+    its indices (or, unused, only asks for a count > 0); a loop over ``[lb, ub)`` evaluates its
+    bounds at each iteration so far and keeps the non-empty ones, expanded by their indices when
+    used. None when the access is never made, the arguments do not let the host evaluate the
+    bounds, or there are more than ``COMPUTED_MAX_ITERATIONS``."""
+    import numpy as np
+
+    columns: dict = {}
+    count = 1
+    for n, (_, spec) in enumerate(check.loops):
+        if isinstance(spec, LoopExtent):
+            c = spec.of(args)
+            if not c:
+                return None                                # no iteration (or no count)
+            if n not in used or n == row:
+                continue
+            if count * c > COMPUTED_MAX_ITERATIONS:
+                return None
+            columns = {k: np.repeat(v, c) for k, v in columns.items()}
+            columns[n] = np.tile(np.arange(c, dtype=np.int64), count).astype(object)
+            count *= c
+            continue
+        try:
+            lo, hi = (np.broadcast_to(_evaluate(b, args, columns, name, ivs, [], {}), (count,))
+                      for b in spec[1:])
+        except _Skip:
+            return None
+        lengths = np.asarray(np.maximum(hi - lo, 0), dtype=object)
+        if n not in used:
+            keep = np.asarray(lengths > 0, dtype=bool)
+            columns = {k: v[keep] for k, v in columns.items()}
+            count = int(keep.sum())
+        else:
+            total = int(lengths.sum()) if count else 0
+            if total > COMPUTED_MAX_ITERATIONS:
+                return None
+            reps = lengths.astype(np.int64)
+            columns = {k: np.repeat(v, reps) for k, v in columns.items()}
+            first = np.repeat(np.cumsum(reps) - reps, reps)
+            columns[n] = np.repeat(lo, reps) + (np.arange(total, dtype=np.int64) - first).astype(object)
+            count = total
+        if not count:
+            return None
+    return columns, count
+
+
 def _check_computed(check: HostCheck, args, name) -> None:
     """``"computed"``: evaluate ``check.expr`` over the loops' iterations (with a ``range`` top,
     ``base + r`` for ``r`` below its loop's count: the first and last entry of each row) and
@@ -670,49 +723,45 @@ def _check_computed(check: HostCheck, args, name) -> None:
     if check.axis >= target.ndim:
         return
     size = target.shape[check.axis]
-    counts = [extent.of(args) for _, extent in check.loops]
-    if None in counts or 0 in counts:
-        return                                         # the access is never made
     ivs = [n for n, _ in check.loops]
     tree, row = check.expr, None
     if tree[0] == "range":
         tree, row = tree[1], tree[2]
-    used = sorted({t[1] for t in expr_trees(tree) if t[0] == "iv"})
-    if int(np.prod([counts[n] for n in used], dtype=object)) > COMPUTED_MAX_ITERATIONS:
+    used = {t[1] for t in expr_trees(tree) if t[0] == "iv"}
+    for n in reversed(range(len(check.loops))):       # and the indices their bounds read
+        spec = check.loops[n][1]
+        if n in used and not isinstance(spec, LoopExtent):
+            used |= {t[1] for b in spec[1:] for t in expr_trees(b) if t[0] == "iv"}
+    found = _iterations(check, args, name, ivs, used, row)
+    if found is None:
         return
-    grid = {}
-    for axis, n in enumerate(used):
-        shape = [1] * len(used)
-        shape[axis] = counts[n]
-        grid[n] = np.arange(counts[n], dtype=np.int64).astype(object).reshape(shape)
+    grid, count = found
     loads: list = []
     try:
-        value = _evaluate(tree, args, grid, name, ivs, loads, {})
+        value = np.broadcast_to(_evaluate(tree, args, grid, name, ivs, loads, {}), (count,))
     except _Skip:
         return
-    shape = tuple(counts[n] for n in used)
-    value = np.broadcast_to(value, shape)
-    span = counts[row] - 1 if row is not None else 0
+    span = check.loops[row][1].of(args) - 1 if row is not None else 0
     bad = np.asarray((value < 0) | (value + span >= size), dtype=bool)
     if not bad.any():
         return
-    point = np.unravel_index(int(np.flatnonzero(bad)[0]), shape)
+    point = (int(np.flatnonzero(bad)[0]),)
     first = value[point]
     entries = f"entry {first}" if row is None else f"entries {first} to {first + span}"
     at = f" at {check.where}" if check.where else ""
     index = _render(check.expr, name, ivs)
     if row is not None:
-        index += f" for {ivs[row]} < {check.loops[row][1].describe(counts[row], name)}"
+        index += f" for {ivs[row]} < {check.loops[row][1].describe(span + 1, name)}"
     lead = next((x for x in loads if x[0] is expr_lead(tree)), None)
-    context = _context(tree, args, grid, point, name, ivs, skip=expr_lead(tree))
+    context = _context(tree, args, grid, point, name, ivs, skip=expr_lead(tree), shown=used)
     if lead is not None:
         load, idx, values = lead
         pos = ", ".join(str(np.broadcast_to(i, np.shape(values))[_at(values, point)]) for i in idx)
         head = f"{name(load[1])}[{pos}] = {values[_at(values, point)]} selects"
     else:
-        head = f"the index selects"
+        head = "the index selects"
     raise ValueError(f"{head} {entries} along axis {check.axis} of {name(check.target)}, which has "
-                     f"{size} entries (the load{at}, at the index {index}; {context})")
+                     f"{size} entries (the {check.access}{at}, at the index {index}; {context})")
 
 
 def expr_lead(tree: tuple) -> tuple | None:

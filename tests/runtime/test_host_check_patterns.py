@@ -331,3 +331,27 @@ def test_spmm_out_rows_fewer_than_nrows_are_refused_before_the_unit_runs(opt_lev
     nnz = int(rowptr[n - 1])                        # the first n - 1 rows
     _check("spmm_cora", kernel, [rowptr[:-1].copy(), col[:nnz].copy(), val[:nnz].copy(), x,
                                  np.array([n - 1], np.int64), short])
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_block_sparse_gather_output_rows_short_are_refused_before_the_unit_runs(opt_level):
+    """``k_out[j * bs + r]`` for ``j`` in the ranges ``block_ptr[q]`` .. ``block_ptr[q + 1]``
+    (kind ``computed`` over the loops' iterations, the bounds of ``j`` evaluated per ``q``): an
+    output one row short ran the unit and stopped in the execute side, after the run, naming no
+    argument (found by tests/runtime/test_host_check_fuzz.py). Longer outputs run."""
+    kernel = _kernel("block_sparse_gather.mlir", opt_level)
+    ptr, idx, key, value, bs, k_out, v_out = BENCH_WORKLOADS["spattn_gather"].make("small", 1)
+    bs, n = int(bs), len(idx)
+    q = int(np.flatnonzero(ptr[:-1] <= n - 1)[-1])                 # the query block of block n - 1
+    for k, at, short in ((5, "29:11", [k_out[:-1].copy(), v_out.copy()]),
+                         (6, "30:11", [k_out.copy(), v_out[:-1].copy()])):
+        with pytest.raises(ValueError) as info:
+            run_kernel(kernel, [ptr, idx, key, value, np.int64(bs), *short], "golden")
+        assert str(info.value) == (
+            f"the index selects entry {n * bs - 1} along axis 0 of arg{k} ({['k_out', 'v_out'][k - 5]}), "
+            f"which has {n * bs - 1} entries (the store at block_sparse_gather.mlir:{at}, at the index "
+            f"(j * arg4 (bs)) + r; q = {q}, j = {n - 1}, r = {bs - 1}, arg4 (bs) = {bs})")
+    longer = np.zeros((n * bs + 3, key.shape[1]), np.float32)
+    got = run_kernel(kernel, [ptr, idx, key, value, np.int64(bs), longer, longer.copy()], "golden").results
+    np.testing.assert_array_equal(got[0][:n * bs], BENCH_WORKLOADS["spattn_gather"].reference(
+        [ptr, idx, key, value, bs])[0])

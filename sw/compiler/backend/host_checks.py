@@ -70,13 +70,16 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
     any other index the host can compute: an expression (``HostCheck.expr``, evaluated by
     ``sw.runtime.kernel``) of constants, scalar arguments, the induction variables of the loops
     around the access and loads from arguments never written, through the integer operations of
-    ``_BINARY`` and casts, when every loop around the access runs from 0 in steps of 1 to a count
-    the host reads (``host_extent``); the index may end in ``+ r``, ``r`` the induction variable
-    of one of those loops that appears nowhere else (a row read from ``base``). Every iteration's
-    index (first and last entry of a row) must lie in ``[0, M.shape[k])``: ``hashed_gather.mlir``'s
-    ``remap[h(ids[i])]`` (the hash mod 2**64, as its i64 operations compute it) and
-    ``table[(remap[h] << logd) + d]`` (``index`` arithmetic exact); a shift by an amount outside
-    ``[0, bits)`` or a division by 0 is refused.
+    ``_BINARY`` and casts, when every loop around the access runs in steps of 1 from 0 to a
+    count the host reads (``host_extent``) or between bounds that are such expressions of the
+    outer loops' indices (the host enumerates the iterations); the index may end in ``+ r``,
+    ``r`` the induction variable of a loop from 0 to a count that appears nowhere else (a row
+    read from ``base``). Every iteration's index (first and last entry of a row) must lie in
+    ``[0, M.shape[k])``: ``hashed_gather.mlir``'s ``remap[h(ids[i])]`` (the hash mod 2**64, as
+    its i64 operations compute it) and ``table[(remap[h] << logd) + d]`` (``index`` arithmetic
+    exact), ``block_sparse_gather.mlir``'s ``k_out[j * bs + r]`` (``j`` from ``block_ptr[q]``
+    to ``block_ptr[q + 1]``); a shift by an amount outside ``[0, bits)`` or a division by 0 is
+    refused.
 
 Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``, ``bound`` and
 ``block`` every element of ``A`` is checked, whether or not the traversal reaches it (as PyTorch
@@ -385,18 +388,29 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 return LoopExtent(source, element=tuple(at), minus=minus)
         return None
 
-    def enclosing_loops(op) -> list[tuple[scf.ForOp, LoopExtent]] | None:
-        """The loops around ``op``, outermost first, with their trip counts, when each runs
-        from 0 in steps of 1 to a count the host reads (``host_extent``), else None."""
-        loops = []
+    def enclosing_loops(op) -> list[tuple[scf.ForOp, object]] | None:
+        """The loops around ``op``, outermost first, each with its trip count (``host_extent``:
+        from 0 in steps of 1 to a count the host reads) or ``("bounds", lb, ub)``, the
+        ``expression`` trees of its bounds (in steps of 1, from and to values the host computes
+        from the outer loops' indices: ``block_ptr[q]`` to ``block_ptr[q + 1]``); None when a
+        loop is neither (or ``op`` is inside another operation)."""
+        chain = []
         parent = op.parent_op()
         while not isinstance(parent, func.FuncOp):
-            extent = host_extent(parent) if isinstance(parent, scf.ForOp) else None
-            if extent is None:
+            if not isinstance(parent, scf.ForOp):
                 return None
-            loops.append((parent, extent))
+            chain.append(parent)
             parent = parent.parent_op()
-        return loops[::-1]
+        loops: list = []
+        for loop in reversed(chain):
+            spec = host_extent(loop)
+            if spec is None and _int(loop.step) == 1:
+                lb, ub = expression(loop.lb, loops), expression(loop.ub, loops)
+                spec = None if lb is None or ub is None else ("bounds", lb, ub)
+            if spec is None:
+                return None
+            loops.append((loop, spec))
+        return loops
 
     def expression(value: SSAValue, loops: list) -> tuple | None:
         """``value`` as a tree the host evaluates (``HostCheck`` kind ``computed``): constants
@@ -444,8 +458,8 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
     def computed(op, index: SSAValue, target: int, axis: int) -> HostCheck | None:
         """Kind ``computed``: an index other than the patterns above that the host can compute
         for every iteration (an ``expression`` of loads, scalar arguments and induction
-        variables of loops from 0 to counts the host reads), optionally plus the induction
-        variable ``r`` of one of those loops that appears nowhere else (a row: ``base + r``)."""
+        variables of the ``enclosing_loops``), optionally plus the induction variable ``r`` of
+        a loop from 0 to a count that appears nowhere else (a row: ``base + r``)."""
         loops = enclosing_loops(op)
         if loops is None:
             return None
@@ -454,13 +468,15 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             return None
         if tree[0] == "+" and tree[1] == 0:
             for base, r in ((tree[3], tree[4]), (tree[4], tree[3])):
-                if r[0] == "iv" and r not in expr_trees(base):
+                if r[0] == "iv" and r not in expr_trees(base) and isinstance(loops[r[1]][1], LoopExtent) \
+                        and not any(r in expr_trees(spec) for _, spec in loops if isinstance(spec, tuple)):
                     tree = ("range", base, r[1])
                     break
         lead = expr_lead(tree)
         return HostCheck("computed", -1 if lead is None else lead[1], target, axis,
-                         expr=tree, loops=tuple((_iv_name(loop, n), extent)
-                                                for n, (loop, extent) in enumerate(loops)),
+                         expr=tree, loops=tuple((_iv_name(loop, n), spec)
+                                                for n, (loop, spec) in enumerate(loops)),
+                         access="store" if isinstance(op, memref.StoreOp) else "load",
                          where=str(location_of(op) or ""))
 
     checks: list[HostCheck] = []

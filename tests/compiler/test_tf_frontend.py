@@ -588,3 +588,55 @@ def test_safe_embedding_lookup_sparse_refuses_where_tensorflow_does_and_orders_a
     half = (np.arange(60).reshape(20, 3) / 4).astype(np.float16)                # sums exact in any order
     rng = np.random.default_rng(5)
     check(safe(table=half, combiner="sum"), sparse_ids_of_shape(rng, (3, 2, 4), 20))
+
+
+def test_safe_embedding_lookup_sparse_reads_indices_as_tensorflow():
+    """TensorFlow does not check sparse_ids' indices against dense_shape: SparseReshape to
+    ``[d_0 * ... * d_{n-1}, d_n]`` reads an index as its row-major offset divided by ``d_n``
+    (truncated; of rank 2, the same shape, it is the identity: the column is not read), ids < 0
+    and mean/sqrtn's weights <= 0 are dropped, and only then does SparseFillEmptyRows refuse a
+    row outside the rows; SparseReshape itself refuses values in a shape of no elements (rank 2
+    aside). Each accepted case here was a ValueError ('is out of range for dense_shape')."""
+    p = np.arange(15, dtype=np.float32).reshape(5, 3)
+
+    def safe(combiner="sum"):
+        return tf.function(lambda sp, w=None: tf.nn.safe_embedding_lookup_sparse(
+            tf.constant(p), sp, w, combiner=combiner))
+
+    def sparse(indices, values, shape, dtype=tf.int64):
+        return tf.sparse.SparseTensor(np.array(indices, np.int64).reshape(-1, len(shape)),
+                                      tf.constant(values, dtype), shape)
+
+    accepted = [
+        (safe(), sparse([[1, 5]], [1], [2, 2])),                      # rank 2: the column not read
+        (safe(), sparse([[0, -1], [1, 0]], [1, 2], [2, 2])),
+        (safe(), sparse([[0, 0, 5]], [1], [2, 2, 2])),                # offset 5: row 2, i.e. [1, 0]
+        (safe(), sparse([[0, 1, -1], [1, 1, 0]], [1, 2], [2, 2, 2])),   # offset 1: row 0 (truncated)
+        (safe(), sparse([[0, 0, 1, 3]], [4], [1, 2, 2, 2])),          # offset 5: row 2, i.e. [0, 1, 0]
+        (safe(), sparse([[0], [11]], [1, -1], [9])),                  # the id < 0 drops the index
+        (safe(), sparse([[0, 0]], [-2], [0, 3])),
+        (safe("mean"), sparse([[0, 0], [7, 0]], [1, 2], [2, 2]),      # as does a weight <= 0
+         sparse([[0, 0], [7, 0]], [1.0, -1.0], [2, 2], tf.float32)),
+        (safe("sqrtn"), sparse([[0, 0, 0], [0, 0, 9]], [1, 2], [2, 2, 2]),
+         sparse([[0, 0, 0], [0, 0, 0]], [1.0, np.nan], [2, 2, 2], tf.float32)),
+    ]
+    for f, *args in accepted:
+        want = f(*args).numpy()
+        got = run(compile_tf(f, *args), *args)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    refused = [
+        (sparse([[1, 1, 5]], [1], [2, 2, 2]), r"indices\[0\] = \[1, 1, 5\] is out of range for dense_shape "
+                                              r"\[2, 2, 2\]: TensorFlow reads it as row 5 of 4"),
+        (sparse([[11]], [1], [9]), r"indices\[0\] = \[11\] is out of range .*row 1 of 1"),
+        (sparse([[0, 0, -3]], [1], [2, 2, 2]), r"row -1 of 4"),
+        (sparse([[2, 0]], [1], [2, 2]), r"indices\[0\] = \[2, 0\] is out of range for dense_shape \[2, 2\]"),
+        (sparse([[0, 0, 0]], [-1], [2, 2, 0]), r"sparse_ids has 1 values but dense_shape \[2, 2, 0\] has "
+                                               r"no elements"),
+    ]
+    for sp, error in refused:
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            safe()(sp)
+        pk = compile_tf(safe(), sp)
+        with pytest.raises(ValueError, match=error):
+            pk.bind((sp,))

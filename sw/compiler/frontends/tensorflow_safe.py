@@ -4,10 +4,12 @@ ids, weights and ``default_id``, and the host side of the op (what TensorFlow do
 
 TensorFlow (``embedding_ops.safe_embedding_lookup_sparse``, 2.21) reshapes ``sparse_ids`` of
 shape ``[d_0, ..., d_n]`` to ``[d_0 * ... * d_{n-1}, d_n]`` (a lookup's row is the row-major
-index of its first ``n`` coordinates), pairs ``sparse_weights``' values with the ids by position
-(their indices are not read), drops ids ``< 0`` and, for ``mean``/``sqrtn``, weights that are not
-``> 0``, fills each empty row with one lookup of ``default_id or 0`` at weight 1
-(``SparseFillEmptyRows``, which orders the lookups by row, a row's in their given order), zeroes
+index of its first ``n`` coordinates; the indices are not checked against ``dense_shape``: one
+out of it is read as TensorFlow reads it, :func:`_rows`), pairs ``sparse_weights``' values with
+the ids by position (their indices are not read), drops ids ``< 0`` and, for ``mean``/``sqrtn``,
+weights that are not ``> 0``, fills each empty row with one lookup of ``default_id or 0`` at
+weight 1 (``SparseFillEmptyRows``, which refuses a kept lookup's row outside the rows and orders
+the lookups by row, a row's in their given order), zeroes
 the filled rows when ``default_id`` is None, and reshapes the ``[rows, e]`` result to
 ``[d_0, ..., d_{n-1}, e]``.
 """
@@ -71,15 +73,36 @@ def safe_lookup(src, out, sparse_lookup, supported: str):
     return inner
 
 
+def _rows(indices, dense_shape, values: int):
+    """The row of each index as TensorFlow's ``SparseReshape`` to ``[d_0 * ... * d_{n-1}, d_n]``
+    makes it, unchecked: of rank 2 (the same shape: the identity) the first coordinate, the
+    column not read; otherwise the row-major offset ``sum(i_j * stride_j)`` divided by ``d_n``,
+    truncated toward zero as C++ does (a coordinate beyond its dimension lands in another row;
+    only a row outside the rows is refused, by ``SparseFillEmptyRows``). Raises ValueError where
+    SparseReshape does: values in a shape of no elements (rank 2 aside)."""
+    if dense_shape.size == 2:
+        return indices[:, 0].copy()
+    if values and np.prod(dense_shape) == 0:
+        raise ValueError(f"sparse_ids has {values} values but dense_shape {dense_shape.tolist()} has no "
+                         "elements (TensorFlow's SparseReshape refuses them)")
+    if not values:
+        return np.zeros(0, np.int64)
+    strides = np.concatenate([np.cumprod(dense_shape[:0:-1])[::-1], [1]]).astype(np.int64)
+    offset = indices @ strides
+    last = int(dense_shape[-1])
+    return np.sign(offset) * (np.abs(offset) // last)
+
+
 def safe_lookups(indices, ids, dense_shape, weights, combiner: str, default_id, table_rows: int):
     """``(ids, rows, weights, n, shape)``: the lookups of ``safe_embedding_lookup_sparse`` as
     TensorFlow makes them (module docstring) — ordered by their row of the ``n`` rows, empty
     rows filled with ``default_id`` (none when it is None: the kernel leaves a row without
     lookups 0) — and ``shape``, the leading dimensions of the result. ``ids`` are the integer
     values of ``sparse_ids``, ``weights`` those of ``sparse_weights`` (or None) in the table's
-    dtype. Raises ValueError where TensorFlow raises: indices outside ``dense_shape``, weights
-    not one per id, a kept id out of range, and an empty row whose ``default_id or 0`` (which
-    TensorFlow gathers even when it zeroes the row) is out of range."""
+    dtype. Raises ValueError where TensorFlow raises: values in a ``dense_shape`` of no elements
+    (rank 2 aside), weights not one per id, a kept lookup whose row (:func:`_rows`) is outside the
+    rows, a kept id out of range, and an empty row whose ``default_id or 0`` (which TensorFlow
+    gathers even when it zeroes the row) is out of range."""
     dense_shape = np.asarray(dense_shape).astype(np.int64).reshape(-1)
     indices = np.asarray(indices)
     if dense_shape.size < 1 or indices.shape != (ids.size, dense_shape.size):
@@ -89,18 +112,19 @@ def safe_lookups(indices, ids, dense_shape, weights, combiner: str, default_id, 
         raise ValueError(f"sparse_weights has {weights.size} values and sparse_ids {ids.size}: "
                          "safe_embedding_lookup_sparse pairs them by position")
     indices = indices.astype(np.int64)
-    bad = np.flatnonzero(np.any((indices < 0) | (indices >= dense_shape), axis=1))
-    if bad.size:
-        raise ValueError(f"sparse_ids.indices[{bad[0]}] = {indices[bad[0]].tolist()} is out of range "
-                         f"for dense_shape {dense_shape.tolist()}")
     shape = tuple(int(d) for d in dense_shape[:-1])
     n = int(np.prod(shape, dtype=np.int64))
-    rows = (np.ravel_multi_index(tuple(indices[:, :-1].T), shape).astype(np.int64)
-            if shape and ids.size else np.zeros(ids.size, np.int64))
+    rows = _rows(indices, dense_shape, ids.size)
     keep = ids >= 0
     if weights is not None and combiner != "sum":
         keep &= weights > 0                 # TensorFlow drops weights <= 0 (and NaN) for mean, sqrtn
     kept = np.flatnonzero(keep)
+    bad = kept[(rows[kept] < 0) | (rows[kept] >= n)]      # SparseFillEmptyRows: the kept rows only
+    if bad.size:
+        k = bad[0]
+        raise ValueError(f"sparse_ids.indices[{k}] = {indices[k].tolist()} is out of range for dense_shape "
+                         f"{dense_shape.tolist()}" + ("" if dense_shape.size == 2 else
+                                                      f": TensorFlow reads it as row {rows[k]} of {n}"))
     bad = kept[ids[kept] >= table_rows]
     if bad.size:
         raise ValueError(f"ids[{bad[0]}] = {ids[bad[0]]} is out of range for {table_rows} rows")

@@ -4,7 +4,12 @@ Each run draws a fresh seed (printed; ``EMBER_SEED`` replays it, ``tb/seeds.py``
 functions across what a user may write with the supported ops (``sw/compiler/frontends/
 tensorflow.py``): ``tf.nn.embedding_lookup_sparse`` (sum, mean, sqrtn; with and without
 ``sp_weights``, of the table's or another float dtype), ``tf.nn.safe_embedding_lookup_sparse``
-(negative ids), ``tf.sparse.segment_sum/mean/sqrt_n``, ``tf.nn.embedding_lookup`` and ``tf.gather``
+(sparse ids of rank 1-4 of random dense shapes and sparsity — empty rows, all-empty inputs,
+dimensions of 0 —, indices in row-major, reversed or random order, repeated now and then, ids
+< 0 among them; with and without ``sparse_weights`` — zero, negative and NaN ones, which mean and
+sqrtn drop and a sum keeps —, ``default_id`` None, 0, another row or out of range; called again
+on ids of other dense shapes and ranks), ``tf.sparse.segment_sum/mean/sqrt_n``,
+``tf.nn.embedding_lookup`` and ``tf.gather``
 with ids of several shapes, ``tf.math.segment_sum/segment_mean`` of a gather and
 ``tf.math.unsorted_segment_sum/max`` of a gather (negative segment ids; ``num_segments`` a
 constant, an input, ``tf.shape(x)[0]`` or a static ``x.shape[0]``). The table is a constant, a
@@ -19,10 +24,13 @@ of the summands: a sum that cancels is not relatively accurate in either order);
 bfloat16 within one ulp of the type, except the dense ``segment_sum/segment_mean`` of 16-bit
 tables, which TensorFlow reduces in the 16-bit type (bit for bit: means and rows narrower than 8
 columns; wider sums, added in another order by TensorFlow, within the summation bound). Some calls
-carry an input TensorFlow refuses (an id out of range, segment ids out of order or out of range):
-``bind`` must raise a ``ValueError``. A documented limitation is constrained, not compared: a
-static ``x.shape[0]`` as ``num_segments`` keeps the traced size (TensorFlow retraces), so a call
-with another ``x`` must be that ``ValueError``.
+carry an input TensorFlow refuses (an id out of range, segment ids out of order or out of range;
+for the safe lookup an index beyond ``dense_shape``, which TensorFlow refuses only when the row
+it reads it as is outside the rows, or weights not one per id): ``bind`` must raise a
+``ValueError`` (for the safe lookup one of the frontend's messages). A NaN of TensorFlow's (a
+sum's NaN weight) must be a NaN, and only there. A documented limitation is constrained, not
+compared: a static ``x.shape[0]`` as ``num_segments`` keeps the traced size (TensorFlow
+retraces), so a call with another ``x`` must be that ``ValueError``.
 """
 
 from __future__ import annotations
@@ -125,37 +133,47 @@ def _compare(got, want, what, *, exact: bool, rtol: float = 0.0, mag=None, bound
                 else np.array_equal(got, want)), what
         return
     g, w = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(w)                       # (a NaN weight of a sum): NaN where TensorFlow's is
+    assert np.array_equal(np.isnan(g), nan), (what, "NaN", np.argwhere(np.isnan(g) != nan)[:3].tolist())
+    g, w = np.where(nan, 0, g), np.where(nan, 0, w)
     if bound is not None:
         bad = np.abs(g - w) > bound
     elif got.dtype in (F16, BF16):          # one ulp of the type (bf16: 8 significant bits)
-        ulp = np.abs(w) * 2.0 ** -7 if got.dtype == BF16 else np.spacing(np.abs(want)).astype(np.float64)
+        ulp = (np.abs(w) * 2.0 ** -7 if got.dtype == BF16
+               else np.spacing(np.abs(w).astype(F16)).astype(np.float64))
         bad = np.abs(g - w) > ulp
     else:
-        bad = np.abs(g - w) > rtol * np.abs(w) + rtol * mag
+        bad = np.abs(g - w) > rtol * np.abs(w) + rtol * np.where(nan, 0, mag)
     assert not bad.any(), (what, np.argwhere(bad)[:3].tolist(), g[bad][:3], w[bad][:3])
 
 
-def _check_call(pk, fn, args, what, **tolerance):
-    want, refused = _tf_result(fn, args)
+def _check_call(pk, fn, args, what, *, refusal=None, expected=None, **tolerance):
+    """``pk`` on ``args`` equals TensorFlow's ``fn`` (``expected``: its ``_tf_result``, if known)
+    within ``tolerance``, or, where TensorFlow refuses them, ``bind`` raises a ValueError (whose
+    message matches ``refusal``, if given)."""
+    want, refused = _tf_result(fn, args) if expected is None else expected
     if refused is not None:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=refusal):
             pk.bind(tuple(args))
         return None
-    _compare(_run(pk, args), want, what, **tolerance)
+    try:
+        got = _run(pk, args)
+    except ValueError as e:                 # where TensorFlow takes the input: named with the case
+        raise AssertionError(f"{what}: TensorFlow takes the input, the compiled op raised {e!r}") from e
+    _compare(got, want, what, **tolerance)
     return want
 
 
 # ------------------------------------------------------------------------------------------------
-# embedding_lookup_sparse, safe_embedding_lookup_sparse, tf.sparse.segment_sum/mean/sqrt_n
+# embedding_lookup_sparse, tf.sparse.segment_sum/mean/sqrt_n
 # ------------------------------------------------------------------------------------------------
 
-def _sparse_ids(rng: random.Random, nprng, bags: int, table_rows: int, id_dtype, *, negative: bool,
-                bad: bool):
+def _sparse_ids(rng: random.Random, nprng, bags: int, table_rows: int, id_dtype, *, bad: bool):
     lengths = [rng.choice([0, 0, 1, 2, 3, 9, 12]) for _ in range(bags)]
     idx = np.array([[b, c] for b, n in enumerate(lengths) for c in range(n)], np.int64).reshape(-1, 2)
-    ids = nprng.integers(-3 if negative else 0, table_rows, len(idx))
+    ids = nprng.integers(0, table_rows, len(idx))
     if bad and len(ids):
-        ids[rng.randrange(len(ids))] = rng.choice([table_rows, table_rows + 5] + ([] if negative else [-1]))
+        ids[rng.randrange(len(ids))] = rng.choice([table_rows, table_rows + 5, -1])
     return tf.sparse.SparseTensor(idx, tf.constant(ids, id_dtype), [bags, max(lengths + [1])])
 
 
@@ -170,10 +188,9 @@ def _sparse_weights(nprng, sp, dtype, combiner):
 
 def test_random_sparse_lookups_equal_tensorflow():
     base = fresh_seed("tf_sparse_fuzz")
-    for seed in seed_range(base, 90):
+    for seed in seed_range(base, 68):
         rng, nprng = random.Random(seed), np.random.default_rng(seed)
-        op = rng.choice(["embedding_lookup_sparse", "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
-                         "sparse.segment"])
+        op = rng.choice(["embedding_lookup_sparse", "embedding_lookup_sparse", "sparse.segment"])
         combiner = rng.choice(["sum", "mean", "sqrtn"])
         weighted = op == "embedding_lookup_sparse" and rng.random() < 0.4
         dtypes = [np.float32, np.float64]
@@ -213,16 +230,13 @@ def test_random_sparse_lookups_equal_tensorflow():
             def lookups(args):
                 return args[-2].numpy().astype(np.int64), args[-1].numpy().astype(np.int64), None
         else:
-            safe = op.startswith("safe")
-            lookup = tf.nn.safe_embedding_lookup_sparse if safe else tf.nn.embedding_lookup_sparse
-
             def fn(*args):
                 x, rest = table.get(args)
-                return lookup(x, rest[0], rest[1] if weighted else None, combiner=combiner)
+                return tf.nn.embedding_lookup_sparse(x, rest[0], rest[1] if weighted else None,
+                                                     combiner=combiner)
 
             def inputs(rows, bad=False):
-                sp = _sparse_ids(rng, nprng, rng.choice([1, 3, 8, 20]), rows, id_dtype, negative=safe,
-                                 bad=bad)
+                sp = _sparse_ids(rng, nprng, rng.choice([1, 3, 8, 20]), rows, id_dtype, bad=bad)
                 return [sp] + ([_sparse_weights(nprng, sp, w_dtype, combiner)] if weighted else [])
 
             def lookups(args):
@@ -244,6 +258,147 @@ def test_random_sparse_lookups_equal_tensorflow():
             rtol = RTOL.get(np.dtype(dtype), 0.0) * (10 if weighted or combiner == "sqrtn" else 1)
             mag = _magnitude(table.value, ids, seg, w, nseg, combiner) if nseg and dtype not in _INTS else 0
             _check_call(pk, fn, args, f"{what} call rows={rows} bad={bad}", exact=False, rtol=rtol, mag=mag)
+
+
+# ------------------------------------------------------------------------------------------------
+# safe_embedding_lookup_sparse
+# ------------------------------------------------------------------------------------------------
+
+# the frontend's ValueErrors for what TensorFlow refuses: an id, an index (its row) or default_id
+# out of range, weights not one per id, values in a dense shape of no elements
+_SAFE_REFUSAL = r"is out of range|sparse_weights has \d+ values and sparse_ids|has no elements"
+
+
+def _dense_shape(rng: random.Random, rank: int) -> list:
+    """A random dense_shape of ``rank``: small dimensions, now and then a zero one."""
+    shape = [rng.choice([1, 2, 3, 5]) for _ in range(rank - 1)] + [rng.choice([1, 2, 4, 9, 17])]
+    if rng.random() < 0.06:
+        shape[rng.randrange(rank)] = 0
+    return shape
+
+
+def _safe_ids(rng: random.Random, nprng, shape, table_rows: int, id_dtype, bad: str | None):
+    """Sparse ids of ``shape``: a random density (all empty to full), now and then a row emptied
+    or an index repeated, the indices in row-major, reversed or random order (TensorFlow takes any:
+    SparseFillEmptyRows orders them by row), some ids negative (dropped). ``bad``: ``"id"`` puts
+    an id beyond the table, ``"index"`` a coordinate beyond (or below) ``shape`` — which
+    TensorFlow refuses only when the row it reads the index as falls outside the rows, and a
+    value in a shape of no elements (rank 2 aside) — or, without values, one value at an index of
+    0s and dimensions."""
+    rank = len(shape)
+    idx = np.argwhere(nprng.random(shape) < rng.choice([0.0, 0.15, 0.5, 1.0])).reshape(-1, rank)
+    if rank > 1 and len(idx) and rng.random() < 0.3:         # one row (of the leading dims) empty
+        idx = idx[np.any(idx[:, :-1] != idx[rng.randrange(len(idx)), :-1], axis=1)]
+    if len(idx) and rng.random() < 0.1:
+        idx = np.concatenate([idx, idx[nprng.integers(0, len(idx), 2)]])
+    order = rng.choice(["row-major", "row-major", "reversed", "random"])
+    if order == "row-major":
+        idx = idx[np.lexsort(idx.T[::-1])] if len(idx) else idx
+    elif order == "reversed":
+        idx = idx[::-1]
+    else:
+        idx = idx[nprng.permutation(len(idx))]
+    ids = nprng.integers(rng.choice([0, -3]), table_rows, len(idx))
+    if bad == "id" and len(ids):
+        ids[rng.randrange(len(ids))] = rng.choice([table_rows, table_rows + 5])
+    if bad == "index" and len(idx):
+        k, d = rng.randrange(len(idx)), rng.randrange(rank)
+        idx[k, d] = rng.choice([shape[d], shape[d] + 2, -1])
+    elif bad == "index":                    # one value where there is none (of a dimension of 0)
+        idx = np.array([[rng.choice([0, d]) for d in shape]])
+        ids = np.array([rng.randrange(-1, table_rows)])
+    return tf.sparse.SparseTensor(np.ascontiguousarray(idx, np.int64), tf.constant(ids, id_dtype), shape)
+
+
+def _safe_weights(rng: random.Random, nprng, sp, dtype, combiner: str, bad: bool):
+    """Weights of ``sp`` (of the table's dtype, as TensorFlow asks): negative, zero and NaN ones
+    among them (mean and sqrtn drop those that are not > 0; a sum keeps them). TensorFlow pairs
+    them with the ids by position: now and then their indices are others. ``bad``: one fewer or
+    one more than the ids."""
+    n = int(sp.values.shape[0])
+    w = nprng.standard_normal(n) * 2
+    w[nprng.random(n) < 0.15] = 0.0
+    if rng.random() < 0.3:
+        w[nprng.random(n) < 0.15] = np.nan
+    if bad:
+        w = w[:-1] if n and rng.random() < 0.5 else np.append(w, 1.0)
+    idx = sp.indices.numpy()
+    if len(w) != n or rng.random() < 0.15:
+        idx = np.zeros((len(w), idx.shape[1]), np.int64)
+    return tf.sparse.SparseTensor(idx, tf.constant(w.astype(dtype)), sp.dense_shape)
+
+
+def _safe_magnitude(x, sp, w, combiner: str, default_id) -> np.ndarray:
+    """The magnitudes of the summands of TensorFlow's result (what ``_magnitude`` is for the other
+    lookups): TensorFlow's own lookup of ``|x|`` in float64 with ``|w|`` (mean and sqrtn: ``w``,
+    which they prune to the positive ones)."""
+    x = tf.constant(np.abs(np.asarray(x, np.float64)))
+    if w is not None:
+        v = w.values.numpy().astype(np.float64)
+        w = tf.sparse.SparseTensor(w.indices, tf.constant(np.abs(v) if combiner == "sum" else v),
+                                   w.dense_shape)
+    return tf.nn.safe_embedding_lookup_sparse(x, sp, w, combiner=combiner, default_id=default_id).numpy()
+
+
+def test_random_safe_lookups_equal_tensorflow():
+    """``tf.nn.safe_embedding_lookup_sparse`` of sparse ids of rank 1-4 (random dense shapes and
+    sparsity, all-empty ones among them, indices in any order), with and without
+    ``sparse_weights`` and ``default_id``, each combiner, float32/float64 (float16/bfloat16
+    unweighted sum and mean); each compiled op called on ids of other dense shapes (now and then
+    another rank) and tables of other rows, some calls carrying an input TensorFlow refuses."""
+    base = fresh_seed("tf_safe_fuzz")
+    for seed in seed_range(base, 24):
+        rng, nprng = random.Random(seed), np.random.default_rng(seed)
+        combiner = rng.choice(["sum", "mean", "sqrtn"])
+        weighted = rng.random() < 0.5
+        dtypes = [np.float32, np.float64]
+        if not weighted and combiner != "sqrtn":
+            dtypes += [F16, BF16]
+        dtype = rng.choice(dtypes)
+        table = _Table(rng.choice(["constant", "variable", "input"]), nprng, dtype, rng.choice([1, 7, 40]),
+                       rng.choice([1, 3, 8]))
+        default_id = rng.choice([None, None, 0, rng.randrange(table.rows)])
+        if rng.random() < 0.15:                 # refused where a row is empty
+            default_id = rng.choice([table.rows, -1])
+        id_dtype = rng.choice([tf.int32, tf.int64])
+        rank = rng.choice([1, 2, 3, 4])
+        what = (f"seed {seed}: safe_embedding_lookup_sparse {combiner} weighted={weighted} "
+                f"default_id={default_id} {np.dtype(dtype)} table={table.kind} ids={id_dtype.name} "
+                f"rank {rank}")
+
+        def fn(*args):
+            x, rest = table.get(args)
+            return tf.nn.safe_embedding_lookup_sparse(x, rest[0], rest[1] if weighted else None,
+                                                      combiner=combiner, default_id=default_id)
+
+        def inputs(rows, shape, bad=None):
+            sp = _safe_ids(rng, nprng, shape, rows, id_dtype, bad)
+            return [sp] + ([_safe_weights(rng, nprng, sp, dtype, combiner, bad == "weights")]
+                           if weighted else [])
+
+        rows0, shape0 = table.rows, _dense_shape(rng, rank)
+        example = table.next_call(rows0) + inputs(rows0, shape0)
+        pk = compile_tf(tf.function(fn), *example, opt_level=rng.choice([0, 3]))
+        bads = ["id", "index"] + (["weights"] if weighted else [])
+        calls = [(rows0, shape0, None)]
+        for _ in range(5):          # other dense shapes (1 in 5 of another rank), some inputs refused
+            calls.append((rng.choice([1, 3, 9, 60]),
+                          _dense_shape(rng, rank if rng.random() < 0.8 else rng.randrange(1, 5)),
+                          rng.choice(bads) if rng.random() < 0.4 else None))
+        calls.append((rows0, shape0, None))
+        rtol = RTOL.get(np.dtype(dtype), 0.0) * (10 if weighted or combiner == "sqrtn" else 1)
+        for rows, shape, bad in calls:
+            if table.kind != "input":
+                rows = table.rows
+            args = table.next_call(rows) + inputs(rows, shape, bad)
+            call = f"{what} call rows={rows} dense_shape={shape} bad={bad}"
+            expected = _tf_result(fn, args)
+            mag = 0
+            if dtype in (np.float32, np.float64) and expected[1] is None:
+                mag = _safe_magnitude(table.value, args[-2 if weighted else -1],
+                                      args[-1] if weighted else None, combiner, default_id)
+            _check_call(pk, fn, args, call, refusal=_SAFE_REFUSAL, expected=expected, exact=False,
+                        rtol=rtol, mag=mag)
 
 
 # ------------------------------------------------------------------------------------------------

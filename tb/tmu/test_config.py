@@ -10,7 +10,7 @@ from hw.tmu import TmuConfig
 def test_defaults():
     c = TmuConfig()
     assert (c.layers, c.streams, c.actions, c.regions, c.args) == (4, 16, 16, 4, 16)
-    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (512, 64, 64)
+    assert (c.max_inflight, c.data_queue_depth, c.ctrl_queue_depth) == (512, 256, 512)
     assert (c.watchdog_cycles, c.mem_latency, c.prefetchers, c.prefetch_depth) == (1 << 20, 32, 5, 32)
     assert (c.chain_engines, c.engines, c.tag_index_bits) == (1, 6, 9)
     assert (c.line_bytes, c.memory_ports, c.output_tokens) == (64, 2, 8)

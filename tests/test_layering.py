@@ -23,7 +23,8 @@ CHECKED = ("hw", "sw", "sim", "scripts")
 LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"binary format tables": ("sw.runtime.isa_fields",)},
     {"hardware": ("hw",),
-     "formats": ("sw.runtime.isa", "sw.runtime.kernel", "sw.runtime.datasets")},
+     "formats": ("sw.runtime.isa", "sw.runtime.kernel", "sw.runtime.host_check",
+                 "sw.runtime.host_check_computed", "sw.runtime.datasets")},
     {"simulator": ("sim.verilator", "sim.system", "sim.system_top", "sim.hbm", "sim"),
      "compiler": ("sw.compiler",),
      "runtime": ("sw.runtime",)},

@@ -68,17 +68,18 @@ bounds is undefined behaviour, so refusing such arguments changes no defined res
 
 ``computed``
     any other index the host can compute: an expression (``HostCheck.expr``, evaluated by
-    ``sw.runtime.kernel``) of constants, scalar arguments, the induction variables of the loops
-    around the access and loads from arguments never written, through the integer operations of
-    ``_BINARY`` and casts, when every loop around the access runs in steps of 1 from 0 to a
-    count the host reads (``host_extent``) or between bounds that are such expressions of the
-    outer loops' indices (the host enumerates the iterations); the index may end in ``+ r``,
-    ``r`` the induction variable of a loop from 0 to a count that appears nowhere else (a row
-    read from ``base``). Every iteration's index (first and last entry of a row) must lie in
-    ``[0, M.shape[k])``: ``hashed_gather.mlir``'s ``remap[h(ids[i])]`` (the hash mod 2**64, as
-    its i64 operations compute it) and ``table[(remap[h] << logd) + d]`` (``index`` arithmetic
-    exact), ``block_sparse_gather.mlir``'s ``k_out[j * bs + r]`` (``j`` from ``block_ptr[q]``
-    to ``block_ptr[q + 1]``); a shift by an amount outside ``[0, bits)`` or a division by 0 is
+    ``sw.runtime.host_check_computed``) of constants, scalar arguments, the induction variables
+    of the loops around the access and loads from arguments never written, through the integer
+    operations of ``host_checks_computed._BINARY`` and casts, when every loop around the access
+    runs in steps of 1 from 0 to a count the host reads (``host_extent``) or between bounds that
+    are such expressions of the outer loops' indices (the host enumerates the iterations); the
+    index may end in ``+ r``, ``r`` the induction variable of a loop from 0 to a count that
+    appears nowhere else (a row read from ``base``). Every iteration's index (first and last
+    entry of a row) must lie in ``[0, M.shape[k])``: ``hashed_gather.mlir``'s
+    ``remap[h(ids[i])]`` (the hash mod 2**64, as its i64 operations compute it) and
+    ``table[(remap[h] << logd) + d]`` (``index`` arithmetic exact),
+    ``block_sparse_gather.mlir``'s ``k_out[j * bs + r]`` (``j`` from ``block_ptr[q]`` to
+    ``block_ptr[q + 1]``); a shift by an amount outside ``[0, bits)`` or a division by 0 is
     refused.
 
 Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``, ``bound`` and
@@ -86,398 +87,137 @@ Accesses inside an ``scf.if`` are not used (they may be guarded). For ``index``,
 checks every index); ``computed`` is exact. Indices that go through other arithmetic in loops
 the host cannot enumerate (from loaded bounds) are not checked here; the unit's region check
 and address-overflow fault catch them at run time.
-The checks run in :func:`sw.runtime.kernel.Kernel.check_arguments` before the unit starts.
+The checks run in :func:`sw.runtime.kernel.Kernel.check_arguments` before the unit starts
+(``sw.runtime.host_check``). This module holds the entry point, :func:`host_checks`, and the
+recognition of every kind but ``block`` and ``computed`` (in ``host_checks_computed.py``); the
+readers of the IR they share are in ``host_checks_ir.py``. See docs/compiler.md, "Host-side
+argument checks".
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType
-from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
+from xdsl.dialects import func, memref, scf
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import OpResult, SSAValue
 
-from ...runtime.kernel import HostCheck, LoopExtent, expr_lead, expr_trees
+from ...runtime.host_check import HostCheck, LoopExtent
 from ..errors import location_of
+from .host_checks_computed import block_index, computed
+from .host_checks_ir import (Params, _affine, _constant, _from_zero, _guarded, _int, _loop_of,
+                             _minus_constant, _read_only, _strip, argument_count, host_extent,
+                             loaded_param)
 
 __all__ = ["host_checks"]
 
-_CASTS = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)
 
-
-def _strip(value: SSAValue) -> SSAValue:
-    while isinstance(value, OpResult) and isinstance(value.op, _CASTS):
-        value = value.op.input
-    return value
-
-
-def _loop_of(value: SSAValue) -> scf.ForOp | None:
-    """The ``scf.for`` whose induction variable ``value`` is."""
-    if isinstance(value, BlockArgument) and value.index == 0 and isinstance(value.block, Block):
-        parent = value.block.parent_op()
-        if isinstance(parent, scf.ForOp):
-            return parent
-    return None
-
-
-def _constant(value: SSAValue) -> int | None:
+def strided_load(params: Params, value: SSAValue) -> tuple[int, object, scf.ForOp, int, int] | None:
+    """``(A, load, loop, a, c)`` when ``value`` is loaded from the 1-D argument ``A`` (never
+    written) at ``a * i + c`` (not ``i`` itself) of a loop whose trip count the host knows,
+    in that loop's body (so loaded on every iteration)."""
     value = _strip(value)
-    if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp):
-        attr = value.op.value
-        data = getattr(attr, "value", None)
-        return getattr(data, "data", None) if data is not None else None
-    return None
-
-
-def _int(value: SSAValue) -> int | None:
-    c = _constant(value)
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-
-def _affine(value: SSAValue) -> tuple[scf.ForOp, int, int] | None:
-    """``(loop, a, c)`` when ``value`` is ``a * i + c`` for the induction variable ``i`` of
-    ``loop`` and constants ``a``, ``c``: ``arith.addi`` and ``arith.muli`` of such a value and a
-    constant (either order), casts looked through; ``(loop, 1, 0)`` for ``i`` itself."""
-    value = _strip(value)
-    loop = _loop_of(value)
-    if loop is not None:
-        return loop, 1, 0
-    if not (isinstance(value, OpResult) and isinstance(value.op, (arith.AddiOp, arith.MuliOp))):
+    if not (isinstance(value, OpResult) and isinstance(value.op, memref.LoadOp)):
         return None
-    for x, const in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
-        k, inner = _int(const), None
-        if k is not None:
-            inner = _affine(x)
-        if inner is not None:
-            loop, a, c = inner
-            return (loop, a, c + k) if isinstance(value.op, arith.AddiOp) else (loop, a * k, c * k)
-    return None
+    load = value.op
+    source = params.get(load.memref)
+    if source is None or len(load.indices) != 1 or not _read_only(load.memref):
+        return None
+    found = _affine(load.indices[0])
+    if found is None:
+        return None
+    loop, a, c = found
+    if (a, c) == (1, 0) or a < 1 or c < 0 or load.parent_op() is not loop:
+        return None
+    return source, load, loop, a, c
 
 
-def _read_only(arg: SSAValue) -> bool:
-    """``arg`` is only loaded from and measured (its elements are what the host passed)."""
-    return all(isinstance(use.operation, (memref.LoadOp, memref.DimOp)) for use in arg.uses)
+def range_of(params: Params, loop: scf.ForOp) -> tuple[int, scf.ForOp | None, int, int] | None:
+    """``(A, g_loop, p, q)`` when ``loop`` runs from ``A[g + p]`` to ``A[g + q]``: two loads
+    of one 1-D argument ``A`` that the kernel never writes, at ``g + p`` and ``g + q`` for
+    the induction variable ``g`` of ``g_loop`` (or both at constants: ``g_loop`` None)."""
+    ends = []
+    for bound in (loop.lb, loop.ub):
+        bound = _strip(bound)
+        if not (isinstance(bound, OpResult) and isinstance(bound.op, memref.LoadOp)):
+            return None
+        load = bound.op
+        if _guarded(load) or len(load.indices) != 1 or params.get(load.memref) is None or \
+                not _read_only(load.memref):
+            return None
+        if _int(load.indices[0]) is not None:
+            ends.append((params.get(load.memref), None, _int(load.indices[0])))
+            continue
+        found = _affine(load.indices[0])
+        if found is None or found[1] != 1 or found[2] < 0:
+            return None
+        ends.append((params.get(load.memref), found[0], found[2]))
+    (source, outer, p), (source_q, outer_q, q) = ends
+    if source != source_q or outer is not outer_q:
+        return None
+    return source, outer, p, q
 
 
-def _from_zero(loop: scf.ForOp) -> bool:
-    return _int(loop.lb) == 0 and _int(loop.step) == 1
+def last_check(params: Params, op, target: int, axis: int, loop: scf.ForOp, a: int,
+               c: int) -> HostCheck | None:
+    """``target[a * s + c]`` read in the body of ``scf.for %s = A[g + p] to A[g + q] step 1``
+    (``A`` 1-D, never written: ``range_of``) that is itself in the body of a loop over ``g``
+    whose trip count the host knows: the check of the last (and first) entry read per ``g``."""
+    if op.parent_op() is not loop or _int(loop.step) != 1:
+        return None
+    found = range_of(params, loop)
+    if found is None:
+        return None
+    source, outer, p, q = found
+    if outer is None or loop.parent_op() is not outer:      # both bounds at constants, or not g's
+        return None
+    extent = host_extent(params, outer)
+    if extent is None:
+        return None
+    return HostCheck("last", source, target, axis, offset=c, scale=a, loop=extent, pair=(p, q),
+                     where=str(location_of(loop) or ""))
 
 
-# The integer operations an index computed on the unit may go through (``computed``), by symbol.
-_BINARY = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.ShLIOp: "<<",
-           arith.ShRUIOp: ">>u", arith.ShRSIOp: ">>", arith.AndIOp: "&", arith.OrIOp: "|",
-           arith.XOrIOp: "^", arith.DivSIOp: "/", arith.DivUIOp: "/u", arith.RemSIOp: "%",
-           arith.RemUIOp: "%u", arith.MaxSIOp: "max", arith.MinSIOp: "min"}
+def order_check(params: Params, loop: scf.ForOp) -> HostCheck | None:
+    """A loop from ``A[g + p]`` to ``A[g + q]`` (the access unit checks that it does not run
+    backwards: ``check_order``): the check of those pairs, for the ``g`` its loop takes
+    when the host knows them (a loop from 0 to a count it reads, or one from ``B[h + p']``
+    to ``B[h + q']`` inside such a loop), else for every ``g``."""
+    found = range_of(params, loop)
+    if found is None or _guarded(loop):
+        return None
+    source, outer, p, q = found
+    where = str(location_of(loop) or "")
+    if outer is None:
+        return HostCheck("order", source, source, 0, pair=(p, q), loop=LoopExtent(value=1),
+                         where=where)
+    extent = host_extent(params, outer)
+    if extent is not None:
+        return HostCheck("order", source, source, 0, pair=(p, q), loop=extent, where=where)
+    ranges = range_of(params, outer)
+    if ranges is not None and ranges[1] is not None and \
+            (extent := host_extent(params, ranges[1])) is not None:
+        return HostCheck("order", source, source, 0, pair=(p, q), loop=extent,
+                         outer=(ranges[0], ranges[2], ranges[3]), where=where)
+    return HostCheck("order", source, source, 0, pair=(p, q), where=where)
 
 
-def _width(t) -> int | None:
-    """Bits of an integer type; 0 for ``index`` (its arithmetic is exact on the host: an
-    address that overflows is an error, not another row), None for other types."""
-    if isinstance(t, IndexType):
-        return 0
-    if isinstance(t, IntegerType):
-        return t.width.data
-    return None
-
-
-def _guarded(op) -> bool:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, scf.IfOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def _iv_name(loop: scf.ForOp, n: int) -> str:
-    hint = loop.body.block.args[0].name_hint
-    return hint if hint and hint.isidentifier() else f"i{n}"
+def alloc_size(params: Params, value: SSAValue) -> LoopExtent | None:
+    """A dynamic size of a ``memref.alloc`` that the arguments may make negative, as the
+    host reads it: ``dim(X, j) - m`` (``m > 0``), a scalar argument, or a count loaded at
+    constant indices from an argument the kernel never writes (either minus ``m``)."""
+    value, minus = _minus_constant(value)
+    if params.get(value) is not None:
+        return None if isinstance(value.type, MemRefType) else LoopExtent(params.get(value), element=(),
+                                                                           minus=minus)
+    if isinstance(value, OpResult) and isinstance(value.op, memref.DimOp) and minus <= 0:
+        return None                                     # dim(X, j) - m, m <= 0: never negative
+    return argument_count(params, value, minus)
 
 
 def host_checks(fn: func.FuncOp) -> list[HostCheck]:
     """The checks of ``fn``'s arguments (module docstring), without duplicates, in program order."""
     params = {arg: n for n, arg in enumerate(fn.body.block.args)}
-
-    def param(value: SSAValue) -> int | None:
-        return params.get(value)
-
-    def loaded_param(value: SSAValue, *, at_loop_indices: bool) -> tuple[int, object] | None:
-        value = _strip(value)
-        if not (isinstance(value, OpResult) and isinstance(value.op, memref.LoadOp)):
-            return None
-        load = value.op
-        source = param(load.memref)
-        if source is None or _guarded(load):
-            return None
-        if at_loop_indices and not all(_loop_of(_strip(i)) is not None for i in load.indices):
-            return None
-        return source, load
-
-    def host_extent(loop: scf.ForOp) -> LoopExtent | None:
-        """The trip count of ``loop`` as the host reads it off the arguments (from 0 in steps of
-        1 to a constant, ``dim(X, j)``, or a count loaded from an argument the kernel never
-        writes at constant indices; either of the last two minus a constant), else ``None``."""
-        if not _from_zero(loop):
-            return None
-        ub, minus = _strip(loop.ub), 0
-        if isinstance(ub, OpResult) and isinstance(ub.op, arith.SubiOp) and _int(ub.op.rhs) is not None:
-            ub, minus = _strip(ub.op.lhs), _int(ub.op.rhs)
-        if minus == 0 and _int(ub) is not None:
-            return LoopExtent(value=_int(ub))
-        if not isinstance(ub, OpResult):
-            return None
-        if isinstance(ub.op, memref.DimOp):
-            source, axis = param(ub.op.source), _int(ub.op.index)
-            if source is not None and axis is not None:
-                return LoopExtent(source, axis, minus=minus)
-        if isinstance(ub.op, memref.LoadOp):
-            source, at = param(ub.op.memref), [_int(i) for i in ub.op.indices]
-            if source is not None and None not in at and _read_only(ub.op.memref):
-                return LoopExtent(source, element=tuple(at), minus=minus)
-        return None
-
-    def strided_load(value: SSAValue) -> tuple[int, object, scf.ForOp, int, int] | None:
-        """``(A, load, loop, a, c)`` when ``value`` is loaded from the 1-D argument ``A`` (never
-        written) at ``a * i + c`` (not ``i`` itself) of a loop whose trip count the host knows,
-        in that loop's body (so loaded on every iteration)."""
-        value = _strip(value)
-        if not (isinstance(value, OpResult) and isinstance(value.op, memref.LoadOp)):
-            return None
-        load = value.op
-        source = param(load.memref)
-        if source is None or len(load.indices) != 1 or not _read_only(load.memref):
-            return None
-        found = _affine(load.indices[0])
-        if found is None:
-            return None
-        loop, a, c = found
-        if (a, c) == (1, 0) or a < 1 or c < 0 or load.parent_op() is not loop:
-            return None
-        return source, load, loop, a, c
-
-    def last_check(op, target: int, axis: int, loop: scf.ForOp, a: int, c: int) -> HostCheck | None:
-        """``target[a * s + c]`` read in the body of ``scf.for %s = A[g + p] to A[g + q] step 1``
-        (``A`` 1-D, never written) that is itself in the body of a loop over ``g`` whose trip
-        count the host knows: the check of the last (and first) entry read per ``g``."""
-        if op.parent_op() is not loop or _int(loop.step) != 1:
-            return None
-        ends = []
-        for bound in (loop.lb, loop.ub):
-            bound = _strip(bound)
-            if not (isinstance(bound, OpResult) and isinstance(bound.op, memref.LoadOp)):
-                return None
-            load = bound.op
-            if _guarded(load) or len(load.indices) != 1 or param(load.memref) is None:
-                return None
-            found = _affine(load.indices[0])
-            if found is None or found[1] != 1 or found[2] < 0:
-                return None
-            ends.append((param(load.memref), found[0], found[2]))
-        (source, outer, p), (source_q, outer_q, q) = ends
-        if source != source_q or outer is not outer_q or loop.parent_op() is not outer or \
-                not _read_only(fn.body.block.args[source]):
-            return None
-        extent = host_extent(outer)
-        if extent is None:
-            return None
-        return HostCheck("last", source, target, axis, offset=c, scale=a, loop=extent, pair=(p, q),
-                         where=str(location_of(loop) or ""))
-
-    def block_size(b: SSAValue, loop: scf.ForOp) -> LoopExtent | None:
-        """The block size ``b`` (also the upper bound of ``loop``) as the host reads it: a
-        constant, a scalar argument, or a trip count of ``host_extent``."""
-        b = _strip(b)
-        if _int(b) is not None:
-            return LoopExtent(value=_int(b))
-        source = param(b)
-        if source is not None:
-            return None if isinstance(b.type, MemRefType) else LoopExtent(source, element=())
-        return host_extent(loop)
-
-    def block_index(value: SSAValue) -> tuple[int, object, LoopExtent] | None:
-        """``(A, load, b)`` when ``value`` is ``A[..] * b + r`` (either order of both operations):
-        a value loaded from the argument ``A`` (never written) at loop indices, times ``b``, plus
-        the induction variable ``r`` of a loop from 0 to the same ``b`` in steps of 1."""
-        value = _strip(value)
-        if not (isinstance(value, OpResult) and isinstance(value.op, arith.AddiOp)):
-            return None
-        for base, r in ((value.op.lhs, value.op.rhs), (value.op.rhs, value.op.lhs)):
-            loop, base = _loop_of(_strip(r)), _strip(base)
-            if loop is None or not _from_zero(loop) or \
-                    not (isinstance(base, OpResult) and isinstance(base.op, arith.MuliOp)):
-                continue
-            ub = _strip(loop.ub)
-            for x, b in ((base.op.lhs, base.op.rhs), (base.op.rhs, base.op.lhs)):
-                found = loaded_param(x, at_loop_indices=True)
-                b = _strip(b)
-                same = b is ub or (_int(b) is not None and _int(b) == _int(ub))
-                if found is None or not same or not _read_only(found[1].memref):
-                    continue
-                size = block_size(b, loop)
-                if size is not None:
-                    return found[0], found[1], size
-        return None
-
-    def range_of(loop: scf.ForOp) -> tuple[int, scf.ForOp | None, int, int] | None:
-        """``(A, g_loop, p, q)`` when ``loop`` runs from ``A[g + p]`` to ``A[g + q]``: two loads
-        of one 1-D argument ``A`` that the kernel never writes, at ``g + p`` and ``g + q`` for
-        the induction variable ``g`` of ``g_loop`` (or both at constants: ``g_loop`` None)."""
-        ends = []
-        for bound in (loop.lb, loop.ub):
-            bound = _strip(bound)
-            if not (isinstance(bound, OpResult) and isinstance(bound.op, memref.LoadOp)):
-                return None
-            load = bound.op
-            if _guarded(load) or len(load.indices) != 1 or param(load.memref) is None or \
-                    not _read_only(load.memref):
-                return None
-            if _int(load.indices[0]) is not None:
-                ends.append((param(load.memref), None, _int(load.indices[0])))
-                continue
-            found = _affine(load.indices[0])
-            if found is None or found[1] != 1 or found[2] < 0:
-                return None
-            ends.append((param(load.memref), found[0], found[2]))
-        (source, outer, p), (source_q, outer_q, q) = ends
-        if source != source_q or outer is not outer_q:
-            return None
-        return source, outer, p, q
-
-    def order_check(loop: scf.ForOp) -> HostCheck | None:
-        """A loop from ``A[g + p]`` to ``A[g + q]`` (the access unit checks that it does not run
-        backwards: ``check_order``): the check of those pairs, for the ``g`` its loop takes
-        when the host knows them (a loop from 0 to a count it reads, or one from ``B[h + p']``
-        to ``B[h + q']`` inside such a loop), else for every ``g``."""
-        found = range_of(loop)
-        if found is None or _guarded(loop):
-            return None
-        source, outer, p, q = found
-        where = str(location_of(loop) or "")
-        if outer is None:
-            return HostCheck("order", source, source, 0, pair=(p, q), loop=LoopExtent(value=1),
-                             where=where)
-        extent = host_extent(outer)
-        if extent is not None:
-            return HostCheck("order", source, source, 0, pair=(p, q), loop=extent, where=where)
-        ranges = range_of(outer)
-        if ranges is not None and ranges[1] is not None and \
-                (extent := host_extent(ranges[1])) is not None:
-            return HostCheck("order", source, source, 0, pair=(p, q), loop=extent,
-                             outer=(ranges[0], ranges[2], ranges[3]), where=where)
-        return HostCheck("order", source, source, 0, pair=(p, q), where=where)
-
-    def alloc_size(value: SSAValue) -> LoopExtent | None:
-        """A dynamic size of a ``memref.alloc`` that the arguments may make negative, as the
-        host reads it: ``dim(X, j) - m`` (``m > 0``), a scalar argument, or a count loaded at
-        constant indices from an argument the kernel never writes (either minus ``m``)."""
-        value, minus = _strip(value), 0
-        if isinstance(value, OpResult) and isinstance(value.op, arith.SubiOp) and _int(value.op.rhs) is not None:
-            value, minus = _strip(value.op.lhs), _int(value.op.rhs)
-        if param(value) is not None:
-            return None if isinstance(value.type, MemRefType) else LoopExtent(param(value), element=(),
-                                                                               minus=minus)
-        if not isinstance(value, OpResult):
-            return None
-        if isinstance(value.op, memref.DimOp):
-            source, axis = param(value.op.source), _int(value.op.index)
-            if source is not None and axis is not None and minus > 0:
-                return LoopExtent(source, axis, minus=minus)
-        if isinstance(value.op, memref.LoadOp):
-            source, at = param(value.op.memref), [_int(i) for i in value.op.indices]
-            if source is not None and None not in at and _read_only(value.op.memref):
-                return LoopExtent(source, element=tuple(at), minus=minus)
-        return None
-
-    def enclosing_loops(op) -> list[tuple[scf.ForOp, object]] | None:
-        """The loops around ``op``, outermost first, each with its trip count (``host_extent``:
-        from 0 in steps of 1 to a count the host reads) or ``("bounds", lb, ub)``, the
-        ``expression`` trees of its bounds (in steps of 1, from and to values the host computes
-        from the outer loops' indices: ``block_ptr[q]`` to ``block_ptr[q + 1]``); None when a
-        loop is neither (or ``op`` is inside another operation)."""
-        chain = []
-        parent = op.parent_op()
-        while not isinstance(parent, func.FuncOp):
-            if not isinstance(parent, scf.ForOp):
-                return None
-            chain.append(parent)
-            parent = parent.parent_op()
-        loops: list = []
-        for loop in reversed(chain):
-            spec = host_extent(loop)
-            if spec is None and _int(loop.step) == 1:
-                lb, ub = expression(loop.lb, loops), expression(loop.ub, loops)
-                spec = None if lb is None or ub is None else ("bounds", lb, ub)
-            if spec is None:
-                return None
-            loops.append((loop, spec))
-        return loops
-
-    def expression(value: SSAValue, loops: list) -> tuple | None:
-        """``value`` as a tree the host evaluates (``HostCheck`` kind ``computed``): constants
-        ``("const", c)``, scalar arguments ``("arg", k)``, induction variables ``("iv", n)`` of
-        ``loops[n]``, loads ``("load", k, where, indices)`` from arguments the kernel never
-        writes, casts ``("cast", kind, bits_in, bits_out, x)`` and the operations of
-        ``_BINARY`` ``(symbol, bits, where, a, b)`` (bits 0: ``index``); None otherwise."""
-        if isinstance(value, BlockArgument):
-            source = param(value)
-            if source is not None:
-                return None if isinstance(value.type, MemRefType) or _width(value.type) is None \
-                    else ("arg", source)
-            loop = _loop_of(value)
-            for n, (outer, _) in enumerate(loops):
-                if outer is loop:
-                    return ("iv", n)
-            return None
-        if not isinstance(value, OpResult):
-            return None
-        op = value.op
-        if _int(value) is not None:
-            return ("const", _int(value))
-        if isinstance(op, memref.LoadOp):
-            source = param(op.memref)
-            if source is None or not _read_only(op.memref) or _width(value.type) is None:
-                return None
-            indices = tuple(expression(i, loops) for i in op.indices)
-            return None if None in indices else ("load", source, str(location_of(op) or ""), indices)
-        if isinstance(op, _CASTS + (arith.TruncIOp,)):
-            inner = expression(op.input, loops)
-            w_in, w_out = _width(op.input.type), _width(value.type)
-            if inner is None or w_in is None or w_out is None:
-                return None
-            kind = "zext" if isinstance(op, arith.ExtUIOp) else \
-                "trunc" if w_out and (not w_in or w_out < w_in) else "sext"
-            return ("cast", kind, w_in, w_out, inner)
-        symbol = _BINARY.get(type(op))
-        if symbol is None or _width(value.type) is None:
-            return None
-        a, b = expression(op.lhs, loops), expression(op.rhs, loops)
-        if a is None or b is None:
-            return None
-        return (symbol, _width(value.type), str(location_of(op) or ""), a, b)
-
-    def computed(op, index: SSAValue, target: int, axis: int) -> HostCheck | None:
-        """Kind ``computed``: an index other than the patterns above that the host can compute
-        for every iteration (an ``expression`` of loads, scalar arguments and induction
-        variables of the ``enclosing_loops``), optionally plus the induction variable ``r`` of
-        a loop from 0 to a count that appears nowhere else (a row: ``base + r``)."""
-        loops = enclosing_loops(op)
-        if loops is None:
-            return None
-        tree = expression(index, loops)
-        if tree is None or not any(t[0] in ("load", "arg") for t in expr_trees(tree)):
-            return None
-        if tree[0] == "+" and tree[1] == 0:
-            for base, r in ((tree[3], tree[4]), (tree[4], tree[3])):
-                if r[0] == "iv" and r not in expr_trees(base) and isinstance(loops[r[1]][1], LoopExtent) \
-                        and not any(r in expr_trees(spec) for _, spec in loops if isinstance(spec, tuple)):
-                    tree = ("range", base, r[1])
-                    break
-        lead = expr_lead(tree)
-        return HostCheck("computed", -1 if lead is None else lead[1], target, axis,
-                         expr=tree, loops=tuple((_iv_name(loop, n), spec)
-                                                for n, (loop, spec) in enumerate(loops)),
-                         access="store" if isinstance(op, memref.StoreOp) else "load",
-                         where=str(location_of(op) or ""))
 
     checks: list[HostCheck] = []
 
@@ -500,41 +240,41 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
             shape = op.memref.type.get_shape()
             dynamic = [axis for axis, extent in enumerate(shape) if extent < 0]
             for axis, size in zip(dynamic, op.dynamic_sizes):
-                extent = alloc_size(size)
+                extent = alloc_size(params, size)
                 if extent is not None:
                     add(HostCheck("alloc", extent.source, extent.source, axis, loop=extent,
                                   where=str(location_of(op) or "")))
             continue
         if isinstance(op, scf.ForOp) and _int(op.step) == 1:
-            found = order_check(op)
+            found = order_check(params, op)
             if found is not None and not any(c.same_as(found) for c in orders):
                 orders.append(found)
             continue
         if not isinstance(op, (memref.LoadOp, memref.StoreOp)) or _guarded(op):
             continue
-        target = param(op.memref)
+        target = params.get(op.memref)
         if target is None:
             continue
         where = str(location_of(op) or "")
         for axis, index in enumerate(op.indices):
             index = _strip(index)
-            found = loaded_param(index, at_loop_indices=True)
+            found = loaded_param(params, index, at_loop_indices=True)
             if found is not None:
                 add(HostCheck("index", found[0], target, axis, where=str(location_of(found[1]) or where)))
                 continue
-            found = block_index(index)
+            found = block_index(params, index)
             if found is not None:
                 source, load, size = found
                 add(HostCheck("block", source, target, axis, loop=size,
                               where=str(location_of(load) or where)))
                 continue
-            found = strided_load(index)
+            found = strided_load(params, index)
             if found is not None:
                 source, load, loop, a, c = found
                 add(HostCheck("index", source, target, axis, offset=c, scale=a,
-                              loop=host_extent(loop), where=str(location_of(load) or where)))
+                              loop=host_extent(params, loop), where=str(location_of(load) or where)))
                 continue
-            found = computed(op, index, target, axis)
+            found = computed(params, op, index, target, axis)
             if found is not None:
                 add(found)
                 continue
@@ -546,20 +286,21 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 # a * i + c is checked from 0 in steps of 1, where the last i is n - 1; in a loop
                 # over [A[g + p], A[g + q]) per g, on the last i of each g ("last").
                 if not _from_zero(loop):
-                    found = last_check(op, target, axis, loop, scale, offset)
+                    found = last_check(params, op, target, axis, loop, scale, offset)
                     if found is not None:
                         add(found)
                     continue
             loop_where = str(location_of(loop) or where)
             lower, upper = _constant(loop.lb), _constant(loop.ub)
             for bound in (loop.lb, loop.ub) if (scale, offset) == (1, 0) else ():
-                found = loaded_param(bound, at_loop_indices=False)
+                found = loaded_param(params, bound, at_loop_indices=False)
                 # A bound loaded at constant indices is one field of an array of sizes (the sparse
                 # storage specifier, frontends/mlir.py), not an array of offsets: not every element
                 # of it bounds this loop, so it is left to the unit's region check.
                 if found is not None and not all(_constant(i) is not None for i in found[1].indices):
                     add(HostCheck("bound", found[0], target, axis, where=loop_where))
-            lower_ok = lower is not None and lower >= 0 or loaded_param(loop.lb, at_loop_indices=False)
+            lower_ok = lower is not None and lower >= 0 or \
+                loaded_param(params, loop.lb, at_loop_indices=False)
             if not lower_ok:
                 continue
             ub = _strip(loop.ub)
@@ -570,12 +311,12 @@ def host_checks(fn: func.FuncOp) -> list[HostCheck]:
                 add(HostCheck("extent", -1, target, axis, value=upper, offset=offset, scale=scale,
                               where=loop_where))
             elif isinstance(ub, OpResult) and isinstance(ub.op, memref.DimOp):
-                source, source_axis = param(ub.op.source), _constant(ub.op.index)
+                source, source_axis = params.get(ub.op.source), _constant(ub.op.index)
                 if source is not None and source_axis is not None and \
                         (offset or scale != 1 or (source, source_axis) != (target, axis)):
                     add(HostCheck("extent", source, target, axis, source_axis=source_axis, offset=offset,
                                   scale=scale, where=loop_where))
-            elif (direct or (scale, offset) == (1, 0)) and (extent := host_extent(loop)) is not None:
+            elif (direct or (scale, offset) == (1, 0)) and (extent := host_extent(params, loop)) is not None:
                 # a loop to a loaded count or to dim(X, j) - m; dim(M, k) - m over M[i + c] with
                 # c <= m is always in range. M[i] itself in a nested loop (that may not run), as
                 # for a loop to dim(X, j): spmm_csr's out[i, d] needs nrows[0] rows

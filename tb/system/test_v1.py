@@ -190,7 +190,10 @@ def test_start_resets_state():
     cases += [random_v1_case(s, CFG, block_prob=0.6, lockstep_prob=0.5)
               for s in seed_range(base, 8)]
     cases += [vector_mode_case(s, CFG) for s in seed_range(base, 4)]
-    wide = block_case("wide_rows", rows=64, dim=64, lengths=[4] * 8, size=4, pack=1)
+    # 256 rows of 256 bytes (1,024 beats): more than the default data queue (256 beats) and the
+    # reorder buffer (512 lines) hold together, so that the slow core fills both (with 32 rows the
+    # 256-beat queue of session 52 took them all and the watchdog never fired)
+    wide = block_case("wide_rows", rows=64, dim=64, lengths=[4] * 64, size=4, pack=1)
     faulting = next(c for c in block_cases() if c.name == "block_past_region")
     # watchdog 56: past the first index loads' silent wait (two stages: more than 40 cycles),
     # short of the 80 the core's slow pops leave silent once the rows are marshaled

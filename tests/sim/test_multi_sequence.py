@@ -59,6 +59,7 @@ def _reference(table, indices, offsets):
     return out
 
 
+@pytest.mark.slow      # ~2 min; the file's other tests run the same sequences' machinery in CI
 def test_sequences_per_unit_give_every_tables_output_and_the_makespan():
     seed = fresh_seed("multi-unit sequences")
     rng = np.random.default_rng(seed)
